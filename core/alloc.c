@@ -1,0 +1,65 @@
+/* The world's allocator: jemalloc in normal builds, libc under sanitizers. */
+#include "core/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef WEFT_SYSTEM_MALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
+void *weft__alloc(weft__alloc_stats_t *st, size_t size, size_t align) {
+  if (size == 0)
+    size = 1;
+  if (align < sizeof(void *))
+    align = sizeof(void *);
+  void *p;
+#ifdef WEFT_SYSTEM_MALLOC
+  if (posix_memalign(&p, align, size) != 0)
+    p = NULL;
+#else
+  p = mallocx(size, MALLOCX_ALIGN(align));
+#endif
+  if (p && st) {
+    st->allocs++;
+    st->bytes += size;
+  }
+  return p;
+}
+
+void *weft__calloc(weft__alloc_stats_t *st, size_t size, size_t align) {
+  void *p = weft__alloc(st, size, align);
+  if (p)
+    memset(p, 0, size);
+  return p;
+}
+
+void *weft__realloc(weft__alloc_stats_t *st, void *p, size_t old_size,
+                    size_t new_size) {
+  if (!p)
+    return weft__alloc(st, new_size, 16);
+  (void)old_size;
+  void *q;
+#ifdef WEFT_SYSTEM_MALLOC
+  q = realloc(p, new_size ? new_size : 1);
+#else
+  q = rallocx(p, new_size ? new_size : 1, MALLOCX_ALIGN(16));
+#endif
+  if (q && st) {
+    st->allocs++;
+    st->bytes += new_size;
+  }
+  return q;
+}
+
+void weft__free(void *p, size_t size, size_t align) {
+  if (!p)
+    return;
+  (void)size;
+  (void)align;
+#ifdef WEFT_SYSTEM_MALLOC
+  free(p);
+#else
+  dallocx(p, 0);
+#endif
+}

@@ -1,0 +1,32 @@
+/*
+ * The world's allocator.
+ *
+ * All weft memory comes through here so that one counter per world proves
+ * that steady-state operations allocate nothing, and so that chunk memory
+ * can come from jemalloc (NUMA arenas from the scheduler issue on). In
+ * sanitizer builds (WEFT_SYSTEM_MALLOC) everything goes to libc instead, so
+ * that ASan and TSan see every block.
+ */
+#ifndef WEFT_CORE_ALLOC_H
+#define WEFT_CORE_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Counters kept by the allocator; one per world. */
+typedef struct weft__alloc_stats_t {
+  uint64_t allocs;
+  uint64_t bytes;
+} weft__alloc_stats_t;
+
+/* Allocates size bytes aligned to align (a power of two); NULL on failure. */
+void *weft__alloc(weft__alloc_stats_t *st, size_t size, size_t align);
+/* Allocates zeroed memory. */
+void *weft__calloc(weft__alloc_stats_t *st, size_t size, size_t align);
+/* Grows or shrinks a block allocated with alignment <= 16. */
+void *weft__realloc(weft__alloc_stats_t *st, void *p, size_t old_size,
+                    size_t new_size);
+/* Frees a block; size and align are those it was allocated with. */
+void weft__free(void *p, size_t size, size_t align);
+
+#endif /* WEFT_CORE_ALLOC_H */

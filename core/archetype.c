@@ -1,0 +1,468 @@
+/* Archetype creation, chunk layout, the archetype graph and row moves. */
+#include "core/archetype.h"
+
+#include <string.h>
+
+#include "core/check.h"
+#include "core/world.h"
+
+#define WEFT__ALIGN64(x) (((x) + 63u) & ~63u)
+
+/* Bytes a chunk needs for cap rows of this layout. */
+static uint64_t layout_bytes(const weft__archetype_t *a, uint32_t cap) {
+  uint64_t off = WEFT__CHUNK_HEADER + (uint64_t)cap * sizeof(weft_entity_t);
+  for (uint32_t i = 0; i < a->narrays; i++)
+    off = WEFT__ALIGN64(off) + (uint64_t)a->arrays[i].elem * cap;
+  return off;
+}
+
+/* Picks rows per chunk and places the arrays. */
+static int layout(weft_world_t *w, weft__archetype_t *a) {
+  uint64_t row = sizeof(weft_entity_t);
+  for (uint32_t i = 0; i < a->narrays; i++)
+    row += a->arrays[i].elem;
+  uint64_t cap = (w->chunk_size - WEFT__CHUNK_HEADER) / row;
+  if (cap > WEFT_CHUNK_ROWS_MAX)
+    cap = WEFT_CHUNK_ROWS_MAX;
+  while (cap > 0 && layout_bytes(a, (uint32_t)cap) > w->chunk_size)
+    cap--;
+  WEFT_CHECK(w, cap > 0, WEFT_ELAYOUT,
+             "a row of %llu bytes does not fit a %u-byte chunk",
+             (unsigned long long)row, w->chunk_size);
+  a->row_cap = (uint32_t)cap;
+  uint32_t off = WEFT__CHUNK_HEADER + a->row_cap * sizeof(weft_entity_t);
+  for (uint32_t i = 0; i < a->narrays; i++) {
+    off = WEFT__ALIGN64(off);
+    a->arrays[i].offset = off;
+    off += a->arrays[i].elem * a->row_cap;
+  }
+  for (uint32_t i = 0; i < a->ncols; i++)
+    a->cols[i].offset =
+        a->cols[i].soa ? 0 : a->arrays[a->cols[i].first_array].offset;
+  return 0;
+}
+
+/* Counts components, columns and arrays of a signature. */
+static void count_shape(const weft_world_t *w, const weft__mask_t *present,
+                        uint32_t *ncomps, uint32_t *ncols, uint32_t *narrays) {
+  *ncomps = *ncols = *narrays = 0;
+  WEFT__MASK_FOREACH(present, id) {
+    const weft__component_t *c = weft__registry_get(&w->registry, id);
+    (*ncomps)++;
+    if (c->size == 0)
+      continue;
+    (*ncols)++;
+    *narrays += (c->flags & WEFT_COMPONENT_SOA) ? c->field_count : 1;
+  }
+}
+
+static void fill_columns(const weft_world_t *w, weft__archetype_t *a) {
+  uint32_t ci = 0, ai = 0, k = 0;
+  WEFT__MASK_FOREACH(&a->present, id) {
+    const weft__component_t *c = weft__registry_get(&w->registry, id);
+    a->comps[k++] = id;
+    if (c->size == 0)
+      continue;
+    weft__column_t *col = &a->cols[ci];
+    col->comp = id;
+    col->size = c->size;
+    col->soa = (c->flags & WEFT_COMPONENT_SOA) != 0;
+    col->first_array = (uint16_t)ai;
+    col->array_count = (uint16_t)(col->soa ? c->field_count : 1);
+    for (uint32_t f = 0; f < col->array_count; f++, ai++) {
+      a->arrays[ai].elem = col->soa ? c->fields[f].size : c->size;
+      a->arrays[ai].value_off = col->soa ? c->fields[f].offset : 0;
+    }
+    a->colmap[id] = (uint16_t)(++ci);
+  }
+}
+
+void weft__archetype_free(weft__archetype_t *a) {
+  if (!a)
+    return;
+  for (uint32_t i = 0; i < a->edge_cap; i++)
+    weft__free(a->edges[i].plan, 0, 16);
+  weft__free(a->edges, 0, 16);
+  weft__free(a->chunks, 0, 16);
+  weft__free(a->cols, 0, 16);
+  weft__free(a->arrays, 0, 16);
+  weft__free(a->comps, 0, 16);
+  weft__free(a, sizeof(*a), 64);
+}
+
+static weft__archetype_t *archetype_new(weft_world_t *w,
+                                        const weft__mask_t *present,
+                                        const weft__mask_t *disabled) {
+  weft__archetype_t *a = weft__calloc(&w->alloc, sizeof(*a), 64);
+  if (!a)
+    return NULL;
+  a->present = *present;
+  a->disabled = *disabled;
+  a->enabled = weft__mask_andnot(present, disabled);
+  count_shape(w, present, &a->ncomps, &a->ncols, &a->narrays);
+  a->cols = weft__calloc(&w->alloc, (a->ncols + 1) * sizeof(*a->cols), 16);
+  a->arrays =
+      weft__calloc(&w->alloc, (a->narrays + 1) * sizeof(*a->arrays), 16);
+  a->comps = weft__calloc(&w->alloc, (a->ncomps + 1) * sizeof(*a->comps), 16);
+  if (!a->cols || !a->arrays || !a->comps) {
+    weft__archetype_free(a);
+    return NULL;
+  }
+  fill_columns(w, a);
+  return a;
+}
+
+/* Slot of a signature in the open-addressing table (found or empty). */
+static uint32_t table_slot(const weft_world_t *w, const weft__mask_t *present,
+                           const weft__mask_t *disabled) {
+  uint32_t mask = w->arch_table_cap - 1;
+  uint32_t i = (uint32_t)weft__mask_hash2(present, disabled) & mask;
+  for (;; i = (i + 1) & mask) {
+    uint32_t id = w->arch_table[i];
+    if (!id)
+      return i;
+    const weft__archetype_t *a = w->archs[id - 1];
+    if (weft__mask_eq(&a->present, present) &&
+        weft__mask_eq(&a->disabled, disabled))
+      return i;
+  }
+}
+
+static int table_grow(weft_world_t *w) {
+  uint32_t n = w->arch_table_cap ? w->arch_table_cap * 2 : 64;
+  uint32_t *t = weft__calloc(&w->alloc, n * sizeof(*t), 16);
+  if (!t)
+    return WEFT_ENOMEM;
+  weft__free(w->arch_table, 0, 16);
+  w->arch_table = t;
+  w->arch_table_cap = n;
+  for (uint32_t id = 0; id < w->arch_count; id++) {
+    const weft__archetype_t *a = w->archs[id];
+    w->arch_table[table_slot(w, &a->present, &a->disabled)] = id + 1;
+  }
+  return 0;
+}
+
+/* Makes room for one more archetype in the list and the table. */
+static int reserve_one(weft_world_t *w) {
+  if (w->arch_count == w->arch_cap) {
+    uint32_t n = w->arch_cap ? w->arch_cap * 2 : 32;
+    void *p = weft__realloc(&w->alloc, w->archs, w->arch_cap * sizeof(void *),
+                            n * sizeof(void *));
+    if (!p)
+      return WEFT_ENOMEM;
+    w->archs = p;
+    w->arch_cap = n;
+  }
+  if ((w->arch_count + 1) * 2 > w->arch_table_cap)
+    return table_grow(w);
+  return 0;
+}
+
+int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
+                        const weft__mask_t *disabled,
+                        weft__archetype_t **out) {
+  if (w->arch_table_cap) {
+    uint32_t id = w->arch_table[table_slot(w, present, disabled)];
+    if (id) {
+      *out = w->archs[id - 1];
+      return 0;
+    }
+  }
+  int rc = reserve_one(w);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory growing the archetype table");
+  weft__archetype_t *a = archetype_new(w, present, disabled);
+  WEFT_CHECK(w, a, WEFT_ENOMEM, "out of memory creating an archetype");
+  rc = layout(w, a);
+  if (rc == 0) {
+    a->id = w->arch_count;
+    w->archs[w->arch_count++] = a;
+    w->arch_table[table_slot(w, present, disabled)] = a->id + 1;
+    rc = weft__queries_on_archetype(w, a);
+    /* A query that failed to record the archetype would miss its rows, so
+     * the failure is reported; the archetype itself stays valid. */
+    if (rc == 0) {
+      *out = a;
+      return 0;
+    }
+    return rc;
+  }
+  weft__archetype_free(a);
+  return rc;
+}
+
+/* The signature an edge leads to. */
+static void edge_signature(const weft__archetype_t *a, uint32_t op,
+                           weft_component_t c, weft__mask_t *present,
+                           weft__mask_t *disabled) {
+  *present = a->present;
+  *disabled = a->disabled;
+  switch (op) {
+  case WEFT__EDGE_ADD:
+    weft__mask_set(present, c);
+    break;
+  case WEFT__EDGE_REMOVE:
+    weft__mask_clear(present, c);
+    weft__mask_clear(disabled, c);
+    break;
+  case WEFT__EDGE_DISABLE:
+    weft__mask_set(disabled, c);
+    break;
+  default:
+    weft__mask_clear(disabled, c);
+    break;
+  }
+}
+
+/* The copies a move from a to b performs: every array both share. */
+static int make_plan(weft_world_t *w, const weft__archetype_t *a,
+                     const weft__archetype_t *b, weft__edge_t *e) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < b->ncols; i++)
+    if (weft__archetype_col(a, b->cols[i].comp))
+      n += b->cols[i].array_count;
+  e->plan = weft__alloc(&w->alloc, (n + 1) * sizeof(*e->plan), 16);
+  if (!e->plan)
+    return WEFT_ENOMEM;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < b->ncols; i++) {
+    const weft__column_t *dc = &b->cols[i];
+    const weft__column_t *sc = weft__archetype_col(a, dc->comp);
+    if (!sc)
+      continue;
+    for (uint32_t f = 0; f < dc->array_count; f++) {
+      e->plan[k].src = a->arrays[sc->first_array + f].offset;
+      e->plan[k].dst = b->arrays[dc->first_array + f].offset;
+      e->plan[k].elem = b->arrays[dc->first_array + f].elem;
+      k++;
+    }
+  }
+  e->plan_len = n;
+  return 0;
+}
+
+static weft__edge_t *edge_find(const weft__archetype_t *a, uint32_t key) {
+  if (!a->edge_cap)
+    return NULL;
+  uint32_t mask = a->edge_cap - 1;
+  for (uint32_t i = (key * 0x9e3779b1u) >> 16 & mask;; i = (i + 1) & mask) {
+    if (a->edges[i].key == key || a->edges[i].key == 0)
+      return &a->edges[i];
+  }
+}
+
+static int edges_grow(weft_world_t *w, weft__archetype_t *a) {
+  uint32_t n = a->edge_cap ? a->edge_cap * 2 : 8;
+  weft__edge_t *old = a->edges;
+  uint32_t old_cap = a->edge_cap;
+  a->edges = weft__calloc(&w->alloc, n * sizeof(*a->edges), 16);
+  if (!a->edges) {
+    a->edges = old;
+    return WEFT_ENOMEM;
+  }
+  a->edge_cap = n;
+  for (uint32_t i = 0; i < old_cap; i++)
+    if (old[i].key)
+      *edge_find(a, old[i].key) = old[i];
+  weft__free(old, 0, 16);
+  return 0;
+}
+
+int weft__archetype_edge(weft_world_t *w, weft__archetype_t *a, uint32_t op,
+                         weft_component_t comp, const weft__edge_t **out) {
+  uint32_t key = op << 16 | comp;
+  weft__edge_t *e = edge_find(a, key);
+  if (WEFT__LIKELY(e && e->key == key)) {
+    *out = e;
+    return 0;
+  }
+  /* Cold path: build the target and its copy plan, then cache both. */
+  if ((a->edge_count + 1) * 2 > a->edge_cap) {
+    int rc = edges_grow(w, a);
+    WEFT_CHECK(w, rc == 0, rc, "out of memory growing archetype edges");
+  }
+  weft__mask_t present, disabled;
+  edge_signature(a, op, comp, &present, &disabled);
+  weft__archetype_t *b;
+  int rc = weft__archetype_get(w, &present, &disabled, &b);
+  if (rc)
+    return rc;
+  weft__edge_t tmp = {.key = key, .target = b->id};
+  rc = make_plan(w, a, b, &tmp);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory building a move plan");
+  e = edge_find(a, key);
+  *e = tmp;
+  a->edge_count++;
+  *out = e;
+  return 0;
+}
+
+static int grow_chunk_list(weft_world_t *w, weft__archetype_t *a) {
+  uint32_t n = a->chunk_cap ? a->chunk_cap * 2 : 4;
+  void *p = weft__realloc(&w->alloc, a->chunks, a->chunk_cap * sizeof(void *),
+                          n * sizeof(void *));
+  if (!p)
+    return WEFT_ENOMEM;
+  a->chunks = p;
+  a->chunk_cap = n;
+  return 0;
+}
+
+/* Appends a chunk from the pool (or a new one) to the archetype. */
+static int add_chunk(weft_world_t *w, weft__archetype_t *a) {
+  if (a->nchunks == a->chunk_cap) {
+    int rc = grow_chunk_list(w, a);
+    WEFT_CHECK(w, rc == 0, rc, "out of memory growing a chunk list");
+  }
+  int err = 0;
+  weft__chunk_t *c = weft__chunk_acquire(&w->chunks, &w->alloc, &err);
+  WEFT_CHECK(w, c, err, "cannot get a chunk (%s)", weft_strerror(err));
+  c->arch = a;
+  c->count = 0;
+  c->index = a->nchunks;
+  a->chunks[a->nchunks++] = c;
+  return 0;
+}
+
+int weft__archetype_push(weft_world_t *w, weft__archetype_t *a,
+                         weft_entity_t e, weft__chunk_t **chunk,
+                         uint32_t *row) {
+  weft__chunk_t *c = a->nchunks ? a->chunks[a->nchunks - 1] : NULL;
+  if (WEFT__UNLIKELY(!c || c->count == a->row_cap)) {
+    int rc = add_chunk(w, a);
+    if (rc)
+      return rc;
+    c = a->chunks[a->nchunks - 1];
+  }
+  uint32_t r = c->count++;
+  a->count++;
+  weft__chunk_entities(c)[r] = e;
+  *chunk = c;
+  *row = r;
+  return 0;
+}
+
+int weft__archetype_push_range(weft_world_t *w, weft__archetype_t *a,
+                               uint32_t max, weft__chunk_t **chunk,
+                               uint32_t *row0, uint32_t *n) {
+  weft__chunk_t *c = a->nchunks ? a->chunks[a->nchunks - 1] : NULL;
+  if (!c || c->count == a->row_cap) {
+    int rc = add_chunk(w, a);
+    if (rc)
+      return rc;
+    c = a->chunks[a->nchunks - 1];
+  }
+  uint32_t k = a->row_cap - c->count;
+  if (k > max)
+    k = max;
+  *chunk = c;
+  *row0 = c->count;
+  *n = k;
+  c->count += k;
+  a->count += k;
+  return 0;
+}
+
+int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
+                                 uint32_t n) {
+  uint64_t room = 0;
+  if (a->nchunks)
+    room = a->row_cap - a->chunks[a->nchunks - 1]->count;
+  uint64_t need = n > room ? (n - room + a->row_cap - 1) / a->row_cap : 0;
+  /* Count what the pool and the id space can still give. */
+  uint64_t fresh = need > w->chunks.free_count ? need - w->chunks.free_count
+                                               : 0;
+  WEFT_CHECK(w, w->chunks.count + fresh <= WEFT__CHUNK_ID_MAX, WEFT_ELIMIT,
+             "%llu more chunks would exceed the %u chunk ids",
+             (unsigned long long)need, WEFT__CHUNK_ID_MAX);
+  if (a->nchunks + need > a->chunk_cap) {
+    while (a->nchunks + need > a->chunk_cap) {
+      int rc = grow_chunk_list(w, a);
+      WEFT_CHECK(w, rc == 0, rc, "out of memory growing a chunk list");
+    }
+  }
+  /* Pre-allocate chunks into the pool so the pushes cannot fail. */
+  for (uint64_t i = 0; i < fresh; i++) {
+    int err = 0;
+    weft__chunk_t *c = weft__chunk_acquire(&w->chunks, &w->alloc, &err);
+    WEFT_CHECK(w, c, err, "cannot get a chunk (%s)", weft_strerror(err));
+    weft__chunk_release(&w->chunks, c);
+  }
+  return 0;
+}
+
+void weft__archetype_remove(weft_world_t *w, weft__archetype_t *a,
+                            weft__chunk_t *chunk, uint32_t row) {
+  weft__chunk_t *last = a->chunks[a->nchunks - 1];
+  uint32_t lrow = last->count - 1;
+  if (last != chunk || lrow != row) {
+    uint8_t *dst = weft__chunk_bytes(chunk);
+    const uint8_t *src = weft__chunk_bytes(last);
+    for (uint32_t i = 0; i < a->narrays; i++) {
+      uint32_t off = a->arrays[i].offset, n = a->arrays[i].elem;
+      weft__copy_elem(dst + off + (size_t)row * n, src + off + (size_t)lrow * n,
+                      n);
+    }
+    weft_entity_t moved = weft__chunk_entities(last)[lrow];
+    weft__chunk_entities(chunk)[row] = moved;
+    weft__index_rec(&w->index, (uint32_t)moved)->loc =
+        weft__loc_make(chunk, row);
+  }
+  last->count--;
+  a->count--;
+  if (last->count == 0) {
+    a->nchunks--;
+    weft__chunk_release(&w->chunks, last);
+  }
+}
+
+void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,
+                              uint32_t row) {
+  uint8_t *base = weft__chunk_bytes(chunk);
+  for (uint32_t i = 0; i < a->narrays; i++) {
+    uint32_t n = a->arrays[i].elem;
+    memset(base + a->arrays[i].offset + (size_t)row * n, 0, n);
+  }
+}
+
+void weft__column_write(const weft__archetype_t *a, const weft__column_t *col,
+                        weft__chunk_t *chunk, uint32_t row,
+                        const void *value) {
+  uint8_t *base = weft__chunk_bytes(chunk);
+  const uint8_t *v = value;
+  if (!col->soa) {
+    memcpy(base + col->offset + (size_t)row * col->size, v, col->size);
+    return;
+  }
+  for (uint32_t f = 0; f < col->array_count; f++) {
+    const weft__array_t *ar = &a->arrays[col->first_array + f];
+    memcpy(base + ar->offset + (size_t)row * ar->elem, v + ar->value_off,
+           ar->elem);
+  }
+}
+
+void weft__column_read(const weft__archetype_t *a, const weft__column_t *col,
+                       const weft__chunk_t *chunk, uint32_t row, void *out) {
+  const uint8_t *base = (const uint8_t *)chunk;
+  uint8_t *o = out;
+  if (!col->soa) {
+    memcpy(o, base + col->offset + (size_t)row * col->size, col->size);
+    return;
+  }
+  /* Bytes between fields (padding) read as zero. */
+  memset(o, 0, col->size);
+  for (uint32_t f = 0; f < col->array_count; f++) {
+    const weft__array_t *ar = &a->arrays[col->first_array + f];
+    memcpy(o + ar->value_off, base + ar->offset + (size_t)row * ar->elem,
+           ar->elem);
+  }
+}
+
+void weft__column_zero(const weft__archetype_t *a, const weft__column_t *col,
+                       weft__chunk_t *chunk, uint32_t row) {
+  uint8_t *base = weft__chunk_bytes(chunk);
+  for (uint32_t f = 0; f < col->array_count; f++) {
+    const weft__array_t *ar = &a->arrays[col->first_array + f];
+    memset(base + ar->offset + (size_t)row * ar->elem, 0, ar->elem);
+  }
+}

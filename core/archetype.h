@@ -1,0 +1,163 @@
+/*
+ * Archetypes: the tables that hold every entity with one exact component
+ * signature (present components plus which of them are disabled).
+ *
+ * Rows are dense across the archetype's chunks: every chunk is full except
+ * the last, so row r lives in chunk r / row_cap. Removal swap-removes the
+ * archetype's last row into the hole. The archetype graph caches each
+ * add/remove/enable/disable transition with a precomputed copy plan, so a
+ * move costs one lookup plus the copies.
+ */
+#ifndef WEFT_CORE_ARCHETYPE_H
+#define WEFT_CORE_ARCHETYPE_H
+
+#include <stdint.h>
+
+#include "core/bitset.h"
+#include "core/chunk.h"
+
+struct weft_world_t;
+
+/* One array in a chunk: a whole AoS component or one field of an SoA one. */
+typedef struct weft__array_t {
+  uint32_t offset;    /* from the chunk start */
+  uint32_t elem;      /* bytes per row */
+  uint32_t value_off; /* where the bytes sit inside the component value */
+} weft__array_t;
+
+/* One data component of an archetype (tags have no column). */
+typedef struct weft__column_t {
+  weft_component_t comp;
+  uint32_t size;        /* component value size */
+  uint32_t offset;      /* AoS: array offset; SoA: unused (0) */
+  uint16_t first_array; /* into the archetype's arrays */
+  uint16_t array_count; /* 1 for AoS, field count for SoA */
+  uint32_t soa;         /* nonzero when stored field-level SoA */
+} weft__column_t;
+
+/* One array copy of a move: src array offset, dst array offset, bytes. */
+typedef struct weft__copy_t {
+  uint32_t src;
+  uint32_t dst;
+  uint32_t elem;
+} weft__copy_t;
+
+enum { WEFT__EDGE_ADD = 1, WEFT__EDGE_REMOVE, WEFT__EDGE_DISABLE,
+       WEFT__EDGE_ENABLE };
+
+typedef struct weft__edge_t {
+  uint32_t key; /* op << 16 | component; 0 = empty slot */
+  uint32_t target;
+  weft__copy_t *plan; /* arrays both archetypes share */
+  uint32_t plan_len;
+} weft__edge_t;
+
+typedef struct weft__archetype_t {
+  uint32_t id;
+  uint32_t row_cap; /* rows per chunk */
+  uint32_t count;   /* rows in all chunks */
+  uint32_t ncols;
+  uint32_t narrays;
+  uint32_t ncomps;        /* present components, tags included */
+  weft__mask_t present;   /* components the rows have */
+  weft__mask_t disabled;  /* subset of present that is disabled */
+  weft__mask_t enabled;   /* present & ~disabled */
+  weft__column_t *cols;
+  weft__array_t *arrays;
+  weft_component_t *comps; /* ncomps ids, ascending */
+  weft__chunk_t **chunks;
+  uint32_t nchunks;
+  uint32_t chunk_cap;
+  weft__edge_t *edges; /* open addressing, edge_cap a power of two */
+  uint32_t edge_cap;
+  uint32_t edge_count;
+  uint16_t colmap[WEFT_MAX_COMPONENTS + 1]; /* id -> column + 1, 0: none */
+} weft__archetype_t;
+
+/* The archetype with exactly this signature, created if needed. */
+int weft__archetype_get(struct weft_world_t *w, const weft__mask_t *present,
+                        const weft__mask_t *disabled,
+                        weft__archetype_t **out);
+
+/* Follows (or creates) the transition edge op/comp from a. */
+int weft__archetype_edge(struct weft_world_t *w, weft__archetype_t *a,
+                         uint32_t op, weft_component_t comp,
+                         const weft__edge_t **out);
+
+void weft__archetype_free(weft__archetype_t *a);
+
+/* The column of a component in a, or NULL (absent or tag). */
+static inline const weft__column_t *
+weft__archetype_col(const weft__archetype_t *a, weft_component_t c) {
+  uint16_t k = c <= WEFT_MAX_COMPONENTS ? a->colmap[c] : 0;
+  return k ? &a->cols[k - 1] : 0;
+}
+
+/*
+ * Appends a row (taking a chunk from the pool when the last one is full)
+ * and stores e in it. The row's data is uninitialised. Returns 0 or an
+ * error, with *chunk and *row set.
+ */
+int weft__archetype_push(struct weft_world_t *w, weft__archetype_t *a,
+                         weft_entity_t e, weft__chunk_t **chunk,
+                         uint32_t *row);
+
+/*
+ * Appends up to max rows at once to the last chunk (or a fresh one) and
+ * returns the chunk, the first new row and the number of rows appended.
+ * Handles and data of the new rows are uninitialised.
+ */
+int weft__archetype_push_range(struct weft_world_t *w, weft__archetype_t *a,
+                               uint32_t max, weft__chunk_t **chunk,
+                               uint32_t *row0, uint32_t *n);
+
+/* Makes sure n more rows fit without allocating (pre-acquires chunks). */
+int weft__archetype_reserve_rows(struct weft_world_t *w, weft__archetype_t *a,
+                                 uint32_t n);
+
+/*
+ * Swap-removes a row: the archetype's last row moves into the hole and its
+ * entity's record is updated; an emptied last chunk returns to the pool.
+ */
+void weft__archetype_remove(struct weft_world_t *w, weft__archetype_t *a,
+                            weft__chunk_t *chunk, uint32_t row);
+
+/* Zero-fills every array of a row. */
+void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,
+                              uint32_t row);
+
+/* Copies a component value into a row (scattering SoA fields). */
+void weft__column_write(const weft__archetype_t *a, const weft__column_t *col,
+                        weft__chunk_t *chunk, uint32_t row, const void *value);
+
+/* Copies a row's component value out (gathering SoA fields). */
+void weft__column_read(const weft__archetype_t *a, const weft__column_t *col,
+                       const weft__chunk_t *chunk, uint32_t row, void *out);
+
+/* Zero-fills one component of a row. */
+void weft__column_zero(const weft__archetype_t *a, const weft__column_t *col,
+                       weft__chunk_t *chunk, uint32_t row);
+
+/* Copies n bytes of one element; specialised for the common sizes. */
+static inline void weft__copy_elem(uint8_t *dst, const uint8_t *src,
+                                   uint32_t n) {
+  switch (n) {
+  case 4:
+    __builtin_memcpy(dst, src, 4);
+    break;
+  case 8:
+    __builtin_memcpy(dst, src, 8);
+    break;
+  case 12:
+    __builtin_memcpy(dst, src, 12);
+    break;
+  case 16:
+    __builtin_memcpy(dst, src, 16);
+    break;
+  default:
+    __builtin_memcpy(dst, src, n);
+    break;
+  }
+}
+
+#endif /* WEFT_CORE_ARCHETYPE_H */

@@ -1,0 +1,63 @@
+/*
+ * Chunks: fixed-size, cache-line aligned blocks that hold an archetype's
+ * rows. A 64-byte header is followed by the entity handle array and one
+ * 64-byte aligned array per component (or per field for SoA components).
+ * Every chunk has a world-unique id so that an entity record can name its
+ * chunk in 22 bits; empty chunks go to a per-world pool and keep their id.
+ */
+#ifndef WEFT_CORE_CHUNK_H
+#define WEFT_CORE_CHUNK_H
+
+#include <stdint.h>
+
+#include "core/alloc.h"
+#include "weft/entity.h"
+
+#define WEFT__CHUNK_HEADER 64u
+#define WEFT__CHUNK_ID_MAX (1u << (32u - 10u))
+
+struct weft__archetype_t;
+
+typedef struct weft__chunk_t {
+  struct weft__archetype_t *arch; /* owner, NULL while pooled */
+  struct weft__chunk_t *next_free;
+  uint32_t count; /* rows in use */
+  uint32_t id;    /* world-unique, index into the chunk table */
+  uint32_t index; /* position in the archetype's chunk list */
+  uint32_t node;  /* home NUMA node of the memory */
+  uint8_t pad_[WEFT__CHUNK_HEADER - 2 * sizeof(void *) - 4 * sizeof(uint32_t)];
+} weft__chunk_t;
+
+_Static_assert(sizeof(weft__chunk_t) == WEFT__CHUNK_HEADER,
+               "chunk header must be one cache line");
+
+typedef struct weft__chunk_store_t {
+  weft__chunk_t **table; /* id -> chunk */
+  uint32_t count;        /* ids issued */
+  uint32_t cap;
+  weft__chunk_t *free_list;
+  uint32_t free_count;
+  uint32_t chunk_size;
+} weft__chunk_store_t;
+
+static inline uint8_t *weft__chunk_bytes(weft__chunk_t *c) {
+  return (uint8_t *)c;
+}
+
+/* The handle array of a chunk (it follows the header). */
+static inline weft_entity_t *weft__chunk_entities(weft__chunk_t *c) {
+  return (weft_entity_t *)(weft__chunk_bytes(c) + WEFT__CHUNK_HEADER);
+}
+
+void weft__chunks_init(weft__chunk_store_t *cs, uint32_t chunk_size);
+void weft__chunks_fini(weft__chunk_store_t *cs);
+
+/* A chunk from the pool or newly allocated; NULL when memory or chunk ids
+ * run out (*err says which). */
+weft__chunk_t *weft__chunk_acquire(weft__chunk_store_t *cs,
+                                   weft__alloc_stats_t *st, int *err);
+
+/* Returns an empty chunk to the pool. */
+void weft__chunk_release(weft__chunk_store_t *cs, weft__chunk_t *c);
+
+#endif /* WEFT_CORE_CHUNK_H */

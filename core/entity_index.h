@@ -1,0 +1,105 @@
+/*
+ * The entity index: one 8-byte record per slot, in pages that never move.
+ *
+ * A record holds the slot's generation with two flag bits, and either the
+ * entity's location (chunk id and row) while it is alive, or the next free
+ * slot while it is on the free list. A handle is valid exactly when its tag
+ * is the world's, its index is below the high-water mark and its record
+ * says ALIVE with the handle's generation; the check reads nothing else.
+ */
+#ifndef WEFT_CORE_ENTITY_INDEX_H
+#define WEFT_CORE_ENTITY_INDEX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/alloc.h"
+#include "weft/entity.h"
+
+#define WEFT__PAGE_BITS 12u
+#define WEFT__PAGE_SIZE (1u << WEFT__PAGE_BITS)
+#define WEFT__PAGE_MASK (WEFT__PAGE_SIZE - 1u)
+
+#define WEFT__GEN_MASK 0x00ffffffu
+#define WEFT__REC_ALIVE 0x80000000u
+#define WEFT__REC_RETIRED 0x40000000u
+#define WEFT__NIL 0xffffffffu
+
+/* Row bits of a location; the rest is the chunk id. */
+#define WEFT__ROW_BITS 10u
+#define WEFT__ROW_MASK ((1u << WEFT__ROW_BITS) - 1u)
+
+typedef struct weft__record_t {
+  uint32_t gen; /* generation | ALIVE | RETIRED */
+  uint32_t loc; /* alive: chunk id << ROW_BITS | row; free: next free slot */
+} weft__record_t;
+
+typedef struct weft__index_t {
+  weft__record_t **pages;
+  uint32_t page_count;    /* pages allocated */
+  uint32_t page_slots;    /* entries in pages[] */
+  uint32_t hwm;           /* slots ever handed out */
+  uint32_t free_head;     /* first free slot or WEFT__NIL */
+  uint32_t alive;
+  uint32_t retired;
+  uint32_t capacity;
+  uint32_t max_gen;
+  uint64_t tag;           /* world tag, pre-shifted to bits 56..63 */
+} weft__index_t;
+
+void weft__index_init(weft__index_t *ix, uint32_t capacity, uint32_t max_gen,
+                      uint8_t tag);
+void weft__index_fini(weft__index_t *ix);
+
+/* Ensures pages exist for slots [0, slots). 0 or WEFT_ENOMEM. */
+int weft__index_reserve(weft__index_t *ix, weft__alloc_stats_t *st,
+                        uint32_t slots);
+
+static inline weft__record_t *weft__index_rec(const weft__index_t *ix,
+                                              uint32_t idx) {
+  return &ix->pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
+}
+
+/* The record of a live handle, or NULL for a stale/forged/foreign one. */
+static inline weft__record_t *weft__index_lookup(const weft__index_t *ix,
+                                                 weft_entity_t e) {
+  uint32_t idx = (uint32_t)e;
+  if ((e & UINT64_C(0xff00000000000000)) != ix->tag || idx >= ix->hwm)
+    return 0;
+  weft__record_t *r = weft__index_rec(ix, idx);
+  uint32_t want = WEFT__REC_ALIVE | ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
+  return r->gen == want ? r : 0;
+}
+
+static inline weft_entity_t weft__index_handle(const weft__index_t *ix,
+                                               uint32_t idx, uint32_t gen) {
+  return ix->tag | ((uint64_t)gen << 32) | idx;
+}
+
+/* Slots that can still be issued: capacity - alive - retired. */
+static inline uint32_t weft__index_remaining(const weft__index_t *ix) {
+  return ix->capacity - ix->alive - ix->retired;
+}
+
+/*
+ * The error spawning n more entities would hit, or 0 if they fit. Names the
+ * cause: EFULL when live entities fill the capacity, ERETIRED when retired
+ * slots are what is missing.
+ */
+int weft__index_check_room(const weft__index_t *ix, uint32_t n);
+
+/*
+ * Issues a slot (pages must be reserved: the caller reserves hwm+1 first).
+ * prefer_fresh takes a slot above the high-water mark even when the free
+ * list is not empty (batch spawns use it to hand out contiguous ids).
+ * The record is marked alive with loc unset. Returns the handle.
+ */
+weft_entity_t weft__index_issue(weft__index_t *ix, bool prefer_fresh);
+
+/* Kills a live slot: retires it if its generations are exhausted. */
+void weft__index_kill(weft__index_t *ix, weft__record_t *r, uint32_t idx);
+
+/* Kills every live slot and rebuilds the free list in index order. */
+void weft__index_clear(weft__index_t *ix);
+
+#endif /* WEFT_CORE_ENTITY_INDEX_H */

@@ -1,0 +1,425 @@
+/*
+ * Per-entity operations: spawn, despawn, component add/remove/set/get and
+ * enable/disable. Every entry point resolves its handle through the index
+ * first, so a stale, forged or foreign handle is a counted miss that reads
+ * nothing of the slot's current occupant.
+ */
+#include <string.h>
+
+#include "core/check.h"
+#include "core/world.h"
+
+/* Components a spawn_with list may name. */
+#define WEFT__SPAWN_MAX 64u
+
+/* A resolved live entity: its record, chunk, row and archetype. */
+typedef struct weft__where_t {
+  weft__record_t *rec;
+  weft__chunk_t *chunk;
+  uint32_t row;
+  weft__archetype_t *arch;
+} weft__where_t;
+
+static inline bool resolve(const weft_world_t *w, weft_entity_t e,
+                           weft__where_t *at) {
+  weft__record_t *r = weft__index_lookup(&w->index, e);
+  if (WEFT__UNLIKELY(!r)) {
+    weft__count_stale(w);
+    return false;
+  }
+  at->rec = r;
+  at->chunk = weft__loc_chunk(w, r->loc);
+  at->row = weft__loc_row(r->loc);
+  at->arch = at->chunk->arch;
+  return true;
+}
+
+static inline bool comp_known(const weft_world_t *w, weft_component_t c) {
+  return c >= 1 && c <= w->registry.count;
+}
+
+/* Fails with ESTALE or ENOCOMP for the mutating entry points. */
+#define RESOLVE_OR_FAIL(w, e, at)                                              \
+  WEFT_CHECK(w, resolve(w, e, at), WEFT_ESTALE,                                \
+             "entity %#llx is not live in this world",                         \
+             (unsigned long long)(e))
+#define COMP_OR_FAIL(w, c)                                                     \
+  WEFT_CHECK(w, comp_known(w, c), WEFT_ENOCOMP, "unknown component id %u",     \
+             (unsigned)(c))
+
+/* Makes sure the index can issue one more slot without failing. */
+static int room_for_one(weft_world_t *w) {
+  int rc = weft__index_check_room(&w->index, 1);
+  WEFT_CHECK(w, rc == 0, rc,
+             "cannot spawn: capacity %u, alive %u, retired %u",
+             w->index.capacity, w->index.alive, w->index.retired);
+  if (w->index.free_head == WEFT__NIL) {
+    rc = weft__index_reserve(&w->index, &w->alloc, w->index.hwm + 1);
+    WEFT_CHECK(w, rc == 0, rc, "out of memory growing the entity index");
+  }
+  return 0;
+}
+
+/* Places a new entity in archetype a; its row data is left to the caller. */
+static int spawn_into(weft_world_t *w, weft__archetype_t *a, weft_entity_t *e,
+                      weft__chunk_t **chunk, uint32_t *row) {
+  int rc = room_for_one(w);
+  if (rc)
+    return rc;
+  rc = weft__archetype_push(w, a, WEFT_ENTITY_NULL, chunk, row);
+  if (rc)
+    return rc;
+  *e = weft__index_issue(&w->index, false);
+  weft__chunk_entities(*chunk)[*row] = *e;
+  weft__index_rec(&w->index, (uint32_t)*e)->loc = weft__loc_make(*chunk, *row);
+  w->spawns++;
+  w->version++;
+  return 0;
+}
+
+int weft_spawn(weft_world_t *w, weft_entity_t *out) {
+  WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
+  weft__chunk_t *chunk;
+  uint32_t row;
+  return spawn_into(w, w->root, out, &chunk, &row);
+}
+
+/* Reads a zero-terminated component list into a mask, checking it. */
+static int list_mask(weft_world_t *w, const weft_component_t *comps,
+                     uint32_t max, weft__mask_t *m, uint32_t *count) {
+  memset(m, 0, sizeof(*m));
+  uint32_t n = 0;
+  for (; comps && comps[n]; n++) {
+    WEFT_CHECK(w, n < max, WEFT_ETOOMANY,
+               "a component list holds at most %u ids", max);
+    COMP_OR_FAIL(w, comps[n]);
+    WEFT_CHECK(w, !weft__mask_test(m, comps[n]), WEFT_EINVAL,
+               "component %u is listed twice", comps[n]);
+    weft__mask_set(m, comps[n]);
+  }
+  *count = n;
+  return 0;
+}
+
+int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
+                    const void *const *values, weft_entity_t *out) {
+  WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
+  weft__mask_t m, none = {{0}};
+  uint32_t n;
+  int rc = list_mask(w, comps, WEFT__SPAWN_MAX, &m, &n);
+  if (rc)
+    return rc;
+  weft__archetype_t *a;
+  rc = weft__archetype_get(w, &m, &none, &a);
+  if (rc)
+    return rc;
+  weft__chunk_t *chunk;
+  uint32_t row;
+  rc = spawn_into(w, a, out, &chunk, &row);
+  if (rc)
+    return rc;
+  for (uint32_t i = 0; i < n; i++) {
+    const weft__column_t *col = weft__archetype_col(a, comps[i]);
+    if (!col)
+      continue;
+    if (values && values[i])
+      weft__column_write(a, col, chunk, row, values[i]);
+    else
+      weft__column_zero(a, col, chunk, row);
+  }
+  return 0;
+}
+
+/* Reserves index pages and chunks so that a batch cannot fail midway. */
+static int batch_reserve(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
+  weft__index_t *ix = &w->index;
+  int rc = weft__index_check_room(ix, n);
+  WEFT_CHECK(w, rc == 0, rc,
+             "cannot spawn %u: capacity %u, alive %u, retired %u", n,
+             ix->capacity, ix->alive, ix->retired);
+  uint32_t fresh = ix->capacity - ix->hwm;
+  if (fresh > n)
+    fresh = n;
+  rc = weft__index_reserve(ix, &w->alloc, ix->hwm + fresh);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory growing the entity index");
+  return weft__archetype_reserve_rows(w, a, n);
+}
+
+/* Fills in the handles of rows [row0, row0+k) of a chunk. */
+static void batch_issue(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
+                        uint32_t k, weft_entity_t *out) {
+  weft_entity_t *ents = weft__chunk_entities(c);
+  for (uint32_t i = 0; i < k; i++) {
+    weft_entity_t e = weft__index_issue(&w->index, true);
+    ents[row0 + i] = e;
+    weft__index_rec(&w->index, (uint32_t)e)->loc = weft__loc_make(c, row0 + i);
+    if (out)
+      out[i] = e;
+  }
+}
+
+static void batch_view(weft_world_t *w, const weft__archetype_t *a,
+                       weft__chunk_t *c, uint32_t row0, uint32_t k,
+                       const weft_component_t *comps, uint32_t ncomps,
+                       weft_iter_t *v) {
+  memset(v, 0, sizeof(*v));
+  v->count = k;
+  v->home_node = c->node;
+  v->entities = weft__chunk_entities(c) + row0;
+  for (uint32_t t = 0; t < ncomps; t++) {
+    const weft__column_t *col = weft__archetype_col(a, comps[t]);
+    v->columns[t] = (col && !col->soa) ? weft__chunk_bytes(c) + col->offset +
+                                             (size_t)row0 * col->size
+                                       : NULL;
+  }
+  v->world_ = w;
+  v->archetype_ = a;
+  v->chunk_ = c;
+  v->terms_ = comps;
+  v->term_count_ = ncomps;
+  v->row0_ = row0;
+  v->version_ = w->version;
+}
+
+int weft_spawn_batch(weft_world_t *w, uint32_t n,
+                     const weft_component_t *comps, weft_fill_fn fill,
+                     void *user, weft_entity_t *out) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  weft__mask_t m, none = {{0}};
+  uint32_t ncomps;
+  int rc = list_mask(w, comps, WEFT_QUERY_MAX_TERMS, &m, &ncomps);
+  if (rc || n == 0)
+    return rc;
+  weft__archetype_t *a;
+  rc = weft__archetype_get(w, &m, &none, &a);
+  if (!rc)
+    rc = batch_reserve(w, a, n);
+  if (rc)
+    return rc;
+  for (uint32_t done = 0; done < n;) {
+    weft__chunk_t *c;
+    uint32_t row0, k;
+    /* Cannot fail: batch_reserve pooled every chunk this needs. */
+    weft__archetype_push_range(w, a, n - done, &c, &row0, &k);
+    batch_issue(w, c, row0, k, out ? out + done : NULL);
+    for (uint32_t i = 0; i < a->narrays; i++) {
+      const weft__array_t *ar = &a->arrays[i];
+      memset(weft__chunk_bytes(c) + ar->offset + (size_t)row0 * ar->elem, 0,
+             (size_t)k * ar->elem);
+    }
+    if (fill) {
+      weft_iter_t view;
+      batch_view(w, a, c, row0, k, comps, ncomps, &view);
+      fill(user, &view, done);
+    }
+    done += k;
+  }
+  w->spawns += n;
+  w->version++;
+  return 0;
+}
+
+int weft_despawn(weft_world_t *w, weft_entity_t e) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  weft__archetype_remove(w, at.arch, at.chunk, at.row);
+  weft__index_kill(&w->index, at.rec, (uint32_t)e);
+  w->despawns++;
+  w->version++;
+  return 0;
+}
+
+bool weft_is_alive(const weft_world_t *w, weft_entity_t e) {
+  return w && weft__index_lookup(&w->index, e) != NULL;
+}
+
+/* Moves a resolved entity along an edge; at is updated to the new row. */
+static int move_along(weft_world_t *w, weft__where_t *at, uint32_t op,
+                      weft_component_t c) {
+  const weft__edge_t *edge;
+  int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
+  if (rc)
+    return rc;
+  weft__archetype_t *b = w->archs[edge->target];
+  weft_entity_t e = weft__chunk_entities(at->chunk)[at->row];
+  weft__chunk_t *dc;
+  uint32_t dr;
+  rc = weft__archetype_push(w, b, e, &dc, &dr);
+  if (rc)
+    return rc;
+  uint8_t *dst = weft__chunk_bytes(dc);
+  const uint8_t *src = weft__chunk_bytes(at->chunk);
+  for (uint32_t i = 0; i < edge->plan_len; i++) {
+    const weft__copy_t *p = &edge->plan[i];
+    weft__copy_elem(dst + p->dst + (size_t)dr * p->elem,
+                    src + p->src + (size_t)at->row * p->elem, p->elem);
+  }
+  at->rec->loc = weft__loc_make(dc, dr);
+  weft__archetype_remove(w, at->arch, at->chunk, at->row);
+  at->chunk = dc;
+  at->row = dr;
+  at->arch = b;
+  w->moves++;
+  w->version++;
+  return 0;
+}
+
+int weft_add(weft_world_t *w, weft_entity_t e, weft_component_t c,
+             const void *value) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  COMP_OR_FAIL(w, c);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  if (weft__mask_test(&at.arch->present, c))
+    return 0;
+  int rc = move_along(w, &at, WEFT__EDGE_ADD, c);
+  if (rc)
+    return rc;
+  const weft__column_t *col = weft__archetype_col(at.arch, c);
+  if (col) {
+    if (value)
+      weft__column_write(at.arch, col, at.chunk, at.row, value);
+    else
+      weft__column_zero(at.arch, col, at.chunk, at.row);
+  }
+  return 0;
+}
+
+int weft_remove(weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  COMP_OR_FAIL(w, c);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  if (!weft__mask_test(&at.arch->present, c))
+    return 0;
+  return move_along(w, &at, WEFT__EDGE_REMOVE, c);
+}
+
+int weft_set(weft_world_t *w, weft_entity_t e, weft_component_t c,
+             const void *value) {
+  WEFT_CHECK(w, w && value, WEFT_EINVAL, "world and value must not be NULL");
+  COMP_OR_FAIL(w, c);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  if (!weft__mask_test(&at.arch->present, c))
+    return weft_add(w, e, c, value);
+  const weft__column_t *col = weft__archetype_col(at.arch, c);
+  if (col)
+    weft__column_write(at.arch, col, at.chunk, at.row, value);
+  return 0;
+}
+
+/* Shared classification for the read-only accessors. */
+static int locate(const weft_world_t *w, weft_entity_t e, weft_component_t c,
+                  weft__where_t *at, const weft__column_t **col) {
+  if (!w)
+    return WEFT_EINVAL;
+  if (!resolve(w, e, at))
+    return WEFT_ESTALE;
+  if (!comp_known(w, c))
+    return WEFT_ENOCOMP;
+  if (!weft__mask_test(&at->arch->present, c))
+    return WEFT_ENOTFOUND;
+  *col = weft__archetype_col(at->arch, c);
+  return *col ? 0 : WEFT_ETAG;
+}
+
+int weft_read(const weft_world_t *w, weft_entity_t e, weft_component_t c,
+              void *out) {
+  if (!out)
+    return WEFT_EINVAL;
+  weft__where_t at;
+  const weft__column_t *col;
+  int rc = locate(w, e, c, &at, &col);
+  if (rc == 0)
+    weft__column_read(at.arch, col, at.chunk, at.row, out);
+  return rc;
+}
+
+int weft_try_get(const weft_world_t *w, weft_entity_t e, weft_component_t c,
+                 const void **out) {
+  if (!out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  weft__where_t at;
+  const weft__column_t *col;
+  int rc = locate(w, e, c, &at, &col);
+  if (rc)
+    return rc;
+  if (col->soa)
+    return WEFT_ESOA;
+  *out = weft__chunk_bytes(at.chunk) + col->offset + (size_t)at.row * col->size;
+  return 0;
+}
+
+const void *weft_get(const weft_world_t *w, weft_entity_t e,
+                     weft_component_t c) {
+  weft__where_t at;
+  if (WEFT__UNLIKELY(!w || !resolve(w, e, &at)))
+    return NULL;
+  const weft__column_t *col = weft__archetype_col(at.arch, c);
+  if (!col || col->soa)
+    return NULL;
+  return weft__chunk_bytes(at.chunk) + col->offset + (size_t)at.row * col->size;
+}
+
+void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  return (void *)weft_get(w, e, c);
+}
+
+void *weft_get_field(weft_world_t *w, weft_entity_t e, weft_component_t c,
+                     uint32_t field) {
+  weft__where_t at;
+  const weft__column_t *col;
+  if (locate(w, e, c, &at, &col) != 0)
+    return NULL;
+  const weft__component_t *comp = weft__registry_get(&w->registry, c);
+  if (field >= comp->field_count)
+    return NULL;
+  uint8_t *base = weft__chunk_bytes(at.chunk);
+  if (!col->soa)
+    return base + col->offset + (size_t)at.row * col->size +
+           comp->fields[field].offset;
+  const weft__array_t *ar = &at.arch->arrays[col->first_array + field];
+  return base + ar->offset + (size_t)at.row * ar->elem;
+}
+
+bool weft_has(const weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  weft__where_t at;
+  if (!w || !resolve(w, e, &at) || !comp_known(w, c))
+    return false;
+  return weft__mask_test(&at.arch->present, c);
+}
+
+bool weft_is_enabled(const weft_world_t *w, weft_entity_t e,
+                     weft_component_t c) {
+  weft__where_t at;
+  if (!w || !resolve(w, e, &at) || !comp_known(w, c))
+    return false;
+  return weft__mask_test(&at.arch->enabled, c);
+}
+
+/* Shared body of enable/disable. */
+static int toggle(weft_world_t *w, weft_entity_t e, weft_component_t c,
+                  bool enable) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  COMP_OR_FAIL(w, c);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  WEFT_CHECK(w, weft__mask_test(&at.arch->present, c), WEFT_ENOTFOUND,
+             "entity %#llx does not have component '%s'",
+             (unsigned long long)e, w->registry.items[c - 1].name);
+  if (weft__mask_test(&at.arch->enabled, c) == enable)
+    return 0;
+  return move_along(w, &at, enable ? WEFT__EDGE_ENABLE : WEFT__EDGE_DISABLE,
+                    c);
+}
+
+int weft_disable(weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  return toggle(w, e, c, false);
+}
+
+int weft_enable(weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  return toggle(w, e, c, true);
+}

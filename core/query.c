@@ -1,0 +1,238 @@
+/* Cached queries: matching archetypes, and chunk-at-a-time iteration. */
+#include "core/query_internal.h"
+
+#include <string.h>
+
+#include "core/check.h"
+#include "core/world.h"
+
+bool weft__query_matches(const weft_query_t *q, const weft__archetype_t *a) {
+  /* Without MATCH_DISABLED a disabled component counts as absent. */
+  const weft__mask_t *have =
+      (q->flags & WEFT_QUERY_MATCH_DISABLED) ? &a->present : &a->enabled;
+  if (!weft__mask_contains(have, &q->include))
+    return false;
+  if (weft__mask_intersects(have, &q->exclude))
+    return false;
+  if (!weft__mask_empty(&q->any) && !weft__mask_intersects(have, &q->any))
+    return false;
+  return weft__mask_contains(&a->disabled, &q->disabled);
+}
+
+static int add_match(weft_query_t *q, const weft__archetype_t *a) {
+  if (q->nmatches == q->cap) {
+    uint32_t n = q->cap ? q->cap * 2 : 8;
+    void *p = weft__realloc(&q->world->alloc, q->matches,
+                            q->cap * sizeof(*q->matches),
+                            n * sizeof(*q->matches));
+    if (!p)
+      return WEFT_ENOMEM;
+    q->matches = p;
+    q->cap = n;
+  }
+  weft__match_t *m = &q->matches[q->nmatches++];
+  memset(m, 0, sizeof(*m));
+  m->arch = a;
+  for (uint32_t t = 0; t < q->nterms; t++) {
+    const weft__column_t *col = weft__archetype_col(a, q->terms[t]);
+    m->offsets[t] = (col && !col->soa) ? col->offset : 0;
+  }
+  return 0;
+}
+
+int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a) {
+  for (uint32_t i = 0; i < w->query_count; i++) {
+    weft_query_t *q = w->queries[i];
+    if (weft__query_matches(q, a)) {
+      int rc = add_match(q, a);
+      WEFT_CHECK(w, rc == 0, rc, "out of memory recording an archetype");
+    }
+  }
+  return 0;
+}
+
+/* Reads one zero-terminated term list into a mask. */
+static int read_terms(weft_world_t *w, const weft_component_t *list,
+                      weft__mask_t *m, uint32_t *count) {
+  uint32_t n = 0;
+  while (n <= WEFT_QUERY_MAX_TERMS && list[n])
+    n++;
+  WEFT_CHECK(w, n <= WEFT_QUERY_MAX_TERMS, WEFT_ETOOMANY,
+             "a query term list holds at most %u ids", WEFT_QUERY_MAX_TERMS);
+  for (uint32_t i = 0; i < n; i++) {
+    WEFT_CHECK(w, weft__registry_get(&w->registry, list[i]), WEFT_ENOCOMP,
+               "query names unknown component id %u", list[i]);
+    WEFT_CHECK(w, !weft__mask_test(m, list[i]), WEFT_EINVAL,
+               "query names component %u twice in one list", list[i]);
+    weft__mask_set(m, list[i]);
+  }
+  *count = n;
+  return 0;
+}
+
+static int parse_desc(weft_world_t *w, const weft_query_desc_t *d,
+                      weft_query_t *q) {
+  uint32_t ni, ne, na, nd;
+  int rc = read_terms(w, d->include, &q->include, &ni);
+  if (!rc)
+    rc = read_terms(w, d->exclude, &q->exclude, &ne);
+  if (!rc)
+    rc = read_terms(w, d->any, &q->any, &na);
+  if (!rc)
+    rc = read_terms(w, d->disabled, &q->disabled, &nd);
+  if (rc)
+    return rc;
+  WEFT_CHECK(w, ni + na + nd > 0, WEFT_EINVAL,
+             "a query needs an include, any or disabled term");
+  WEFT_CHECK(w, !weft__mask_intersects(&q->include, &q->exclude),
+             WEFT_EINVAL, "a component is both included and excluded");
+  WEFT_CHECK(w, (d->flags & ~WEFT_QUERY_MATCH_DISABLED) == 0, WEFT_EINVAL,
+             "unknown query flags 0x%x", d->flags);
+  q->flags = d->flags;
+  q->nterms = ni;
+  memcpy(q->terms, d->include, ni * sizeof(weft_component_t));
+  return 0;
+}
+
+static int register_query(weft_world_t *w, weft_query_t *q) {
+  if (w->query_count == w->query_cap) {
+    uint32_t n = w->query_cap ? w->query_cap * 2 : 8;
+    void *p = weft__realloc(&w->alloc, w->queries,
+                            w->query_cap * sizeof(void *), n * sizeof(void *));
+    if (!p)
+      return WEFT_ENOMEM;
+    w->queries = p;
+    w->query_cap = n;
+  }
+  for (uint32_t i = 0; i < w->arch_count; i++) {
+    if (weft__query_matches(q, w->archs[i])) {
+      int rc = add_match(q, w->archs[i]);
+      if (rc)
+        return rc;
+    }
+  }
+  w->queries[w->query_count++] = q;
+  return 0;
+}
+
+int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
+                      weft_query_t **out) {
+  WEFT_CHECK(w, w && d && out, WEFT_EINVAL, "NULL argument");
+  weft_query_t *q = weft__calloc(&w->alloc, sizeof(*q), 64);
+  WEFT_CHECK(w, q, WEFT_ENOMEM, "out of memory creating a query");
+  q->world = w;
+  int rc = parse_desc(w, d, q);
+  if (!rc) {
+    rc = register_query(w, q);
+    if (rc)
+      weft__fail(w, rc, WEFT__FILE, WEFT__LINE, "out of memory in a query");
+  }
+  if (rc) {
+    weft__free(q->matches, 0, 16);
+    weft__free(q, sizeof(*q), 64);
+    return rc;
+  }
+  *out = q;
+  return 0;
+}
+
+void weft_query_destroy(weft_query_t *q) {
+  if (!q)
+    return;
+  weft_world_t *w = q->world;
+  for (uint32_t i = 0; i < w->query_count; i++) {
+    if (w->queries[i] == q) {
+      /* Keep registration order: later archetypes notify in that order. */
+      memmove(&w->queries[i], &w->queries[i + 1],
+              (w->query_count - i - 1) * sizeof(void *));
+      w->query_count--;
+      break;
+    }
+  }
+  weft__free(q->matches, 0, 16);
+  weft__free(q, sizeof(*q), 64);
+}
+
+uint32_t weft_query_count(const weft_query_t *q) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; q && i < q->nmatches; i++)
+    n += q->matches[i].arch->count;
+  return n;
+}
+
+uint32_t weft_query_archetype_count(const weft_query_t *q) {
+  return q ? q->nmatches : 0;
+}
+
+void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
+  memset(it, 0, sizeof(*it));
+  it->query_ = q;
+  it->world_ = q->world;
+  it->terms_ = q->terms;
+  it->term_count_ = q->nterms;
+  it->version_ = q->world->version;
+}
+
+bool weft_iter_next(weft_iter_t *it) {
+  const weft_query_t *q = it->query_;
+  if (!q)
+    return false;
+  if (WEFT__UNLIKELY(it->version_ != q->world->version)) {
+    weft__panic(q->world, __FILE__, __LINE__,
+                "the world changed structurally during query iteration");
+    it->version_ = q->world->version;
+  }
+  while (it->match_ < q->nmatches) {
+    const weft__match_t *m = &q->matches[it->match_];
+    const weft__archetype_t *a = m->arch;
+    if (it->chunk_index_ < a->nchunks) {
+      weft__chunk_t *c = a->chunks[it->chunk_index_++];
+      uint8_t *base = weft__chunk_bytes(c);
+      it->count = c->count;
+      it->home_node = c->node;
+      it->entities = weft__chunk_entities(c);
+      for (uint32_t t = 0; t < q->nterms; t++)
+        it->columns[t] = m->offsets[t] ? base + m->offsets[t] : NULL;
+      it->archetype_ = a;
+      it->chunk_ = c;
+      return true;
+    }
+    it->match_++;
+    it->chunk_index_ = 0;
+  }
+  it->count = 0;
+  return false;
+}
+
+void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
+  const weft_world_t *w = it->world_;
+  if (!WEFT_ASSERT_CHECKED(w, term < it->term_count_ && it->chunk_,
+                           "weft_iter_field: term out of range"))
+    return NULL;
+  const weft__archetype_t *a = it->archetype_;
+  const weft__column_t *col = weft__archetype_col(a, it->terms_[term]);
+  if (!col || !col->soa)
+    return NULL;
+  if (!WEFT_ASSERT_CHECKED(w, field < col->array_count,
+                           "weft_iter_field: field out of range"))
+    return NULL;
+  const weft__array_t *ar = &a->arrays[col->first_array + field];
+  return weft__chunk_bytes(it->chunk_) + ar->offset +
+         (size_t)it->row0_ * ar->elem;
+}
+
+void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
+  if (!it->chunk_)
+    return NULL;
+  const weft__column_t *col = weft__archetype_col(it->archetype_, c);
+  if (!col || col->soa)
+    return NULL;
+  return weft__chunk_bytes(it->chunk_) + col->offset +
+         (size_t)it->row0_ * col->size;
+}
+
+bool weft_iter_enabled(const weft_iter_t *it, weft_component_t c) {
+  const weft__archetype_t *a = it->archetype_;
+  return a && c >= 1 && c <= WEFT_MAX_COMPONENTS &&
+         weft__mask_test(&a->enabled, c);
+}

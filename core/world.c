@@ -1,0 +1,194 @@
+/* World lifetime, configuration, clear/reserve, stats and error reporting. */
+#include "core/world.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/query_internal.h"
+
+/* The one piece of process-wide state: a counter handing out world tags so
+ * that two worlds in one process reject each other's handles by default. */
+static _Atomic uint32_t weft__next_tag = 0;
+
+static uint8_t pick_tag(uint8_t wanted) {
+  if (wanted)
+    return wanted;
+  uint32_t n = atomic_fetch_add_explicit(&weft__next_tag, 1,
+                                         memory_order_relaxed);
+  return (uint8_t)(1 + n % 255u);
+}
+
+static bool is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+static int check_config(const weft_world_config_t *c) {
+  if (c->chunk_size &&
+      (!is_pow2(c->chunk_size) || c->chunk_size < WEFT_CHUNK_SIZE_MIN ||
+       c->chunk_size > WEFT_CHUNK_SIZE_MAX))
+    return weft__fail(NULL, WEFT_EINVAL, WEFT__FILE, WEFT__LINE,
+                      "chunk_size %u is not a power of two in [%u, %u]",
+                      c->chunk_size, WEFT_CHUNK_SIZE_MIN, WEFT_CHUNK_SIZE_MAX);
+  if (c->capacity > WEFT_ENTITY_MAX || c->max_generation > WEFT_GENERATION_MAX)
+    return WEFT_EINVAL;
+  if (c->checked > WEFT_CHECKED_OFF)
+    return WEFT_EINVAL;
+  return 0;
+}
+
+static void default_panic(void *user, const char *file, int line,
+                          const char *msg) {
+  (void)user;
+  fprintf(stderr, "weft: checked mode: %s:%d: %s\n", file, line, msg);
+  abort();
+}
+
+int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
+  weft_world_config_t cfg = {0};
+  if (config)
+    cfg = *config;
+  if (!out)
+    return WEFT_EINVAL;
+  int rc = check_config(&cfg);
+  if (rc)
+    return rc;
+  weft__alloc_stats_t st = {0};
+  weft_world_t *w = weft__calloc(&st, sizeof(*w), 64);
+  if (!w)
+    return WEFT_ENOMEM;
+  w->alloc = st;
+  w->chunk_size = cfg.chunk_size ? cfg.chunk_size : WEFT_CHUNK_SIZE_DEFAULT;
+  w->tag = pick_tag(cfg.world_tag);
+  weft__index_init(&w->index, cfg.capacity ? cfg.capacity : WEFT_ENTITY_MAX,
+                   cfg.max_generation ? cfg.max_generation
+                                      : WEFT_GENERATION_MAX,
+                   w->tag);
+  weft__chunks_init(&w->chunks, w->chunk_size);
+#ifdef NDEBUG
+  w->checked = cfg.checked == WEFT_CHECKED_ON;
+#else
+  w->checked = cfg.checked != WEFT_CHECKED_OFF;
+#endif
+  w->panic = cfg.panic ? cfg.panic : default_panic;
+  w->panic_user = cfg.panic_user;
+  weft__mask_t none = {{0}};
+  rc = weft__archetype_get(w, &none, &none, &w->root);
+  if (rc) {
+    weft_world_destroy(w);
+    return rc;
+  }
+  *out = w;
+  return 0;
+}
+
+void weft_world_destroy(weft_world_t *w) {
+  if (!w)
+    return;
+  while (w->query_count)
+    weft_query_destroy(w->queries[w->query_count - 1]);
+  weft__free(w->queries, 0, 16);
+  for (uint32_t i = 0; i < w->arch_count; i++)
+    weft__archetype_free(w->archs[i]);
+  weft__free(w->archs, 0, 16);
+  weft__free(w->arch_table, 0, 16);
+  weft__chunks_fini(&w->chunks);
+  weft__index_fini(&w->index);
+  weft__registry_fini(&w->registry);
+  weft__free(w, sizeof(*w), 64);
+}
+
+int weft_world_reserve(weft_world_t *w, uint32_t entities) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  WEFT_CHECK(w, entities <= w->index.capacity, WEFT_EFULL,
+             "cannot reserve %u slots: capacity is %u", entities,
+             w->index.capacity);
+  int rc = weft__index_reserve(&w->index, &w->alloc, entities);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory reserving %u slots", entities);
+  return 0;
+}
+
+void weft_world_clear(weft_world_t *w) {
+  if (!w)
+    return;
+  for (uint32_t i = 0; i < w->arch_count; i++) {
+    weft__archetype_t *a = w->archs[i];
+    for (uint32_t c = 0; c < a->nchunks; c++)
+      weft__chunk_release(&w->chunks, a->chunks[c]);
+    a->nchunks = 0;
+    a->count = 0;
+  }
+  weft__index_clear(&w->index);
+  w->version++;
+}
+
+uint32_t weft_world_count(const weft_world_t *w) {
+  return w ? w->index.alive : 0;
+}
+
+void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
+  if (!w || !out)
+    return;
+  memset(out, 0, sizeof(*out));
+  const weft__index_t *ix = &w->index;
+  out->alive = ix->alive;
+  out->retired = ix->retired;
+  out->remaining = weft__index_remaining(ix);
+  out->capacity = ix->capacity;
+  out->slots_used = ix->hwm;
+  uint64_t reserved = (uint64_t)ix->page_count * WEFT__PAGE_SIZE;
+  out->slots_reserved =
+      (uint32_t)(reserved < ix->capacity ? reserved : ix->capacity);
+  out->components = w->registry.count;
+  out->archetypes = w->arch_count;
+  out->queries = w->query_count;
+  out->chunks_pooled = w->chunks.free_count;
+  out->chunks_live = w->chunks.count - w->chunks.free_count;
+  out->chunk_size = w->chunk_size;
+  out->chunk_bytes = (uint64_t)w->chunks.count * w->chunk_size;
+  out->index_bytes =
+      (uint64_t)ix->page_count * WEFT__PAGE_SIZE * sizeof(weft__record_t);
+  out->spawns = w->spawns;
+  out->despawns = w->despawns;
+  out->moves = w->moves;
+  out->stale = atomic_load_explicit(&w->stale, memory_order_relaxed);
+  out->allocs = w->alloc.allocs;
+  out->alloc_bytes = w->alloc.bytes;
+}
+
+const char *weft_world_last_error(const weft_world_t *w) {
+  return w ? w->errbuf : "";
+}
+
+bool weft_world_checked(const weft_world_t *w) { return w && w->checked; }
+
+uint8_t weft_world_tag(const weft_world_t *w) { return w ? w->tag : 0; }
+
+int weft__fail(const weft_world_t *cw, int code, const char *file, int line,
+               const char *fmt, ...) {
+  if (!cw)
+    return code;
+  /* The error buffer is the one field a failing reader writes; it is
+   * documented as owner-thread state. */
+  weft_world_t *w = (weft_world_t *)cw;
+  int n = 0;
+  if (file)
+    n = snprintf(w->errbuf, sizeof(w->errbuf), "%s: %s:%d: ",
+                 weft_strerror_name(code), file, line);
+  else
+    n = snprintf(w->errbuf, sizeof(w->errbuf), "%s: ",
+                 weft_strerror_name(code));
+  if (n < 0 || (size_t)n >= sizeof(w->errbuf))
+    return code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w->errbuf + n, sizeof(w->errbuf) - (size_t)n, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+void weft__panic(const weft_world_t *w, const char *file, int line,
+                 const char *msg) {
+  if (w && w->checked)
+    w->panic(w->panic_user, file, line, msg);
+}

@@ -1,0 +1,21 @@
+/**
+ * @file weft.h
+ * @brief Umbrella header: include this to use weft.
+ *
+ * weft is a C11 archetype entity-component-system. See README.md for a tour
+ * and ARCHITECTURE.md for the map of modules.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+
+#include "weft/error.h"
+#include "weft/world.h"
+#include "weft/component.h"
+#include "weft/entity.h"
+#include "weft/query.h"
+
+#endif /* WEFT_H */

@@ -1,0 +1,112 @@
+/**
+ * @file weft/component.h
+ * @brief Component registration: names, layouts and field-level SoA.
+ *
+ * Components are registered per world from a descriptor and named by a
+ * small integer id. Ids start at 1; 0 (WEFT_COMPONENT_NONE) never names a
+ * component, which lets id lists be zero-terminated.
+ */
+#ifndef WEFT_COMPONENT_H
+#define WEFT_COMPONENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A component id, 1..WEFT_MAX_COMPONENTS. */
+typedef uint32_t weft_component_t;
+
+/** Never a component; terminates id lists. */
+#define WEFT_COMPONENT_NONE ((weft_component_t)0)
+/** Components one world can register. */
+#define WEFT_MAX_COMPONENTS 512u
+/** Fields one component can declare. */
+#define WEFT_MAX_FIELDS 16u
+/** Longest component or field name, including the terminating NUL. */
+#define WEFT_NAME_MAX 64u
+/** Largest alignment a component may ask for (one cache line). */
+#define WEFT_ALIGN_MAX 64u
+
+/** Store each field as its own array (field-level SoA). Needs fields. */
+#define WEFT_COMPONENT_SOA 0x1u
+
+/** One field of a component: a named byte range inside the value. */
+typedef struct weft_field_desc_t {
+  const char *name; /**< unique within the component */
+  uint32_t offset;  /**< byte offset inside the component value */
+  uint32_t size;    /**< byte size, > 0 */
+} weft_field_desc_t;
+
+/** Describes a component to weft_component_register(). Zero means default. */
+typedef struct weft_component_desc_t {
+  const char *name;   /**< unique within the world, 1..WEFT_NAME_MAX-1 chars */
+  uint32_t size;      /**< value size in bytes; 0 registers a tag */
+  uint32_t alignment; /**< power of two <= WEFT_ALIGN_MAX; 0 means 1 for
+                           tags, else the largest power of two dividing size
+                           (capped at 16) */
+  const weft_field_desc_t *fields; /**< optional field list */
+  uint32_t field_count;            /**< entries in @ref fields */
+  uint32_t flags;                  /**< WEFT_COMPONENT_SOA */
+} weft_component_desc_t;
+
+/** Read-only facts about a registered component. */
+typedef struct weft_component_info_t {
+  const char *name; /**< owned by the world, lives as long as it */
+  uint32_t size;
+  uint32_t alignment;
+  uint32_t field_count;
+  uint32_t flags;
+} weft_component_info_t;
+
+/** Builds a descriptor for a C type: WEFT_COMPONENT_DESC(Position). */
+#define WEFT_COMPONENT_DESC(T)                                                 \
+  ((weft_component_desc_t){.name = #T,                                         \
+                           .size = (uint32_t)sizeof(T),                        \
+                           .alignment = (uint32_t)_Alignof(T)})
+
+/** Builds a field descriptor for member @p m of type @p T. */
+#define WEFT_FIELD(T, m)                                                       \
+  ((weft_field_desc_t){.name = #m,                                             \
+                       .offset = (uint32_t)offsetof(T, m),                     \
+                       .size = (uint32_t)sizeof(((T *)0)->m)})
+
+/**
+ * Registers a component. Owner thread, before or between structural use.
+ *
+ * Validation failures change nothing and return: WEFT_EINVAL (NULL or empty
+ * name, name too long, unknown flags), WEFT_EEXIST (duplicate name),
+ * WEFT_ELAYOUT (size not a multiple of alignment, alignment not a power of
+ * two or above WEFT_ALIGN_MAX, too large for a quarter chunk, fields out of
+ * range, overlapping, unnamed or duplicated, SoA without fields, fields on a
+ * tag), WEFT_ETOOMANY (WEFT_MAX_COMPONENTS reached or too many fields).
+ * On success *out receives the id; the world copies every string.
+ */
+int weft_component_register(weft_world_t *world,
+                            const weft_component_desc_t *desc,
+                            weft_component_t *out);
+
+/** Finds a component by name. WEFT_ENOTFOUND if none. Reader threads. */
+int weft_component_lookup(const weft_world_t *world, const char *name,
+                          weft_component_t *out);
+
+/** Fills @p out for component @p id; WEFT_ENOCOMP if unknown. */
+int weft_component_info(const weft_world_t *world, weft_component_t id,
+                        weft_component_info_t *out);
+
+/** Finds a field of a component by name; *out gets its index. */
+int weft_component_field(const weft_world_t *world, weft_component_t id,
+                         const char *field_name, uint32_t *out);
+
+/** Number of registered components. */
+uint32_t weft_component_count(const weft_world_t *world);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_COMPONENT_H */

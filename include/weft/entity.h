@@ -1,0 +1,166 @@
+/**
+ * @file weft/entity.h
+ * @brief Entity handles and per-entity operations.
+ *
+ * A handle is 64 bits: slot index (bits 0-31), generation (bits 32-55) and
+ * the owning world's tag (bits 56-63). Generations start at 1 and tags are
+ * never 0, so handle 0 (WEFT_ENTITY_NULL) is never live. Every function
+ * below rejects a stale, forged or other-world handle with WEFT_ESTALE (or
+ * NULL/false) without reading the slot's current occupant.
+ *
+ * Structural functions (spawn, despawn, add, remove, enable, disable) must
+ * not run while a query over the same world is being iterated; in checked
+ * mode the iterator panics when it notices.
+ */
+#ifndef WEFT_ENTITY_H
+#define WEFT_ENTITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/component.h"
+#include "weft/world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A generational entity handle. */
+typedef uint64_t weft_entity_t;
+
+/** Never a live entity. */
+#define WEFT_ENTITY_NULL ((weft_entity_t)0)
+
+/** The slot index of a handle. */
+static inline uint32_t weft_entity_index(weft_entity_t e) {
+  return (uint32_t)e;
+}
+/** The generation of a handle. */
+static inline uint32_t weft_entity_generation(weft_entity_t e) {
+  return (uint32_t)(e >> 32) & 0x00ffffffu;
+}
+/** The world tag of a handle. */
+static inline uint32_t weft_entity_tag(weft_entity_t e) {
+  return (uint32_t)(e >> 56);
+}
+
+struct weft_iter_t;
+
+/**
+ * Fills one chunk range of a batch spawn. @p view describes the range:
+ * view->count rows, view->entities the new handles, and column i of the
+ * view is the storage of comps[i] (NULL for tags; SoA components expose
+ * fields through weft_iter_field()). @p first is the batch-relative index of
+ * the range's first entity. Called on the spawning thread.
+ */
+typedef void (*weft_fill_fn)(void *user, const struct weft_iter_t *view,
+                             uint32_t first);
+
+/** Spawns an entity with no components. Owner thread. */
+int weft_spawn(weft_world_t *world, weft_entity_t *out);
+
+/**
+ * Spawns an entity with the zero-terminated component list @p comps (at
+ * most 64 ids; duplicates are an error). @p values may be NULL, or hold one
+ * pointer per component (NULL entries and tags are zero-filled). On failure
+ * nothing is spawned. Returns WEFT_EFULL/WEFT_ERETIRED when no slot is
+ * left, WEFT_ENOCOMP, WEFT_EINVAL or WEFT_ENOMEM.
+ */
+int weft_spawn_with(weft_world_t *world, const weft_component_t *comps,
+                    const void *const *values, weft_entity_t *out);
+
+/**
+ * Spawns @p n entities with the zero-terminated component list @p comps,
+ * calling @p fill once per chunk range (NULL: zero-filled). Fresh slots are
+ * taken above the high-water mark while capacity allows so that the ids are
+ * contiguous; otherwise freed slots are reused. If @p out is non-NULL it
+ * receives the n handles. All or nothing: on error none are spawned.
+ */
+int weft_spawn_batch(weft_world_t *world, uint32_t n,
+                     const weft_component_t *comps, weft_fill_fn fill,
+                     void *user, weft_entity_t *out);
+
+/**
+ * Destroys an entity and its components. Its slot's generation advances;
+ * when the generations are exhausted the slot retires for good.
+ * WEFT_ESTALE for a handle that is not live.
+ */
+int weft_despawn(weft_world_t *world, weft_entity_t e);
+
+/** True if @p e is a live entity of this world. Reader threads. */
+bool weft_is_alive(const weft_world_t *world, weft_entity_t e);
+
+/**
+ * Adds component @p c to @p e, zero-filled or copied from @p value (may be
+ * NULL). If @p e already has @p c this is a no-op that keeps the current
+ * value (use weft_set() to overwrite) and returns 0.
+ */
+int weft_add(weft_world_t *world, weft_entity_t e, weft_component_t c,
+             const void *value);
+
+/** Removes @p c from @p e; a no-op returning 0 if absent. */
+int weft_remove(weft_world_t *world, weft_entity_t e, weft_component_t c);
+
+/**
+ * Copies @p value into component @p c of @p e, adding the component first
+ * if it is missing. Works for SoA components (the value is scattered into
+ * the field arrays). Allocates nothing when the component is present.
+ */
+int weft_set(weft_world_t *world, weft_entity_t e, weft_component_t c,
+             const void *value);
+
+/**
+ * Copies component @p c of @p e into @p out (gathering SoA fields).
+ * Returns WEFT_ESTALE, WEFT_ENOCOMP, WEFT_ENOTFOUND or WEFT_ETAG.
+ */
+int weft_read(const weft_world_t *world, weft_entity_t e, weft_component_t c,
+              void *out);
+
+/**
+ * Returns a read-only pointer to component @p c of @p e, or NULL if the
+ * handle is stale, the component unknown or absent, a tag, or stored
+ * field-level SoA (use weft_get_field()). Disabled components are still
+ * readable. The pointer is valid until the next structural change.
+ */
+const void *weft_get(const weft_world_t *world, weft_entity_t e,
+                     weft_component_t c);
+
+/** Like weft_get() but writable. Owner thread. */
+void *weft_get_mut(weft_world_t *world, weft_entity_t e, weft_component_t c);
+
+/**
+ * Like weft_get() with the reason for a miss: WEFT_ESTALE, WEFT_ENOCOMP,
+ * WEFT_ENOTFOUND, WEFT_ETAG or WEFT_ESOA.
+ */
+int weft_try_get(const weft_world_t *world, weft_entity_t e,
+                 weft_component_t c, const void **out);
+
+/**
+ * Returns a writable pointer to field @p field of component @p c of @p e,
+ * for SoA and plain components alike, or NULL on any miss.
+ */
+void *weft_get_field(weft_world_t *world, weft_entity_t e, weft_component_t c,
+                     uint32_t field);
+
+/** True if @p e is live and has @p c, enabled or disabled. */
+bool weft_has(const weft_world_t *world, weft_entity_t e, weft_component_t c);
+
+/** True if @p e is live and has @p c enabled. */
+bool weft_is_enabled(const weft_world_t *world, weft_entity_t e,
+                     weft_component_t c);
+
+/**
+ * Disables @p c on @p e: the value is kept, but queries skip the entity
+ * unless they ask for disabled components. WEFT_ENOTFOUND if absent;
+ * disabling a disabled component is a no-op.
+ */
+int weft_disable(weft_world_t *world, weft_entity_t e, weft_component_t c);
+
+/** Enables a disabled component; its value is unchanged. */
+int weft_enable(weft_world_t *world, weft_entity_t e, weft_component_t c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_ENTITY_H */

@@ -1,0 +1,130 @@
+/**
+ * @file weft/query.h
+ * @brief Cached queries and chunk-at-a-time iteration.
+ *
+ * A query names the components an entity must have (include), must not have
+ * (exclude), must have at least one of (any) and must have disabled
+ * (disabled). It caches the matching archetypes and picks up archetypes
+ * created later. Iteration hands out one chunk at a time as plain arrays, so
+ * the inner loop of a system is an ordinary C loop.
+ *
+ * A disabled component counts as absent for include, any and exclude terms
+ * unless the query sets WEFT_QUERY_MATCH_DISABLED, in which case presence is
+ * what counts.
+ */
+#ifndef WEFT_QUERY_H
+#define WEFT_QUERY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/component.h"
+#include "weft/entity.h"
+#include "weft/world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Terms per list in a query descriptor. */
+#define WEFT_QUERY_MAX_TERMS 16u
+
+/** Include/any/exclude terms look at presence, enabled or disabled alike. */
+#define WEFT_QUERY_MATCH_DISABLED 0x1u
+
+/** An opaque cached query owned by its world. */
+typedef struct weft_query_t weft_query_t;
+
+/**
+ * Query terms. Each list is zero-terminated (component ids start at 1), so
+ * `{.include = {pos, vel}}` is a complete descriptor.
+ */
+typedef struct weft_query_desc_t {
+  weft_component_t include[WEFT_QUERY_MAX_TERMS + 1]; /**< all required */
+  weft_component_t exclude[WEFT_QUERY_MAX_TERMS + 1]; /**< none allowed */
+  weft_component_t any[WEFT_QUERY_MAX_TERMS + 1];     /**< at least one */
+  weft_component_t disabled[WEFT_QUERY_MAX_TERMS + 1]; /**< present, disabled */
+  uint32_t flags; /**< WEFT_QUERY_MATCH_DISABLED */
+} weft_query_desc_t;
+
+/**
+ * A chunk-at-a-time iterator. It lives on the caller's stack; starting and
+ * advancing it allocates nothing. The public fields are valid after
+ * weft_iter_next() returned true; the rest is private.
+ */
+typedef struct weft_iter_t {
+  uint32_t count;                 /**< rows in this chunk (> 0) */
+  uint32_t home_node;             /**< NUMA node the chunk's memory lives on */
+  const weft_entity_t *entities;  /**< count handles */
+  void *columns[WEFT_QUERY_MAX_TERMS]; /**< include term i's array, NULL for
+                                          tags and SoA components */
+  /* Private: may change between releases. */
+  const weft_world_t *world_;
+  const weft_query_t *query_;
+  const void *archetype_;
+  void *chunk_;
+  const weft_component_t *terms_;
+  uint32_t term_count_;
+  uint32_t match_;
+  uint32_t chunk_index_;
+  uint32_t row0_;
+  uint64_t version_;
+} weft_iter_t;
+
+/**
+ * Creates a cached query. Owner thread. *out belongs to the world, lives
+ * until weft_query_destroy() or the world's destruction. Returns WEFT_EINVAL
+ * (no include, any or disabled term; a component both included and
+ * excluded), WEFT_ENOCOMP, WEFT_ETOOMANY or WEFT_ENOMEM.
+ */
+int weft_query_create(weft_world_t *world, const weft_query_desc_t *desc,
+                      weft_query_t **out);
+
+/** Destroys a query. Owner thread; NULL is a no-op. */
+void weft_query_destroy(weft_query_t *query);
+
+/** Number of entities the query currently matches. Reader threads. */
+uint32_t weft_query_count(const weft_query_t *query);
+
+/** Number of archetypes the query caches (matching, empty or not). */
+uint32_t weft_query_archetype_count(const weft_query_t *query);
+
+/**
+ * Starts iterating @p query. Reader threads; several iterators may run at
+ * once. The world must not change structurally until the iteration ends.
+ */
+void weft_query_iter(const weft_query_t *query, weft_iter_t *it);
+
+/**
+ * Advances to the next non-empty chunk. Returns false at the end. In checked
+ * mode, panics if the world changed structurally since weft_query_iter().
+ */
+bool weft_iter_next(weft_iter_t *it);
+
+/** The array of include term @p term (as it->columns[term]). */
+static inline void *weft_iter_column(const weft_iter_t *it, uint32_t term) {
+  return term < WEFT_QUERY_MAX_TERMS ? it->columns[term] : (void *)0;
+}
+
+/**
+ * The array of field @p field of include term @p term when that component is
+ * stored field-level SoA; NULL otherwise. In checked mode an out-of-range
+ * term or field panics.
+ */
+void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field);
+
+/**
+ * The array of any component @p c in the current chunk (for example an
+ * `any` term), or NULL when the chunk's archetype lacks it or it is a tag
+ * or SoA component.
+ */
+void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c);
+
+/** True if the current chunk's entities have @p c enabled. */
+bool weft_iter_enabled(const weft_iter_t *it, weft_component_t c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_QUERY_H */

@@ -1,0 +1,160 @@
+/**
+ * @file weft/world.h
+ * @brief The world: the container of every entity, component and query.
+ *
+ * A world is an opaque, heavy object. Unless a function says otherwise, a
+ * world is single-threaded: one thread at a time may call functions on it,
+ * and functions taking `const weft_world_t *` may run concurrently with each
+ * other but not with a mutating call.
+ */
+#ifndef WEFT_WORLD_H
+#define WEFT_WORLD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An opaque world. Created by weft_world_create(), freed by weft_world_destroy(). */
+typedef struct weft_world_t weft_world_t;
+
+/** Largest number of entity slots a world can have (its hard capacity bound). */
+#define WEFT_ENTITY_MAX 0x7fffffffu
+
+/** Generations a slot can issue before it retires, the largest allowed. */
+#define WEFT_GENERATION_MAX 0x00ffffffu
+
+/** Default bytes per chunk. */
+#define WEFT_CHUNK_SIZE_DEFAULT (16u * 1024u)
+/** Smallest and largest configurable chunk sizes (powers of two). */
+#define WEFT_CHUNK_SIZE_MIN (4u * 1024u)
+#define WEFT_CHUNK_SIZE_MAX (1024u * 1024u)
+/** Rows in one chunk never exceed this, whatever the chunk size. */
+#define WEFT_CHUNK_ROWS_MAX 1024u
+
+/** Whether checked mode is on: misuse of unchecked fast paths panics. */
+typedef enum weft_checked_t {
+  /** On in debug builds (NDEBUG undefined), off in release builds. */
+  WEFT_CHECKED_DEFAULT = 0,
+  WEFT_CHECKED_ON = 1,
+  WEFT_CHECKED_OFF = 2
+} weft_checked_t;
+
+/**
+ * Called when checked mode catches misuse. The default handler prints the
+ * message with file and line to stderr and aborts. A handler that returns
+ * lets the call continue with its release-mode behaviour (tests use this).
+ * Called on the thread that misused the API.
+ */
+typedef void (*weft_panic_fn)(void *user, const char *file, int line,
+                              const char *message);
+
+/**
+ * World configuration. Zero-initialise it and set only what you need: every
+ * zero field means "default".
+ */
+typedef struct weft_world_config_t {
+  /** Hard cap on entity slots; 0 means WEFT_ENTITY_MAX. */
+  uint32_t capacity;
+  /** Bytes per chunk, a power of two in [WEFT_CHUNK_SIZE_MIN,
+   * WEFT_CHUNK_SIZE_MAX]; 0 means WEFT_CHUNK_SIZE_DEFAULT. */
+  uint32_t chunk_size;
+  /** Generations a slot issues before it retires; 0 means
+   * WEFT_GENERATION_MAX. Small values exercise rollover in tests. */
+  uint32_t max_generation;
+  /** Tag (1..255) stamped into this world's handles so that another world's
+   * handles are rejected; 0 picks the next tag from a process-wide counter.
+   * Worlds that must produce identical handles (determinism tests) set the
+   * same tag. */
+  uint8_t world_tag;
+  /** Checked mode; see weft_checked_t. */
+  weft_checked_t checked;
+  /** Panic handler for checked mode; NULL means print and abort. */
+  weft_panic_fn panic;
+  /** Passed to @ref panic. */
+  void *panic_user;
+} weft_world_config_t;
+
+/** Per-world counters and sizes, filled by weft_world_stats(). */
+typedef struct weft_world_stats_t {
+  uint32_t alive;          /**< live entities */
+  uint32_t retired;        /**< slots retired by generation rollover */
+  uint32_t remaining;      /**< capacity - alive - retired */
+  uint32_t capacity;       /**< hard capacity */
+  uint32_t slots_used;     /**< slots ever handed out (high-water mark) */
+  uint32_t slots_reserved; /**< slots with index memory allocated */
+  uint32_t components;     /**< registered components */
+  uint32_t archetypes;     /**< archetypes created, including the empty one */
+  uint32_t queries;        /**< live queries */
+  uint32_t chunks_live;    /**< chunks holding at least one row */
+  uint32_t chunks_pooled;  /**< empty chunks kept for reuse */
+  uint32_t chunk_size;     /**< bytes per chunk */
+  uint64_t chunk_bytes;    /**< bytes of chunk memory owned (live + pooled) */
+  uint64_t index_bytes;    /**< bytes of entity index pages */
+  uint64_t spawns;         /**< entities spawned since creation */
+  uint64_t despawns;       /**< entities despawned since creation */
+  uint64_t moves;          /**< archetype moves since creation */
+  uint64_t stale;          /**< calls rejected for a stale/forged handle */
+  uint64_t allocs;         /**< heap allocations made by the world */
+  uint64_t alloc_bytes;    /**< bytes requested by those allocations */
+} weft_world_stats_t;
+
+/**
+ * Creates a world.
+ *
+ * Any thread. @p config may be NULL for all defaults. On success *out owns
+ * the new world until weft_world_destroy(). Returns WEFT_EINVAL for a bad
+ * configuration (chunk size not a power of two in range, capacity above
+ * WEFT_ENTITY_MAX, max_generation above WEFT_GENERATION_MAX) or WEFT_ENOMEM.
+ */
+int weft_world_create(const weft_world_config_t *config, weft_world_t **out);
+
+/**
+ * Destroys a world and everything it owns: chunks, queries, the index.
+ * Every handle, query and pointer obtained from it dies with it.
+ * Owner thread only. NULL is a no-op.
+ */
+void weft_world_destroy(weft_world_t *world);
+
+/**
+ * Pre-allocates index pages for @p entities slots so that spawning that many
+ * entities allocates no index memory. Records never move, so pointers into
+ * chunks stay valid. Returns WEFT_EFULL if @p entities exceeds the capacity,
+ * WEFT_ENOMEM on allocation failure (the world is unchanged then).
+ */
+int weft_world_reserve(weft_world_t *world, uint32_t entities);
+
+/**
+ * Empties the world without freeing memory: every entity dies, chunks return
+ * to the pool, every slot's generation advances so that every earlier handle
+ * is stale. Slots whose generations are exhausted stay retired (a handle is
+ * never issued twice). Components, archetypes and queries survive.
+ */
+void weft_world_clear(weft_world_t *world);
+
+/** Number of live entities. Any thread that may read the world. */
+uint32_t weft_world_count(const weft_world_t *world);
+
+/** Fills @p out with the world's counters. Reader threads. */
+void weft_world_stats(const weft_world_t *world, weft_world_stats_t *out);
+
+/**
+ * Describes the most recent failure on this world: the message and, in debug
+ * builds, the file and line of the check that failed. The string is owned by
+ * the world and valid until the next failing call on it. Owner thread.
+ */
+const char *weft_world_last_error(const weft_world_t *world);
+
+/** True if checked mode is on for this world. */
+bool weft_world_checked(const weft_world_t *world);
+
+/** The tag (1..255) stamped into this world's handles. */
+uint8_t weft_world_tag(const weft_world_t *world);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_WORLD_H */
