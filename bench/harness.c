@@ -1,0 +1,375 @@
+/*
+ * weft-bench harness: alternating-round measurement, the result table, the
+ * JSON report and the workload filter. See harness.h for the method.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "harness.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <weft.h>
+
+enum {
+  BENCH_ROUNDS_FULL = 15,
+  BENCH_ROUNDS_QUICK = 3,
+  BENCH_MAX_ROUNDS = 1000
+};
+
+#define BENCH_ROUND_NS_FULL 20e6
+#define BENCH_ROUND_NS_QUICK 1e6
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+void bench_ctx_init(bench_ctx_t *ctx, bool quick, uint32_t rounds) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->quick = quick;
+  ctx->rounds =
+      rounds ? rounds : (quick ? BENCH_ROUNDS_QUICK : BENCH_ROUNDS_FULL);
+  if (ctx->rounds > BENCH_MAX_ROUNDS)
+    ctx->rounds = BENCH_MAX_ROUNDS;
+  ctx->round_ns = quick ? BENCH_ROUND_NS_QUICK : BENCH_ROUND_NS_FULL;
+}
+
+int bench_ctx_set_filter(bench_ctx_t *ctx, const char *pattern, char *err,
+                         size_t err_size) {
+  if (ctx->has_filter) {
+    regfree(&ctx->filter);
+    ctx->has_filter = false;
+  }
+  int rc = regcomp(&ctx->filter, pattern, REG_EXTENDED | REG_NOSUB);
+  if (rc != 0) {
+    regerror(rc, &ctx->filter, err, err_size);
+    regfree(&ctx->filter);
+    return -1;
+  }
+  ctx->has_filter = true;
+  return 0;
+}
+
+void bench_ctx_free(bench_ctx_t *ctx) {
+  if (ctx->has_filter)
+    regfree(&ctx->filter);
+  free(ctx->results);
+  ctx->results = NULL;
+  ctx->count = ctx->cap = 0;
+  ctx->has_filter = false;
+}
+
+bool bench_selected(bench_ctx_t *ctx, const char *name) {
+  if (ctx->has_filter && regexec(&ctx->filter, name, 0, NULL, 0) != 0)
+    return false;
+  if (ctx->list_only) {
+    printf("%s\n", name);
+    return false;
+  }
+  return true;
+}
+
+void bench_record(bench_ctx_t *ctx, const bench_result_t *r) {
+  if (ctx->count == ctx->cap) {
+    size_t cap = ctx->cap ? ctx->cap * 2 : 16;
+    bench_result_t *p = realloc(ctx->results, cap * sizeof *p);
+    if (!p)
+      bench_die("recording a result", WEFT_ENOMEM);
+    ctx->results = p;
+    ctx->cap = cap;
+  }
+  ctx->results[ctx->count++] = *r;
+}
+
+/* Times @p reps repetitions of one side; returns nanoseconds. */
+static double run_side(bench_ctx_t *ctx, const bench_side_t *s, uint64_t reps) {
+  double t0 = now_ns();
+  uint64_t sum = s->fn(s->state, reps);
+  double t1 = now_ns();
+  ctx->sink ^= sum;
+  return t1 - t0;
+}
+
+/* Warms a side up, then finds how many repetitions last one round. */
+static uint64_t calibrate(bench_ctx_t *ctx, const bench_side_t *s) {
+  uint64_t reps = 1;
+  run_side(ctx, s, 1);
+  for (;;) {
+    double t = run_side(ctx, s, reps);
+    if (t >= ctx->round_ns)
+      return reps;
+    double scale = t > 0.0 ? ctx->round_ns * 1.15 / t : 1e9;
+    if (scale > 16.0) {
+      reps *= 16; /* too short to extrapolate from: measure again */
+      continue;
+    }
+    return (uint64_t)ceil((double)reps * scale);
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of @p n values; sorts them in place. */
+static double median(double *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_compare(bench_ctx_t *ctx, const bench_case_t *c) {
+  uint32_t rounds = ctx->rounds;
+  double *w = malloc(3 * (size_t)rounds * sizeof *w);
+  if (!w)
+    bench_die("allocating round samples", WEFT_ENOMEM);
+  double *b = w + rounds, *q = b + rounds;
+
+  fprintf(stderr, "%-28s vs %-20s", c->name, c->base.name);
+  fflush(stderr);
+  uint64_t reps_w = calibrate(ctx, &c->work);
+  uint64_t reps_b = calibrate(ctx, &c->base);
+  for (uint32_t r = 0; r < rounds; ++r) {
+    double tw, tb;
+    if (r % 2 == 0) {
+      tw = run_side(ctx, &c->work, reps_w);
+      tb = run_side(ctx, &c->base, reps_b);
+    } else {
+      tb = run_side(ctx, &c->base, reps_b);
+      tw = run_side(ctx, &c->work, reps_w);
+    }
+    w[r] = tw / ((double)reps_w * c->work.ops);
+    b[r] = tb / ((double)reps_b * c->base.ops);
+    q[r] = w[r] / b[r];
+  }
+
+  bench_result_t res;
+  memset(&res, 0, sizeof res);
+  snprintf(res.name, sizeof res.name, "%s", c->name);
+  snprintf(res.baseline, sizeof res.baseline, "%s", c->base.name);
+  res.unit = c->unit;
+  res.n = c->n;
+  res.rounds = rounds;
+  res.value = median(w, rounds);
+  res.baseline_value = median(b, rounds);
+  res.ratio = median(q, rounds); /* sorts q: q[0] and q[rounds-1] are */
+  res.ratio_min = q[0];          /* the extremes afterwards */
+  res.ratio_max = q[rounds - 1];
+  res.target_kind = c->target_kind;
+  res.target = c->target;
+  res.efficiency = NAN;
+  bench_record(ctx, &res);
+  free(w);
+
+  fprintf(stderr, " %8.3f %s  ratio %.3f [%.3f..%.3f]\n", res.value, res.unit,
+          res.ratio, res.ratio_min, res.ratio_max);
+}
+
+static bool target_met(const bench_result_t *r) {
+  switch (r->target_kind) {
+  case BENCH_TARGET_VALUE:
+    return r->value <= r->target;
+  case BENCH_TARGET_RATIO:
+    return r->ratio <= r->target;
+  case BENCH_TARGET_NONE:
+    break;
+  }
+  return true;
+}
+
+/* Formats a number with three significant-ish digits, "-" for NaN. */
+static void fmt_num(char *buf, size_t size, double v) {
+  if (isnan(v))
+    snprintf(buf, size, "-");
+  else if (fabs(v) >= 100.0)
+    snprintf(buf, size, "%.1f", v);
+  else if (fabs(v) >= 10.0)
+    snprintf(buf, size, "%.2f", v);
+  else
+    snprintf(buf, size, "%.3f", v);
+}
+
+static void fmt_target(char *buf, size_t size, const bench_result_t *r) {
+  char num[24];
+  fmt_num(num, sizeof num, r->target);
+  switch (r->target_kind) {
+  case BENCH_TARGET_VALUE:
+    snprintf(buf, size, "<=%s", num);
+    return;
+  case BENCH_TARGET_RATIO:
+    snprintf(buf, size, "<=%sx", num);
+    return;
+  case BENCH_TARGET_NONE:
+    break;
+  }
+  snprintf(buf, size, "-");
+}
+
+size_t bench_print_table(const bench_ctx_t *ctx, FILE *out) {
+  size_t misses = 0;
+  fprintf(out, "%-26s %9s %-10s %9s %7s  %-8s %s\n", "name", "value", "unit",
+          "baseline", "ratio", "target", "mark");
+  for (size_t i = 0; i < ctx->count; ++i) {
+    const bench_result_t *r = &ctx->results[i];
+    char value[32], base[32], ratio[32], target[48];
+    fmt_num(value, sizeof value, r->value);
+    fmt_num(base, sizeof base, r->baseline_value);
+    fmt_num(ratio, sizeof ratio, r->ratio);
+    if (!isnan(r->ratio))
+      strncat(ratio, "x", sizeof ratio - strlen(ratio) - 1);
+    fmt_target(target, sizeof target, r);
+    const char *mark = "";
+    if (r->target_kind != BENCH_TARGET_NONE) {
+      bool ok = target_met(r);
+      mark = ok ? "PASS" : "MISS";
+      misses += !ok;
+    }
+    fprintf(out, "%-26s %9s %-10s %9s %7s  %-8s %s\n", r->name, value, r->unit,
+            base, ratio, target, mark);
+  }
+  if (misses) {
+    fprintf(out, "\n%zu target%s missed:\n", misses, misses == 1 ? "" : "s");
+    for (size_t i = 0; i < ctx->count; ++i) {
+      const bench_result_t *r = &ctx->results[i];
+      if (r->target_kind == BENCH_TARGET_NONE || target_met(r))
+        continue;
+      if (r->target_kind == BENCH_TARGET_VALUE)
+        fprintf(out, "  %s: %.3f %s, target <= %.3g %s\n", r->name, r->value,
+                r->unit, r->target, r->unit);
+      else
+        fprintf(out, "  %s: %.3fx %s, target <= %.3gx\n", r->name, r->ratio,
+                r->baseline, r->target);
+    }
+  }
+  return misses;
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; ++s) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+static void json_number(FILE *f, double v) {
+  if (isfinite(v))
+    fprintf(f, "%.6g", v);
+  else
+    fputs("null", f);
+}
+
+int bench_write_json(const bench_ctx_t *ctx, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return -1;
+  fputs("[\n", f);
+  for (size_t i = 0; i < ctx->count; ++i) {
+    const bench_result_t *r = &ctx->results[i];
+    fputs("  {\"name\": ", f);
+    json_string(f, r->name);
+    fputs(", \"unit\": ", f);
+    json_string(f, r->unit);
+    fputs(", \"value\": ", f);
+    json_number(f, r->value);
+    fputs(", \"baseline\": ", f);
+    if (r->baseline[0])
+      json_string(f, r->baseline);
+    else
+      fputs("null", f);
+    fputs(", \"baseline_value\": ", f);
+    json_number(f, r->baseline_value);
+    fputs(", \"ratio\": ", f);
+    json_number(f, r->ratio);
+    fputs(", \"ratio_min\": ", f);
+    json_number(f, r->ratio_min);
+    fputs(", \"ratio_max\": ", f);
+    json_number(f, r->ratio_max);
+    fprintf(f, ", \"rounds\": %u, \"n\": %llu", r->rounds,
+            (unsigned long long)r->n);
+    if (r->target_kind != BENCH_TARGET_NONE) {
+      fputs(", \"target\": ", f);
+      json_number(f, r->target);
+      fprintf(f, ", \"target_kind\": \"%s\", \"pass\": %s",
+              r->target_kind == BENCH_TARGET_VALUE ? "value" : "ratio",
+              target_met(r) ? "true" : "false");
+    }
+    if (r->workers > 0) {
+      fprintf(f, ", \"workers\": %u, \"efficiency\": ", r->workers);
+      json_number(f, r->efficiency);
+    }
+    fprintf(f, "}%s\n", i + 1 < ctx->count ? "," : "");
+  }
+  fputs("]\n", f);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    if (!errno)
+      errno = EIO;
+    return -1;
+  }
+  return 0;
+}
+
+void *bench_alloc(size_t bytes) {
+  size_t size = (bytes + 63u) & ~(size_t)63u;
+  if (size == 0)
+    size = 64;
+  void *p = aligned_alloc(64, size);
+  if (!p)
+    bench_die("aligned_alloc", WEFT_ENOMEM);
+  memset(p, 0, size);
+  return p;
+}
+
+void bench_free(void *p) {
+  free(p);
+}
+
+_Noreturn void bench_die(const char *what, int rc) {
+  fprintf(stderr, "\nweft-bench: %s failed: %s (%s)\n", what,
+          weft_strerror_name(rc), weft_strerror(rc));
+  exit(1);
+}
+
+void bench_size_label(char *buf, size_t size, uint64_t n) {
+  if (n >= 1000000 && n % 1000000 == 0)
+    snprintf(buf, size, "%lluM", (unsigned long long)(n / 1000000));
+  else if (n >= 1000 && n % 1000 == 0)
+    snprintf(buf, size, "%lluk", (unsigned long long)(n / 1000));
+  else
+    snprintf(buf, size, "%llu", (unsigned long long)n);
+}
+
+uint64_t bench_rng_next(uint64_t *state) {
+  uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+void bench_shuffle_u32(uint32_t *a, size_t n, uint64_t seed) {
+  uint64_t s = seed;
+  for (size_t i = n; i > 1; --i) {
+    size_t j = (size_t)(bench_rng_next(&s) % i);
+    uint32_t t = a[i - 1];
+    a[i - 1] = a[j];
+    a[j] = t;
+  }
+}
+
+uint64_t bench_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}

@@ -1,0 +1,168 @@
+/*
+ * weft-bench harness: measurement, result table, JSON output and filtering.
+ *
+ * Method. The machines this runs on swing between a fast and a slow CPU
+ * state every 10-60 s by up to 1.8x, so comparing a weft run against a
+ * baseline run taken seconds apart says little. Instead every workload is
+ * paired with a baseline written in plain C over plain arrays (restrict
+ * pointers, 64-byte aligned storage, loops the compiler vectorizes) and the
+ * two are sampled alternately: A B, B A, A B, ... for N rounds (15 by
+ * default, 3 with --quick). Each side of a round repeats its operation
+ * enough times to last at least ~20 ms (calibrated once after a warm-up
+ * run), timed with clock_gettime(CLOCK_MONOTONIC). Per round we get the
+ * workload's and the baseline's time per operation and their ratio; the
+ * reported value, baseline value and ratio are the medians of those
+ * per-round numbers. Because both halves of a round run within ~50 ms of
+ * each other they see the same CPU state, so the median ratio is stable
+ * even when the absolute numbers drift.
+ *
+ * Every operation returns a checksum that the harness folds into a volatile
+ * sink, so the compiler cannot discard the work; bench_clobber() between
+ * repetitions stops it from merging repetitions.
+ *
+ * Targets are either absolute (value <= target, e.g. ns per move) or
+ * relative (ratio <= target); misses are printed but do not change the exit
+ * code.
+ */
+#ifndef WEFT_BENCH_HARNESS_H
+#define WEFT_BENCH_HARNESS_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A vec3 of floats, shared by several scenarios. */
+typedef struct bench_vec3_t {
+  float x, y, z;
+} bench_vec3_t;
+
+/*
+ * One timed operation, repeated @p reps times: returns a checksum of what it
+ * computed. The function loops itself so that no indirect call sits inside
+ * the measurement.
+ */
+typedef uint64_t (*bench_fn)(void *state, uint64_t reps);
+
+typedef enum bench_target_kind_t {
+  BENCH_TARGET_NONE = 0,
+  BENCH_TARGET_VALUE, /* value <= target (absolute, in the unit) */
+  BENCH_TARGET_RATIO  /* ratio <= target (relative to the baseline) */
+} bench_target_kind_t;
+
+/* One row of the report. NaN marks a number that does not apply. */
+typedef struct bench_result_t {
+  char name[64];
+  char baseline[48]; /* empty: no baseline */
+  const char *unit;
+  uint64_t n;            /* entities the workload ran on */
+  uint32_t rounds;       /* 0 for a computed (untimed) value */
+  double value;          /* median of per-round workload values */
+  double baseline_value; /* median of per-round baseline values */
+  double ratio;          /* median of per-round workload/baseline ratios */
+  double ratio_min;
+  double ratio_max;
+  bench_target_kind_t target_kind;
+  double target;
+  uint32_t workers;  /* parallel workloads only; 0: not set */
+  double efficiency; /* parallel workloads only; emitted when workers > 0 */
+} bench_result_t;
+
+/* One side (workload or baseline) of a comparison. */
+typedef struct bench_side_t {
+  const char *name;
+  bench_fn fn;
+  void *state;
+  double ops; /* operations per repetition (entities, moves, ...) */
+} bench_side_t;
+
+/* A comparison to run: a workload against its baseline. */
+typedef struct bench_case_t {
+  const char *name;
+  const char *unit;
+  uint64_t n;
+  bench_side_t work;
+  bench_side_t base;
+  bench_target_kind_t target_kind;
+  double target;
+} bench_case_t;
+
+/* Run-wide settings and the collected results. Owned by main(). */
+typedef struct bench_ctx_t {
+  bool quick;
+  bool list_only; /* --list: print selected names, run nothing */
+  uint32_t rounds;
+  double round_ns; /* minimum duration of one side of a round */
+  bool has_filter;
+  regex_t filter;
+  bench_result_t *results;
+  size_t count;
+  size_t cap;
+  volatile uint64_t sink;
+} bench_ctx_t;
+
+/* Scenario entry points, one per bench_<scenario>.c. */
+void bench_simple_insert(bench_ctx_t *ctx);
+void bench_simple_iter(bench_ctx_t *ctx);
+void bench_frag_iter(bench_ctx_t *ctx);
+void bench_add_remove(bench_ctx_t *ctx);
+void bench_create_destroy(bench_ctx_t *ctx);
+void bench_get(bench_ctx_t *ctx);
+void bench_memory(bench_ctx_t *ctx);
+
+/* Sets defaults (full or quick); 0 rounds keeps the mode's default. */
+void bench_ctx_init(bench_ctx_t *ctx, bool quick, uint32_t rounds);
+/* Compiles @p pattern (POSIX extended); returns 0 or writes the reason to
+ * @p err and returns -1. */
+int bench_ctx_set_filter(bench_ctx_t *ctx, const char *pattern, char *err,
+                         size_t err_size);
+void bench_ctx_free(bench_ctx_t *ctx);
+
+/* True if the workload @p name passes the filter and should run now. In
+ * --list mode prints the name and returns false. */
+bool bench_selected(bench_ctx_t *ctx, const char *name);
+
+/* Runs a comparison with the alternating method and records the result. */
+void bench_compare(bench_ctx_t *ctx, const bench_case_t *c);
+
+/* Records a computed result (no timing). */
+void bench_record(bench_ctx_t *ctx, const bench_result_t *r);
+
+/* Prints the table; returns the number of missed targets. */
+size_t bench_print_table(const bench_ctx_t *ctx, FILE *out);
+
+/* Writes the results as a JSON array. 0 or -1 (errno set). */
+int bench_write_json(const bench_ctx_t *ctx, const char *path);
+
+/* 64-byte aligned, zero-filled (so pages are touched before timing).
+ * Exits on failure. Free with bench_free(). */
+void *bench_alloc(size_t bytes);
+void bench_free(void *p);
+
+/* Exits with a message naming @p what and weft's description of @p rc. */
+_Noreturn void bench_die(const char *what, int rc);
+
+static inline void bench_check(int rc, const char *what) {
+  if (rc != 0)
+    bench_die(what, rc);
+}
+
+/* Formats an entity count as 10k, 1M, 16M or a plain number. */
+void bench_size_label(char *buf, size_t size, uint64_t n);
+
+/* splitmix64: deterministic pseudo-random numbers. */
+uint64_t bench_rng_next(uint64_t *state);
+/* Fisher-Yates shuffle of an index permutation. */
+void bench_shuffle_u32(uint32_t *a, size_t n, uint64_t seed);
+
+/* The bit pattern of a float, for checksums. */
+uint64_t bench_f32_bits(float f);
+
+/* A compiler barrier: memory may have changed, so nothing is cached in
+ * registers across it and repetitions cannot be merged. */
+static inline void bench_clobber(void) {
+  __asm__ volatile("" ::: "memory");
+}
+
+#endif /* WEFT_BENCH_HARNESS_H */

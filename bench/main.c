@@ -1,0 +1,177 @@
+/*
+ * weft-bench: weft's workloads against plain-C baselines.
+ *
+ *   weft-bench [--quick] [--rounds N] [--filter REGEX] [--json FILE] [--list]
+ *
+ * Progress goes to stderr, the result table to stdout. Exit status: 0 when
+ * every selected workload ran (missed targets are printed, not fatal), 1 on
+ * a runtime failure, 2 on bad arguments.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+typedef struct bench_scenario_t {
+  const char *name;
+  void (*run)(bench_ctx_t *ctx);
+} bench_scenario_t;
+
+/* Every scenario, in the order they run. */
+static const bench_scenario_t bench_registry[] = {
+    {"simple_insert", bench_simple_insert},
+    {"simple_iter", bench_simple_iter},
+    {"frag_iter", bench_frag_iter},
+    {"add_remove", bench_add_remove},
+    {"create_destroy", bench_create_destroy},
+    {"get", bench_get},
+    {"memory", bench_memory},
+};
+
+static void usage(FILE *out) {
+  fputs("usage: weft-bench [options]\n"
+        "  --quick          fast smoke run: few rounds, small sizes\n"
+        "  --rounds N       rounds per workload (1..1000; default 15, "
+        "quick 3)\n"
+        "  --filter REGEX   run workloads whose name matches the POSIX "
+        "extended\n"
+        "                   regular expression\n"
+        "  --json FILE      also write the results to FILE as JSON\n"
+        "  --list           print the selected workload names and exit\n"
+        "  --help           show this help\n",
+        out);
+}
+
+static int bad_usage(const char *fmt, const char *arg) {
+  fputs("weft-bench: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs("\n", stderr);
+  usage(stderr);
+  return 2;
+}
+
+/* Takes the value of option @p opt from "--opt=value" or the next argument.
+ * Returns NULL if it is missing. */
+static const char *option_value(int argc, char **argv, int *i,
+                                const char *opt) {
+  size_t len = strlen(opt);
+  const char *a = argv[*i];
+  if (strncmp(a, opt, len) != 0)
+    return NULL;
+  if (a[len] == '=')
+    return a + len + 1;
+  if (a[len] != '\0' || *i + 1 >= argc)
+    return NULL;
+  return argv[++*i];
+}
+
+static bool is_option(const char *a, const char *opt) {
+  size_t len = strlen(opt);
+  return strncmp(a, opt, len) == 0 && (a[len] == '\0' || a[len] == '=');
+}
+
+static int parse_rounds(const char *s, uint32_t *out) {
+  char *end;
+  errno = 0;
+  if (*s < '0' || *s > '9')
+    return -1;
+  unsigned long v = strtoul(s, &end, 10);
+  if (errno || *end || v < 1 || v > 1000)
+    return -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  bool quick = false, list = false;
+  uint32_t rounds = 0;
+  const char *filter = NULL, *json = NULL;
+
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    if (strcmp(a, "--quick") == 0) {
+      quick = true;
+    } else if (strcmp(a, "--list") == 0) {
+      list = true;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (is_option(a, "--rounds")) {
+      const char *v = option_value(argc, argv, &i, "--rounds");
+      if (!v)
+        return bad_usage("%s needs a value", "--rounds");
+      if (parse_rounds(v, &rounds) != 0)
+        return bad_usage("--rounds wants an integer in 1..1000, got '%s'", v);
+    } else if (is_option(a, "--filter")) {
+      filter = option_value(argc, argv, &i, "--filter");
+      if (!filter)
+        return bad_usage("%s needs a regular expression", "--filter");
+    } else if (is_option(a, "--json")) {
+      json = option_value(argc, argv, &i, "--json");
+      if (!json || !*json)
+        return bad_usage("%s needs a file name", "--json");
+    } else {
+      return bad_usage("unknown argument '%s'", a);
+    }
+  }
+
+  if (json && !list) {
+    FILE *f = fopen(json, "w"); /* fail now, not after the whole run */
+    if (!f) {
+      fprintf(stderr, "weft-bench: cannot write --json file %s: %s\n", json,
+              strerror(errno));
+      return 2;
+    }
+    fclose(f);
+  }
+
+  bench_ctx_t ctx;
+  bench_ctx_init(&ctx, quick, rounds);
+  ctx.list_only = list;
+  if (filter) {
+    char err[256];
+    if (bench_ctx_set_filter(&ctx, filter, err, sizeof err) != 0) {
+      fprintf(stderr, "weft-bench: bad --filter '%s': %s\n", filter, err);
+      bench_ctx_free(&ctx);
+      return 2;
+    }
+  }
+
+  if (!list)
+    fprintf(stderr, "weft-bench: %s run, %u rounds per workload\n",
+            quick ? "quick" : "full", ctx.rounds);
+  size_t scenarios = sizeof bench_registry / sizeof bench_registry[0];
+  for (size_t i = 0; i < scenarios; ++i)
+    bench_registry[i].run(&ctx);
+
+  if (list) {
+    bench_ctx_free(&ctx);
+    return 0;
+  }
+  if (ctx.count == 0) {
+    fprintf(stderr,
+            "weft-bench: --filter '%s' matches no workload "
+            "(see --list)\n",
+            filter ? filter : "");
+    bench_ctx_free(&ctx);
+    return 2;
+  }
+
+  fputs("\n", stderr);
+  size_t misses = bench_print_table(&ctx, stdout);
+  int status = 0;
+  if (json && bench_write_json(&ctx, json) != 0) {
+    fprintf(stderr, "weft-bench: cannot write %s: %s\n", json, strerror(errno));
+    status = 1;
+  }
+  if (misses)
+    fprintf(stderr, "weft-bench: %zu target%s missed (not an error)\n", misses,
+            misses == 1 ? "" : "s");
+  bench_ctx_free(&ctx);
+  return status;
+}
