@@ -245,7 +245,7 @@ static weft__edge_t *edge_find(const weft__archetype_t *a, uint32_t key) {
   if (!a->edge_cap)
     return NULL;
   uint32_t mask = a->edge_cap - 1;
-  for (uint32_t i = (key * 0x9e3779b1u) >> 16 & mask;; i = (i + 1) & mask) {
+  for (uint32_t i = weft__edge_hash(key, a->edge_cap);; i = (i + 1) & mask) {
     if (a->edges[i].key == key || a->edges[i].key == 0)
       return &a->edges[i];
   }
@@ -268,15 +268,16 @@ static int edges_grow(weft_world_t *w, weft__archetype_t *a) {
   return 0;
 }
 
-int weft__archetype_edge(weft_world_t *w, weft__archetype_t *a, uint32_t op,
-                         weft_component_t comp, const weft__edge_t **out) {
+int weft__archetype_edge_slow(weft_world_t *w, weft__archetype_t *a,
+                              uint32_t op, weft_component_t comp,
+                              const weft__edge_t **out) {
   uint32_t key = op << 16 | comp;
   weft__edge_t *e = edge_find(a, key);
-  if (WEFT__LIKELY(e && e->key == key)) {
+  if (e && e->key == key) {
     *out = e;
     return 0;
   }
-  /* Cold path: build the target and its copy plan, then cache both. */
+  /* Build the target and its copy plan, then cache both. */
   if ((a->edge_count + 1) * 2 > a->edge_cap) {
     int rc = edges_grow(w, a);
     WEFT_CHECK(w, rc == 0, rc, "out of memory growing archetype edges");
@@ -320,15 +321,16 @@ static int add_chunk(weft_world_t *w, weft__archetype_t *a) {
   c->arch = a;
   c->count = 0;
   c->index = a->nchunks;
+  w->chunks.table[c->id].arch = a;
   a->chunks[a->nchunks++] = c;
   return 0;
 }
 
-int weft__archetype_push(weft_world_t *w, weft__archetype_t *a,
-                         weft_entity_t e, weft__chunk_t **chunk,
-                         uint32_t *row) {
+int weft__archetype_push_slow(weft_world_t *w, weft__archetype_t *a,
+                              weft_entity_t e, weft__chunk_t **chunk,
+                              uint32_t *row) {
   weft__chunk_t *c = a->nchunks ? a->chunks[a->nchunks - 1] : NULL;
-  if (WEFT__UNLIKELY(!c || c->count == a->row_cap)) {
+  if (!c || c->count == a->row_cap) {
     int rc = add_chunk(w, a);
     if (rc)
       return rc;
@@ -391,29 +393,9 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
   return 0;
 }
 
-void weft__archetype_remove(weft_world_t *w, weft__archetype_t *a,
-                            weft__chunk_t *chunk, uint32_t row) {
-  weft__chunk_t *last = a->chunks[a->nchunks - 1];
-  uint32_t lrow = last->count - 1;
-  if (last != chunk || lrow != row) {
-    uint8_t *dst = weft__chunk_bytes(chunk);
-    const uint8_t *src = weft__chunk_bytes(last);
-    for (uint32_t i = 0; i < a->narrays; i++) {
-      uint32_t off = a->arrays[i].offset, n = a->arrays[i].elem;
-      weft__copy_elem(dst + off + (size_t)row * n, src + off + (size_t)lrow * n,
-                      n);
-    }
-    weft_entity_t moved = weft__chunk_entities(last)[lrow];
-    weft__chunk_entities(chunk)[row] = moved;
-    weft__index_rec(&w->index, (uint32_t)moved)->loc =
-        weft__loc_make(chunk, row);
-  }
-  last->count--;
-  a->count--;
-  if (last->count == 0) {
-    a->nchunks--;
-    weft__chunk_release(&w->chunks, last);
-  }
+void weft__archetype_drop_last(weft_world_t *w, weft__archetype_t *a) {
+  a->nchunks--;
+  weft__chunk_release(&w->chunks, a->chunks[a->nchunks]);
 }
 
 void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,

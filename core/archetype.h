@@ -79,10 +79,36 @@ int weft__archetype_get(struct weft_world_t *w, const weft__mask_t *present,
                         const weft__mask_t *disabled,
                         weft__archetype_t **out);
 
+/* Creates the transition edge op/comp from a (cold path of the lookup). */
+int weft__archetype_edge_slow(struct weft_world_t *w, weft__archetype_t *a,
+                              uint32_t op, weft_component_t comp,
+                              const weft__edge_t **out);
+
+/* The edge slot a key hashes to first. */
+static inline uint32_t weft__edge_hash(uint32_t key, uint32_t cap) {
+  return (key * 0x9e3779b1u) >> 16 & (cap - 1);
+}
+
 /* Follows (or creates) the transition edge op/comp from a. */
-int weft__archetype_edge(struct weft_world_t *w, weft__archetype_t *a,
-                         uint32_t op, weft_component_t comp,
-                         const weft__edge_t **out);
+static inline int weft__archetype_edge(struct weft_world_t *w,
+                                       weft__archetype_t *a, uint32_t op,
+                                       weft_component_t comp,
+                                       const weft__edge_t **out) {
+  uint32_t key = op << 16 | comp;
+  if (a->edge_cap) {
+    uint32_t mask = a->edge_cap - 1;
+    for (uint32_t i = weft__edge_hash(key, a->edge_cap);; i = (i + 1) & mask) {
+      const weft__edge_t *e = &a->edges[i];
+      if (e->key == key) {
+        *out = e;
+        return 0;
+      }
+      if (e->key == 0)
+        break;
+    }
+  }
+  return weft__archetype_edge_slow(w, a, op, comp, out);
+}
 
 void weft__archetype_free(weft__archetype_t *a);
 
@@ -98,9 +124,23 @@ weft__archetype_col(const weft__archetype_t *a, weft_component_t c) {
  * and stores e in it. The row's data is uninitialised. Returns 0 or an
  * error, with *chunk and *row set.
  */
-int weft__archetype_push(struct weft_world_t *w, weft__archetype_t *a,
-                         weft_entity_t e, weft__chunk_t **chunk,
-                         uint32_t *row);
+int weft__archetype_push_slow(struct weft_world_t *w, weft__archetype_t *a,
+                              weft_entity_t e, weft__chunk_t **chunk,
+                              uint32_t *row);
+
+static inline int weft__archetype_push(struct weft_world_t *w,
+                                       weft__archetype_t *a, weft_entity_t e,
+                                       weft__chunk_t **chunk, uint32_t *row) {
+  weft__chunk_t *c = a->nchunks ? a->chunks[a->nchunks - 1] : 0;
+  if (__builtin_expect(!c || c->count == a->row_cap, 0))
+    return weft__archetype_push_slow(w, a, e, chunk, row);
+  uint32_t r = c->count++;
+  a->count++;
+  weft__chunk_entities(c)[r] = e;
+  *chunk = c;
+  *row = r;
+  return 0;
+}
 
 /*
  * Appends up to max rows at once to the last chunk (or a fresh one) and
@@ -115,12 +155,8 @@ int weft__archetype_push_range(struct weft_world_t *w, weft__archetype_t *a,
 int weft__archetype_reserve_rows(struct weft_world_t *w, weft__archetype_t *a,
                                  uint32_t n);
 
-/*
- * Swap-removes a row: the archetype's last row moves into the hole and its
- * entity's record is updated; an emptied last chunk returns to the pool.
- */
-void weft__archetype_remove(struct weft_world_t *w, weft__archetype_t *a,
-                            weft__chunk_t *chunk, uint32_t row);
+/* Returns the archetype's emptied last chunk to the pool. */
+void weft__archetype_drop_last(struct weft_world_t *w, weft__archetype_t *a);
 
 /* Zero-fills every array of a row. */
 void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,

@@ -12,7 +12,7 @@ void weft__chunks_init(weft__chunk_store_t *cs, uint32_t chunk_size) {
 
 void weft__chunks_fini(weft__chunk_store_t *cs) {
   for (uint32_t i = 0; i < cs->count; i++)
-    weft__free(cs->table[i], cs->chunk_size, 64);
+    weft__free(cs->table[i].chunk, cs->chunk_size, 64);
   weft__free(cs->table, cs->cap * sizeof(*cs->table), 16);
   memset(cs, 0, sizeof(*cs));
 }
@@ -48,13 +48,15 @@ weft__chunk_t *weft__chunk_acquire(weft__chunk_store_t *cs,
   }
   memset(c, 0, sizeof(*c));
   c->id = cs->count;
-  cs->table[cs->count++] = c;
+  cs->table[cs->count].chunk = c;
+  cs->table[cs->count++].arch = NULL;
   return c;
 }
 
 void weft__chunk_release(weft__chunk_store_t *cs, weft__chunk_t *c) {
   c->arch = NULL;
   c->count = 0;
+  cs->table[c->id].arch = NULL;
   c->next_free = cs->free_list;
   cs->free_list = c;
   cs->free_count++;

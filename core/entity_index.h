@@ -94,10 +94,42 @@ int weft__index_check_room(const weft__index_t *ix, uint32_t n);
  * list is not empty (batch spawns use it to hand out contiguous ids).
  * The record is marked alive with loc unset. Returns the handle.
  */
-weft_entity_t weft__index_issue(weft__index_t *ix, bool prefer_fresh);
+static inline weft_entity_t weft__index_issue(weft__index_t *ix, bool prefer_fresh) {
+  uint32_t idx;
+  weft__record_t *r;
+  bool fresh_ok = ix->hwm < ix->capacity;
+  if (ix->free_head != WEFT__NIL && !(prefer_fresh && fresh_ok)) {
+    idx = ix->free_head;
+    r = weft__index_rec(ix, idx);
+    ix->free_head = r->loc;
+  } else {
+    idx = ix->hwm++;
+    r = weft__index_rec(ix, idx);
+  }
+  uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
+  r->gen = WEFT__REC_ALIVE | gen;
+  r->loc = 0;
+  ix->alive++;
+  return weft__index_handle(ix, idx, gen);
+}
+
 
 /* Kills a live slot: retires it if its generations are exhausted. */
-void weft__index_kill(weft__index_t *ix, weft__record_t *r, uint32_t idx);
+static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r, uint32_t idx) {
+  uint32_t gen = r->gen & WEFT__GEN_MASK;
+  ix->alive--;
+  if (gen >= ix->max_gen) {
+    /* Fail closed: a slot that would wrap its generation never returns. */
+    r->gen = WEFT__REC_RETIRED | gen;
+    r->loc = WEFT__NIL;
+    ix->retired++;
+    return;
+  }
+  r->gen = gen;
+  r->loc = ix->free_head;
+  ix->free_head = idx;
+}
+
 
 /* Kills every live slot and rebuilds the free list in index order. */
 void weft__index_clear(weft__index_t *ix);

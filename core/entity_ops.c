@@ -28,9 +28,10 @@ static inline bool resolve(const weft_world_t *w, weft_entity_t e,
     return false;
   }
   at->rec = r;
-  at->chunk = weft__loc_chunk(w, r->loc);
+  const weft__chunk_slot_t *slot = weft__loc_slot(w, r->loc);
+  at->chunk = slot->chunk;
+  at->arch = slot->arch;
   at->row = weft__loc_row(r->loc);
-  at->arch = at->chunk->arch;
   return true;
 }
 
@@ -47,17 +48,39 @@ static inline bool comp_known(const weft_world_t *w, weft_component_t c) {
   WEFT_CHECK(w, comp_known(w, c), WEFT_ENOCOMP, "unknown component id %u",     \
              (unsigned)(c))
 
-/* Makes sure the index can issue one more slot without failing. */
-static int room_for_one(weft_world_t *w) {
+/* Stores value (or zeros) in a row's column; AoS copies stay inline. */
+static inline void write_or_zero(const weft__archetype_t *a,
+                                 const weft__column_t *col,
+                                 weft__chunk_t *chunk, uint32_t row,
+                                 const void *value) {
+  if (value && !col->soa)
+    weft__copy_elem(weft__chunk_bytes(chunk) + col->offset +
+                        (size_t)row * col->size,
+                    value, col->size);
+  else if (value)
+    weft__column_write(a, col, chunk, row, value);
+  else
+    weft__column_zero(a, col, chunk, row);
+}
+
+/* The slow half of room_for_one: no room, or a new index page needed. */
+static WEFT__COLD int room_slow(weft_world_t *w) {
   int rc = weft__index_check_room(&w->index, 1);
   WEFT_CHECK(w, rc == 0, rc,
              "cannot spawn: capacity %u, alive %u, retired %u",
              w->index.capacity, w->index.alive, w->index.retired);
-  if (w->index.free_head == WEFT__NIL) {
-    rc = weft__index_reserve(&w->index, &w->alloc, w->index.hwm + 1);
-    WEFT_CHECK(w, rc == 0, rc, "out of memory growing the entity index");
-  }
+  rc = weft__index_reserve(&w->index, &w->alloc, w->index.hwm + 1);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory growing the entity index");
   return 0;
+}
+
+/* Makes sure the index can issue one more slot without failing. */
+static inline int room_for_one(weft_world_t *w) {
+  const weft__index_t *ix = &w->index;
+  bool room = weft__index_remaining(ix) > 0;
+  bool paged = ix->free_head != WEFT__NIL ||
+               ix->hwm < ix->page_count << WEFT__PAGE_BITS;
+  return WEFT__LIKELY(room && paged) ? 0 : room_slow(w);
 }
 
 /* Places a new entity in archetype a; its row data is left to the caller. */
@@ -101,16 +124,66 @@ static int list_mask(weft_world_t *w, const weft_component_t *comps,
   return 0;
 }
 
+/* Short lists hash to a memo slot; longer ones take the slow path. */
+static inline uint32_t spawn_cache_slot(const weft_component_t *comps,
+                                        uint32_t *n) {
+  uint32_t h = 0x811c9dc5u, k = 0;
+  for (; comps[k] && k <= WEFT__SPAWN_FAST; k++)
+    h = (h ^ comps[k]) * 0x01000193u;
+  *n = k;
+  return (h ^ (h >> 15)) & (WEFT__SPAWN_CACHE - 1);
+}
+
+/*
+ * The archetype of a spawn list, from the memo. Only lists that passed
+ * validation are memoised, and a hit must match the stored list id for id,
+ * so a colliding list can never pick the wrong archetype.
+ */
+static inline weft__archetype_t *
+spawn_cache_find(const weft_world_t *w, const weft_component_t *comps,
+                 uint32_t slot, uint32_t n) {
+  const weft__spawn_memo_t *m = &w->spawn_cache[slot];
+  if (m->n != n || n > WEFT__SPAWN_FAST)
+    return NULL;
+  for (uint32_t i = 0; i < n; i++)
+    if (m->ids[i] != comps[i])
+      return NULL;
+  return m->arch;
+}
+
+/* The archetype a spawn list names (no disabled components). */
+static inline int spawn_archetype(weft_world_t *w, const weft_component_t *comps,
+                           uint32_t max, weft__archetype_t **out,
+                           uint32_t *count) {
+  uint32_t n, slot = spawn_cache_slot(comps, &n);
+  weft__archetype_t *a = spawn_cache_find(w, comps, slot, n);
+  if (WEFT__LIKELY(a != NULL)) {
+    *out = a;
+    *count = n;
+    return 0;
+  }
+  weft__mask_t m, none = {{0}};
+  int rc = list_mask(w, comps, max, &m, count);
+  if (!rc)
+    rc = weft__archetype_get(w, &m, &none, out);
+  if (!rc && *count <= WEFT__SPAWN_FAST) {
+    weft__spawn_memo_t *memo = &w->spawn_cache[slot];
+    memo->arch = *out;
+    memo->n = *count;
+    memcpy(memo->ids, comps, *count * sizeof(*comps));
+  }
+  return rc;
+}
+
 int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
                     const void *const *values, weft_entity_t *out) {
   WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
-  weft__mask_t m, none = {{0}};
-  uint32_t n;
-  int rc = list_mask(w, comps, WEFT__SPAWN_MAX, &m, &n);
-  if (rc)
-    return rc;
+  static const weft_component_t none[1] = {WEFT_COMPONENT_NONE};
+  if (!comps)
+    comps = none;
   weft__archetype_t *a;
-  rc = weft__archetype_get(w, &m, &none, &a);
+  uint32_t n;
+  int rc = spawn_archetype(w, comps, WEFT__SPAWN_MAX, &a, &n);
   if (rc)
     return rc;
   weft__chunk_t *chunk;
@@ -120,12 +193,8 @@ int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
     return rc;
   for (uint32_t i = 0; i < n; i++) {
     const weft__column_t *col = weft__archetype_col(a, comps[i]);
-    if (!col)
-      continue;
-    if (values && values[i])
-      weft__column_write(a, col, chunk, row, values[i]);
-    else
-      weft__column_zero(a, col, chunk, row);
+    if (col)
+      write_or_zero(a, col, chunk, row, values ? values[i] : NULL);
   }
   return 0;
 }
@@ -185,15 +254,15 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n,
                      const weft_component_t *comps, weft_fill_fn fill,
                      void *user, weft_entity_t *out) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  weft__mask_t m, none = {{0}};
+  static const weft_component_t none[1] = {WEFT_COMPONENT_NONE};
+  if (!comps)
+    comps = none;
+  weft__archetype_t *a;
   uint32_t ncomps;
-  int rc = list_mask(w, comps, WEFT_QUERY_MAX_TERMS, &m, &ncomps);
+  int rc = spawn_archetype(w, comps, WEFT_QUERY_MAX_TERMS, &a, &ncomps);
   if (rc || n == 0)
     return rc;
-  weft__archetype_t *a;
-  rc = weft__archetype_get(w, &m, &none, &a);
-  if (!rc)
-    rc = batch_reserve(w, a, n);
+  rc = batch_reserve(w, a, n);
   if (rc)
     return rc;
   for (uint32_t done = 0; done < n;) {
@@ -223,7 +292,7 @@ int weft_despawn(weft_world_t *w, weft_entity_t e) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
-  weft__archetype_remove(w, at.arch, at.chunk, at.row);
+  weft__row_remove(w, at.arch, at.chunk, at.row);
   weft__index_kill(&w->index, at.rec, (uint32_t)e);
   w->despawns++;
   w->version++;
@@ -256,7 +325,7 @@ static int move_along(weft_world_t *w, weft__where_t *at, uint32_t op,
                     src + p->src + (size_t)at->row * p->elem, p->elem);
   }
   at->rec->loc = weft__loc_make(dc, dr);
-  weft__archetype_remove(w, at->arch, at->chunk, at->row);
+  weft__row_remove(w, at->arch, at->chunk, at->row);
   at->chunk = dc;
   at->row = dr;
   at->arch = b;
@@ -277,12 +346,8 @@ int weft_add(weft_world_t *w, weft_entity_t e, weft_component_t c,
   if (rc)
     return rc;
   const weft__column_t *col = weft__archetype_col(at.arch, c);
-  if (col) {
-    if (value)
-      weft__column_write(at.arch, col, at.chunk, at.row, value);
-    else
-      weft__column_zero(at.arch, col, at.chunk, at.row);
-  }
+  if (col)
+    write_or_zero(at.arch, col, at.chunk, at.row, value);
   return 0;
 }
 
@@ -306,7 +371,7 @@ int weft_set(weft_world_t *w, weft_entity_t e, weft_component_t c,
     return weft_add(w, e, c, value);
   const weft__column_t *col = weft__archetype_col(at.arch, c);
   if (col)
-    weft__column_write(at.arch, col, at.chunk, at.row, value);
+    write_or_zero(at.arch, col, at.chunk, at.row, value);
   return 0;
 }
 

@@ -16,6 +16,16 @@
 #include "weft/query.h"
 #include "weft/world.h"
 
+#define WEFT__SPAWN_CACHE 64u
+#define WEFT__SPAWN_FAST 8u
+
+/* A validated spawn list (ids in the caller's order) and its archetype. */
+typedef struct weft__spawn_memo_t {
+  weft__archetype_t *arch;
+  uint32_t n;
+  weft_component_t ids[WEFT__SPAWN_FAST];
+} weft__spawn_memo_t;
+
 struct weft_world_t {
   weft__alloc_stats_t alloc;
   weft__index_t index;
@@ -28,6 +38,9 @@ struct weft_world_t {
   uint32_t *arch_table; /* open addressing: archetype id + 1, 0 empty */
   uint32_t arch_table_cap;
   weft__archetype_t *root; /* the empty signature */
+
+  /* Spawn lists seen recently -> their archetype; see spawn_cache_find. */
+  weft__spawn_memo_t spawn_cache[WEFT__SPAWN_CACHE];
 
   weft_query_t **queries;
   uint32_t query_count;
@@ -54,15 +67,43 @@ static inline void weft__count_stale(const weft_world_t *w) {
 }
 
 /* Where a live entity's row is. */
-static inline weft__chunk_t *weft__loc_chunk(const weft_world_t *w,
-                                             uint32_t loc) {
-  return w->chunks.table[loc >> WEFT__ROW_BITS];
+static inline const weft__chunk_slot_t *weft__loc_slot(const weft_world_t *w,
+                                                      uint32_t loc) {
+  return &w->chunks.table[loc >> WEFT__ROW_BITS];
 }
 static inline uint32_t weft__loc_row(uint32_t loc) {
   return loc & WEFT__ROW_MASK;
 }
 static inline uint32_t weft__loc_make(const weft__chunk_t *c, uint32_t row) {
   return (c->id << WEFT__ROW_BITS) | row;
+}
+
+/*
+ * Swap-removes a row: the archetype's last row moves into the hole and its
+ * entity's record is updated; an emptied last chunk returns to the pool.
+ * Inline because every despawn and every archetype move ends here.
+ */
+static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
+                                    weft__chunk_t *chunk, uint32_t row) {
+  weft__chunk_t *last = a->chunks[a->nchunks - 1];
+  uint32_t lrow = last->count - 1;
+  if (last != chunk || lrow != row) {
+    uint8_t *dst = weft__chunk_bytes(chunk);
+    const uint8_t *src = weft__chunk_bytes(last);
+    for (uint32_t i = 0; i < a->narrays; i++) {
+      uint32_t off = a->arrays[i].offset, n = a->arrays[i].elem;
+      weft__copy_elem(dst + off + (size_t)row * n, src + off + (size_t)lrow * n,
+                      n);
+    }
+    weft_entity_t moved = weft__chunk_entities(last)[lrow];
+    weft__chunk_entities(chunk)[row] = moved;
+    weft__index_rec(&w->index, (uint32_t)moved)->loc =
+        weft__loc_make(chunk, row);
+  }
+  last->count--;
+  a->count--;
+  if (last->count == 0)
+    weft__archetype_drop_last(w, a);
 }
 
 /* Tells every query about a new archetype (query.c). */
