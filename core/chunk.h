@@ -14,7 +14,7 @@
 #include "weft/entity.h"
 
 #define WEFT__CHUNK_HEADER 64u
-#define WEFT__CHUNK_ID_MAX (1u << (32u - 10u))
+#define WEFT__CHUNK_ID_MAX (1u << 22u)
 
 struct weft__archetype_t;
 

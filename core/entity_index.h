@@ -2,8 +2,10 @@
  * The entity index: one 8-byte record per slot, in pages that never move.
  *
  * A record holds the slot's generation with two flag bits, and either the
- * entity's location (chunk id and row) while it is alive, or the next free
- * slot while it is on the free list. A handle is valid exactly when its tag
+ * entity's location (chunk id and a 16-bit row) while it is alive, or the
+ * next free slot while it is on the free list. The row's low 10 bits share
+ * the loc word with the 22-bit chunk id; its high 6 bits sit in the spare
+ * bits 24..29 of the generation word. A handle is valid exactly when its tag
  * is the world's, its index is below the high-water mark and its record
  * says ALIVE with the handle's generation; the check reads nothing else.
  */
@@ -21,18 +23,31 @@
 #define WEFT__PAGE_MASK (WEFT__PAGE_SIZE - 1u)
 
 #define WEFT__GEN_MASK 0x00ffffffu
+#define WEFT__REC_ROWHI 0x3f000000u
 #define WEFT__REC_ALIVE 0x80000000u
 #define WEFT__REC_RETIRED 0x40000000u
 #define WEFT__NIL 0xffffffffu
 
-/* Row bits of a location; the rest is the chunk id. */
+/* Row bits kept in the loc word; the rest of it is the chunk id. */
 #define WEFT__ROW_BITS 10u
 #define WEFT__ROW_MASK ((1u << WEFT__ROW_BITS) - 1u)
 
 typedef struct weft__record_t {
-  uint32_t gen; /* generation | ALIVE | RETIRED */
-  uint32_t loc; /* alive: chunk id << ROW_BITS | row; free: next free slot */
+  uint32_t gen; /* generation | row bits 10..15 | ALIVE | RETIRED */
+  uint32_t loc; /* alive: chunk id << 10 | row bits 0..9; free: next free */
 } weft__record_t;
+
+static inline uint32_t weft__rec_chunk(const weft__record_t *r) {
+  return r->loc >> WEFT__ROW_BITS;
+}
+static inline uint32_t weft__rec_row(const weft__record_t *r) {
+  return (r->loc & WEFT__ROW_MASK) | ((r->gen & WEFT__REC_ROWHI) >> 14);
+}
+static inline void weft__rec_set_loc(weft__record_t *r, uint32_t chunk_id,
+                                     uint32_t row) {
+  r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
+  r->gen = (r->gen & ~WEFT__REC_ROWHI) | ((row << 14) & WEFT__REC_ROWHI);
+}
 
 typedef struct weft__index_t {
   weft__record_t **pages;
@@ -68,7 +83,7 @@ static inline weft__record_t *weft__index_lookup(const weft__index_t *ix,
     return 0;
   weft__record_t *r = weft__index_rec(ix, idx);
   uint32_t want = WEFT__REC_ALIVE | ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
-  return r->gen == want ? r : 0;
+  return (r->gen & ~WEFT__REC_ROWHI) == want ? r : 0;
 }
 
 static inline weft_entity_t weft__index_handle(const weft__index_t *ix,

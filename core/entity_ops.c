@@ -28,10 +28,10 @@ static inline bool resolve(const weft_world_t *w, weft_entity_t e,
     return false;
   }
   at->rec = r;
-  const weft__chunk_slot_t *slot = weft__loc_slot(w, r->loc);
+  const weft__chunk_slot_t *slot = weft__rec_slot(w, r);
   at->chunk = slot->chunk;
   at->arch = slot->arch;
-  at->row = weft__loc_row(r->loc);
+  at->row = weft__rec_row(r);
   return true;
 }
 
@@ -94,7 +94,8 @@ static int spawn_into(weft_world_t *w, weft__archetype_t *a, weft_entity_t *e,
     return rc;
   *e = weft__index_issue(&w->index, false);
   weft__chunk_entities(*chunk)[*row] = *e;
-  weft__index_rec(&w->index, (uint32_t)*e)->loc = weft__loc_make(*chunk, *row);
+  weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)*e), (*chunk)->id,
+                    *row);
   w->spawns++;
   w->version++;
   return 0;
@@ -221,7 +222,8 @@ static void batch_issue(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
   for (uint32_t i = 0; i < k; i++) {
     weft_entity_t e = weft__index_issue(&w->index, true);
     ents[row0 + i] = e;
-    weft__index_rec(&w->index, (uint32_t)e)->loc = weft__loc_make(c, row0 + i);
+    weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)e), c->id,
+                      row0 + i);
     if (out)
       out[i] = e;
   }
@@ -324,7 +326,7 @@ static int move_along(weft_world_t *w, weft__where_t *at, uint32_t op,
     weft__copy_elem(dst + p->dst + (size_t)dr * p->elem,
                     src + p->src + (size_t)at->row * p->elem, p->elem);
   }
-  at->rec->loc = weft__loc_make(dc, dr);
+  weft__rec_set_loc(at->rec, dc->id, dr);
   weft__row_remove(w, at->arch, at->chunk, at->row);
   at->chunk = dc;
   at->row = dr;

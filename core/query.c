@@ -171,37 +171,63 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   it->terms_ = q->terms;
   it->term_count_ = q->nterms;
   it->version_ = q->world->version;
+  /* match_ points one before the first archetype: the first call to
+   * weft_iter_next() advances to it. */
+  it->match_ = UINT32_MAX;
 }
 
-bool weft_iter_next(weft_iter_t *it) {
+static void check_version(weft_iter_t *it) {
+  weft__panic(it->world_, __FILE__, __LINE__,
+              "the world changed structurally during query iteration");
+  it->version_ = it->world_->version;
+}
+
+/* Hands out chunk chunk_index_ of the current archetype. */
+static inline bool emit(weft_iter_t *it) {
+  weft__chunk_t *c = (weft__chunk_t *)it->chunks_[it->chunk_index_++];
+  uint8_t *base = weft__chunk_bytes(c);
+  it->count = c->count;
+  it->home_node = c->node;
+  it->entities = weft__chunk_entities(c);
+  it->chunk_ = c;
+  for (uint32_t t = 0; t < it->term_count_; t++) {
+    uint32_t off = it->offsets_[t];
+    it->columns[t] = off ? base + off : NULL;
+  }
+  return true;
+}
+
+/* Moves to the next cached archetype that has chunks. */
+static bool next_archetype(weft_iter_t *it) {
   const weft_query_t *q = it->query_;
   if (!q)
     return false;
-  if (WEFT__UNLIKELY(it->version_ != q->world->version)) {
-    weft__panic(q->world, __FILE__, __LINE__,
-                "the world changed structurally during query iteration");
-    it->version_ = q->world->version;
-  }
-  while (it->match_ < q->nmatches) {
-    const weft__match_t *m = &q->matches[it->match_];
-    const weft__archetype_t *a = m->arch;
-    if (it->chunk_index_ < a->nchunks) {
-      weft__chunk_t *c = a->chunks[it->chunk_index_++];
-      uint8_t *base = weft__chunk_bytes(c);
-      it->count = c->count;
-      it->home_node = c->node;
-      it->entities = weft__chunk_entities(c);
-      for (uint32_t t = 0; t < q->nterms; t++)
-        it->columns[t] = m->offsets[t] ? base + m->offsets[t] : NULL;
+  for (uint32_t m = it->match_ + 1; m < q->nmatches; m++) {
+    const weft__archetype_t *a = q->matches[m].arch;
+    if (a->nchunks) {
+      it->match_ = m;
       it->archetype_ = a;
-      it->chunk_ = c;
-      return true;
+      it->chunks_ = (void *const *)a->chunks;
+      it->nchunks_ = a->nchunks;
+      it->offsets_ = q->matches[m].offsets;
+      it->chunk_index_ = 0;
+      return emit(it);
     }
-    it->match_++;
-    it->chunk_index_ = 0;
   }
+  it->match_ = q->nmatches;
+  it->nchunks_ = it->chunk_index_ = 0;
   it->count = 0;
   return false;
+}
+
+bool weft_iter_next(weft_iter_t *it) {
+  if (WEFT__UNLIKELY(!it->world_))
+    return false;
+  if (WEFT__UNLIKELY(it->version_ != it->world_->version))
+    check_version(it);
+  if (WEFT__LIKELY(it->chunk_index_ < it->nchunks_))
+    return emit(it);
+  return next_archetype(it);
 }
 
 void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {

@@ -67,15 +67,9 @@ static inline void weft__count_stale(const weft_world_t *w) {
 }
 
 /* Where a live entity's row is. */
-static inline const weft__chunk_slot_t *weft__loc_slot(const weft_world_t *w,
-                                                      uint32_t loc) {
-  return &w->chunks.table[loc >> WEFT__ROW_BITS];
-}
-static inline uint32_t weft__loc_row(uint32_t loc) {
-  return loc & WEFT__ROW_MASK;
-}
-static inline uint32_t weft__loc_make(const weft__chunk_t *c, uint32_t row) {
-  return (c->id << WEFT__ROW_BITS) | row;
+static inline const weft__chunk_slot_t *
+weft__rec_slot(const weft_world_t *w, const weft__record_t *r) {
+  return &w->chunks.table[weft__rec_chunk(r)];
 }
 
 /*
@@ -97,8 +91,8 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
     }
     weft_entity_t moved = weft__chunk_entities(last)[lrow];
     weft__chunk_entities(chunk)[row] = moved;
-    weft__index_rec(&w->index, (uint32_t)moved)->loc =
-        weft__loc_make(chunk, row);
+    weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)moved), chunk->id,
+                      row);
   }
   last->count--;
   a->count--;

@@ -64,6 +64,9 @@ typedef struct weft_iter_t {
   const void *archetype_;
   void *chunk_;
   const weft_component_t *terms_;
+  void *const *chunks_;     /* the current archetype's chunk list */
+  const uint32_t *offsets_; /* the current match's per-term offsets */
+  uint32_t nchunks_;
   uint32_t term_count_;
   uint32_t match_;
   uint32_t chunk_index_;

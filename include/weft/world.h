@@ -32,7 +32,7 @@ typedef struct weft_world_t weft_world_t;
 #define WEFT_CHUNK_SIZE_MIN (4u * 1024u)
 #define WEFT_CHUNK_SIZE_MAX (1024u * 1024u)
 /** Rows in one chunk never exceed this, whatever the chunk size. */
-#define WEFT_CHUNK_ROWS_MAX 1024u
+#define WEFT_CHUNK_ROWS_MAX 65536u
 
 /** Whether checked mode is on: misuse of unchecked fast paths panics. */
 typedef enum weft_checked_t {
