@@ -6,6 +6,7 @@
 
 #ifndef WEFT_SYSTEM_MALLOC
 #include <jemalloc/jemalloc.h>
+#include <strings.h> /* ffs(), used by MALLOCX_ALIGN */
 #endif
 
 void *weft__alloc(weft__alloc_stats_t *st, size_t size, size_t align) {

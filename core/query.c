@@ -36,6 +36,9 @@ static int add_match(weft_query_t *q, const weft__archetype_t *a) {
   for (uint32_t t = 0; t < q->nterms; t++) {
     const weft__column_t *col = weft__archetype_col(a, q->terms[t]);
     m->offsets[t] = (col && !col->soa) ? col->offset : 0;
+    for (uint32_t f = 0; col && f < col->array_count; f++)
+      if (m->nprefetch < WEFT__PREFETCH_ARRAYS)
+        m->prefetch[m->nprefetch++] = a->arrays[col->first_array + f].offset;
   }
   return 0;
 }
@@ -182,8 +185,28 @@ static void check_version(weft_iter_t *it) {
   it->version_ = it->world_->version;
 }
 
+/*
+ * Chunks are short runs of several arrays each, too short for the hardware
+ * prefetchers to ramp up on: every array of every chunk would start with a
+ * few demand misses. Touching the head of each array a couple of chunks
+ * ahead lets the streams start warm; the rest of each array is left to the
+ * hardware, which follows once a stream is established.
+ */
+#define WEFT__PREFETCH_AHEAD 2u
+#define WEFT__PREFETCH_HEAD 512u
+
+static inline void prefetch_chunk(const weft_iter_t *it, uint32_t index) {
+  if (index >= it->nchunks_)
+    return;
+  const uint8_t *base = it->chunks_[index];
+  for (uint32_t i = 0; i < it->nprefetch_; i++)
+    for (uint32_t o = 0; o < WEFT__PREFETCH_HEAD; o += 64)
+      __builtin_prefetch(base + it->prefetch_[i] + o, 0, 3);
+}
+
 /* Hands out chunk chunk_index_ of the current archetype. */
 static inline bool emit(weft_iter_t *it) {
+  prefetch_chunk(it, it->chunk_index_ + WEFT__PREFETCH_AHEAD);
   weft__chunk_t *c = (weft__chunk_t *)it->chunks_[it->chunk_index_++];
   uint8_t *base = weft__chunk_bytes(c);
   it->count = c->count;
@@ -210,7 +233,11 @@ static bool next_archetype(weft_iter_t *it) {
       it->chunks_ = (void *const *)a->chunks;
       it->nchunks_ = a->nchunks;
       it->offsets_ = q->matches[m].offsets;
+      it->prefetch_ = q->matches[m].prefetch;
+      it->nprefetch_ = q->matches[m].nprefetch;
       it->chunk_index_ = 0;
+      for (uint32_t k = 1; k < WEFT__PREFETCH_AHEAD; k++)
+        prefetch_chunk(it, k);
       return emit(it);
     }
   }

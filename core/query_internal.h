@@ -9,11 +9,18 @@
 #include "core/bitset.h"
 #include "weft/query.h"
 
+/* Arrays per match whose heads iteration prefetches. */
+#define WEFT__PREFETCH_ARRAYS 16u
+
 typedef struct weft__match_t {
   const weft__archetype_t *arch;
   /* Array offset of include term t in this archetype's chunks; 0 when the
    * term has no plain array (tags, SoA components). */
   uint32_t offsets[WEFT_QUERY_MAX_TERMS];
+  /* Offsets of every array the include terms own (SoA fields included),
+   * for prefetching the heads of upcoming chunks. */
+  uint32_t prefetch[WEFT__PREFETCH_ARRAYS];
+  uint32_t nprefetch;
 } weft__match_t;
 
 struct weft_query_t {

@@ -66,6 +66,8 @@ typedef struct weft_iter_t {
   const weft_component_t *terms_;
   void *const *chunks_;     /* the current archetype's chunk list */
   const uint32_t *offsets_; /* the current match's per-term offsets */
+  const uint32_t *prefetch_; /* arrays to prefetch in upcoming chunks */
+  uint32_t nprefetch_;
   uint32_t nchunks_;
   uint32_t term_count_;
   uint32_t match_;

@@ -1,0 +1,135 @@
+/*
+ * Shared helpers for the weft cmocka unit tests: a deterministic RNG, world
+ * construction with assertions, handle forging and stats invariants.
+ * Header-only; every function is static inline.
+ */
+#ifndef WEFT_TEST_SUPPORT_H
+#define WEFT_TEST_SUPPORT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <weft.h>
+
+/* --- deterministic RNG (splitmix64) ------------------------------------ */
+
+typedef struct wt_rng_t {
+  uint64_t state;
+} wt_rng_t;
+
+static inline wt_rng_t wt_rng(uint64_t seed) {
+  wt_rng_t r = {seed ^ 0x9e3779b97f4a7c15ull};
+  return r;
+}
+
+static inline uint64_t wt_next(wt_rng_t *r) {
+  uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n); n > 0. */
+static inline uint32_t wt_below(wt_rng_t *r, uint32_t n) {
+  return (uint32_t)(wt_next(r) % n);
+}
+
+/* True with probability num/den. */
+static inline bool wt_chance(wt_rng_t *r, uint32_t num, uint32_t den) {
+  return wt_below(r, den) < num;
+}
+
+/* --- worlds -------------------------------------------------------------- */
+
+static inline weft_world_t *wt_world_new(const weft_world_config_t *cfg) {
+  weft_world_t *w = NULL;
+  assert_int_equal(weft_world_create(cfg, &w), WEFT_OK);
+  assert_non_null(w);
+  return w;
+}
+
+/* A world with default settings except the given capacity and chunk size
+ * (0 keeps the default). */
+static inline weft_world_t *wt_world_sized(uint32_t capacity,
+                                           uint32_t chunk_size) {
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.capacity = capacity;
+  cfg.chunk_size = chunk_size;
+  return wt_world_new(&cfg);
+}
+
+static inline weft_world_stats_t wt_stats(const weft_world_t *w) {
+  weft_world_stats_t s;
+  memset(&s, 0xa5, sizeof s); /* make unfilled fields obvious */
+  weft_world_stats(w, &s);
+  return s;
+}
+
+/* alive + retired + remaining == capacity, and alive == weft_world_count. */
+static inline void wt_check_slot_invariant(const weft_world_t *w) {
+  weft_world_stats_t s = wt_stats(w);
+  assert_int_equal((uint64_t)s.alive + s.retired + s.remaining, s.capacity);
+  assert_int_equal(s.alive, weft_world_count(w));
+}
+
+/* --- components ---------------------------------------------------------- */
+
+static inline weft_component_t wt_register(weft_world_t *w, const char *name,
+                                           uint32_t size, uint32_t alignment) {
+  weft_component_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.size = size;
+  d.alignment = alignment;
+  weft_component_t id = WEFT_COMPONENT_NONE;
+  assert_int_equal(weft_component_register(w, &d, &id), WEFT_OK);
+  assert_int_not_equal(id, WEFT_COMPONENT_NONE);
+  return id;
+}
+
+static inline weft_component_t wt_register_tag(weft_world_t *w,
+                                               const char *name) {
+  return wt_register(w, name, 0, 0);
+}
+
+/* --- handles ------------------------------------------------------------- */
+
+/* Builds a handle from its documented bit layout (index bits 0-31,
+ * generation bits 32-55, tag bits 56-63). */
+static inline weft_entity_t wt_handle(uint32_t index, uint32_t generation,
+                                      uint32_t tag) {
+  return (weft_entity_t)index |
+         ((weft_entity_t)(generation & 0x00ffffffu) << 32) |
+         ((weft_entity_t)(tag & 0xffu) << 56);
+}
+
+static inline weft_entity_t wt_spawn(weft_world_t *w) {
+  weft_entity_t e = WEFT_ENTITY_NULL;
+  assert_int_equal(weft_spawn(w, &e), WEFT_OK);
+  assert_true(weft_is_alive(w, e));
+  return e;
+}
+
+/* Spawns with a zero-terminated list of up to 8 ids and optional values. */
+static inline weft_entity_t wt_spawn_with(weft_world_t *w,
+                                          const weft_component_t *comps,
+                                          const void *const *values) {
+  weft_entity_t e = WEFT_ENTITY_NULL;
+  assert_int_equal(weft_spawn_with(w, comps, values, &e), WEFT_OK);
+  assert_true(weft_is_alive(w, e));
+  return e;
+}
+
+static inline bool wt_aligned(const void *p, uintptr_t alignment) {
+  return ((uintptr_t)p & (alignment - 1)) == 0;
+}
+
+#endif /* WEFT_TEST_SUPPORT_H */

@@ -1,0 +1,302 @@
+/* Zero-allocation proof for weft's hot paths.
+ *
+ * Two independent counters watch for allocations:
+ *  - stats.allocs, the world's own count of the heap allocations it made;
+ *  - jemalloc's per-thread allocated-bytes counter ("thread.allocatedp"),
+ *    which sees every allocation on this thread, weft's or anyone's.
+ * Sanitizer builds define WEFT_SYSTEM_MALLOC and route weft through libc,
+ * where jemalloc's counter sees nothing; there only stats.allocs is checked.
+ */
+#include "support/weft_test.h"
+
+#include <stdlib.h>
+
+#include <jemalloc/jemalloc.h>
+
+typedef struct p3_t {
+  float x, y, z;
+} p3_t;
+
+typedef struct v2_t {
+  double dx, dy;
+} v2_t;
+
+typedef struct soa_t {
+  uint32_t a;
+  uint32_t b;
+} soa_t;
+
+/* jemalloc's counter of bytes this thread allocated, or NULL when weft
+ * does not allocate through jemalloc. */
+static const uint64_t *thread_allocated(void) {
+#ifdef WEFT_SYSTEM_MALLOC
+  return NULL;
+#else
+  uint64_t *p = NULL;
+  size_t sz = sizeof p;
+  assert_int_equal(mallctl("thread.allocatedp", &p, &sz, NULL, 0), 0);
+  assert_non_null(p);
+  return p;
+#endif
+}
+
+typedef struct meter_t {
+  const uint64_t *counter;
+  uint64_t bytes0;
+  uint64_t allocs0;
+  uint64_t alloc_bytes0;
+} meter_t;
+
+static meter_t meter_start(const weft_world_t *w) {
+  meter_t m;
+  m.counter = thread_allocated();
+  weft_world_stats_t s;
+  weft_world_stats(w, &s);
+  m.allocs0 = s.allocs;
+  m.alloc_bytes0 = s.alloc_bytes;
+  m.bytes0 = m.counter != NULL ? *m.counter : 0;
+  return m;
+}
+
+/* Bytes jemalloc saw this thread allocate since meter_start (0 when the
+ * counter is unavailable). */
+static uint64_t meter_bytes(const meter_t *m) {
+  return m->counter != NULL ? *m->counter - m->bytes0 : 0;
+}
+
+static uint64_t meter_allocs(const meter_t *m, const weft_world_t *w) {
+  weft_world_stats_t s;
+  weft_world_stats(w, &s);
+  return s.allocs - m->allocs0;
+}
+
+typedef struct big_world_t {
+  weft_world_t *w;
+  weft_component_t p, v, s, t;
+  weft_query_t *q_pv, *q_s, *q_any;
+  weft_entity_t *es;
+  uint32_t n;
+} big_world_t;
+
+static p3_t p3_for(uint32_t k) {
+  p3_t p = {(float)k, 1.0f, (float)(k & 7u)};
+  return p;
+}
+
+static void fill_big(void *user, const weft_iter_t *view, uint32_t first) {
+  (void)user;
+  p3_t *p = view->columns[0];
+  v2_t *v = view->columns[1];
+  uint32_t *sa = weft_iter_field(view, 2, 0);
+  uint32_t *sb = weft_iter_field(view, 2, 1);
+  for (uint32_t r = 0; r < view->count; r++) {
+    p[r] = p3_for(first + r);
+    v[r].dx = 1.0;
+    v[r].dy = 2.0;
+    sa[r] = first + r;
+    sb[r] = ~(first + r);
+  }
+}
+
+static big_world_t big_world_new(uint32_t n) {
+  big_world_t b;
+  memset(&b, 0, sizeof b);
+  b.n = n;
+  b.w = wt_world_new(NULL);
+  b.p = wt_register(b.w, "p", sizeof(p3_t), 0);
+  b.v = wt_register(b.w, "v", sizeof(v2_t), 0);
+  static const weft_field_desc_t sf[] = {WEFT_FIELD(soa_t, a),
+                                         WEFT_FIELD(soa_t, b)};
+  weft_component_desc_t d = WEFT_COMPONENT_DESC(soa_t);
+  d.fields = sf;
+  d.field_count = 2;
+  d.flags = WEFT_COMPONENT_SOA;
+  assert_int_equal(weft_component_register(b.w, &d, &b.s), WEFT_OK);
+  b.t = wt_register_tag(b.w, "t");
+  b.es = calloc(n, sizeof *b.es);
+  assert_non_null(b.es);
+  const weft_component_t pvs[] = {b.p, b.v, b.s, 0};
+  assert_int_equal(weft_spawn_batch(b.w, n, pvs, fill_big, NULL, b.es),
+                   WEFT_OK);
+  /* A second archetype: every 16th entity also carries the tag. */
+  for (uint32_t k = 0; k < n; k += 16) {
+    assert_int_equal(weft_add(b.w, b.es[k], b.t, NULL), WEFT_OK);
+  }
+  weft_query_desc_t q;
+  memset(&q, 0, sizeof q);
+  q.include[0] = b.p;
+  q.include[1] = b.v;
+  assert_int_equal(weft_query_create(b.w, &q, &b.q_pv), WEFT_OK);
+  memset(&q, 0, sizeof q);
+  q.include[0] = b.s;
+  assert_int_equal(weft_query_create(b.w, &q, &b.q_s), WEFT_OK);
+  memset(&q, 0, sizeof q);
+  q.include[0] = b.p;
+  q.any[0] = b.t;
+  q.any[1] = b.v;
+  assert_int_equal(weft_query_create(b.w, &q, &b.q_any), WEFT_OK);
+  return b;
+}
+
+static void big_world_free(big_world_t *b) {
+  weft_query_destroy(b->q_pv);
+  weft_query_destroy(b->q_s);
+  weft_query_destroy(b->q_any);
+  weft_world_destroy(b->w);
+  free(b->es);
+}
+
+/* One pass of every iteration path; returns rows visited. */
+static uint64_t iterate_all(big_world_t *b) {
+  uint64_t rows = 0;
+  weft_iter_t it;
+  weft_query_iter(b->q_pv, &it);
+  while (weft_iter_next(&it)) {
+    p3_t *p = it.columns[0];
+    const v2_t *v = it.columns[1];
+    for (uint32_t r = 0; r < it.count; r++) {
+      p[r].y += (float)v[r].dx; /* a real system-style write */
+    }
+    rows += it.count;
+  }
+  weft_query_iter(b->q_s, &it);
+  while (weft_iter_next(&it)) {
+    const uint32_t *sa = weft_iter_field(&it, 0, 0);
+    const uint32_t *sb = weft_iter_field(&it, 0, 1);
+    for (uint32_t r = 0; r < it.count; r++) {
+      assert_int_equal(sa[r], ~sb[r]);
+    }
+    rows += it.count;
+  }
+  weft_query_iter(b->q_any, &it);
+  while (weft_iter_next(&it)) {
+    const v2_t *v = weft_iter_column_of(&it, b->v);
+    assert_non_null(v);
+    assert_true(weft_iter_enabled(&it, b->p));
+    rows += it.count + (uint64_t)weft_iter_enabled(&it, b->t);
+  }
+  return rows;
+}
+
+static void test_alloc_iteration_allocates_nothing(void **state) {
+  (void)state;
+  const uint32_t n = 60000;
+  big_world_t b = big_world_new(n);
+  uint64_t warm = iterate_all(&b); /* warm-up */
+  assert_true(warm >= 3ull * n);
+
+  meter_t m = meter_start(b.w);
+  uint64_t rows = 0;
+  for (int pass = 0; pass < 3; pass++) {
+    rows += iterate_all(&b);
+    rows += weft_query_count(b.q_pv) + weft_query_count(b.q_s) +
+            weft_query_count(b.q_any);
+  }
+  assert_int_equal(meter_bytes(&m), 0);
+  assert_int_equal(meter_allocs(&m, b.w), 0);
+  assert_int_equal(rows, 3 * (warm + 3ull * n));
+  /* Every p.y was incremented once per pass: 1 + 4 passes of dx = 1. */
+  const p3_t *p = weft_get(b.w, b.es[n / 2], b.p);
+  assert_non_null(p);
+  assert_true(p->y == 5.0f);
+  big_world_free(&b);
+}
+
+static void test_alloc_entity_access_allocates_nothing(void **state) {
+  (void)state;
+  const uint32_t n = 60000, probes = 20000;
+  big_world_t b = big_world_new(n);
+  uint32_t *pick = calloc(probes, sizeof *pick);
+  assert_non_null(pick);
+  wt_rng_t rng = wt_rng(8);
+  for (uint32_t i = 0; i < probes; i++) {
+    pick[i] = wt_below(&rng, n);
+  }
+  for (int pass = 0; pass < 2; pass++) { /* pass 0 is the warm-up */
+    meter_t m = meter_start(b.w);
+    for (uint32_t i = 0; i < probes; i++) {
+      uint32_t k = pick[i];
+      weft_entity_t e = b.es[k];
+      assert_true(weft_is_alive(b.w, e));
+      assert_true(weft_has(b.w, e, b.p));
+      assert_int_equal(weft_has(b.w, e, b.t), k % 16 == 0);
+      assert_true(weft_is_enabled(b.w, e, b.v));
+      const p3_t *gp = weft_get(b.w, e, b.p);
+      assert_non_null(gp);
+      p3_t *mp = weft_get_mut(b.w, e, b.p);
+      assert_ptr_equal(mp, gp);
+      const void *tp = NULL;
+      assert_int_equal(weft_try_get(b.w, e, b.v, &tp), WEFT_OK);
+      p3_t np = p3_for(k + 1u + (uint32_t)pass);
+      assert_int_equal(weft_set(b.w, e, b.p, &np), WEFT_OK);
+      p3_t rp;
+      assert_int_equal(weft_read(b.w, e, b.p, &rp), WEFT_OK);
+      assert_true(rp.x == np.x && rp.y == np.y && rp.z == np.z);
+      soa_t sv = {k * 3u, ~(k * 3u)};
+      assert_int_equal(weft_set(b.w, e, b.s, &sv), WEFT_OK);
+      soa_t rs;
+      assert_int_equal(weft_read(b.w, e, b.s, &rs), WEFT_OK);
+      assert_int_equal(rs.a, sv.a);
+      assert_int_equal(rs.b, sv.b);
+      uint32_t *fa = weft_get_field(b.w, e, b.s, 0);
+      assert_non_null(fa);
+      assert_int_equal(*fa, sv.a);
+    }
+    weft_world_stats_t s;
+    weft_world_stats(b.w, &s);
+    assert_int_equal(s.alive, n);
+    assert_int_equal(weft_world_count(b.w), n);
+    if (pass == 1) {
+      assert_int_equal(meter_bytes(&m), 0);
+      assert_int_equal(meter_allocs(&m, b.w), 0);
+    }
+  }
+  free(pick);
+  big_world_free(&b);
+}
+
+/* The meters are live: operations that must allocate are seen. */
+static void test_alloc_counter_detects_allocation(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "a", 8, 0);
+  weft_component_t b = wt_register(w, "b", 64, 0);
+  const weft_component_t only_a[] = {a, 0};
+  wt_spawn_with(w, only_a, NULL);
+
+  meter_t m = meter_start(w);
+  /* A new archetype needs its tables and a first chunk. */
+  const weft_component_t ab[] = {a, b, 0};
+  wt_spawn_with(w, ab, NULL);
+  uint64_t allocs = meter_allocs(&m, w);
+  assert_true(allocs > 0);
+  weft_world_stats_t s;
+  weft_world_stats(w, &s);
+  assert_true(s.alloc_bytes > m.alloc_bytes0);
+  if (m.counter != NULL) {
+    assert_true(meter_bytes(&m) > 0);
+  }
+
+  /* So does a query. */
+  m = meter_start(w);
+  weft_query_desc_t qd;
+  memset(&qd, 0, sizeof qd);
+  qd.include[0] = b;
+  weft_query_t *q = NULL;
+  assert_int_equal(weft_query_create(w, &qd, &q), WEFT_OK);
+  assert_true(meter_allocs(&m, w) > 0);
+  if (m.counter != NULL) {
+    assert_true(meter_bytes(&m) > 0);
+  }
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_alloc_iteration_allocates_nothing),
+      cmocka_unit_test(test_alloc_entity_access_allocates_nothing),
+      cmocka_unit_test(test_alloc_counter_detects_allocation),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,807 @@
+/* Unit tests for cached queries and chunk iteration. */
+#include "support/weft_test.h"
+
+#include <stdlib.h>
+
+static weft_query_desc_t empty_desc(void) {
+  weft_query_desc_t d;
+  memset(&d, 0, sizeof d);
+  return d;
+}
+
+static weft_query_t *make_query(weft_world_t *w, const weft_query_desc_t *d) {
+  weft_query_t *q = NULL;
+  assert_int_equal(weft_query_create(w, d, &q), WEFT_OK);
+  assert_non_null(q);
+  return q;
+}
+
+/* Iterates @p q and returns the number of rows, checking every chunk. */
+static uint32_t iter_rows(const weft_query_t *q) {
+  weft_iter_t it;
+  uint32_t rows = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    assert_true(it.count > 0);
+    assert_true(it.count <= WEFT_CHUNK_ROWS_MAX);
+    assert_non_null(it.entities);
+    rows += it.count;
+  }
+  return rows;
+}
+
+/* Returns true if @p q yields @p e. */
+static bool query_yields(const weft_query_t *q, weft_entity_t e) {
+  weft_iter_t it;
+  bool found = false;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    for (uint32_t r = 0; r < it.count; r++) {
+      found |= it.entities[r] == e;
+    }
+  }
+  return found;
+}
+
+static void test_query_create_rejects_invalid(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  enum { N = WEFT_QUERY_MAX_TERMS + 1 };
+  weft_component_t c[N];
+  char name[16];
+  for (uint32_t i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "c%u", i);
+    c[i] = wt_register(w, name, 4, 0);
+  }
+  weft_component_t unknown = weft_component_count(w) + 1;
+  weft_query_t *q = NULL;
+
+  weft_query_desc_t d = empty_desc();
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_EINVAL);
+  d.exclude[0] = c[0]; /* exclude alone selects nothing definite */
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_EINVAL);
+  d = empty_desc();
+  d.include[0] = c[0];
+  d.include[1] = c[1];
+  d.exclude[0] = c[2];
+  d.exclude[1] = c[1]; /* included and excluded */
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_EINVAL);
+
+  d = empty_desc();
+  d.include[0] = unknown;
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_ENOCOMP);
+  d = empty_desc();
+  d.include[0] = c[0];
+  d.exclude[0] = unknown;
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_ENOCOMP);
+  d = empty_desc();
+  d.any[0] = c[0];
+  d.any[1] = 0xffffffffu;
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_ENOCOMP);
+  d = empty_desc();
+  d.disabled[0] = unknown;
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_ENOCOMP);
+
+  /* A list with no terminator inside its WEFT_QUERY_MAX_TERMS + 1 slots. */
+  d = empty_desc();
+  for (uint32_t i = 0; i < N; i++) {
+    d.include[i] = c[i];
+  }
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_ETOOMANY);
+  assert_int_equal(wt_stats(w).queries, 0);
+
+  /* The largest legal list works and exposes all its columns. */
+  d.include[WEFT_QUERY_MAX_TERMS] = 0;
+  q = make_query(w, &d);
+  assert_int_equal(wt_stats(w).queries, 1);
+  weft_component_t comps[WEFT_QUERY_MAX_TERMS + 1];
+  uint32_t vals[WEFT_QUERY_MAX_TERMS];
+  const void *pv[WEFT_QUERY_MAX_TERMS];
+  for (uint32_t i = 0; i < WEFT_QUERY_MAX_TERMS; i++) {
+    comps[i] = c[i];
+    vals[i] = 1000u + i;
+    pv[i] = &vals[i];
+  }
+  comps[WEFT_QUERY_MAX_TERMS] = 0;
+  weft_entity_t e = wt_spawn_with(w, comps, pv);
+  weft_iter_t it;
+  weft_query_iter(q, &it);
+  assert_true(weft_iter_next(&it));
+  assert_int_equal(it.count, 1);
+  assert_true(it.entities[0] == e);
+  for (uint32_t i = 0; i < WEFT_QUERY_MAX_TERMS; i++) {
+    const uint32_t *col = weft_iter_column(&it, i);
+    assert_non_null(col);
+    assert_int_equal(col[0], vals[i]);
+  }
+  assert_false(weft_iter_next(&it));
+  weft_query_destroy(q);
+  assert_int_equal(wt_stats(w).queries, 0);
+  weft_world_destroy(w);
+}
+
+/* Hand-checked example of the documented matching rules. */
+static void test_query_disabled_rules(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t x = wt_register(w, "x", 4, 0);
+  weft_component_t y = wt_register(w, "y", 4, 0);
+  weft_component_t z = wt_register_tag(w, "z");
+  const weft_component_t xy[] = {x, y, 0};
+  const weft_component_t yz[] = {y, z, 0};
+  weft_entity_t on = wt_spawn_with(w, xy, NULL);   /* x enabled */
+  weft_entity_t off = wt_spawn_with(w, xy, NULL);  /* x disabled */
+  weft_entity_t none = wt_spawn_with(w, yz, NULL); /* no x */
+  assert_int_equal(weft_disable(w, off, x), WEFT_OK);
+
+  struct {
+    weft_query_desc_t d;
+    bool on, off, none;
+  } cases[8];
+  memset(cases, 0, sizeof cases);
+  int n = 0;
+  /* include x: a disabled x counts as absent... */
+  cases[n].d.include[0] = x;
+  cases[n].on = true;
+  n++;
+  /* ...unless MATCH_DISABLED, where presence counts. */
+  cases[n].d.include[0] = x;
+  cases[n].d.flags = WEFT_QUERY_MATCH_DISABLED;
+  cases[n].on = cases[n].off = true;
+  n++;
+  /* disabled x: present and disabled. */
+  cases[n].d.disabled[0] = x;
+  cases[n].off = true;
+  n++;
+  /* exclude x: a disabled x is absent, so `off` passes. */
+  cases[n].d.include[0] = y;
+  cases[n].d.exclude[0] = x;
+  cases[n].off = cases[n].none = true;
+  n++;
+  /* exclude x with MATCH_DISABLED: presence excludes. */
+  cases[n].d.include[0] = y;
+  cases[n].d.exclude[0] = x;
+  cases[n].d.flags = WEFT_QUERY_MATCH_DISABLED;
+  cases[n].none = true;
+  n++;
+  /* any {x, z}. */
+  cases[n].d.any[0] = x;
+  cases[n].d.any[1] = z;
+  cases[n].on = cases[n].none = true;
+  n++;
+  cases[n].d.any[0] = x;
+  cases[n].d.any[1] = z;
+  cases[n].d.flags = WEFT_QUERY_MATCH_DISABLED;
+  cases[n].on = cases[n].off = cases[n].none = true;
+  n++;
+  /* include y, disabled x. */
+  cases[n].d.include[0] = y;
+  cases[n].d.disabled[0] = x;
+  cases[n].off = true;
+  n++;
+
+  for (int i = 0; i < n; i++) {
+    weft_query_t *q = make_query(w, &cases[i].d);
+    uint32_t want = (uint32_t)cases[i].on + (uint32_t)cases[i].off +
+                    (uint32_t)cases[i].none;
+    assert_int_equal(weft_query_count(q), want);
+    assert_int_equal(iter_rows(q), want);
+    assert_int_equal(query_yields(q, on), cases[i].on);
+    assert_int_equal(query_yields(q, off), cases[i].off);
+    assert_int_equal(query_yields(q, none), cases[i].none);
+    weft_query_destroy(q);
+  }
+  /* Re-enabling moves `off` back to the plain include. */
+  weft_query_desc_t d = empty_desc();
+  d.include[0] = x;
+  weft_query_t *q = make_query(w, &d);
+  assert_false(query_yields(q, off));
+  assert_int_equal(weft_enable(w, off, x), WEFT_OK);
+  assert_true(query_yields(q, off));
+  assert_int_equal(weft_query_count(q), 2);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+/* --- brute-force oracle ------------------------------------------------- */
+
+enum { OC = 8, OC_AOS = 6, OC_TAG = 6, OC_SOA = 7 };
+
+typedef struct oracle_t {
+  weft_world_t *w;
+  weft_component_t ids[OC];
+  uint32_t n;   /* entities ever spawned */
+  uint32_t cap; /* array capacity */
+  weft_entity_t *e;
+  bool *alive;
+  uint8_t *present;   /* n x OC */
+  uint8_t *enabled;   /* n x OC */
+  uint32_t *value;    /* n x OC */
+  uint32_t *by_index; /* slot index -> model entity + 1 */
+  uint32_t by_index_cap;
+  uint8_t *seen;
+} oracle_t;
+
+typedef struct soa2_t {
+  uint32_t v;
+  uint32_t w;
+} soa2_t;
+
+static void oracle_init(oracle_t *o, uint32_t cap) {
+  memset(o, 0, sizeof *o);
+  o->w = wt_world_new(NULL);
+  char name[16];
+  for (int c = 0; c < OC_AOS; c++) {
+    snprintf(name, sizeof name, "aos%d", c);
+    o->ids[c] = wt_register(o->w, name, sizeof(uint32_t), 0);
+  }
+  o->ids[OC_TAG] = wt_register_tag(o->w, "tag");
+  static const weft_field_desc_t f[] = {WEFT_FIELD(soa2_t, v),
+                                        WEFT_FIELD(soa2_t, w)};
+  weft_component_desc_t d = WEFT_COMPONENT_DESC(soa2_t);
+  d.fields = f;
+  d.field_count = 2;
+  d.flags = WEFT_COMPONENT_SOA;
+  assert_int_equal(weft_component_register(o->w, &d, &o->ids[OC_SOA]), WEFT_OK);
+  o->cap = cap;
+  o->e = calloc(cap, sizeof *o->e);
+  o->alive = calloc(cap, sizeof *o->alive);
+  o->present = calloc((size_t)cap * OC, 1);
+  o->enabled = calloc((size_t)cap * OC, 1);
+  o->value = calloc((size_t)cap * OC, sizeof *o->value);
+  o->seen = calloc(cap, 1);
+  o->by_index_cap = cap * 2u;
+  o->by_index = calloc(o->by_index_cap, sizeof *o->by_index);
+  assert_non_null(o->e);
+  assert_non_null(o->alive);
+  assert_non_null(o->present);
+  assert_non_null(o->enabled);
+  assert_non_null(o->value);
+  assert_non_null(o->seen);
+  assert_non_null(o->by_index);
+}
+
+static void oracle_free(oracle_t *o) {
+  weft_world_destroy(o->w);
+  free(o->e);
+  free(o->alive);
+  free(o->present);
+  free(o->enabled);
+  free(o->value);
+  free(o->seen);
+  free(o->by_index);
+}
+
+static void oracle_spawn(oracle_t *o, wt_rng_t *rng) {
+  assert_true(o->n < o->cap);
+  uint32_t i = o->n++;
+  weft_component_t comps[OC + 1];
+  const void *vals[OC];
+  soa2_t sv;
+  uint32_t k = 0;
+  for (int c = 0; c < OC; c++) {
+    o->value[i * OC + c] = (i + 1u) * 1000u + (uint32_t)c;
+    if (wt_chance(rng, 1, 2)) {
+      o->present[i * OC + c] = 1;
+      o->enabled[i * OC + c] = 1;
+      comps[k] = o->ids[c];
+      if (c == OC_SOA) {
+        sv.v = o->value[i * OC + c];
+        sv.w = ~sv.v;
+        vals[k] = &sv;
+      } else if (c == OC_TAG) {
+        vals[k] = NULL;
+      } else {
+        vals[k] = &o->value[i * OC + c];
+      }
+      k++;
+    }
+  }
+  comps[k] = 0;
+  o->e[i] = wt_spawn_with(o->w, comps, vals);
+  o->alive[i] = true;
+  uint32_t idx = weft_entity_index(o->e[i]);
+  assert_true(idx < o->by_index_cap);
+  o->by_index[idx] = i + 1;
+  for (int c = 0; c < OC; c++) {
+    if (o->present[i * OC + c] && wt_chance(rng, 1, 4)) {
+      assert_int_equal(weft_disable(o->w, o->e[i], o->ids[c]), WEFT_OK);
+      o->enabled[i * OC + c] = 0;
+    }
+  }
+}
+
+/* One random structural change against the model. */
+static void oracle_mutate(oracle_t *o, wt_rng_t *rng) {
+  uint32_t i = wt_below(rng, o->n);
+  if (!o->alive[i]) {
+    return;
+  }
+  int c = (int)wt_below(rng, OC);
+  weft_component_t id = o->ids[c];
+  uint8_t *pr = &o->present[i * OC + c];
+  uint8_t *en = &o->enabled[i * OC + c];
+  switch (wt_below(rng, 5)) {
+  case 0:
+    assert_int_equal(weft_despawn(o->w, o->e[i]), WEFT_OK);
+    o->alive[i] = false;
+    break;
+  case 1:
+    if (!*pr) {
+      if (c == OC_SOA) {
+        soa2_t sv = {o->value[i * OC + c], ~o->value[i * OC + c]};
+        assert_int_equal(weft_add(o->w, o->e[i], id, &sv), WEFT_OK);
+      } else {
+        assert_int_equal(weft_add(o->w, o->e[i], id,
+                                  c == OC_TAG ? NULL : &o->value[i * OC + c]),
+                         WEFT_OK);
+      }
+      *pr = 1;
+      *en = 1;
+    }
+    break;
+  case 2:
+    assert_int_equal(weft_remove(o->w, o->e[i], id), WEFT_OK);
+    *pr = 0;
+    break;
+  case 3:
+    assert_int_equal(weft_disable(o->w, o->e[i], id),
+                     *pr ? WEFT_OK : WEFT_ENOTFOUND);
+    *en = 0;
+    break;
+  default:
+    assert_int_equal(weft_enable(o->w, o->e[i], id),
+                     *pr ? WEFT_OK : WEFT_ENOTFOUND);
+    *en = 1;
+    break;
+  }
+}
+
+typedef struct qspec_t {
+  weft_query_desc_t d;
+  int inc[OC], exc[OC], any[OC], dis[OC];
+  int ni, ne, na, nd;
+} qspec_t;
+
+static qspec_t random_spec(wt_rng_t *rng) {
+  qspec_t s;
+  for (;;) {
+    memset(&s, 0, sizeof s);
+    int order[OC];
+    for (int c = 0; c < OC; c++) {
+      order[c] = c;
+    }
+    for (int c = OC - 1; c > 0; c--) {
+      int j = (int)wt_below(rng, (uint32_t)c + 1);
+      int t = order[c];
+      order[c] = order[j];
+      order[j] = t;
+    }
+    int at = 0;
+    s.ni = (int)wt_below(rng, 4);
+    for (int k = 0; k < s.ni; k++) {
+      s.inc[k] = order[at++];
+    }
+    s.ne = (int)wt_below(rng, 3);
+    if (s.ne > OC - at) {
+      s.ne = OC - at;
+    }
+    for (int k = 0; k < s.ne; k++) {
+      s.exc[k] = order[at++];
+    }
+    s.na = (int)wt_below(rng, 4);
+    if (s.na > OC - at) {
+      s.na = OC - at;
+    }
+    for (int k = 0; k < s.na; k++) {
+      s.any[k] = order[at++];
+    }
+    s.nd = (int)wt_below(rng, 2);
+    if (s.nd > OC - at) {
+      s.nd = OC - at;
+    }
+    for (int k = 0; k < s.nd; k++) {
+      s.dis[k] = order[at++];
+    }
+    if (s.ni + s.na + s.nd > 0) {
+      break;
+    }
+  }
+  s.d.flags = wt_chance(rng, 1, 3) ? WEFT_QUERY_MATCH_DISABLED : 0;
+  return s;
+}
+
+static void spec_to_desc(const oracle_t *o, qspec_t *s) {
+  for (int k = 0; k < s->ni; k++) {
+    s->d.include[k] = o->ids[s->inc[k]];
+  }
+  for (int k = 0; k < s->ne; k++) {
+    s->d.exclude[k] = o->ids[s->exc[k]];
+  }
+  for (int k = 0; k < s->na; k++) {
+    s->d.any[k] = o->ids[s->any[k]];
+  }
+  for (int k = 0; k < s->nd; k++) {
+    s->d.disabled[k] = o->ids[s->dis[k]];
+  }
+}
+
+/* The documented rules applied to one tracked entity. */
+static bool oracle_matches(const oracle_t *o, const qspec_t *s, uint32_t i) {
+  if (!o->alive[i]) {
+    return false;
+  }
+  const uint8_t *pr = &o->present[i * OC];
+  const uint8_t *en = &o->enabled[i * OC];
+  bool md = (s->d.flags & WEFT_QUERY_MATCH_DISABLED) != 0;
+#define COUNTS_(c) (md ? pr[c] != 0 : (pr[c] && en[c]))
+  for (int k = 0; k < s->ni; k++) {
+    if (!COUNTS_(s->inc[k])) {
+      return false;
+    }
+  }
+  for (int k = 0; k < s->ne; k++) {
+    if (COUNTS_(s->exc[k])) {
+      return false;
+    }
+  }
+  if (s->na > 0) {
+    bool one = false;
+    for (int k = 0; k < s->na; k++) {
+      one |= COUNTS_(s->any[k]);
+    }
+    if (!one) {
+      return false;
+    }
+  }
+  for (int k = 0; k < s->nd; k++) {
+    if (!(pr[s->dis[k]] && !en[s->dis[k]])) {
+      return false;
+    }
+  }
+#undef COUNTS_
+  return true;
+}
+
+static void oracle_check_query(oracle_t *o, const qspec_t *s,
+                               const weft_query_t *q) {
+  uint32_t want = 0;
+  for (uint32_t i = 0; i < o->n; i++) {
+    want += oracle_matches(o, s, i);
+  }
+  memset(o->seen, 0, o->n);
+  assert_int_equal(weft_query_count(q), want);
+  weft_iter_t it;
+  uint32_t got = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    assert_true(it.count > 0);
+    assert_true(it.count <= WEFT_CHUNK_ROWS_MAX);
+    /* Chunk-level facts, identical for every row of the chunk. */
+    bool chunk_enabled[OC];
+    const uint32_t *chunk_col[OC];
+    for (int c = 0; c < OC; c++) {
+      chunk_enabled[c] = weft_iter_enabled(&it, o->ids[c]);
+      chunk_col[c] = weft_iter_column_of(&it, o->ids[c]);
+    }
+    for (uint32_t r = 0; r < it.count; r++) {
+      uint32_t idx = weft_entity_index(it.entities[r]);
+      assert_true(idx < o->by_index_cap);
+      uint32_t i1 = o->by_index[idx];
+      assert_true(i1 > 0);
+      uint32_t i = i1 - 1;
+      assert_true(it.entities[r] == o->e[i]);
+      assert_true(o->alive[i]);
+      assert_int_equal(o->seen[i], 0);
+      o->seen[i] = 1;
+      got++;
+      assert_true(oracle_matches(o, s, i));
+      const uint8_t *pr = &o->present[i * OC];
+      const uint8_t *en = &o->enabled[i * OC];
+      for (int c = 0; c < OC; c++) {
+        assert_int_equal(chunk_enabled[c], pr[c] && en[c]);
+        bool has_column = c < OC_AOS && pr[c];
+        assert_int_equal(chunk_col[c] != NULL, has_column);
+        if (has_column) {
+          assert_int_equal(chunk_col[c][r], o->value[i * OC + c]);
+        }
+      }
+      for (int k = 0; k < s->ni; k++) {
+        int c = s->inc[k];
+        const uint32_t *col = weft_iter_column(&it, (uint32_t)k);
+        if (c < OC_AOS) {
+          assert_non_null(col);
+          assert_true(wt_aligned(col, 64));
+          assert_int_equal(col[r], o->value[i * OC + c]);
+        } else {
+          assert_null(col);
+        }
+        if (c == OC_SOA) {
+          const uint32_t *fv = weft_iter_field(&it, (uint32_t)k, 0);
+          const uint32_t *fw = weft_iter_field(&it, (uint32_t)k, 1);
+          assert_non_null(fv);
+          assert_non_null(fw);
+          assert_int_equal(fv[r], o->value[i * OC + c]);
+          assert_int_equal(fw[r], ~o->value[i * OC + c]);
+        }
+      }
+    }
+  }
+  assert_int_equal(got, want);
+}
+
+static void test_query_matches_brute_force_oracle(void **state) {
+  (void)state;
+  enum { POP = 2000, QUERIES = 40, MUTATIONS = 1500, EXTRA = 300 };
+  oracle_t o;
+  oracle_init(&o, POP + EXTRA);
+  wt_rng_t rng = wt_rng(0x5eed);
+
+  /* Half of the queries exist before any entity (and archetype). */
+  qspec_t *specs = calloc(QUERIES, sizeof *specs);
+  weft_query_t **qs = calloc(QUERIES, sizeof *qs);
+  assert_non_null(specs);
+  assert_non_null(qs);
+  for (int k = 0; k < QUERIES / 2; k++) {
+    specs[k] = random_spec(&rng);
+    spec_to_desc(&o, &specs[k]);
+    qs[k] = make_query(o.w, &specs[k].d);
+  }
+  for (uint32_t i = 0; i < POP; i++) {
+    oracle_spawn(&o, &rng);
+  }
+  for (uint32_t i = 0; i < POP; i++) {
+    if (wt_chance(&rng, 1, 10)) {
+      assert_int_equal(weft_despawn(o.w, o.e[i]), WEFT_OK);
+      o.alive[i] = false;
+    }
+  }
+  for (int k = QUERIES / 2; k < QUERIES; k++) {
+    specs[k] = random_spec(&rng);
+    spec_to_desc(&o, &specs[k]);
+    qs[k] = make_query(o.w, &specs[k].d);
+  }
+  for (int k = 0; k < QUERIES; k++) {
+    oracle_check_query(&o, &specs[k], qs[k]);
+  }
+  /* Mutate (new archetypes appear) and check the same cached queries. */
+  for (int m = 0; m < MUTATIONS; m++) {
+    oracle_mutate(&o, &rng);
+  }
+  for (uint32_t i = 0; i < EXTRA; i++) {
+    oracle_spawn(&o, &rng);
+  }
+  for (int k = 0; k < QUERIES; k++) {
+    oracle_check_query(&o, &specs[k], qs[k]);
+    weft_query_destroy(qs[k]);
+  }
+  assert_int_equal(wt_stats(o.w).queries, 0);
+  free(qs);
+  free(specs);
+  oracle_free(&o);
+}
+
+static void test_query_created_before_archetypes(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "a", 8, 0);
+  weft_component_t b = wt_register(w, "b", 4, 0);
+  weft_query_desc_t d = empty_desc();
+  d.include[0] = a;
+  weft_query_t *q = make_query(w, &d);
+  assert_int_equal(weft_query_count(q), 0);
+  assert_int_equal(iter_rows(q), 0);
+  uint32_t cached0 = weft_query_archetype_count(q);
+
+  const weft_component_t only_a[] = {a, 0};
+  const weft_component_t ab[] = {a, b, 0};
+  const weft_component_t only_b[] = {b, 0};
+  for (int i = 0; i < 10; i++) {
+    wt_spawn_with(w, only_a, NULL);
+  }
+  assert_int_equal(weft_query_count(q), 10);
+  assert_int_equal(iter_rows(q), 10);
+  uint32_t cached1 = weft_query_archetype_count(q);
+  assert_true(cached1 > cached0);
+  for (int i = 0; i < 7; i++) {
+    wt_spawn_with(w, ab, NULL);
+    wt_spawn_with(w, only_b, NULL);
+  }
+  assert_int_equal(weft_query_count(q), 17);
+  assert_int_equal(iter_rows(q), 17);
+  assert_true(weft_query_archetype_count(q) > cached1);
+  /* Emptied archetypes stay cached but yield no rows. */
+  uint32_t cached2 = weft_query_archetype_count(q);
+  weft_query_desc_t db = empty_desc();
+  db.include[0] = b;
+  weft_query_t *qb = make_query(w, &db);
+  assert_int_equal(weft_query_count(qb), 14);
+  weft_iter_t it;
+  weft_entity_t doomed[32];
+  uint32_t nd = 0;
+  weft_query_iter(qb, &it);
+  while (weft_iter_next(&it)) {
+    for (uint32_t r = 0; r < it.count; r++) {
+      doomed[nd++] = it.entities[r];
+    }
+  }
+  assert_int_equal(nd, 14);
+  for (uint32_t i = 0; i < nd; i++) {
+    assert_int_equal(weft_despawn(w, doomed[i]), WEFT_OK);
+  }
+  assert_int_equal(weft_query_count(q), 10);
+  assert_int_equal(iter_rows(q), 10);
+  assert_int_equal(weft_query_count(qb), 0);
+  assert_int_equal(iter_rows(qb), 0);
+  assert_int_equal(weft_query_archetype_count(q), cached2);
+  weft_query_destroy(qb);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_query_column_of_and_enabled(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "a", 4, 0);
+  weft_component_t b = wt_register(w, "b", 8, 0);
+  weft_component_t t = wt_register_tag(w, "t");
+  weft_component_t unused = wt_register(w, "unused", 4, 0);
+  uint32_t va = 1;
+  uint64_t vb = 2;
+  const void *vals[] = {&va, &vb, NULL};
+  const weft_component_t ab[] = {a, b, 0};
+  const weft_component_t at[] = {a, t, 0};
+  const weft_component_t abt[] = {a, b, t, 0};
+  weft_entity_t e_ab = wt_spawn_with(w, ab, vals);
+  vb = 3;
+  weft_entity_t e_at = wt_spawn_with(w, at, vals);
+  weft_entity_t e_abt = wt_spawn_with(w, abt, vals);
+  vb = 4;
+  weft_entity_t e_off = wt_spawn_with(w, abt, vals);
+  assert_int_equal(weft_disable(w, e_off, b), WEFT_OK);
+  assert_true(weft_is_alive(w, e_abt));
+
+  weft_query_desc_t d = empty_desc();
+  d.include[0] = a;
+  d.any[0] = b;
+  d.any[1] = t;
+  weft_query_t *q = make_query(w, &d);
+  assert_int_equal(weft_query_count(q), 4);
+  weft_iter_t it;
+  uint32_t rows = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    for (uint32_t r = 0; r < it.count; r++) {
+      weft_entity_t e = it.entities[r];
+      const uint64_t *cb = weft_iter_column_of(&it, b);
+      const uint32_t *ca = weft_iter_column_of(&it, a);
+      assert_ptr_equal(ca, it.columns[0]);
+      assert_null(weft_iter_column_of(&it, t));
+      assert_null(weft_iter_column_of(&it, unused));
+      assert_null(weft_iter_column_of(&it, 0));
+      assert_null(weft_iter_column_of(&it, 9999));
+      assert_false(weft_iter_enabled(&it, unused));
+      assert_true(weft_iter_enabled(&it, a));
+      const uint64_t *gb = weft_get(w, e, b);
+      if (e == e_at) {
+        assert_null(cb);
+        assert_false(weft_iter_enabled(&it, b));
+        assert_true(weft_iter_enabled(&it, t));
+      } else {
+        /* Present (even disabled) components have a column. */
+        assert_non_null(cb);
+        assert_non_null(gb);
+        assert_ptr_equal(&cb[r], gb);
+        assert_int_equal(weft_iter_enabled(&it, b), e != e_off);
+        assert_int_equal(weft_iter_enabled(&it, t), e != e_ab);
+      }
+      rows++;
+    }
+  }
+  assert_int_equal(rows, 4);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_query_columns_are_writable(void **state) {
+  (void)state;
+  const uint32_t n = 5000;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "a", sizeof(uint64_t), 0);
+  weft_component_t b = wt_register(w, "b", sizeof(uint32_t), 0);
+  weft_entity_t *es = calloc(n, sizeof *es);
+  assert_non_null(es);
+  const weft_component_t ab[] = {a, b, 0};
+  assert_int_equal(weft_spawn_batch(w, n, ab, NULL, NULL, es), WEFT_OK);
+  weft_query_desc_t d = empty_desc();
+  d.include[0] = b;
+  d.include[1] = a;
+  weft_query_t *q = make_query(w, &d);
+  weft_iter_t it;
+  uint32_t chunks = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    uint32_t *cb = it.columns[0];
+    uint64_t *ca = it.columns[1];
+    for (uint32_t r = 0; r < it.count; r++) {
+      ca[r] = it.entities[r] * 3u;
+      cb[r] = weft_entity_index(it.entities[r]) + 7u;
+    }
+    chunks++;
+  }
+  assert_true(chunks >= 1);
+  for (uint32_t i = 0; i < n; i++) {
+    const uint64_t *pa = weft_get(w, es[i], a);
+    const uint32_t *pb = weft_get(w, es[i], b);
+    assert_non_null(pa);
+    assert_non_null(pb);
+    assert_true(*pa == es[i] * 3u);
+    assert_int_equal(*pb, weft_entity_index(es[i]) + 7u);
+  }
+  /* Two iterators may run at once over the same query. */
+  weft_iter_t outer, inner;
+  uint32_t outer_rows = 0, inner_rows = 0;
+  weft_query_iter(q, &outer);
+  while (weft_iter_next(&outer)) {
+    outer_rows += outer.count;
+    weft_query_iter(q, &inner);
+    while (weft_iter_next(&inner)) {
+      inner_rows += inner.count;
+    }
+  }
+  assert_int_equal(outer_rows, n);
+  assert_int_equal(inner_rows, (uint64_t)n * chunks);
+  free(es);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_query_skips_empty_chunks(void **state) {
+  (void)state;
+  const uint32_t n = 3000;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "a", 16, 0);
+  weft_entity_t *es = calloc(n, sizeof *es);
+  assert_non_null(es);
+  const weft_component_t only_a[] = {a, 0};
+  assert_int_equal(weft_spawn_batch(w, n, only_a, NULL, NULL, es), WEFT_OK);
+  weft_query_desc_t d = empty_desc();
+  d.include[0] = a;
+  weft_query_t *q = make_query(w, &d);
+  assert_int_equal(iter_rows(q), n);
+  /* Despawn all but a handful scattered through the archetype. */
+  uint32_t left = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (i % 701 == 0) {
+      left++;
+      continue;
+    }
+    assert_int_equal(weft_despawn(w, es[i]), WEFT_OK);
+  }
+  assert_int_equal(weft_query_count(q), left);
+  assert_int_equal(iter_rows(q), left);
+  for (uint32_t i = 0; i < n; i += 701) {
+    assert_true(query_yields(q, es[i]));
+    assert_int_equal(weft_despawn(w, es[i]), WEFT_OK);
+  }
+  weft_iter_t it;
+  weft_query_iter(q, &it);
+  assert_false(weft_iter_next(&it));
+  assert_int_equal(weft_query_count(q), 0);
+  free(es);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_query_create_rejects_invalid),
+      cmocka_unit_test(test_query_disabled_rules),
+      cmocka_unit_test(test_query_matches_brute_force_oracle),
+      cmocka_unit_test(test_query_created_before_archetypes),
+      cmocka_unit_test(test_query_column_of_and_enabled),
+      cmocka_unit_test(test_query_columns_are_writable),
+      cmocka_unit_test(test_query_skips_empty_chunks),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,529 @@
+/* Unit tests for chunk storage: archetypes, chunk sizing, field-level SoA,
+ * alignment, swap-remove density and empty-chunk pooling, observed through
+ * weft_world_stats() and iteration. */
+#include "support/weft_test.h"
+
+#include <stdlib.h>
+
+typedef struct p3_t {
+  float x, y, z;
+} p3_t;
+
+/* Fields of different sizes with padding between them. */
+typedef struct mixed_t {
+  uint8_t a;
+  uint16_t b;
+  uint64_t c;
+  uint32_t d;
+} mixed_t;
+
+static weft_query_t *query_of(weft_world_t *w, weft_component_t c) {
+  weft_query_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.include[0] = c;
+  weft_query_t *q = NULL;
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_OK);
+  return q;
+}
+
+static p3_t p3_for(uint32_t k) {
+  p3_t p = {(float)k, (float)k * -2.0f, (float)k + 0.5f};
+  return p;
+}
+
+/* True if [a, a+na) and [b, b+nb) do not overlap. */
+static bool disjoint(const void *a, size_t na, const void *b, size_t nb) {
+  uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+  return pa + na <= pb || pb + nb <= pa;
+}
+
+static void test_storage_soa_fields_are_separate_arrays(void **state) {
+  (void)state;
+  const uint32_t n = 3000;
+  weft_world_t *w = wt_world_new(NULL);
+  static const weft_field_desc_t fields[] = {
+      WEFT_FIELD(p3_t, x), WEFT_FIELD(p3_t, y), WEFT_FIELD(p3_t, z)};
+  weft_component_desc_t d = WEFT_COMPONENT_DESC(p3_t);
+  d.fields = fields;
+  d.field_count = 3;
+  d.flags = WEFT_COMPONENT_SOA;
+  weft_component_t p = 0;
+  assert_int_equal(weft_component_register(w, &d, &p), WEFT_OK);
+  weft_entity_t *es = calloc(n, sizeof *es);
+  assert_non_null(es);
+  const weft_component_t comps[] = {p, 0};
+  assert_int_equal(weft_spawn_batch(w, n, comps, NULL, NULL, es), WEFT_OK);
+  for (uint32_t k = 0; k < n; k++) {
+    p3_t v = p3_for(k);
+    assert_int_equal(weft_set(w, es[k], p, &v), WEFT_OK);
+  }
+  uint32_t *slot_to_k = calloc(wt_stats(w).slots_used, sizeof *slot_to_k);
+  assert_non_null(slot_to_k);
+  for (uint32_t k = 0; k < n; k++) {
+    slot_to_k[weft_entity_index(es[k])] = k;
+  }
+  weft_query_t *q = query_of(w, p);
+  weft_iter_t it;
+  uint32_t rows = 0, chunks = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    chunks++;
+    assert_null(it.columns[0]);
+    assert_null(weft_iter_column(&it, 0));
+    assert_null(weft_iter_column_of(&it, p));
+    float *fx = weft_iter_field(&it, 0, 0);
+    float *fy = weft_iter_field(&it, 0, 1);
+    float *fz = weft_iter_field(&it, 0, 2);
+    assert_non_null(fx);
+    assert_non_null(fy);
+    assert_non_null(fz);
+    assert_true(wt_aligned(fx, 64));
+    assert_true(wt_aligned(fy, 64));
+    assert_true(wt_aligned(fz, 64));
+    size_t bytes = (size_t)it.count * sizeof(float);
+    assert_true(disjoint(fx, bytes, fy, bytes));
+    assert_true(disjoint(fx, bytes, fz, bytes));
+    assert_true(disjoint(fy, bytes, fz, bytes));
+    assert_true(
+        disjoint(fx, bytes, it.entities, it.count * sizeof(weft_entity_t)));
+    for (uint32_t r = 0; r < it.count; r++) {
+      uint32_t k = slot_to_k[weft_entity_index(it.entities[r])];
+      assert_true(it.entities[r] == es[k]);
+      p3_t want = p3_for(k);
+      assert_true(fx[r] == want.x);
+      assert_true(fy[r] == want.y);
+      assert_true(fz[r] == want.z);
+      /* The per-entity field accessor points into the same arrays. */
+      assert_ptr_equal(weft_get_field(w, es[k], p, 1), &fy[r]);
+    }
+    rows += it.count;
+  }
+  assert_int_equal(rows, n);
+  assert_true(chunks >= 1);
+  free(slot_to_k);
+  free(es);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_storage_soa_mixed_field_sizes(void **state) {
+  (void)state;
+  const uint32_t n = 700;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  static const weft_field_desc_t fields[] = {
+      WEFT_FIELD(mixed_t, a), WEFT_FIELD(mixed_t, b), WEFT_FIELD(mixed_t, c),
+      WEFT_FIELD(mixed_t, d)};
+  const uint32_t fsize[] = {1, 2, 8, 4};
+  weft_component_desc_t d = WEFT_COMPONENT_DESC(mixed_t);
+  d.fields = fields;
+  d.field_count = 4;
+  d.flags = WEFT_COMPONENT_SOA;
+  weft_component_t m = 0;
+  assert_int_equal(weft_component_register(w, &d, &m), WEFT_OK);
+  weft_entity_t *es = calloc(n, sizeof *es);
+  assert_non_null(es);
+  for (uint32_t k = 0; k < n; k++) {
+    mixed_t v;
+    memset(&v, 0xee, sizeof v); /* padding must not matter */
+    v.a = (uint8_t)k;
+    v.b = (uint16_t)(k * 3u);
+    v.c = (uint64_t)k << 40 | k;
+    v.d = k * 7u;
+    const weft_component_t comps[] = {m, 0};
+    const void *vals[] = {&v};
+    es[k] = wt_spawn_with(w, comps, vals);
+  }
+  weft_query_t *q = query_of(w, m);
+  weft_iter_t it;
+  uint32_t rows = 0, chunks = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    chunks++;
+    char *f[4];
+    for (uint32_t j = 0; j < 4; j++) {
+      f[j] = weft_iter_field(&it, 0, j);
+      assert_non_null(f[j]);
+      assert_true(wt_aligned(f[j], 64));
+      for (uint32_t i = 0; i < j; i++) {
+        assert_true(disjoint(f[i], (size_t)it.count * fsize[i], f[j],
+                             (size_t)it.count * fsize[j]));
+      }
+    }
+    for (uint32_t r = 0; r < it.count; r++) {
+      for (uint32_t j = 0; j < 4; j++) {
+        assert_ptr_equal(weft_get_field(w, it.entities[r], m, j),
+                         f[j] + (size_t)r * fsize[j]);
+      }
+      mixed_t v;
+      assert_int_equal(weft_read(w, it.entities[r], m, &v), WEFT_OK);
+      assert_int_equal(((uint8_t *)f[0])[r], v.a);
+      assert_int_equal(((uint16_t *)f[1])[r], v.b);
+      assert_int_equal(((uint64_t *)f[2])[r], v.c);
+      assert_int_equal(((uint32_t *)f[3])[r], v.d);
+      assert_int_equal(v.b, (uint16_t)(v.d / 7u * 3u));
+    }
+    rows += it.count;
+  }
+  assert_int_equal(rows, n);
+  /* 700 rows of 15 data bytes plus a handle cannot fit one 4 KiB chunk. */
+  assert_true(chunks >= 2);
+  for (uint32_t k = 0; k < n; k++) {
+    mixed_t v;
+    assert_int_equal(weft_read(w, es[k], m, &v), WEFT_OK);
+    assert_int_equal(v.a, (uint8_t)k);
+    assert_int_equal(v.b, (uint16_t)(k * 3u));
+    assert_int_equal(v.c, (uint64_t)k << 40 | k);
+    assert_int_equal(v.d, k * 7u);
+  }
+  free(es);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_storage_aos_columns_aligned(void **state) {
+  (void)state;
+  const uint32_t n = 1000;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  const uint32_t sizes[] = {1, 3, 8, 24, 64, 12};
+  const uint32_t aligns[] = {1, 1, 8, 8, 64, 4};
+  enum { NC = 6 };
+  weft_component_t ids[NC + 1];
+  char name[16];
+  for (uint32_t c = 0; c < NC; c++) {
+    snprintf(name, sizeof name, "c%u", c);
+    ids[c] = wt_register(w, name, sizes[c], aligns[c]);
+  }
+  ids[NC] = 0;
+  assert_int_equal(weft_spawn_batch(w, n, ids, NULL, NULL, NULL), WEFT_OK);
+  weft_query_desc_t d;
+  memset(&d, 0, sizeof d);
+  for (uint32_t c = 0; c < NC; c++) {
+    d.include[c] = ids[c];
+  }
+  weft_query_t *q = NULL;
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_OK);
+  weft_iter_t it;
+  uint32_t rows = 0, chunks = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    chunks++;
+    for (uint32_t c = 0; c < NC; c++) {
+      char *col = it.columns[c];
+      assert_non_null(col);
+      assert_true(wt_aligned(col, 64));
+      for (uint32_t i = 0; i < c; i++) {
+        assert_true(disjoint(it.columns[i], (size_t)it.count * sizes[i], col,
+                             (size_t)it.count * sizes[c]));
+      }
+      for (uint32_t r = 0; r < it.count; r++) {
+        assert_ptr_equal(weft_get(w, it.entities[r], ids[c]),
+                         col + (size_t)r * sizes[c]);
+      }
+    }
+    rows += it.count;
+  }
+  assert_int_equal(rows, n);
+  /* 112 bytes per row: 1000 rows need many 4 KiB chunks. */
+  assert_true(chunks >=
+              (n * 112u + WEFT_CHUNK_SIZE_MIN - 1) / WEFT_CHUNK_SIZE_MIN);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_storage_aos_fields_have_no_arrays(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  static const weft_field_desc_t fields[] = {
+      WEFT_FIELD(p3_t, x), WEFT_FIELD(p3_t, y), WEFT_FIELD(p3_t, z)};
+  weft_component_desc_t d = WEFT_COMPONENT_DESC(p3_t);
+  d.fields = fields;
+  d.field_count = 3;
+  weft_component_t p = 0;
+  assert_int_equal(weft_component_register(w, &d, &p), WEFT_OK);
+  p3_t v = p3_for(5);
+  const weft_component_t comps[] = {p, 0};
+  const void *vals[] = {&v};
+  weft_entity_t e = wt_spawn_with(w, comps, vals);
+  weft_query_t *q = query_of(w, p);
+  weft_iter_t it;
+  weft_query_iter(q, &it);
+  assert_true(weft_iter_next(&it));
+  const p3_t *col = it.columns[0];
+  assert_non_null(col);
+  assert_true(wt_aligned(col, 64));
+  assert_true(it.entities[0] == e);
+  assert_true(col[0].y == v.y);
+  for (uint32_t j = 0; j < 3; j++) {
+    assert_null(weft_iter_field(&it, 0, j));
+  }
+  /* But the per-entity field accessor works on AoS too. */
+  assert_ptr_equal(weft_get_field(w, e, p, 1), &col[0].y);
+  assert_false(weft_iter_next(&it));
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_storage_large_component_spans_chunks(void **state) {
+  (void)state;
+  const uint32_t n = 200, size = 512, chunk = WEFT_CHUNK_SIZE_MIN;
+  weft_world_t *w = wt_world_sized(0, chunk);
+  weft_component_t big = wt_register(w, "big", size, 0);
+  weft_entity_t *es = calloc(n, sizeof *es);
+  assert_non_null(es);
+  const weft_component_t comps[] = {big, 0};
+  assert_int_equal(weft_spawn_batch(w, n, comps, NULL, NULL, es), WEFT_OK);
+  for (uint32_t k = 0; k < n; k++) {
+    uint8_t *p = weft_get_mut(w, es[k], big);
+    assert_non_null(p);
+    memset(p, (int)(k & 0xff), size);
+  }
+  weft_query_t *q = query_of(w, big);
+  weft_iter_t it;
+  uint32_t rows = 0, chunks = 0;
+  const uint32_t max_rows = chunk / size; /* data alone caps a chunk */
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    chunks++;
+    assert_true(it.count <= WEFT_CHUNK_ROWS_MAX);
+    assert_true(it.count <= max_rows);
+    const uint8_t *col = it.columns[0];
+    for (uint32_t r = 0; r < it.count; r++) {
+      const uint8_t *v = col + (size_t)r * size;
+      uint8_t first = v[0];
+      for (uint32_t b = 1; b < size; b++) {
+        assert_int_equal(v[b], first);
+      }
+    }
+    rows += it.count;
+  }
+  assert_int_equal(rows, n);
+  assert_true(chunks >= (n + max_rows - 1) / max_rows);
+  weft_world_stats_t s = wt_stats(w);
+  assert_int_equal(s.chunk_size, chunk);
+  assert_int_equal(s.chunks_live, chunks);
+  assert_int_equal(s.chunk_bytes,
+                   ((uint64_t)s.chunks_live + s.chunks_pooled) * chunk);
+  free(es);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_storage_rows_capped_per_chunk(void **state) {
+  (void)state;
+  const uint32_t n = 5000;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MAX);
+  weft_component_t tiny = wt_register(w, "tiny", 1, 0);
+  weft_component_t tag = wt_register_tag(w, "tag");
+  const weft_component_t comps[] = {tiny, tag, 0};
+  assert_int_equal(weft_spawn_batch(w, n, comps, NULL, NULL, NULL), WEFT_OK);
+  weft_query_t *q = query_of(w, tag);
+  weft_iter_t it;
+  uint32_t rows = 0, chunks = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    chunks++;
+    assert_true(it.count <= WEFT_CHUNK_ROWS_MAX);
+    assert_null(it.columns[0]); /* tag */
+    assert_non_null(weft_iter_column_of(&it, tiny));
+    rows += it.count;
+  }
+  assert_int_equal(rows, n);
+  assert_true(chunks >= (n + WEFT_CHUNK_ROWS_MAX - 1) / WEFT_CHUNK_ROWS_MAX);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+/* Despawning rows from the middle keeps an archetype's rows packed: the
+ * live chunk count stays the minimum for the live row count. */
+static void test_storage_swap_remove_keeps_chunks_dense(void **state) {
+  (void)state;
+  const uint32_t n = 2000, size = 64;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  weft_component_t c = wt_register(w, "c", size, 0);
+  weft_entity_t *es = calloc(n, sizeof *es);
+  bool *alive = calloc(n, sizeof *alive);
+  assert_non_null(es);
+  assert_non_null(alive);
+  const weft_component_t comps[] = {c, 0};
+  for (uint32_t k = 0; k < n; k++) {
+    uint64_t v[8];
+    for (int j = 0; j < 8; j++) {
+      v[j] = (uint64_t)k * 8u + (uint64_t)j;
+    }
+    const void *vals[] = {v};
+    es[k] = wt_spawn_with(w, comps, vals);
+    alive[k] = true;
+  }
+  weft_query_t *q = query_of(w, c);
+  /* Observe the rows per full chunk. */
+  weft_iter_t it;
+  uint32_t rows_per_chunk = 0;
+  weft_query_iter(q, &it);
+  while (weft_iter_next(&it)) {
+    if (it.count > rows_per_chunk) {
+      rows_per_chunk = it.count;
+    }
+  }
+  assert_true(rows_per_chunk > 0);
+  assert_true(rows_per_chunk <= WEFT_CHUNK_SIZE_MIN / size);
+
+  wt_rng_t rng = wt_rng(17);
+  uint32_t n_alive = n;
+  for (int round = 0; round < 3; round++) {
+    for (uint32_t k = 0; k < n; k++) {
+      if (alive[k] && wt_chance(&rng, 1, 3)) {
+        assert_int_equal(weft_despawn(w, es[k]), WEFT_OK);
+        alive[k] = false;
+        n_alive--;
+      }
+    }
+    uint32_t rows = 0, chunks = 0;
+    weft_query_iter(q, &it);
+    while (weft_iter_next(&it)) {
+      chunks++;
+      const uint64_t *col = it.columns[0];
+      for (uint32_t r = 0; r < it.count; r++) {
+        /* Every row is a live entity holding its own value. */
+        assert_true(weft_is_alive(w, it.entities[r]));
+        uint64_t k = col[(size_t)r * 8] / 8u;
+        assert_true(k < n);
+        assert_true(alive[k]);
+        assert_true(es[k] == it.entities[r]);
+        for (int j = 0; j < 8; j++) {
+          assert_int_equal(col[(size_t)r * 8 + (size_t)j],
+                           k * 8u + (uint64_t)j);
+        }
+      }
+      rows += it.count;
+    }
+    assert_int_equal(rows, n_alive);
+    uint32_t min_chunks = (n_alive + rows_per_chunk - 1) / rows_per_chunk;
+    assert_int_equal(chunks, min_chunks);
+    weft_world_stats_t s = wt_stats(w);
+    assert_int_equal(s.chunks_live, min_chunks);
+    assert_int_equal(s.alive, n_alive);
+  }
+  free(alive);
+  free(es);
+  weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+static void test_storage_empty_chunks_pooled_and_reused(void **state) {
+  (void)state;
+  const uint32_t n = 4000;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  weft_component_t c = wt_register(w, "c", 32, 0);
+  weft_entity_t *es = calloc(n, sizeof *es);
+  assert_non_null(es);
+  const weft_component_t comps[] = {c, 0};
+  assert_int_equal(weft_spawn_batch(w, n, comps, NULL, NULL, es), WEFT_OK);
+  weft_world_stats_t full = wt_stats(w);
+  assert_true(full.chunks_live > 1);
+  assert_true(full.chunk_bytes >= (uint64_t)full.chunks_live * full.chunk_size);
+
+  for (uint32_t k = 0; k < n; k++) {
+    assert_int_equal(weft_despawn(w, es[k]), WEFT_OK);
+  }
+  weft_world_stats_t empty = wt_stats(w);
+  assert_int_equal(empty.alive, 0);
+  assert_int_equal(empty.chunks_live, 0);
+  assert_true(empty.chunks_pooled > 0);
+  assert_int_equal(empty.chunks_pooled, full.chunks_pooled + full.chunks_live);
+  assert_int_equal(empty.chunk_bytes, full.chunk_bytes);
+
+  /* Re-spawning the same population reuses pooled chunks. */
+  assert_int_equal(weft_spawn_batch(w, n, comps, NULL, NULL, es), WEFT_OK);
+  weft_world_stats_t again = wt_stats(w);
+  assert_int_equal(again.chunk_bytes, full.chunk_bytes);
+  assert_int_equal(again.chunks_live, full.chunks_live);
+  assert_int_equal(again.chunks_pooled, full.chunks_pooled);
+  assert_int_equal(again.alive, n);
+
+  /* Partial emptying pools only the chunks that became empty. */
+  for (uint32_t k = 0; k < n / 2; k++) {
+    assert_int_equal(weft_despawn(w, es[k]), WEFT_OK);
+  }
+  weft_world_stats_t half = wt_stats(w);
+  assert_true(half.chunks_live > 0);
+  assert_true(half.chunks_live < full.chunks_live);
+  assert_int_equal(half.chunks_live + half.chunks_pooled,
+                   full.chunks_live + full.chunks_pooled);
+  assert_int_equal(half.chunk_bytes, full.chunk_bytes);
+  free(es);
+  weft_world_destroy(w);
+}
+
+static void test_storage_archetypes_counted(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "a", 4, 0);
+  weft_component_t b = wt_register(w, "b", 8, 0);
+  weft_component_t t = wt_register_tag(w, "t");
+  const weft_component_t ab[] = {a, b, 0};
+  const weft_component_t ba[] = {b, a, 0};
+  wt_spawn_with(w, ab, NULL);
+  uint32_t n0 = wt_stats(w).archetypes;
+  assert_true(n0 >= 1);
+  /* The same set, in any order, is the same archetype. */
+  wt_spawn_with(w, ab, NULL);
+  weft_entity_t e = wt_spawn_with(w, ba, NULL);
+  assert_int_equal(wt_stats(w).archetypes, n0);
+  /* A new set creates at least one archetype... */
+  assert_int_equal(weft_add(w, e, t, NULL), WEFT_OK);
+  uint32_t n1 = wt_stats(w).archetypes;
+  assert_true(n1 > n0);
+  /* ...and moving back to a known set creates none. */
+  assert_int_equal(weft_remove(w, e, t), WEFT_OK);
+  assert_int_equal(weft_add(w, e, t, NULL), WEFT_OK);
+  assert_int_equal(wt_stats(w).archetypes, n1);
+  const weft_component_t abt[] = {t, b, a, 0};
+  wt_spawn_with(w, abt, NULL);
+  assert_int_equal(wt_stats(w).archetypes, n1);
+  weft_world_destroy(w);
+}
+
+static void test_storage_moves_counted(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "a", 4, 0);
+  weft_component_t b = wt_register(w, "b", 8, 0);
+  const weft_component_t only_a[] = {a, 0};
+  uint32_t va = 9;
+  const void *vals[] = {&va};
+  weft_entity_t e = wt_spawn_with(w, only_a, vals);
+  uint64_t m0 = wt_stats(w).moves;
+  uint64_t vb = 5;
+  assert_int_equal(weft_add(w, e, b, &vb), WEFT_OK);
+  assert_int_equal(wt_stats(w).moves, m0 + 1);
+  assert_int_equal(weft_add(w, e, b, &vb), WEFT_OK); /* no-op */
+  assert_int_equal(wt_stats(w).moves, m0 + 1);
+  assert_int_equal(weft_remove(w, e, b), WEFT_OK);
+  assert_int_equal(wt_stats(w).moves, m0 + 2);
+  assert_int_equal(weft_remove(w, e, b), WEFT_OK); /* no-op */
+  assert_int_equal(wt_stats(w).moves, m0 + 2);
+  assert_int_equal(weft_set(w, e, b, &vb), WEFT_OK); /* adds */
+  assert_int_equal(wt_stats(w).moves, m0 + 3);
+  assert_int_equal(weft_set(w, e, b, &vb), WEFT_OK); /* overwrites */
+  assert_int_equal(wt_stats(w).moves, m0 + 3);
+  const uint32_t *pa = weft_get(w, e, a);
+  assert_non_null(pa);
+  assert_int_equal(*pa, va);
+  weft_world_destroy(w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_storage_soa_fields_are_separate_arrays),
+      cmocka_unit_test(test_storage_soa_mixed_field_sizes),
+      cmocka_unit_test(test_storage_aos_columns_aligned),
+      cmocka_unit_test(test_storage_aos_fields_have_no_arrays),
+      cmocka_unit_test(test_storage_large_component_spans_chunks),
+      cmocka_unit_test(test_storage_rows_capped_per_chunk),
+      cmocka_unit_test(test_storage_swap_remove_keeps_chunks_dense),
+      cmocka_unit_test(test_storage_empty_chunks_pooled_and_reused),
+      cmocka_unit_test(test_storage_archetypes_counted),
+      cmocka_unit_test(test_storage_moves_counted),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
