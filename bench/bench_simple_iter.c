@@ -1,7 +1,8 @@
 /*
  * simple_iter: pos += vel * dt over every entity with Position and
  * Velocity (vec3 of floats), at 10k, 1M and 16M entities (10k, 100k and 1M
- * with --quick). Unit: ns per entity.
+ * with --quick), in worlds with the default 16 KiB chunks and, for the
+ * large sizes, with 1 MiB chunks ("/chunk1M"). Unit: ns per entity.
  *
  * soa: both components are registered WEFT_COMPONENT_SOA with fields x, y,
  * z, so each chunk hands out six float arrays; the baseline is six plain
@@ -25,6 +26,7 @@ _Static_assert(sizeof(bench_vec3_t) == 3 * sizeof(float),
 
 typedef struct iter_state_t {
   uint32_t n;
+  uint32_t chunk; /* world chunk size, 0 for the default */
   bool soa;
   weft_world_t *world;
   weft_query_t *query;
@@ -152,7 +154,8 @@ static void iter_fill_aos(void *user, const weft_iter_t *view, uint32_t first) {
 }
 
 static void iter_setup(iter_state_t *s) {
-  bench_check(weft_world_create(NULL, &s->world), "weft_world_create");
+  weft_world_config_t cfg = {.chunk_size = s->chunk};
+  bench_check(weft_world_create(&cfg, &s->world), "weft_world_create");
   static const char *const fields[3] = {"x", "y", "z"};
   weft_field_desc_t fd[3] = {WEFT_FIELD(bench_vec3_t, x),
                              WEFT_FIELD(bench_vec3_t, y),
@@ -219,14 +222,16 @@ static void iter_teardown(iter_state_t *s) {
   weft_world_destroy(s->world); /* frees the query too */
 }
 
-static void iter_run(bench_ctx_t *ctx, uint32_t n, bool soa, double target) {
+static void iter_run(bench_ctx_t *ctx, uint32_t n, bool soa, uint32_t chunk,
+                     double target) {
   char label[16], name[64];
   bench_size_label(label, sizeof label, n);
-  snprintf(name, sizeof name, "simple_iter/%s/%s", soa ? "soa" : "aos", label);
+  snprintf(name, sizeof name, "simple_iter/%s/%s%s", soa ? "soa" : "aos",
+           label, chunk ? "/chunk1M" : "");
   if (!bench_selected(ctx, name))
     return;
 
-  iter_state_t s = {.n = n, .soa = soa};
+  iter_state_t s = {.n = n, .soa = soa, .chunk = chunk};
   iter_setup(&s);
   bench_case_t c = {
       .name = name,
@@ -246,8 +251,13 @@ void bench_simple_iter(bench_ctx_t *ctx) {
   const uint32_t small = 10000;
   const uint32_t mid = ctx->quick ? 100000 : 1000000;
   const uint32_t big = ctx->quick ? 1000000 : 16000000;
-  iter_run(ctx, small, true, 1.2);
-  iter_run(ctx, mid, true, 1.05);
-  iter_run(ctx, big, true, 1.05);
-  iter_run(ctx, mid, false, 0.0); /* informational: no target */
+  /* The default 16 KiB chunks, then worlds configured with 1 MiB chunks:
+   * short per-chunk array runs restart the hardware prefetch streams, so
+   * large streaming worlds are expected to pick bigger chunks. */
+  iter_run(ctx, small, true, 0, 1.2);
+  iter_run(ctx, mid, true, 0, 1.05);
+  iter_run(ctx, big, true, 0, 1.05);
+  iter_run(ctx, mid, true, WEFT_CHUNK_SIZE_MAX, 1.05);
+  iter_run(ctx, big, true, WEFT_CHUNK_SIZE_MAX, 1.05);
+  iter_run(ctx, mid, false, 0, 0.0); /* informational: no target */
 }

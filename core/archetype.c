@@ -384,12 +384,9 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
     }
   }
   /* Pre-allocate chunks into the pool so the pushes cannot fail. */
-  for (uint64_t i = 0; i < fresh; i++) {
-    int err = 0;
-    weft__chunk_t *c = weft__chunk_acquire(&w->chunks, &w->alloc, &err);
-    WEFT_CHECK(w, c, err, "cannot get a chunk (%s)", weft_strerror(err));
-    weft__chunk_release(&w->chunks, c);
-  }
+  int rc = weft__chunks_reserve(&w->chunks, &w->alloc, (uint32_t)need);
+  WEFT_CHECK(w, rc == 0, rc, "cannot reserve %llu chunks (%s)",
+             (unsigned long long)need, weft_strerror(rc));
   return 0;
 }
 

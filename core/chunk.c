@@ -1,7 +1,9 @@
 /* Chunk allocation, the chunk id table and the per-world empty-chunk pool. */
+#define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE */
 #include "core/chunk.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #include "weft/error.h"
 
@@ -11,45 +13,108 @@ void weft__chunks_init(weft__chunk_store_t *cs, uint32_t chunk_size) {
 }
 
 void weft__chunks_fini(weft__chunk_store_t *cs) {
-  for (uint32_t i = 0; i < cs->count; i++)
-    weft__free(cs->table[i].chunk, cs->chunk_size, 64);
+  for (uint32_t i = 0; i < cs->nslabs; i++)
+    weft__free(cs->slabs[i].mem, cs->slabs[i].bytes, 64);
+  weft__free(cs->slabs, cs->slab_cap * sizeof(*cs->slabs), 16);
   weft__free(cs->table, cs->cap * sizeof(*cs->table), 16);
   memset(cs, 0, sizeof(*cs));
 }
 
+#define WEFT__SLAB_MAX (2u << 20)
+
+static int grow_table(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
+                      uint32_t need) {
+  if (need <= cs->cap)
+    return 0;
+  uint32_t n = cs->cap ? cs->cap : 64;
+  while (n < need)
+    n *= 2;
+  void *t = weft__realloc(st, cs->table, cs->cap * sizeof(*cs->table),
+                          n * sizeof(*cs->table));
+  if (!t)
+    return WEFT_ENOMEM;
+  cs->table = t;
+  cs->cap = n;
+  return 0;
+}
+
+/* Chunks in the next slab: as many as already exist (doubling), from 4 up
+ * to a 2 MiB slab, and never past the chunk id space. */
+static uint32_t next_slab_chunks(const weft__chunk_store_t *cs) {
+  uint32_t max = WEFT__SLAB_MAX / cs->chunk_size;
+  if (max < 1)
+    max = 1;
+  uint32_t n = cs->count < 4 ? 4 : cs->count;
+  if (n > max)
+    n = max;
+  if (n > WEFT__CHUNK_ID_MAX - cs->count)
+    n = WEFT__CHUNK_ID_MAX - cs->count;
+  return n;
+}
+
+/* Allocates a slab and puts its chunks in the pool, lowest address first
+ * out, so that an archetype filling up takes them in address order. */
+static int add_slab(weft__chunk_store_t *cs, weft__alloc_stats_t *st) {
+  uint32_t n = next_slab_chunks(cs);
+  if (n == 0)
+    return WEFT_ELIMIT;
+  size_t bytes = (size_t)n * cs->chunk_size;
+  if (cs->nslabs == cs->slab_cap) {
+    uint32_t k = cs->slab_cap ? cs->slab_cap * 2 : 16;
+    void *p = weft__realloc(st, cs->slabs, cs->slab_cap * sizeof(*cs->slabs),
+                            k * sizeof(*cs->slabs));
+    if (!p)
+      return WEFT_ENOMEM;
+    cs->slabs = p;
+    cs->slab_cap = k;
+  }
+  if (grow_table(cs, st, cs->count + n))
+    return WEFT_ENOMEM;
+  bool huge = bytes >= WEFT__SLAB_MAX;
+  uint8_t *mem = weft__alloc(st, bytes, huge ? WEFT__SLAB_MAX : 64);
+  if (!mem)
+    return WEFT_ENOMEM;
+#ifdef MADV_HUGEPAGE
+  if (huge)
+    (void)madvise(mem, bytes, MADV_HUGEPAGE); /* a hint; failure is fine */
+#endif
+  cs->slabs[cs->nslabs++] = (weft__slab_t){mem, bytes};
+  for (uint32_t i = n; i-- > 0;) {
+    weft__chunk_t *c = (weft__chunk_t *)(mem + (size_t)i * cs->chunk_size);
+    memset(c, 0, sizeof(*c));
+    c->id = cs->count + i;
+    cs->table[c->id] = (weft__chunk_slot_t){c, NULL};
+    c->next_free = cs->free_list;
+    cs->free_list = c;
+  }
+  cs->count += n;
+  cs->free_count += n;
+  return 0;
+}
+
+int weft__chunks_reserve(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
+                         uint32_t n) {
+  while (cs->free_count < n) {
+    int rc = add_slab(cs, st);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
 weft__chunk_t *weft__chunk_acquire(weft__chunk_store_t *cs,
                                    weft__alloc_stats_t *st, int *err) {
-  weft__chunk_t *c = cs->free_list;
-  if (c) {
-    cs->free_list = c->next_free;
-    cs->free_count--;
-    c->next_free = NULL;
-    return c;
-  }
-  if (cs->count >= WEFT__CHUNK_ID_MAX) {
-    *err = WEFT_ELIMIT;
-    return NULL;
-  }
-  if (cs->count == cs->cap) {
-    uint32_t n = cs->cap ? cs->cap * 2 : 64;
-    void *t = weft__realloc(st, cs->table, cs->cap * sizeof(*cs->table),
-                            n * sizeof(*cs->table));
-    if (!t) {
-      *err = WEFT_ENOMEM;
+  if (!cs->free_list) {
+    int rc = add_slab(cs, st);
+    if (rc) {
+      *err = rc;
       return NULL;
     }
-    cs->table = t;
-    cs->cap = n;
   }
-  c = weft__alloc(st, cs->chunk_size, 64);
-  if (!c) {
-    *err = WEFT_ENOMEM;
-    return NULL;
-  }
-  memset(c, 0, sizeof(*c));
-  c->id = cs->count;
-  cs->table[cs->count].chunk = c;
-  cs->table[cs->count++].arch = NULL;
+  weft__chunk_t *c = cs->free_list;
+  cs->free_list = c->next_free;
+  cs->free_count--;
+  c->next_free = NULL;
   return c;
 }
 

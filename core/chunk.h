@@ -39,10 +39,19 @@ typedef struct weft__chunk_slot_t {
   struct weft__archetype_t *arch; /* NULL while pooled */
 } weft__chunk_slot_t;
 
+/* A block of consecutive chunks allocated at once. */
+typedef struct weft__slab_t {
+  void *mem;
+  size_t bytes;
+} weft__slab_t;
+
 typedef struct weft__chunk_store_t {
   weft__chunk_slot_t *table; /* id -> chunk and owner */
   uint32_t count;        /* ids issued */
   uint32_t cap;
+  weft__slab_t *slabs;
+  uint32_t nslabs;
+  uint32_t slab_cap;
   weft__chunk_t *free_list;
   uint32_t free_count;
   uint32_t chunk_size;
@@ -60,10 +69,19 @@ static inline weft_entity_t *weft__chunk_entities(weft__chunk_t *c) {
 void weft__chunks_init(weft__chunk_store_t *cs, uint32_t chunk_size);
 void weft__chunks_fini(weft__chunk_store_t *cs);
 
-/* A chunk from the pool or newly allocated; NULL when memory or chunk ids
- * run out (*err says which). */
+/*
+ * A chunk from the pool, or from a newly allocated slab; NULL when memory
+ * or chunk ids run out (*err says which). Slabs grow geometrically up to
+ * 2 MiB, and 2 MiB slabs are aligned for transparent huge pages, so that
+ * an archetype's chunks are mostly consecutive in memory and a scan over
+ * them costs few TLB misses.
+ */
 weft__chunk_t *weft__chunk_acquire(weft__chunk_store_t *cs,
                                    weft__alloc_stats_t *st, int *err);
+
+/* Makes sure the pool holds at least n chunks. */
+int weft__chunks_reserve(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
+                         uint32_t n);
 
 /* Returns an empty chunk to the pool. */
 void weft__chunk_release(weft__chunk_store_t *cs, weft__chunk_t *c);

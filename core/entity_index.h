@@ -107,9 +107,12 @@ int weft__index_check_room(const weft__index_t *ix, uint32_t n);
  * Issues a slot (pages must be reserved: the caller reserves hwm+1 first).
  * prefer_fresh takes a slot above the high-water mark even when the free
  * list is not empty (batch spawns use it to hand out contiguous ids).
- * The record is marked alive with loc unset. Returns the handle.
+ * The record is marked alive at location (chunk_id, row). Returns the
+ * handle.
  */
-static inline weft_entity_t weft__index_issue(weft__index_t *ix, bool prefer_fresh) {
+static inline weft_entity_t weft__index_issue(weft__index_t *ix,
+                                              bool prefer_fresh,
+                                              uint32_t chunk_id, uint32_t row) {
   uint32_t idx;
   weft__record_t *r;
   bool fresh_ok = ix->hwm < ix->capacity;
@@ -122,8 +125,8 @@ static inline weft_entity_t weft__index_issue(weft__index_t *ix, bool prefer_fre
     r = weft__index_rec(ix, idx);
   }
   uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
-  r->gen = WEFT__REC_ALIVE | gen;
-  r->loc = 0;
+  r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
+  r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
   ix->alive++;
   return weft__index_handle(ix, idx, gen);
 }

@@ -92,10 +92,8 @@ static int spawn_into(weft_world_t *w, weft__archetype_t *a, weft_entity_t *e,
   rc = weft__archetype_push(w, a, WEFT_ENTITY_NULL, chunk, row);
   if (rc)
     return rc;
-  *e = weft__index_issue(&w->index, false);
+  *e = weft__index_issue(&w->index, false, (*chunk)->id, *row);
   weft__chunk_entities(*chunk)[*row] = *e;
-  weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)*e), (*chunk)->id,
-                    *row);
   w->spawns++;
   w->version++;
   return 0;
@@ -220,10 +218,8 @@ static void batch_issue(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
                         uint32_t k, weft_entity_t *out) {
   weft_entity_t *ents = weft__chunk_entities(c);
   for (uint32_t i = 0; i < k; i++) {
-    weft_entity_t e = weft__index_issue(&w->index, true);
+    weft_entity_t e = weft__index_issue(&w->index, true, c->id, row0 + i);
     ents[row0 + i] = e;
-    weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)e), c->id,
-                      row0 + i);
     if (out)
       out[i] = e;
   }
@@ -244,7 +240,7 @@ static void batch_view(weft_world_t *w, const weft__archetype_t *a,
                                        : NULL;
   }
   v->world_ = w;
-  v->archetype_ = a;
+  v->world_version_ = &w->version;
   v->chunk_ = c;
   v->terms_ = comps;
   v->term_count_ = ncomps;
@@ -429,6 +425,53 @@ const void *weft_get(const weft_world_t *w, weft_entity_t e,
   if (!col || col->soa)
     return NULL;
   return weft__chunk_bytes(at.chunk) + col->offset + (size_t)at.row * col->size;
+}
+
+/* How many handles ahead weft_get_many() prefetches index records. */
+#define WEFT__GET_AHEAD 64u
+
+static inline void prefetch_record(const weft_world_t *w, weft_entity_t e) {
+  uint32_t idx = (uint32_t)e;
+  if (idx < w->index.hwm)
+    __builtin_prefetch(weft__index_rec(&w->index, idx), 0, 0);
+}
+
+uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
+                       uint32_t n, weft_component_t c, const void **out) {
+  if (!w || !handles || !out)
+    return 0;
+  uint32_t hits = 0;
+  for (uint32_t i = 0; i < n && i < WEFT__GET_AHEAD; i++)
+    prefetch_record(w, handles[i]);
+  /* Consecutive handles often share an archetype: remember the last one's
+   * column so the common case skips the column lookup. */
+  const weft__archetype_t *last = NULL;
+  uint32_t off = 0, size = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (i + WEFT__GET_AHEAD < n)
+      prefetch_record(w, handles[i + WEFT__GET_AHEAD]);
+    const void *p = NULL;
+    const weft__record_t *r = weft__index_lookup(&w->index, handles[i]);
+    if (WEFT__LIKELY(r != NULL)) {
+      const weft__chunk_slot_t *slot = weft__rec_slot(w, r);
+      if (slot->arch != last) {
+        const weft__column_t *col = weft__archetype_col(slot->arch, c);
+        last = slot->arch;
+        off = (col && !col->soa) ? col->offset : 0;
+        size = col ? col->size : 0;
+      }
+      if (off) {
+        p = weft__chunk_bytes(slot->chunk) + off +
+            (size_t)weft__rec_row(r) * size;
+        __builtin_prefetch(p, 0, 3);
+        hits++;
+      }
+    } else {
+      weft__count_stale(w);
+    }
+    out[i] = p;
+  }
+  return hits;
 }
 
 void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {

@@ -169,20 +169,21 @@ uint32_t weft_query_archetype_count(const weft_query_t *q) {
 
 void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   memset(it, 0, sizeof(*it));
-  it->query_ = q;
   it->world_ = q->world;
+  it->world_version_ = &q->world->version;
   it->terms_ = q->terms;
   it->term_count_ = q->nterms;
   it->version_ = q->world->version;
-  /* match_ points one before the first archetype: the first call to
+  /* match_ points one before the first cache entry: the first call to
    * weft_iter_next() advances to it. */
-  it->match_ = UINT32_MAX;
+  it->match_ = q->matches - 1;
+  it->match_end_ = q->matches + q->nmatches;
 }
 
-static void check_version(weft_iter_t *it) {
+static WEFT__COLD void check_version(weft_iter_t *it) {
   weft__panic(it->world_, __FILE__, __LINE__,
               "the world changed structurally during query iteration");
-  it->version_ = it->world_->version;
+  it->version_ = *it->world_version_;
 }
 
 /*
@@ -195,18 +196,18 @@ static void check_version(weft_iter_t *it) {
 #define WEFT__PREFETCH_AHEAD 2u
 #define WEFT__PREFETCH_HEAD 512u
 
-static inline void prefetch_chunk(const weft_iter_t *it, uint32_t index) {
-  if (index >= it->nchunks_)
-    return;
-  const uint8_t *base = it->chunks_[index];
-  for (uint32_t i = 0; i < it->nprefetch_; i++)
+static void prefetch_chunk(const weft__match_t *m, const uint8_t *base) {
+  for (uint32_t i = 0; i < m->nprefetch; i++)
     for (uint32_t o = 0; o < WEFT__PREFETCH_HEAD; o += 64)
-      __builtin_prefetch(base + it->prefetch_[i] + o, 0, 3);
+      __builtin_prefetch(base + m->prefetch[i] + o, 0, 3);
 }
 
 /* Hands out chunk chunk_index_ of the current archetype. */
 static inline bool emit(weft_iter_t *it) {
-  prefetch_chunk(it, it->chunk_index_ + WEFT__PREFETCH_AHEAD);
+  const weft__match_t *m = it->match_;
+  uint32_t ahead = it->chunk_index_ + WEFT__PREFETCH_AHEAD;
+  if (ahead < it->nchunks_)
+    prefetch_chunk(m, it->chunks_[ahead]);
   weft__chunk_t *c = (weft__chunk_t *)it->chunks_[it->chunk_index_++];
   uint8_t *base = weft__chunk_bytes(c);
   it->count = c->count;
@@ -214,7 +215,7 @@ static inline bool emit(weft_iter_t *it) {
   it->entities = weft__chunk_entities(c);
   it->chunk_ = c;
   for (uint32_t t = 0; t < it->term_count_; t++) {
-    uint32_t off = it->offsets_[t];
+    uint32_t off = m->offsets[t];
     it->columns[t] = off ? base + off : NULL;
   }
   return true;
@@ -222,39 +223,40 @@ static inline bool emit(weft_iter_t *it) {
 
 /* Moves to the next cached archetype that has chunks. */
 static bool next_archetype(weft_iter_t *it) {
-  const weft_query_t *q = it->query_;
-  if (!q)
+  const weft__match_t *m = it->match_, *end = it->match_end_;
+  if (!m)
     return false;
-  for (uint32_t m = it->match_ + 1; m < q->nmatches; m++) {
-    const weft__archetype_t *a = q->matches[m].arch;
+  while (++m < end) {
+    const weft__archetype_t *a = m->arch;
     if (a->nchunks) {
       it->match_ = m;
-      it->archetype_ = a;
       it->chunks_ = (void *const *)a->chunks;
       it->nchunks_ = a->nchunks;
-      it->offsets_ = q->matches[m].offsets;
-      it->prefetch_ = q->matches[m].prefetch;
-      it->nprefetch_ = q->matches[m].nprefetch;
       it->chunk_index_ = 0;
-      for (uint32_t k = 1; k < WEFT__PREFETCH_AHEAD; k++)
-        prefetch_chunk(it, k);
+      for (uint32_t k = 1; k < WEFT__PREFETCH_AHEAD && k < a->nchunks; k++)
+        prefetch_chunk(m, weft__chunk_bytes(a->chunks[k]));
       return emit(it);
     }
   }
-  it->match_ = q->nmatches;
+  it->match_ = end;
   it->nchunks_ = it->chunk_index_ = 0;
   it->count = 0;
   return false;
 }
 
 bool weft_iter_next(weft_iter_t *it) {
-  if (WEFT__UNLIKELY(!it->world_))
-    return false;
-  if (WEFT__UNLIKELY(it->version_ != it->world_->version))
+  if (WEFT__UNLIKELY(!it->world_version_))
+    return false; /* a zeroed iterator: nothing to walk */
+  if (WEFT__UNLIKELY(it->version_ != *it->world_version_))
     check_version(it);
   if (WEFT__LIKELY(it->chunk_index_ < it->nchunks_))
     return emit(it);
   return next_archetype(it);
+}
+
+/* The archetype of the iterator's current chunk. */
+static inline const weft__archetype_t *iter_arch(const weft_iter_t *it) {
+  return it->chunk_ ? ((const weft__chunk_t *)it->chunk_)->arch : NULL;
 }
 
 void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
@@ -262,7 +264,7 @@ void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
   if (!WEFT_ASSERT_CHECKED(w, term < it->term_count_ && it->chunk_,
                            "weft_iter_field: term out of range"))
     return NULL;
-  const weft__archetype_t *a = it->archetype_;
+  const weft__archetype_t *a = iter_arch(it);
   const weft__column_t *col = weft__archetype_col(a, it->terms_[term]);
   if (!col || !col->soa)
     return NULL;
@@ -277,7 +279,7 @@ void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
 void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
   if (!it->chunk_)
     return NULL;
-  const weft__column_t *col = weft__archetype_col(it->archetype_, c);
+  const weft__column_t *col = weft__archetype_col(iter_arch(it), c);
   if (!col || col->soa)
     return NULL;
   return weft__chunk_bytes(it->chunk_) + col->offset +
@@ -285,7 +287,7 @@ void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
 }
 
 bool weft_iter_enabled(const weft_iter_t *it, weft_component_t c) {
-  const weft__archetype_t *a = it->archetype_;
+  const weft__archetype_t *a = iter_arch(it);
   return a && c >= 1 && c <= WEFT_MAX_COMPONENTS &&
          weft__mask_test(&a->enabled, c);
 }

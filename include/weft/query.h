@@ -60,17 +60,15 @@ typedef struct weft_iter_t {
                                           tags and SoA components */
   /* Private: may change between releases. */
   const weft_world_t *world_;
-  const weft_query_t *query_;
-  const void *archetype_;
-  void *chunk_;
+  const uint64_t *world_version_;
+  void *chunk_;                   /* current chunk (its header names the
+                                     archetype) */
   const weft_component_t *terms_;
-  void *const *chunks_;     /* the current archetype's chunk list */
-  const uint32_t *offsets_; /* the current match's per-term offsets */
-  const uint32_t *prefetch_; /* arrays to prefetch in upcoming chunks */
-  uint32_t nprefetch_;
+  void *const *chunks_; /* the current archetype's chunk list */
+  const void *match_;   /* the query's cache entry being walked */
+  const void *match_end_;
   uint32_t nchunks_;
   uint32_t term_count_;
-  uint32_t match_;
   uint32_t chunk_index_;
   uint32_t row0_;
   uint64_t version_;
