@@ -1545,6 +1545,67 @@ static void test_entity_batch_spawn_prefers_fresh_slots(void **state) {
   weft_world_destroy(f.w);
 }
 
+/* weft_get_many() agrees with weft_get() handle by handle: live entities
+ * in several archetypes, entities lacking the component, despawned and
+ * forged handles, and a tag. */
+static void test_entity_get_many_matches_get(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_desc_t dv = {.name = "v", .size = 8};
+  weft_component_desc_t dt = {.name = "t"};
+  weft_component_desc_t du = {.name = "u", .size = 4};
+  weft_component_t v, t, u;
+  assert_int_equal(weft_component_register(w, &dv, &v), 0);
+  assert_int_equal(weft_component_register(w, &dt, &t), 0);
+  assert_int_equal(weft_component_register(w, &du, &u), 0);
+  enum { N = 3000 };
+  static weft_entity_t h[N + 8];
+  static const void *got[N + 8];
+  wt_rng_t rng = wt_rng(42);
+  for (uint32_t i = 0; i < N; i++) {
+    uint64_t val = (uint64_t)i * 7919u;
+    uint32_t kind = wt_below(&rng, 4);
+    weft_component_t list[3] = {v, WEFT_COMPONENT_NONE, WEFT_COMPONENT_NONE};
+    if (kind == 1)
+      list[1] = t;
+    else if (kind == 2)
+      list[0] = u; /* no v at all */
+    else if (kind == 3)
+      list[1] = u;
+    const void *vals[2] = {list[0] == v ? (const void *)&val : NULL, NULL};
+    assert_int_equal(weft_spawn_with(w, list, vals, &h[i]), 0);
+  }
+  for (uint32_t i = 0; i < N; i += 5)
+    assert_int_equal(weft_despawn(w, h[i]), 0);
+  h[N] = WEFT_ENTITY_NULL;
+  h[N + 1] = ~(weft_entity_t)0;
+  h[N + 2] = h[1] + ((weft_entity_t)1 << 32); /* wrong generation */
+  uint32_t n = N + 3, expect_hits = 0;
+  /* Shuffle so that consecutive handles change archetype often. */
+  for (uint32_t i = n - 1; i > 0; i--) {
+    uint32_t j = wt_below(&rng, i + 1);
+    weft_entity_t tmp = h[i];
+    h[i] = h[j];
+    h[j] = tmp;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    expect_hits += weft_get(w, h[i], v) != NULL;
+  assert_true(expect_hits > N / 4);
+  assert_int_equal(weft_get_many(w, h, n, v, got), expect_hits);
+  for (uint32_t i = 0; i < n; i++) {
+    assert_ptr_equal(got[i], weft_get(w, h[i], v));
+    if (got[i]) {
+      uint64_t want = (uint64_t)weft_entity_index(h[i]) * 7919u;
+      assert_int_equal(*(const uint64_t *)got[i], want);
+    }
+  }
+  /* A tag has no data: every lookup misses. */
+  assert_int_equal(weft_get_many(w, h, n, t, got), 0);
+  for (uint32_t i = 0; i < n; i++)
+    assert_null(got[i]);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_entity_null_handle_never_live),
@@ -1577,6 +1638,7 @@ int main(void) {
       cmocka_unit_test(test_entity_batch_spawn_all_or_nothing),
       cmocka_unit_test(test_entity_batch_spawn_reuses_freed_slots),
       cmocka_unit_test(test_entity_batch_spawn_prefers_fresh_slots),
+      cmocka_unit_test(test_entity_get_many_matches_get),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -512,9 +512,58 @@ static void test_storage_moves_counted(void **state) {
   weft_world_destroy(w);
 }
 
+/* Large chunks hold more than 1024 rows; locations past row 1023 (whose
+ * high bits live in the record's generation word) must resolve exactly. */
+static void test_storage_large_chunks_locate_high_rows(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MAX);
+  weft_component_desc_t d = {.name = "id", .size = 4};
+  weft_component_t id;
+  assert_int_equal(weft_component_register(w, &d, &id), 0);
+  enum { N = 150000 };
+  static weft_entity_t h[N];
+  for (uint32_t i = 0; i < N; i++) {
+    const void *vals[1] = {&i};
+    assert_int_equal(
+        weft_spawn_with(w, (weft_component_t[]){id, 0}, vals, &h[i]), 0);
+  }
+  for (uint32_t i = 0; i < N; i += 3)
+    assert_int_equal(weft_despawn(w, h[i]), 0);
+  for (uint32_t i = 0; i < N; i++) {
+    const uint32_t *p = weft_get(w, h[i], id);
+    if (i % 3 == 0) {
+      assert_null(p);
+    } else {
+      assert_non_null(p);
+      assert_int_equal(*p, i);
+    }
+  }
+  weft_query_t *q;
+  assert_int_equal(
+      weft_query_create(w, &(weft_query_desc_t){.include = {id}}, &q), 0);
+  weft_iter_t it;
+  weft_query_iter(q, &it);
+  uint32_t seen = 0, biggest = 0;
+  while (weft_iter_next(&it)) {
+    const uint32_t *vals = it.columns[0];
+    for (uint32_t r = 0; r < it.count; r++) {
+      /* Each row's handle names the entity whose value sits in the row. */
+      assert_int_equal(vals[r], weft_entity_index(it.entities[r]));
+      assert_ptr_equal(weft_get(w, it.entities[r], id), &vals[r]);
+    }
+    seen += it.count;
+    biggest = it.count > biggest ? it.count : biggest;
+  }
+  assert_int_equal(seen, N - (N + 2) / 3);
+  assert_true(biggest > 1024);
+  assert_true(biggest <= WEFT_CHUNK_ROWS_MAX);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_storage_soa_fields_are_separate_arrays),
+      cmocka_unit_test(test_storage_large_chunks_locate_high_rows),
       cmocka_unit_test(test_storage_soa_mixed_field_sizes),
       cmocka_unit_test(test_storage_aos_columns_aligned),
       cmocka_unit_test(test_storage_aos_fields_have_no_arrays),
