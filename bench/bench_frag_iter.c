@@ -36,7 +36,6 @@ static inline void frag_scale(uint32_t n, float *restrict d) {
     d[i] *= 2.0f;
 }
 
-
 static uint64_t frag_weft(void *p, uint64_t reps) {
   frag_state_t *s = p;
   uint64_t sum = 0;

@@ -226,8 +226,8 @@ static void iter_run(bench_ctx_t *ctx, uint32_t n, bool soa, uint32_t chunk,
                      double target) {
   char label[16], name[64];
   bench_size_label(label, sizeof label, n);
-  snprintf(name, sizeof name, "simple_iter/%s/%s%s", soa ? "soa" : "aos",
-           label, chunk ? "/chunk1M" : "");
+  snprintf(name, sizeof name, "simple_iter/%s/%s%s", soa ? "soa" : "aos", label,
+           chunk ? "/chunk1M" : "");
   if (!bench_selected(ctx, name))
     return;
 

@@ -160,8 +160,7 @@ static int reserve_one(weft_world_t *w) {
 }
 
 int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
-                        const weft__mask_t *disabled,
-                        weft__archetype_t **out) {
+                        const weft__mask_t *disabled, weft__archetype_t **out) {
   if (w->arch_table_cap) {
     uint32_t id = w->arch_table[table_slot(w, present, disabled)];
     if (id) {
@@ -372,8 +371,8 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
     room = a->row_cap - a->chunks[a->nchunks - 1]->count;
   uint64_t need = n > room ? (n - room + a->row_cap - 1) / a->row_cap : 0;
   /* Count what the pool and the id space can still give. */
-  uint64_t fresh = need > w->chunks.free_count ? need - w->chunks.free_count
-                                               : 0;
+  uint64_t fresh =
+      need > w->chunks.free_count ? need - w->chunks.free_count : 0;
   WEFT_CHECK(w, w->chunks.count + fresh <= WEFT__CHUNK_ID_MAX, WEFT_ELIMIT,
              "%llu more chunks would exceed the %u chunk ids",
              (unsigned long long)need, WEFT__CHUNK_ID_MAX);
@@ -405,8 +404,7 @@ void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,
 }
 
 void weft__column_write(const weft__archetype_t *a, const weft__column_t *col,
-                        weft__chunk_t *chunk, uint32_t row,
-                        const void *value) {
+                        weft__chunk_t *chunk, uint32_t row, const void *value) {
   uint8_t *base = weft__chunk_bytes(chunk);
   const uint8_t *v = value;
   if (!col->soa) {

@@ -42,8 +42,12 @@ typedef struct weft__copy_t {
   uint32_t elem;
 } weft__copy_t;
 
-enum { WEFT__EDGE_ADD = 1, WEFT__EDGE_REMOVE, WEFT__EDGE_DISABLE,
-       WEFT__EDGE_ENABLE };
+enum {
+  WEFT__EDGE_ADD = 1,
+  WEFT__EDGE_REMOVE,
+  WEFT__EDGE_DISABLE,
+  WEFT__EDGE_ENABLE
+};
 
 typedef struct weft__edge_t {
   uint32_t key; /* op << 16 | component; 0 = empty slot */
@@ -58,10 +62,10 @@ typedef struct weft__archetype_t {
   uint32_t count;   /* rows in all chunks */
   uint32_t ncols;
   uint32_t narrays;
-  uint32_t ncomps;        /* present components, tags included */
-  weft__mask_t present;   /* components the rows have */
-  weft__mask_t disabled;  /* subset of present that is disabled */
-  weft__mask_t enabled;   /* present & ~disabled */
+  uint32_t ncomps;       /* present components, tags included */
+  weft__mask_t present;  /* components the rows have */
+  weft__mask_t disabled; /* subset of present that is disabled */
+  weft__mask_t enabled;  /* present & ~disabled */
   weft__column_t *cols;
   weft__array_t *arrays;
   weft_component_t *comps; /* ncomps ids, ascending */
@@ -76,8 +80,7 @@ typedef struct weft__archetype_t {
 
 /* The archetype with exactly this signature, created if needed. */
 int weft__archetype_get(struct weft_world_t *w, const weft__mask_t *present,
-                        const weft__mask_t *disabled,
-                        weft__archetype_t **out);
+                        const weft__mask_t *disabled, weft__archetype_t **out);
 
 /* Creates the transition edge op/comp from a (cold path of the lookup). */
 int weft__archetype_edge_slow(struct weft_world_t *w, weft__archetype_t *a,

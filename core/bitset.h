@@ -75,7 +75,8 @@ static inline uint64_t weft__mask_hash2(const weft__mask_t *a,
 #define WEFT__MASK_FOREACH(m, bit)                                             \
   for (uint32_t wi_ = 0; wi_ < WEFT__MASK_WORDS; wi_++)                        \
     for (uint64_t word_ = (m)->w[wi_]; word_; word_ &= word_ - 1)              \
-      for (uint32_t bit = wi_ * 64u + (uint32_t)__builtin_ctzll(word_), k_ = 0; \
+      for (uint32_t bit = wi_ * 64u + (uint32_t)__builtin_ctzll(word_),        \
+                    k_ = 0;                                                    \
            k_ < 1; k_++)
 
 #endif /* WEFT_CORE_BITSET_H */

@@ -35,8 +35,8 @@
  * Records a failure on the world (message, file, line) and returns code.
  * World may be NULL (the message then goes nowhere). Cold path.
  */
-int weft__fail(const weft_world_t *world, int code, const char *file,
-               int line, const char *fmt, ...) WEFT__PRINTF(5, 6) WEFT__COLD;
+int weft__fail(const weft_world_t *world, int code, const char *file, int line,
+               const char *fmt, ...) WEFT__PRINTF(5, 6) WEFT__COLD;
 
 /*
  * Reports misuse caught by checked mode through the world's panic handler.

@@ -47,7 +47,7 @@ typedef struct weft__slab_t {
 
 typedef struct weft__chunk_store_t {
   weft__chunk_slot_t *table; /* id -> chunk and owner */
-  uint32_t count;        /* ids issued */
+  uint32_t count;            /* ids issued */
   uint32_t cap;
   weft__slab_t *slabs;
   uint32_t nslabs;

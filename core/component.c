@@ -18,7 +18,9 @@ static bool name_ok(const char *name) {
   return name && name[0] && strnlen(name, WEFT_NAME_MAX) < WEFT_NAME_MAX;
 }
 
-static bool is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
+static bool is_pow2(uint32_t v) {
+  return v && !(v & (v - 1));
+}
 
 /* The default alignment: largest power of two dividing size, at most 16. */
 static uint32_t default_alignment(uint32_t size) {
@@ -119,8 +121,9 @@ int weft_component_register(weft_world_t *w, const weft_component_desc_t *d,
   weft__registry_t *reg = &w->registry;
   if (reg->count == reg->cap) {
     uint32_t n = reg->cap ? reg->cap * 2 : 32;
-    void *p = weft__realloc(&w->alloc, reg->items, reg->cap * sizeof(*reg->items),
-                            n * sizeof(*reg->items));
+    void *p =
+        weft__realloc(&w->alloc, reg->items, reg->cap * sizeof(*reg->items),
+                      n * sizeof(*reg->items));
     WEFT_CHECK(w, p, WEFT_ENOMEM, "out of memory growing the registry");
     reg->items = p;
     reg->cap = n;

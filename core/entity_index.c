@@ -23,8 +23,8 @@ void weft__index_fini(weft__index_t *ix) {
 
 int weft__index_reserve(weft__index_t *ix, weft__alloc_stats_t *st,
                         uint32_t slots) {
-  uint32_t need = (uint32_t)(((uint64_t)slots + WEFT__PAGE_SIZE - 1) >>
-                             WEFT__PAGE_BITS);
+  uint32_t need =
+      (uint32_t)(((uint64_t)slots + WEFT__PAGE_SIZE - 1) >> WEFT__PAGE_BITS);
   if (need <= ix->page_count)
     return 0;
   if (need > ix->page_slots) {

@@ -51,15 +51,15 @@ static inline void weft__rec_set_loc(weft__record_t *r, uint32_t chunk_id,
 
 typedef struct weft__index_t {
   weft__record_t **pages;
-  uint32_t page_count;    /* pages allocated */
-  uint32_t page_slots;    /* entries in pages[] */
-  uint32_t hwm;           /* slots ever handed out */
-  uint32_t free_head;     /* first free slot or WEFT__NIL */
+  uint32_t page_count; /* pages allocated */
+  uint32_t page_slots; /* entries in pages[] */
+  uint32_t hwm;        /* slots ever handed out */
+  uint32_t free_head;  /* first free slot or WEFT__NIL */
   uint32_t alive;
   uint32_t retired;
   uint32_t capacity;
   uint32_t max_gen;
-  uint64_t tag;           /* world tag, pre-shifted to bits 56..63 */
+  uint64_t tag; /* world tag, pre-shifted to bits 56..63 */
 } weft__index_t;
 
 void weft__index_init(weft__index_t *ix, uint32_t capacity, uint32_t max_gen,
@@ -131,9 +131,9 @@ static inline weft_entity_t weft__index_issue(weft__index_t *ix,
   return weft__index_handle(ix, idx, gen);
 }
 
-
 /* Kills a live slot: retires it if its generations are exhausted. */
-static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r, uint32_t idx) {
+static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r,
+                                    uint32_t idx) {
   uint32_t gen = r->gen & WEFT__GEN_MASK;
   ix->alive--;
   if (gen >= ix->max_gen) {
@@ -147,7 +147,6 @@ static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r, uint32
   r->loc = ix->free_head;
   ix->free_head = idx;
 }
-
 
 /* Kills every live slot and rebuilds the free list in index order. */
 void weft__index_clear(weft__index_t *ix);

@@ -66,8 +66,7 @@ static inline void write_or_zero(const weft__archetype_t *a,
 /* The slow half of room_for_one: no room, or a new index page needed. */
 static WEFT__COLD int room_slow(weft_world_t *w) {
   int rc = weft__index_check_room(&w->index, 1);
-  WEFT_CHECK(w, rc == 0, rc,
-             "cannot spawn: capacity %u, alive %u, retired %u",
+  WEFT_CHECK(w, rc == 0, rc, "cannot spawn: capacity %u, alive %u, retired %u",
              w->index.capacity, w->index.alive, w->index.retired);
   rc = weft__index_reserve(&w->index, &w->alloc, w->index.hwm + 1);
   WEFT_CHECK(w, rc == 0, rc, "out of memory growing the entity index");
@@ -78,8 +77,8 @@ static WEFT__COLD int room_slow(weft_world_t *w) {
 static inline int room_for_one(weft_world_t *w) {
   const weft__index_t *ix = &w->index;
   bool room = weft__index_remaining(ix) > 0;
-  bool paged = ix->free_head != WEFT__NIL ||
-               ix->hwm < ix->page_count << WEFT__PAGE_BITS;
+  bool paged = ix->free_head != WEFT__NIL || ix->hwm < ix->page_count
+                                                           << WEFT__PAGE_BITS;
   return WEFT__LIKELY(room && paged) ? 0 : room_slow(w);
 }
 
@@ -138,9 +137,9 @@ static inline uint32_t spawn_cache_slot(const weft_component_t *comps,
  * validation are memoised, and a hit must match the stored list id for id,
  * so a colliding list can never pick the wrong archetype.
  */
-static inline weft__archetype_t *
-spawn_cache_find(const weft_world_t *w, const weft_component_t *comps,
-                 uint32_t slot, uint32_t n) {
+static inline weft__archetype_t *spawn_cache_find(const weft_world_t *w,
+                                                  const weft_component_t *comps,
+                                                  uint32_t slot, uint32_t n) {
   const weft__spawn_memo_t *m = &w->spawn_cache[slot];
   if (m->n != n || n > WEFT__SPAWN_FAST)
     return NULL;
@@ -151,9 +150,9 @@ spawn_cache_find(const weft_world_t *w, const weft_component_t *comps,
 }
 
 /* The archetype a spawn list names (no disabled components). */
-static inline int spawn_archetype(weft_world_t *w, const weft_component_t *comps,
-                           uint32_t max, weft__archetype_t **out,
-                           uint32_t *count) {
+static inline int spawn_archetype(weft_world_t *w,
+                                  const weft_component_t *comps, uint32_t max,
+                                  weft__archetype_t **out, uint32_t *count) {
   uint32_t n, slot = spawn_cache_slot(comps, &n);
   weft__archetype_t *a = spawn_cache_find(w, comps, slot, n);
   if (WEFT__LIKELY(a != NULL)) {
@@ -248,9 +247,8 @@ static void batch_view(weft_world_t *w, const weft__archetype_t *a,
   v->version_ = w->version;
 }
 
-int weft_spawn_batch(weft_world_t *w, uint32_t n,
-                     const weft_component_t *comps, weft_fill_fn fill,
-                     void *user, weft_entity_t *out) {
+int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
+                     weft_fill_fn fill, void *user, weft_entity_t *out) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   static const weft_component_t none[1] = {WEFT_COMPONENT_NONE};
   if (!comps)
@@ -518,12 +516,11 @@ static int toggle(weft_world_t *w, weft_entity_t e, weft_component_t c,
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
   WEFT_CHECK(w, weft__mask_test(&at.arch->present, c), WEFT_ENOTFOUND,
-             "entity %#llx does not have component '%s'",
-             (unsigned long long)e, w->registry.items[c - 1].name);
+             "entity %#llx does not have component '%s'", (unsigned long long)e,
+             w->registry.items[c - 1].name);
   if (weft__mask_test(&at.arch->enabled, c) == enable)
     return 0;
-  return move_along(w, &at, enable ? WEFT__EDGE_ENABLE : WEFT__EDGE_DISABLE,
-                    c);
+  return move_along(w, &at, enable ? WEFT__EDGE_ENABLE : WEFT__EDGE_DISABLE, c);
 }
 
 int weft_disable(weft_world_t *w, weft_entity_t e, weft_component_t c) {

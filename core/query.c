@@ -22,9 +22,9 @@ bool weft__query_matches(const weft_query_t *q, const weft__archetype_t *a) {
 static int add_match(weft_query_t *q, const weft__archetype_t *a) {
   if (q->nmatches == q->cap) {
     uint32_t n = q->cap ? q->cap * 2 : 8;
-    void *p = weft__realloc(&q->world->alloc, q->matches,
-                            q->cap * sizeof(*q->matches),
-                            n * sizeof(*q->matches));
+    void *p =
+        weft__realloc(&q->world->alloc, q->matches,
+                      q->cap * sizeof(*q->matches), n * sizeof(*q->matches));
     if (!p)
       return WEFT_ENOMEM;
     q->matches = p;
@@ -87,8 +87,8 @@ static int parse_desc(weft_world_t *w, const weft_query_desc_t *d,
     return rc;
   WEFT_CHECK(w, ni + na + nd > 0, WEFT_EINVAL,
              "a query needs an include, any or disabled term");
-  WEFT_CHECK(w, !weft__mask_intersects(&q->include, &q->exclude),
-             WEFT_EINVAL, "a component is both included and excluded");
+  WEFT_CHECK(w, !weft__mask_intersects(&q->include, &q->exclude), WEFT_EINVAL,
+             "a component is both included and excluded");
   WEFT_CHECK(w, (d->flags & ~WEFT_QUERY_MATCH_DISABLED) == 0, WEFT_EINVAL,
              "unknown query flags 0x%x", d->flags);
   q->flags = d->flags;

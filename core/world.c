@@ -16,12 +16,14 @@ static _Atomic uint32_t weft__next_tag = 0;
 static uint8_t pick_tag(uint8_t wanted) {
   if (wanted)
     return wanted;
-  uint32_t n = atomic_fetch_add_explicit(&weft__next_tag, 1,
-                                         memory_order_relaxed);
+  uint32_t n =
+      atomic_fetch_add_explicit(&weft__next_tag, 1, memory_order_relaxed);
   return (uint8_t)(1 + n % 255u);
 }
 
-static bool is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
+static bool is_pow2(uint32_t v) {
+  return v && !(v & (v - 1));
+}
 
 static int check_config(const weft_world_config_t *c) {
   if (c->chunk_size &&
@@ -60,10 +62,9 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
   w->alloc = st;
   w->chunk_size = cfg.chunk_size ? cfg.chunk_size : WEFT_CHUNK_SIZE_DEFAULT;
   w->tag = pick_tag(cfg.world_tag);
-  weft__index_init(&w->index, cfg.capacity ? cfg.capacity : WEFT_ENTITY_MAX,
-                   cfg.max_generation ? cfg.max_generation
-                                      : WEFT_GENERATION_MAX,
-                   w->tag);
+  weft__index_init(
+      &w->index, cfg.capacity ? cfg.capacity : WEFT_ENTITY_MAX,
+      cfg.max_generation ? cfg.max_generation : WEFT_GENERATION_MAX, w->tag);
   weft__chunks_init(&w->chunks, w->chunk_size);
 #ifdef NDEBUG
   w->checked = cfg.checked == WEFT_CHECKED_ON;
@@ -160,9 +161,13 @@ const char *weft_world_last_error(const weft_world_t *w) {
   return w ? w->errbuf : "";
 }
 
-bool weft_world_checked(const weft_world_t *w) { return w && w->checked; }
+bool weft_world_checked(const weft_world_t *w) {
+  return w && w->checked;
+}
 
-uint8_t weft_world_tag(const weft_world_t *w) { return w ? w->tag : 0; }
+uint8_t weft_world_tag(const weft_world_t *w) {
+  return w ? w->tag : 0;
+}
 
 int weft__fail(const weft_world_t *cw, int code, const char *file, int line,
                const char *fmt, ...) {
@@ -173,11 +178,11 @@ int weft__fail(const weft_world_t *cw, int code, const char *file, int line,
   weft_world_t *w = (weft_world_t *)cw;
   int n = 0;
   if (file)
-    n = snprintf(w->errbuf, sizeof(w->errbuf), "%s: %s:%d: ",
-                 weft_strerror_name(code), file, line);
+    n = snprintf(w->errbuf, sizeof(w->errbuf),
+                 "%s: %s:%d: ", weft_strerror_name(code), file, line);
   else
-    n = snprintf(w->errbuf, sizeof(w->errbuf), "%s: ",
-                 weft_strerror_name(code));
+    n = snprintf(w->errbuf, sizeof(w->errbuf),
+                 "%s: ", weft_strerror_name(code));
   if (n < 0 || (size_t)n >= sizeof(w->errbuf))
     return code;
   va_list ap;

@@ -147,8 +147,10 @@ static int run(const sim_args_t *a, weft_world_t *w) {
   weft_field_desc_t xyz[3] = {WEFT_FIELD(sim_vec3_t, x),
                               WEFT_FIELD(sim_vec3_t, y),
                               WEFT_FIELD(sim_vec3_t, z)};
-  weft_component_desc_t dp = {.name = "Position", .size = sizeof(sim_vec3_t),
-                              .fields = xyz, .field_count = 3,
+  weft_component_desc_t dp = {.name = "Position",
+                              .size = sizeof(sim_vec3_t),
+                              .fields = xyz,
+                              .field_count = 3,
                               .flags = WEFT_COMPONENT_SOA};
   weft_component_desc_t dv = dp;
   dv.name = "Velocity";

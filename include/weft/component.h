@@ -67,7 +67,7 @@ typedef struct weft_component_info_t {
 #define WEFT_COMPONENT_DESC(T)                                                 \
   ((weft_component_desc_t){.name = #T,                                         \
                            .size = (uint32_t)sizeof(T),                        \
-                           .alignment = (uint32_t)_Alignof(T)})
+                           .alignment = (uint32_t) _Alignof(T)})
 
 /** Builds a field descriptor for member @p m of type @p T. */
 #define WEFT_FIELD(T, m)                                                       \

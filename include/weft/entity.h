@@ -145,8 +145,8 @@ void *weft_get_mut(weft_world_t *world, weft_entity_t e, weft_component_t c);
  * Like weft_get() with the reason for a miss: WEFT_ESTALE, WEFT_ENOCOMP,
  * WEFT_ENOTFOUND, WEFT_ETAG or WEFT_ESOA.
  */
-int weft_try_get(const weft_world_t *world, weft_entity_t e,
-                 weft_component_t c, const void **out);
+int weft_try_get(const weft_world_t *world, weft_entity_t e, weft_component_t c,
+                 const void **out);
 
 /**
  * Returns a writable pointer to field @p field of component @p c of @p e,

@@ -23,16 +23,15 @@ extern "C" {
   X(ESTALE, -2, "stale, forged or foreign entity handle")                      \
   X(ENOCOMP, -3, "unknown component id")                                       \
   X(ENOMEM, -4, "out of memory")                                               \
-  X(EFULL, -5, "entity capacity exhausted: every slot is alive")              \
+  X(EFULL, -5, "entity capacity exhausted: every slot is alive")               \
   X(ERETIRED, -6,                                                              \
     "entity capacity exhausted: remaining slots retired by generation "        \
     "rollover")                                                                \
-  X(EEXIST, -7, "a component with this name already exists")                  \
-  X(ELAYOUT, -8, "invalid component layout (size, alignment or fields)")      \
+  X(EEXIST, -7, "a component with this name already exists")                   \
+  X(ELAYOUT, -8, "invalid component layout (size, alignment or fields)")       \
   X(ETOOMANY, -9, "too many components or terms")                              \
   X(ENOTFOUND, -10, "the entity does not have this component")                 \
-  X(ESOA, -11,                                                                 \
-    "component is stored field-level SoA; use the field accessors")            \
+  X(ESOA, -11, "component is stored field-level SoA; use the field accessors") \
   X(ETAG, -12, "component is a tag and stores no data")                        \
   X(ELIMIT, -13, "an internal table limit was reached")
 

@@ -40,9 +40,9 @@ typedef struct weft_query_t weft_query_t;
  * `{.include = {pos, vel}}` is a complete descriptor.
  */
 typedef struct weft_query_desc_t {
-  weft_component_t include[WEFT_QUERY_MAX_TERMS + 1]; /**< all required */
-  weft_component_t exclude[WEFT_QUERY_MAX_TERMS + 1]; /**< none allowed */
-  weft_component_t any[WEFT_QUERY_MAX_TERMS + 1];     /**< at least one */
+  weft_component_t include[WEFT_QUERY_MAX_TERMS + 1];  /**< all required */
+  weft_component_t exclude[WEFT_QUERY_MAX_TERMS + 1];  /**< none allowed */
+  weft_component_t any[WEFT_QUERY_MAX_TERMS + 1];      /**< at least one */
   weft_component_t disabled[WEFT_QUERY_MAX_TERMS + 1]; /**< present, disabled */
   uint32_t flags; /**< WEFT_QUERY_MATCH_DISABLED */
 } weft_query_desc_t;
@@ -53,16 +53,16 @@ typedef struct weft_query_desc_t {
  * weft_iter_next() returned true; the rest is private.
  */
 typedef struct weft_iter_t {
-  uint32_t count;                 /**< rows in this chunk (> 0) */
-  uint32_t home_node;             /**< NUMA node the chunk's memory lives on */
-  const weft_entity_t *entities;  /**< count handles */
+  uint32_t count;                /**< rows in this chunk (> 0) */
+  uint32_t home_node;            /**< NUMA node the chunk's memory lives on */
+  const weft_entity_t *entities; /**< count handles */
   void *columns[WEFT_QUERY_MAX_TERMS]; /**< include term i's array, NULL for
                                           tags and SoA components */
   /* Private: may change between releases. */
   const weft_world_t *world_;
   const uint64_t *world_version_;
-  void *chunk_;                   /* current chunk (its header names the
-                                     archetype) */
+  void *chunk_; /* current chunk (its header names the
+                   archetype) */
   const weft_component_t *terms_;
   void *const *chunks_; /* the current archetype's chunk list */
   const void *match_;   /* the query's cache entry being walked */

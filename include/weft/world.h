@@ -17,10 +17,12 @@
 extern "C" {
 #endif
 
-/** An opaque world. Created by weft_world_create(), freed by weft_world_destroy(). */
+/** An opaque world. Created by weft_world_create(), freed by
+ * weft_world_destroy(). */
 typedef struct weft_world_t weft_world_t;
 
-/** Largest number of entity slots a world can have (its hard capacity bound). */
+/** Largest number of entity slots a world can have (its hard capacity bound).
+ */
 #define WEFT_ENTITY_MAX 0x7fffffffu
 
 /** Generations a slot can issue before it retires, the largest allowed. */
