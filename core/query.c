@@ -36,9 +36,14 @@ static int add_match(weft_query_t *q, const weft__archetype_t *a) {
   for (uint32_t t = 0; t < q->nterms; t++) {
     const weft__column_t *col = weft__archetype_col(a, q->terms[t]);
     m->offsets[t] = (col && !col->soa) ? col->offset : 0;
-    for (uint32_t f = 0; col && f < col->array_count; f++)
-      if (m->nprefetch < WEFT__PREFETCH_ARRAYS)
-        m->prefetch[m->nprefetch++] = a->arrays[col->first_array + f].offset;
+    if (!col || m->nprefetch + col->array_count > WEFT__PREFETCH_ARRAYS)
+      continue;
+    if (col->soa) {
+      m->soa_first[t] = (uint8_t)m->nprefetch;
+      m->soa_count[t] = (uint8_t)col->array_count;
+    }
+    for (uint32_t f = 0; f < col->array_count; f++)
+      m->prefetch[m->nprefetch++] = a->arrays[col->first_array + f].offset;
   }
   return 0;
 }
@@ -195,6 +200,9 @@ static WEFT__COLD void check_version(weft_iter_t *it) {
  */
 #define WEFT__PREFETCH_AHEAD 2u
 #define WEFT__PREFETCH_HEAD 512u
+/* Archetypes smaller than this are likely cache-resident: prefetching them
+ * would only compete with the loop's own loads. */
+#define WEFT__PREFETCH_MIN_BYTES (2u << 20)
 
 static void prefetch_chunk(const weft__match_t *m, const uint8_t *base) {
   for (uint32_t i = 0; i < m->nprefetch; i++)
@@ -206,7 +214,7 @@ static void prefetch_chunk(const weft__match_t *m, const uint8_t *base) {
 static inline bool emit(weft_iter_t *it) {
   const weft__match_t *m = it->match_;
   uint32_t ahead = it->chunk_index_ + WEFT__PREFETCH_AHEAD;
-  if (ahead < it->nchunks_)
+  if (it->prefetch_ && ahead < it->nchunks_)
     prefetch_chunk(m, it->chunks_[ahead]);
   weft__chunk_t *c = (weft__chunk_t *)it->chunks_[it->chunk_index_++];
   uint8_t *base = weft__chunk_bytes(c);
@@ -233,7 +241,10 @@ static bool next_archetype(weft_iter_t *it) {
       it->chunks_ = (void *const *)a->chunks;
       it->nchunks_ = a->nchunks;
       it->chunk_index_ = 0;
-      for (uint32_t k = 1; k < WEFT__PREFETCH_AHEAD && k < a->nchunks; k++)
+      it->prefetch_ = (uint64_t)a->nchunks * it->world_->chunk_size >=
+                      WEFT__PREFETCH_MIN_BYTES;
+      for (uint32_t k = 1;
+           it->prefetch_ && k < WEFT__PREFETCH_AHEAD && k < a->nchunks; k++)
         prefetch_chunk(m, weft__chunk_bytes(a->chunks[k]));
       return emit(it);
     }
@@ -260,6 +271,14 @@ static inline const weft__archetype_t *iter_arch(const weft_iter_t *it) {
 }
 
 void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
+  /* Fast path: a query iterator on a chunk (chunk_index_ > 0) whose cache
+   * entry lists the term's field arrays. */
+  if (WEFT__LIKELY(it->chunk_index_ && term < it->term_count_)) {
+    const weft__match_t *m = it->match_;
+    if (field < m->soa_count[term])
+      return weft__chunk_bytes(it->chunk_) +
+             m->prefetch[m->soa_first[term] + field];
+  }
   const weft_world_t *w = it->world_;
   if (!WEFT_ASSERT_CHECKED(w, term < it->term_count_ && it->chunk_,
                            "weft_iter_field: term out of range"))

@@ -21,6 +21,10 @@ typedef struct weft__match_t {
    * for prefetching the heads of upcoming chunks. */
   uint32_t prefetch[WEFT__PREFETCH_ARRAYS];
   uint32_t nprefetch;
+  /* For an SoA include term, where its field arrays sit in prefetch[]
+   * (count 0: not SoA, or not all of its fields fit). */
+  uint8_t soa_first[WEFT_QUERY_MAX_TERMS];
+  uint8_t soa_count[WEFT_QUERY_MAX_TERMS];
 } weft__match_t;
 
 struct weft_query_t {

@@ -68,6 +68,7 @@ typedef struct weft_iter_t {
   const void *match_;   /* the query's cache entry being walked */
   const void *match_end_;
   uint32_t nchunks_;
+  uint32_t prefetch_; /* nonzero: prefetch ahead in this archetype */
   uint32_t term_count_;
   uint32_t chunk_index_;
   uint32_t row0_;
