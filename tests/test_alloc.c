@@ -242,6 +242,16 @@ static void test_alloc_entity_access_allocates_nothing(void **state) {
       assert_non_null(fa);
       assert_int_equal(*fa, sv.a);
     }
+    /* Batched random access resolves through the same index. */
+    enum { BLOCK = 64 };
+    weft_entity_t hs[BLOCK];
+    const void *ps[BLOCK];
+    for (uint32_t i = 0; i + BLOCK <= probes; i += BLOCK) {
+      for (uint32_t j = 0; j < BLOCK; j++)
+        hs[j] = b.es[pick[i + j]];
+      assert_int_equal(weft_get_many(b.w, hs, BLOCK, b.p, ps), BLOCK);
+      assert_ptr_equal(ps[BLOCK - 1], weft_get(b.w, hs[BLOCK - 1], b.p));
+    }
     weft_world_stats_t s;
     weft_world_stats(b.w, &s);
     assert_int_equal(s.alive, n);
