@@ -179,10 +179,11 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   it->terms_ = q->terms;
   it->term_count_ = q->nterms;
   it->version_ = q->world->version;
-  /* match_ points one before the first cache entry: the first call to
-   * weft_iter_next() advances to it. */
-  it->match_ = q->matches - 1;
-  it->match_end_ = q->matches + q->nmatches;
+  /* The first call to weft_iter_next() advances to the first entry. */
+  if (q->nmatches) {
+    it->match_next_ = q->matches;
+    it->match_end_ = q->matches + q->nmatches;
+  }
 }
 
 static WEFT__COLD void check_version(weft_iter_t *it) {
@@ -231,13 +232,12 @@ static inline bool emit(weft_iter_t *it) {
 
 /* Moves to the next cached archetype that has chunks. */
 static bool next_archetype(weft_iter_t *it) {
-  const weft__match_t *m = it->match_, *end = it->match_end_;
-  if (!m)
-    return false;
-  while (++m < end) {
+  const weft__match_t *m = it->match_next_, *end = it->match_end_;
+  for (; m && m < end; m++) {
     const weft__archetype_t *a = m->arch;
     if (a->nchunks) {
       it->match_ = m;
+      it->match_next_ = m + 1;
       it->chunks_ = (void *const *)a->chunks;
       it->nchunks_ = a->nchunks;
       it->chunk_index_ = 0;
@@ -249,7 +249,7 @@ static bool next_archetype(weft_iter_t *it) {
       return emit(it);
     }
   }
-  it->match_ = end;
+  it->match_next_ = end;
   it->nchunks_ = it->chunk_index_ = 0;
   it->count = 0;
   return false;
