@@ -52,11 +52,15 @@ static uint32_t next_slab_chunks(const weft__chunk_store_t *cs) {
   return n;
 }
 
-/* Allocates a slab and puts its chunks in the pool, lowest address first
- * out, so that an archetype filling up takes them in address order. */
-static int add_slab(weft__chunk_store_t *cs, weft__alloc_stats_t *st) {
+/* Allocates a slab of at least min chunks and puts its chunks in the pool,
+ * lowest address first out, so that an archetype filling up takes them in
+ * address order. */
+static int add_slab(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
+                    uint32_t min) {
   uint32_t n = next_slab_chunks(cs);
-  if (n == 0)
+  if (n < min && min <= WEFT__CHUNK_ID_MAX - cs->count)
+    n = min;
+  if (n == 0 || n < min)
     return WEFT_ELIMIT;
   size_t bytes = (size_t)n * cs->chunk_size;
   if (cs->nslabs == cs->slab_cap) {
@@ -70,6 +74,8 @@ static int add_slab(weft__chunk_store_t *cs, weft__alloc_stats_t *st) {
   }
   if (grow_table(cs, st, cs->count + n))
     return WEFT_ENOMEM;
+  /* Slabs of 2 MiB and more start on a huge-page boundary; the kernel backs
+   * every whole 2 MiB page of the slab with a huge page when it can. */
   bool huge = bytes >= WEFT__SLAB_MAX;
   uint8_t *mem = weft__alloc(st, bytes, huge ? WEFT__SLAB_MAX : 64);
   if (!mem)
@@ -94,18 +100,17 @@ static int add_slab(weft__chunk_store_t *cs, weft__alloc_stats_t *st) {
 
 int weft__chunks_reserve(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
                          uint32_t n) {
-  while (cs->free_count < n) {
-    int rc = add_slab(cs, st);
-    if (rc)
-      return rc;
-  }
+  /* One slab for the whole shortfall: a batch gets consecutive chunks and
+   * no slack beyond what it asked for. */
+  if (cs->free_count < n)
+    return add_slab(cs, st, n - cs->free_count);
   return 0;
 }
 
 weft__chunk_t *weft__chunk_acquire(weft__chunk_store_t *cs,
                                    weft__alloc_stats_t *st, int *err) {
   if (!cs->free_list) {
-    int rc = add_slab(cs, st);
+    int rc = add_slab(cs, st, 1);
     if (rc) {
       *err = rc;
       return NULL;
