@@ -59,25 +59,23 @@ int weft__index_check_room(const weft__index_t *ix, uint32_t n) {
 }
 
 void weft__index_clear(weft__index_t *ix) {
-  /* Walk downwards so that the rebuilt free list hands out low slots first:
-   * a cleared world issues the same handles in the same order every time. */
-  ix->free_head = WEFT__NIL;
-  for (uint32_t i = ix->hwm; i-- > 0;) {
+  for (uint32_t i = 0; i < ix->hwm; i++) {
     weft__record_t *r = weft__index_rec(ix, i);
-    if (r->gen & WEFT__REC_RETIRED)
-      continue;
+    if (!(r->gen & WEFT__REC_ALIVE))
+      continue; /* free or retired already */
     uint32_t gen = r->gen & WEFT__GEN_MASK;
-    if (r->gen & WEFT__REC_ALIVE) {
-      ix->alive--;
-      if (gen >= ix->max_gen) {
-        r->gen = WEFT__REC_RETIRED | gen;
-        r->loc = WEFT__NIL;
-        ix->retired++;
-        continue;
-      }
+    ix->alive--;
+    if (gen >= ix->max_gen) {
+      r->gen = WEFT__REC_RETIRED | gen;
+      r->loc = WEFT__NIL;
+      ix->retired++;
+    } else {
+      r->gen = gen;
     }
-    r->gen = gen;
-    r->loc = ix->free_head;
-    ix->free_head = i;
   }
+  /* A cleared world issues the same handles in the same order every time:
+   * the sweep hands out slots 0, 1, 2, ... skipping retired ones. */
+  ix->free_head = WEFT__NIL;
+  ix->sweep = 0;
+  ix->sweep_end = ix->hwm;
 }

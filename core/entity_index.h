@@ -54,6 +54,8 @@ typedef struct weft__index_t {
   uint32_t page_count; /* pages allocated */
   uint32_t page_slots; /* entries in pages[] */
   uint32_t hwm;        /* slots ever handed out */
+  uint32_t sweep;      /* slots in [sweep, sweep_end) are free or retired: */
+  uint32_t sweep_end;  /* the ones the last clear released, not reused yet */
   uint32_t free_head;  /* first free slot or WEFT__NIL */
   uint32_t alive;
   uint32_t retired;
@@ -103,6 +105,14 @@ static inline uint32_t weft__index_remaining(const weft__index_t *ix) {
  */
 int weft__index_check_room(const weft__index_t *ix, uint32_t n);
 
+/* Skips retired slots of the sweep range; true if a free one is left. */
+static inline bool weft__index_sweep_next(weft__index_t *ix) {
+  while (ix->sweep < ix->sweep_end &&
+         (weft__index_rec(ix, ix->sweep)->gen & WEFT__REC_RETIRED))
+    ix->sweep++;
+  return ix->sweep < ix->sweep_end;
+}
+
 /*
  * Issues a slot (pages must be reserved: the caller reserves hwm+1 first).
  * prefer_fresh takes a slot above the high-water mark even when the free
@@ -115,11 +125,15 @@ static inline weft_entity_t weft__index_issue(weft__index_t *ix,
                                               uint32_t chunk_id, uint32_t row) {
   uint32_t idx;
   weft__record_t *r;
-  bool fresh_ok = ix->hwm < ix->capacity;
-  if (ix->free_head != WEFT__NIL && !(prefer_fresh && fresh_ok)) {
+  bool fresh = prefer_fresh && ix->hwm < ix->capacity;
+  if (ix->free_head != WEFT__NIL && !fresh) {
     idx = ix->free_head;
     r = weft__index_rec(ix, idx);
     ix->free_head = r->loc;
+  } else if (!fresh && weft__index_sweep_next(ix)) {
+    /* Slots a clear released, in index order. */
+    idx = ix->sweep++;
+    r = weft__index_rec(ix, idx);
   } else {
     idx = ix->hwm++;
     r = weft__index_rec(ix, idx);
@@ -129,6 +143,59 @@ static inline weft_entity_t weft__index_issue(weft__index_t *ix,
   r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
   ix->alive++;
   return weft__index_handle(ix, idx, gen);
+}
+
+/* Marks slot idx alive at (chunk_id, row) and returns its new handle. */
+static inline weft_entity_t weft__index_claim(weft__index_t *ix, uint32_t idx,
+                                              uint32_t chunk_id,
+                                              uint32_t row) {
+  weft__record_t *r = weft__index_rec(ix, idx);
+  uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
+  r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
+  r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
+  return weft__index_handle(ix, idx, gen);
+}
+
+/*
+ * Issues k slots for rows [row0, row0 + k) of one chunk, in the order
+ * weft__index_issue(ix, true, ...) would, writing the handles to ents[row0..]
+ * and, when out is not NULL, to out[0..k). Runs of fresh or swept slots take
+ * a loop without the per-slot choice.
+ */
+static inline void weft__index_issue_rows(weft__index_t *ix, uint32_t chunk_id,
+                                          uint32_t row0, uint32_t k,
+                                          weft_entity_t *ents,
+                                          weft_entity_t *out) {
+  uint32_t i = 0;
+  if (ix->capacity - ix->hwm >= k) {
+    /* All fresh: consecutive indices above the high-water mark. */
+    uint32_t base = ix->hwm;
+    for (; i < k; i++) {
+      weft_entity_t e = weft__index_claim(ix, base + i, chunk_id, row0 + i);
+      ents[row0 + i] = e;
+      if (out)
+        out[i] = e;
+    }
+    ix->hwm += k;
+    ix->alive += k;
+    return;
+  }
+  if (ix->hwm == ix->capacity && ix->free_head == WEFT__NIL) {
+    /* No fresh slot and no free list: the sweep range, in order. */
+    for (; i < k && weft__index_sweep_next(ix); i++) {
+      weft_entity_t e = weft__index_claim(ix, ix->sweep++, chunk_id, row0 + i);
+      ents[row0 + i] = e;
+      if (out)
+        out[i] = e;
+    }
+    ix->alive += i;
+  }
+  for (; i < k; i++) {
+    weft_entity_t e = weft__index_issue(ix, true, chunk_id, row0 + i);
+    ents[row0 + i] = e;
+    if (out)
+      out[i] = e;
+  }
 }
 
 /* Kills a live slot: retires it if its generations are exhausted. */
@@ -148,7 +215,11 @@ static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r,
   ix->free_head = idx;
 }
 
-/* Kills every live slot and rebuilds the free list in index order. */
+/*
+ * Kills every live slot. Instead of threading a free list through every
+ * record, the whole range [0, hwm) becomes the sweep range, which issues
+ * its non-retired slots in index order before any fresh slot.
+ */
 void weft__index_clear(weft__index_t *ix);
 
 #endif /* WEFT_CORE_ENTITY_INDEX_H */

@@ -215,13 +215,8 @@ static int batch_reserve(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
 /* Fills in the handles of rows [row0, row0+k) of a chunk. */
 static void batch_issue(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
                         uint32_t k, weft_entity_t *out) {
-  weft_entity_t *ents = weft__chunk_entities(c);
-  for (uint32_t i = 0; i < k; i++) {
-    weft_entity_t e = weft__index_issue(&w->index, true, c->id, row0 + i);
-    ents[row0 + i] = e;
-    if (out)
-      out[i] = e;
-  }
+  weft__index_issue_rows(&w->index, c->id, row0, k, weft__chunk_entities(c),
+                         out);
 }
 
 static void batch_view(weft_world_t *w, const weft__archetype_t *a,
