@@ -147,8 +147,7 @@ static inline weft_entity_t weft__index_issue(weft__index_t *ix,
 
 /* Marks slot idx alive at (chunk_id, row) and returns its new handle. */
 static inline weft_entity_t weft__index_claim(weft__index_t *ix, uint32_t idx,
-                                              uint32_t chunk_id,
-                                              uint32_t row) {
+                                              uint32_t chunk_id, uint32_t row) {
   weft__record_t *r = weft__index_rec(ix, idx);
   uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
   r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);

@@ -295,8 +295,9 @@ bool weft_is_alive(const weft_world_t *w, weft_entity_t e) {
 }
 
 /* Moves a resolved entity along an edge; at is updated to the new row. */
-static inline __attribute__((always_inline)) int move_along(weft_world_t *w, weft__where_t *at, uint32_t op,
-                      weft_component_t c) {
+static inline __attribute__((always_inline)) int
+move_along(weft_world_t *w, weft__where_t *at, uint32_t op,
+           weft_component_t c) {
   const weft__edge_t *edge;
   int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
   if (rc)

@@ -369,6 +369,50 @@ static void test_world_clear_retires_exhausted_slots(void **state) {
   weft_world_destroy(w);
 }
 
+/* After a clear, slots come back in index order, skipping retired ones,
+ * each with its generation advanced; a despawn after the clear is reused
+ * first. Two worlds driven the same way issue identical handles. */
+static void test_world_clear_reissues_slots_in_order(void **state) {
+  (void)state;
+  weft_world_config_t cfg = {.max_generation = 3, .world_tag = 9};
+  weft_world_t *w = wt_world_new(&cfg);
+  enum { N = 12 };
+  weft_entity_t e[N], again[N];
+  for (uint32_t i = 0; i < N; i++)
+    assert_int_equal(weft_spawn(w, &e[i]), 0);
+  /* Slots 3 and 7 reach generation 3 (the last one) before the clear. */
+  uint32_t last_gen[2] = {3, 7};
+  for (uint32_t k = 0; k < 2; k++) {
+    uint32_t s = last_gen[k];
+    for (uint32_t g = 2; g <= 3; g++) {
+      assert_int_equal(weft_despawn(w, e[s]), 0);
+      assert_int_equal(weft_spawn(w, &e[s]), 0);
+      assert_int_equal(weft_entity_index(e[s]), s);
+      assert_int_equal(weft_entity_generation(e[s]), g);
+    }
+  }
+  weft_world_clear(w);
+  assert_int_equal(wt_stats(w).retired, 2);
+  uint32_t want = 0;
+  for (uint32_t i = 0; i < N - 2; i++, want++) {
+    if (want == 3 || want == 7)
+      want++;
+    assert_int_equal(weft_spawn(w, &again[i]), 0);
+    assert_int_equal(weft_entity_index(again[i]), want);
+    assert_int_equal(weft_entity_generation(again[i]), 2);
+    assert_false(weft_is_alive(w, e[want]));
+  }
+  /* The sweep is spent: the next spawn is fresh, unless a slot was freed. */
+  assert_int_equal(weft_despawn(w, again[4]), 0);
+  weft_entity_t r;
+  assert_int_equal(weft_spawn(w, &r), 0);
+  assert_int_equal(weft_entity_index(r), weft_entity_index(again[4]));
+  assert_int_equal(weft_spawn(w, &r), 0);
+  assert_int_equal(weft_entity_index(r), N);
+  wt_check_slot_invariant(w);
+  weft_world_destroy(w);
+}
+
 static void test_world_last_error_describes_failure(void **state) {
   (void)state;
   weft_world_t *w = wt_world_sized(1, 0);
@@ -473,6 +517,7 @@ int main(void) {
       cmocka_unit_test(test_world_clear_makes_handles_stale),
       cmocka_unit_test(test_world_clear_keeps_memory_and_queries),
       cmocka_unit_test(test_world_clear_retires_exhausted_slots),
+      cmocka_unit_test(test_world_clear_reissues_slots_in_order),
       cmocka_unit_test(test_world_last_error_describes_failure),
       cmocka_unit_test(test_world_stats_track_lifecycle),
   };
