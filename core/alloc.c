@@ -1,8 +1,10 @@
 /* The world's allocator: jemalloc in normal builds, libc under sanitizers. */
+#define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE */
 #include "core/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #ifndef WEFT_SYSTEM_MALLOC
 #include <jemalloc/jemalloc.h>
@@ -62,5 +64,15 @@ void weft__free(void *p, size_t size, size_t align) {
   free(p);
 #else
   dallocx(p, 0);
+#endif
+}
+
+void weft__advise_huge(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  if (p && bytes >= (2u << 20))
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
 #endif
 }

@@ -26,6 +26,10 @@ void *weft__calloc(weft__alloc_stats_t *st, size_t size, size_t align);
 /* Grows or shrinks a block allocated with alignment <= 16. */
 void *weft__realloc(weft__alloc_stats_t *st, void *p, size_t old_size,
                     size_t new_size);
+/* Asks the kernel to back a large block with transparent huge pages where
+ * it can (a hint: failure and small blocks are ignored). */
+void weft__advise_huge(void *p, size_t bytes);
+
 /* Frees a block; size and align are those it was allocated with. */
 void weft__free(void *p, size_t size, size_t align);
 

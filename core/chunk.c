@@ -1,9 +1,7 @@
 /* Chunk allocation, the chunk id table and the per-world empty-chunk pool. */
-#define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE */
 #include "core/chunk.h"
 
 #include <string.h>
-#include <sys/mman.h>
 
 #include "weft/error.h"
 
@@ -80,10 +78,7 @@ static int add_slab(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
   uint8_t *mem = weft__alloc(st, bytes, huge ? WEFT__SLAB_MAX : 64);
   if (!mem)
     return WEFT_ENOMEM;
-#ifdef MADV_HUGEPAGE
-  if (huge)
-    (void)madvise(mem, bytes, MADV_HUGEPAGE); /* a hint; failure is fine */
-#endif
+  weft__advise_huge(mem, bytes);
   cs->slabs[cs->nslabs++] = (weft__slab_t){mem, bytes};
   for (uint32_t i = n; i-- > 0;) {
     weft__chunk_t *c = (weft__chunk_t *)(mem + (size_t)i * cs->chunk_size);

@@ -15,18 +15,18 @@ void weft__index_init(weft__index_t *ix, uint32_t capacity, uint32_t max_gen,
 }
 
 void weft__index_fini(weft__index_t *ix) {
-  for (uint32_t p = 0; p < ix->page_count; p++)
-    weft__free(ix->pages[p], WEFT__PAGE_SIZE * sizeof(weft__record_t), 64);
+  for (uint32_t b = 0; b < ix->nblocks; b++)
+    weft__free(ix->blocks[b], 0, 64);
+  weft__free(ix->blocks, ix->block_cap * sizeof(*ix->blocks), 16);
   weft__free(ix->pages, ix->page_slots * sizeof(*ix->pages), 16);
   memset(ix, 0, sizeof(*ix));
 }
 
-int weft__index_reserve(weft__index_t *ix, weft__alloc_stats_t *st,
-                        uint32_t slots) {
-  uint32_t need =
-      (uint32_t)(((uint64_t)slots + WEFT__PAGE_SIZE - 1) >> WEFT__PAGE_BITS);
-  if (need <= ix->page_count)
-    return 0;
+#define WEFT__PAGE_BYTES (WEFT__PAGE_SIZE * sizeof(weft__record_t))
+#define WEFT__HUGE_BYTES (2u << 20)
+
+static int grow_directory(weft__index_t *ix, weft__alloc_stats_t *st,
+                          uint32_t need) {
   if (need > ix->page_slots) {
     /* The page directory may move; the pages themselves never do. */
     uint32_t n = ix->page_slots ? ix->page_slots : 16;
@@ -39,15 +39,55 @@ int weft__index_reserve(weft__index_t *ix, weft__alloc_stats_t *st,
     ix->pages = p;
     ix->page_slots = n;
   }
-  while (ix->page_count < need) {
-    weft__record_t *page =
-        weft__alloc(st, WEFT__PAGE_SIZE * sizeof(weft__record_t), 64);
-    if (!page)
+  if (ix->nblocks == ix->block_cap) {
+    uint32_t n = ix->block_cap ? ix->block_cap * 2 : 8;
+    void *p = weft__realloc(st, ix->blocks, ix->block_cap * sizeof(void *),
+                            n * sizeof(void *));
+    if (!p)
       return WEFT_ENOMEM;
-    /* gen 0, not alive: a never-issued slot. */
-    memset(page, 0, WEFT__PAGE_SIZE * sizeof(weft__record_t));
-    ix->pages[ix->page_count++] = page;
+    ix->blocks = p;
+    ix->block_cap = n;
   }
+  return 0;
+}
+
+int weft__index_reserve(weft__index_t *ix, weft__alloc_stats_t *st,
+                        uint32_t slots) {
+  uint32_t need =
+      (uint32_t)(((uint64_t)slots + WEFT__PAGE_SIZE - 1) >> WEFT__PAGE_BITS);
+  if (need <= ix->page_count)
+    return 0;
+  /* Pages come in blocks: what was asked for, but at least as many as
+   * exist already (up to one 2 MiB block), so that one-by-one growth makes
+   * few allocations; never past the capacity. */
+  uint32_t max_pages =
+      (uint32_t)(((uint64_t)ix->capacity + WEFT__PAGE_SIZE - 1) >>
+                 WEFT__PAGE_BITS);
+  uint32_t n = need - ix->page_count;
+  uint32_t geo = ix->page_count ? ix->page_count : 1;
+  if (geo > WEFT__HUGE_BYTES / WEFT__PAGE_BYTES)
+    geo = WEFT__HUGE_BYTES / WEFT__PAGE_BYTES;
+  if (n < geo)
+    n = geo;
+  if (n > max_pages - ix->page_count)
+    n = max_pages - ix->page_count;
+  if (ix->page_count + n < need)
+    n = need - ix->page_count;
+  int rc = grow_directory(ix, st, ix->page_count + n);
+  if (rc)
+    return rc;
+  size_t bytes = (size_t)n * WEFT__PAGE_BYTES;
+  bool huge = bytes >= WEFT__HUGE_BYTES;
+  uint8_t *block = weft__alloc(st, bytes, huge ? WEFT__HUGE_BYTES : 64);
+  if (!block)
+    return WEFT_ENOMEM;
+  weft__advise_huge(block, bytes);
+  /* gen 0, not alive: never-issued slots. */
+  memset(block, 0, bytes);
+  ix->blocks[ix->nblocks++] = block;
+  for (uint32_t i = 0; i < n; i++)
+    ix->pages[ix->page_count++] =
+        (weft__record_t *)(block + (size_t)i * WEFT__PAGE_BYTES);
   return 0;
 }
 

@@ -53,10 +53,13 @@ typedef struct weft__index_t {
   weft__record_t **pages;
   uint32_t page_count; /* pages allocated */
   uint32_t page_slots; /* entries in pages[] */
-  uint32_t hwm;        /* slots ever handed out */
-  uint32_t sweep;      /* slots in [sweep, sweep_end) are free or retired: */
-  uint32_t sweep_end;  /* the ones the last clear released, not reused yet */
-  uint32_t free_head;  /* first free slot or WEFT__NIL */
+  void **blocks;       /* allocations the pages were carved from */
+  uint32_t nblocks;
+  uint32_t block_cap;
+  uint32_t hwm;       /* slots ever handed out */
+  uint32_t sweep;     /* slots in [sweep, sweep_end) are free or retired: */
+  uint32_t sweep_end; /* the ones the last clear released, not reused yet */
+  uint32_t free_head; /* first free slot or WEFT__NIL */
   uint32_t alive;
   uint32_t retired;
   uint32_t capacity;
