@@ -260,6 +260,7 @@ static int edges_grow(weft_world_t *w, weft__archetype_t *a) {
     return WEFT_ENOMEM;
   }
   a->edge_cap = n;
+  a->last_edge = NULL; /* it pointed into the old table */
   for (uint32_t i = 0; i < old_cap; i++)
     if (old[i].key)
       *edge_find(a, old[i].key) = old[i];
@@ -287,7 +288,9 @@ int weft__archetype_edge_slow(weft_world_t *w, weft__archetype_t *a,
   int rc = weft__archetype_get(w, &present, &disabled, &b);
   if (rc)
     return rc;
-  weft__edge_t tmp = {.key = key, .target = b->id};
+  weft__edge_t tmp = {.key = key, .to = b};
+  if (op == WEFT__EDGE_ADD)
+    tmp.col = weft__archetype_col(b, comp);
   rc = make_plan(w, a, b, &tmp);
   WEFT_CHECK(w, rc == 0, rc, "out of memory building a move plan");
   e = edge_find(a, key);

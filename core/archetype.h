@@ -49,11 +49,17 @@ enum {
   WEFT__EDGE_ENABLE
 };
 
+struct weft__archetype_t;
+struct weft__column_t;
+
 typedef struct weft__edge_t {
   uint32_t key; /* op << 16 | component; 0 = empty slot */
-  uint32_t target;
-  weft__copy_t *plan; /* arrays both archetypes share */
   uint32_t plan_len;
+  struct weft__archetype_t *to;
+  weft__copy_t *plan; /* arrays both archetypes share */
+  /* ADD edges: the added component's column in the target (NULL for a
+   * tag), so that writing its value needs no column lookup. */
+  const struct weft__column_t *col;
 } weft__edge_t;
 
 typedef struct weft__archetype_t {
@@ -75,6 +81,7 @@ typedef struct weft__archetype_t {
   weft__edge_t *edges; /* open addressing, edge_cap a power of two */
   uint32_t edge_cap;
   uint32_t edge_count;
+  const weft__edge_t *last_edge; /* the edge followed last (NULL: none) */
   uint16_t colmap[WEFT_MAX_COMPONENTS + 1]; /* id -> column + 1, 0: none */
 } weft__archetype_t;
 
@@ -98,11 +105,18 @@ static inline int weft__archetype_edge(struct weft_world_t *w,
                                        weft_component_t comp,
                                        const weft__edge_t **out) {
   uint32_t key = op << 16 | comp;
+  /* Runs of the same change (add B to every entity of a query) follow the
+   * same edge again and again: try the last one first. */
+  if (a->last_edge && a->last_edge->key == key) {
+    *out = a->last_edge;
+    return 0;
+  }
   if (a->edge_cap) {
     uint32_t mask = a->edge_cap - 1;
     for (uint32_t i = weft__edge_hash(key, a->edge_cap);; i = (i + 1) & mask) {
       const weft__edge_t *e = &a->edges[i];
       if (e->key == key) {
+        a->last_edge = e;
         *out = e;
         return 0;
       }

@@ -294,16 +294,18 @@ bool weft_is_alive(const weft_world_t *w, weft_entity_t e) {
   return w && weft__index_lookup(&w->index, e) != NULL;
 }
 
-/* Moves a resolved entity along an edge; at is updated to the new row. */
+/*
+ * Moves resolved entity e along the edge op/c; at is updated to the new row
+ * and *taken to the edge followed.
+ */
 static inline __attribute__((always_inline)) int
-move_along(weft_world_t *w, weft__where_t *at, uint32_t op,
-           weft_component_t c) {
+move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
+           weft_component_t c, const weft__edge_t **taken) {
   const weft__edge_t *edge;
   int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
   if (rc)
     return rc;
-  weft__archetype_t *b = w->archs[edge->target];
-  weft_entity_t e = weft__chunk_entities(at->chunk)[at->row];
+  weft__archetype_t *b = edge->to;
   weft__chunk_t *dc;
   uint32_t dr;
   rc = weft__archetype_push(w, b, e, &dc, &dr);
@@ -323,6 +325,7 @@ move_along(weft_world_t *w, weft__where_t *at, uint32_t op,
   at->arch = b;
   w->moves++;
   w->version++;
+  *taken = edge;
   return 0;
 }
 
@@ -334,12 +337,12 @@ int weft_add(weft_world_t *w, weft_entity_t e, weft_component_t c,
   RESOLVE_OR_FAIL(w, e, &at);
   if (weft__mask_test(&at.arch->present, c))
     return 0;
-  int rc = move_along(w, &at, WEFT__EDGE_ADD, c);
+  const weft__edge_t *edge;
+  int rc = move_along(w, e, &at, WEFT__EDGE_ADD, c, &edge);
   if (rc)
     return rc;
-  const weft__column_t *col = weft__archetype_col(at.arch, c);
-  if (col)
-    write_or_zero(at.arch, col, at.chunk, at.row, value);
+  if (edge->col)
+    write_or_zero(at.arch, edge->col, at.chunk, at.row, value);
   return 0;
 }
 
@@ -350,7 +353,8 @@ int weft_remove(weft_world_t *w, weft_entity_t e, weft_component_t c) {
   RESOLVE_OR_FAIL(w, e, &at);
   if (!weft__mask_test(&at.arch->present, c))
     return 0;
-  return move_along(w, &at, WEFT__EDGE_REMOVE, c);
+  const weft__edge_t *edge;
+  return move_along(w, e, &at, WEFT__EDGE_REMOVE, c, &edge);
 }
 
 int weft_set(weft_world_t *w, weft_entity_t e, weft_component_t c,
@@ -516,7 +520,9 @@ static int toggle(weft_world_t *w, weft_entity_t e, weft_component_t c,
              w->registry.items[c - 1].name);
   if (weft__mask_test(&at.arch->enabled, c) == enable)
     return 0;
-  return move_along(w, &at, enable ? WEFT__EDGE_ENABLE : WEFT__EDGE_DISABLE, c);
+  const weft__edge_t *edge;
+  return move_along(w, e, &at, enable ? WEFT__EDGE_ENABLE : WEFT__EDGE_DISABLE,
+                    c, &edge);
 }
 
 int weft_disable(weft_world_t *w, weft_entity_t e, weft_component_t c) {
