@@ -137,29 +137,35 @@ static inline uint32_t spawn_cache_slot(const weft_component_t *comps,
  * validation are memoised, and a hit must match the stored list id for id,
  * so a colliding list can never pick the wrong archetype.
  */
-static inline weft__archetype_t *spawn_cache_find(const weft_world_t *w,
-                                                  const weft_component_t *comps,
-                                                  uint32_t slot, uint32_t n) {
+static inline const weft__spawn_memo_t *
+spawn_cache_find(const weft_world_t *w, const weft_component_t *comps,
+                 uint32_t slot, uint32_t n) {
   const weft__spawn_memo_t *m = &w->spawn_cache[slot];
-  if (m->n != n || n > WEFT__SPAWN_FAST)
+  if (m->n != n || n > WEFT__SPAWN_FAST || !m->arch)
     return NULL;
   for (uint32_t i = 0; i < n; i++)
     if (m->ids[i] != comps[i])
       return NULL;
-  return m->arch;
+  return m;
 }
 
-/* The archetype a spawn list names (no disabled components). */
+/*
+ * The archetype a spawn list names (no disabled components). *memo_out is
+ * the list's memo entry, or NULL for lists too long to memoise.
+ */
 static inline int spawn_archetype(weft_world_t *w,
                                   const weft_component_t *comps, uint32_t max,
-                                  weft__archetype_t **out, uint32_t *count) {
+                                  weft__archetype_t **out, uint32_t *count,
+                                  const weft__spawn_memo_t **memo_out) {
   uint32_t n, slot = spawn_cache_slot(comps, &n);
-  weft__archetype_t *a = spawn_cache_find(w, comps, slot, n);
-  if (WEFT__LIKELY(a != NULL)) {
-    *out = a;
+  const weft__spawn_memo_t *hit = spawn_cache_find(w, comps, slot, n);
+  if (WEFT__LIKELY(hit != NULL)) {
+    *out = hit->arch;
     *count = n;
+    *memo_out = hit;
     return 0;
   }
+  *memo_out = NULL;
   weft__mask_t m, none = {{0}};
   int rc = list_mask(w, comps, max, &m, count);
   if (!rc)
@@ -168,7 +174,11 @@ static inline int spawn_archetype(weft_world_t *w,
     weft__spawn_memo_t *memo = &w->spawn_cache[slot];
     memo->arch = *out;
     memo->n = *count;
-    memcpy(memo->ids, comps, *count * sizeof(*comps));
+    for (uint32_t i = 0; i < *count; i++) {
+      memo->ids[i] = comps[i];
+      memo->cols[i] = weft__archetype_col(*out, comps[i]);
+    }
+    *memo_out = memo;
   }
   return rc;
 }
@@ -180,8 +190,9 @@ int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
   if (!comps)
     comps = none;
   weft__archetype_t *a;
+  const weft__spawn_memo_t *memo;
   uint32_t n;
-  int rc = spawn_archetype(w, comps, WEFT__SPAWN_MAX, &a, &n);
+  int rc = spawn_archetype(w, comps, WEFT__SPAWN_MAX, &a, &n, &memo);
   if (rc)
     return rc;
   weft__chunk_t *chunk;
@@ -190,7 +201,8 @@ int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
   if (rc)
     return rc;
   for (uint32_t i = 0; i < n; i++) {
-    const weft__column_t *col = weft__archetype_col(a, comps[i]);
+    const weft__column_t *col =
+        memo ? memo->cols[i] : weft__archetype_col(a, comps[i]);
     if (col)
       write_or_zero(a, col, chunk, row, values ? values[i] : NULL);
   }
@@ -250,7 +262,8 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     comps = none;
   weft__archetype_t *a;
   uint32_t ncomps;
-  int rc = spawn_archetype(w, comps, WEFT_QUERY_MAX_TERMS, &a, &ncomps);
+  const weft__spawn_memo_t *memo;
+  int rc = spawn_archetype(w, comps, WEFT_QUERY_MAX_TERMS, &a, &ncomps, &memo);
   if (rc || n == 0)
     return rc;
   rc = batch_reserve(w, a, n);

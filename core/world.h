@@ -24,6 +24,8 @@ typedef struct weft__spawn_memo_t {
   weft__archetype_t *arch;
   uint32_t n;
   weft_component_t ids[WEFT__SPAWN_FAST];
+  /* The column of ids[i] in arch (NULL for tags), in list order. */
+  const weft__column_t *cols[WEFT__SPAWN_FAST];
 } weft__spawn_memo_t;
 
 struct weft_world_t {
