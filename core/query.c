@@ -173,7 +173,11 @@ uint32_t weft_query_archetype_count(const weft_query_t *q) {
 }
 
 void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
+  if (!it)
+    return;
   memset(it, 0, sizeof(*it));
+  if (!q)
+    return; /* a zeroed iterator yields nothing */
   it->world_ = q->world;
   it->world_version_ = &q->world->version;
   it->terms_ = q->terms;
@@ -256,7 +260,7 @@ static bool next_archetype(weft_iter_t *it) {
 }
 
 bool weft_iter_next(weft_iter_t *it) {
-  if (WEFT__UNLIKELY(!it->world_version_))
+  if (WEFT__UNLIKELY(!it || !it->world_version_))
     return false; /* a zeroed iterator: nothing to walk */
   if (WEFT__UNLIKELY(it->version_ != *it->world_version_))
     check_version(it);
@@ -271,6 +275,8 @@ static inline const weft__archetype_t *iter_arch(const weft_iter_t *it) {
 }
 
 void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
+  if (!it)
+    return NULL;
   /* Fast path: a query iterator on a chunk (chunk_index_ > 0) whose cache
    * entry lists the term's field arrays. */
   if (WEFT__LIKELY(it->chunk_index_ && term < it->term_count_)) {
@@ -296,7 +302,7 @@ void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
 }
 
 void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
-  if (!it->chunk_)
+  if (!it || !it->chunk_)
     return NULL;
   const weft__column_t *col = weft__archetype_col(iter_arch(it), c);
   if (!col || col->soa)
@@ -306,7 +312,7 @@ void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
 }
 
 bool weft_iter_enabled(const weft_iter_t *it, weft_component_t c) {
-  const weft__archetype_t *a = iter_arch(it);
+  const weft__archetype_t *a = it ? iter_arch(it) : NULL;
   return a && c >= 1 && c <= WEFT_MAX_COMPONENTS &&
          weft__mask_test(&a->enabled, c);
 }

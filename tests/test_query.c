@@ -793,8 +793,26 @@ static void test_query_skips_empty_chunks(void **state) {
   weft_world_destroy(w);
 }
 
+/* NULL queries and iterators are inert, never a crash. */
+static void test_query_null_iterators_are_inert(void **state) {
+  (void)state;
+  weft_iter_t it;
+  memset(&it, 0x5a, sizeof it);
+  weft_query_iter(NULL, &it);
+  assert_false(weft_iter_next(&it));
+  assert_int_equal(it.count, 0);
+  assert_false(weft_iter_next(NULL));
+  assert_null(weft_iter_field(NULL, 0, 0));
+  assert_null(weft_iter_column_of(NULL, 1));
+  assert_false(weft_iter_enabled(NULL, 1));
+  weft_query_iter(NULL, NULL);
+  assert_int_equal(weft_query_count(NULL), 0);
+  weft_query_destroy(NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_query_null_iterators_are_inert),
       cmocka_unit_test(test_query_create_rejects_invalid),
       cmocka_unit_test(test_query_disabled_rules),
       cmocka_unit_test(test_query_matches_brute_force_oracle),
