@@ -2,6 +2,8 @@
 #define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE */
 #include "core/alloc.h"
 
+#include "weft/error.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -75,4 +77,25 @@ void weft__advise_huge(void *p, size_t bytes) {
   (void)p;
   (void)bytes;
 #endif
+}
+
+int weft__grow(weft__alloc_stats_t *st, void *arrayp, uint32_t *cap,
+               uint32_t need, size_t elem, uint32_t first) {
+  if (need <= *cap)
+    return 0;
+  uint64_t n = *cap ? *cap : (first ? first : 1);
+  while (n < need)
+    n *= 2;
+  if (n > UINT32_MAX)
+    n = UINT32_MAX;
+  /* The array pointer is passed by address as void * so that one helper
+   * serves every element type; memcpy keeps that free of aliasing traps. */
+  void *old;
+  memcpy(&old, arrayp, sizeof old);
+  void *p = weft__realloc(st, old, (size_t)*cap * elem, (size_t)n * elem);
+  if (!p)
+    return WEFT_ENOMEM;
+  memcpy(arrayp, &p, sizeof p);
+  *cap = (uint32_t)n;
+  return 0;
 }

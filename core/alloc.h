@@ -30,6 +30,14 @@ void *weft__realloc(weft__alloc_stats_t *st, void *p, size_t old_size,
  * it can (a hint: failure and small blocks are ignored). */
 void weft__advise_huge(void *p, size_t bytes);
 
+/*
+ * Grows the array whose pointer is stored at *arrayp (elem bytes per entry,
+ * *cap entries) so that it holds at least need entries, doubling from
+ * first. The array may move. 0 or WEFT_ENOMEM (the array is unchanged).
+ */
+int weft__grow(weft__alloc_stats_t *st, void *arrayp, uint32_t *cap,
+               uint32_t need, size_t elem, uint32_t first);
+
 /* Frees a block; size and align are those it was allocated with. */
 void weft__free(void *p, size_t size, size_t align);
 

@@ -145,15 +145,9 @@ static int table_grow(weft_world_t *w) {
 
 /* Makes room for one more archetype in the list and the table. */
 static int reserve_one(weft_world_t *w) {
-  if (w->arch_count == w->arch_cap) {
-    uint32_t n = w->arch_cap ? w->arch_cap * 2 : 32;
-    void *p = weft__realloc(&w->alloc, w->archs, w->arch_cap * sizeof(void *),
-                            n * sizeof(void *));
-    if (!p)
-      return WEFT_ENOMEM;
-    w->archs = p;
-    w->arch_cap = n;
-  }
+  if (weft__grow(&w->alloc, &w->archs, &w->arch_cap, w->arch_count + 1,
+                 sizeof(*w->archs), 32))
+    return WEFT_ENOMEM;
   if ((w->arch_count + 1) * 2 > w->arch_table_cap)
     return table_grow(w);
   return 0;
@@ -300,23 +294,16 @@ int weft__archetype_edge_slow(weft_world_t *w, weft__archetype_t *a,
   return 0;
 }
 
-static int grow_chunk_list(weft_world_t *w, weft__archetype_t *a) {
-  uint32_t n = a->chunk_cap ? a->chunk_cap * 2 : 4;
-  void *p = weft__realloc(&w->alloc, a->chunks, a->chunk_cap * sizeof(void *),
-                          n * sizeof(void *));
-  if (!p)
-    return WEFT_ENOMEM;
-  a->chunks = p;
-  a->chunk_cap = n;
-  return 0;
+static int grow_chunk_list(weft_world_t *w, weft__archetype_t *a,
+                           uint32_t need) {
+  return weft__grow(&w->alloc, &a->chunks, &a->chunk_cap, need,
+                    sizeof(*a->chunks), 4);
 }
 
 /* Appends a chunk from the pool (or a new one) to the archetype. */
 static int add_chunk(weft_world_t *w, weft__archetype_t *a) {
-  if (a->nchunks == a->chunk_cap) {
-    int rc = grow_chunk_list(w, a);
-    WEFT_CHECK(w, rc == 0, rc, "out of memory growing a chunk list");
-  }
+  int rc = grow_chunk_list(w, a, a->nchunks + 1);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory growing a chunk list");
   int err = 0;
   weft__chunk_t *c = weft__chunk_acquire(&w->chunks, &w->alloc, &err);
   WEFT_CHECK(w, c, err, "cannot get a chunk (%s)", weft_strerror(err));
@@ -379,12 +366,8 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
   WEFT_CHECK(w, w->chunks.count + fresh <= WEFT__CHUNK_ID_MAX, WEFT_ELIMIT,
              "%llu more chunks would exceed the %u chunk ids",
              (unsigned long long)need, WEFT__CHUNK_ID_MAX);
-  if (a->nchunks + need > a->chunk_cap) {
-    while (a->nchunks + need > a->chunk_cap) {
-      int rc = grow_chunk_list(w, a);
-      WEFT_CHECK(w, rc == 0, rc, "out of memory growing a chunk list");
-    }
-  }
+  int grown = grow_chunk_list(w, a, (uint32_t)(a->nchunks + need));
+  WEFT_CHECK(w, grown == 0, grown, "out of memory growing a chunk list");
   /* Pre-allocate chunks into the pool so the pushes cannot fail. */
   int rc = weft__chunks_reserve(&w->chunks, &w->alloc, (uint32_t)need);
   WEFT_CHECK(w, rc == 0, rc, "cannot reserve %llu chunks (%s)",

@@ -20,22 +20,6 @@ void weft__chunks_fini(weft__chunk_store_t *cs) {
 
 #define WEFT__SLAB_MAX (2u << 20)
 
-static int grow_table(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
-                      uint32_t need) {
-  if (need <= cs->cap)
-    return 0;
-  uint32_t n = cs->cap ? cs->cap : 64;
-  while (n < need)
-    n *= 2;
-  void *t = weft__realloc(st, cs->table, cs->cap * sizeof(*cs->table),
-                          n * sizeof(*cs->table));
-  if (!t)
-    return WEFT_ENOMEM;
-  cs->table = t;
-  cs->cap = n;
-  return 0;
-}
-
 /* Chunks in the next slab: as many as already exist (doubling), from 4 up
  * to a 2 MiB slab, and never past the chunk id space. */
 static uint32_t next_slab_chunks(const weft__chunk_store_t *cs) {
@@ -61,16 +45,10 @@ static int add_slab(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
   if (n == 0 || n < min)
     return WEFT_ELIMIT;
   size_t bytes = (size_t)n * cs->chunk_size;
-  if (cs->nslabs == cs->slab_cap) {
-    uint32_t k = cs->slab_cap ? cs->slab_cap * 2 : 16;
-    void *p = weft__realloc(st, cs->slabs, cs->slab_cap * sizeof(*cs->slabs),
-                            k * sizeof(*cs->slabs));
-    if (!p)
-      return WEFT_ENOMEM;
-    cs->slabs = p;
-    cs->slab_cap = k;
-  }
-  if (grow_table(cs, st, cs->count + n))
+  if (weft__grow(st, &cs->slabs, &cs->slab_cap, cs->nslabs + 1,
+                 sizeof(*cs->slabs), 16) ||
+      weft__grow(st, &cs->table, &cs->cap, cs->count + n, sizeof(*cs->table),
+                 64))
     return WEFT_ENOMEM;
   /* Slabs of 2 MiB and more start on a huge-page boundary; the kernel backs
    * every whole 2 MiB page of the slab with a huge page when it can. */

@@ -119,15 +119,9 @@ int weft_component_register(weft_world_t *w, const weft_component_desc_t *d,
   if (rc)
     return rc;
   weft__registry_t *reg = &w->registry;
-  if (reg->count == reg->cap) {
-    uint32_t n = reg->cap ? reg->cap * 2 : 32;
-    void *p =
-        weft__realloc(&w->alloc, reg->items, reg->cap * sizeof(*reg->items),
-                      n * sizeof(*reg->items));
-    WEFT_CHECK(w, p, WEFT_ENOMEM, "out of memory growing the registry");
-    reg->items = p;
-    reg->cap = n;
-  }
+  rc = weft__grow(&w->alloc, &reg->items, &reg->cap, reg->count + 1,
+                  sizeof(*reg->items), 32);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory growing the registry");
   weft__component_t *c = &reg->items[reg->count];
   memset(c, 0, sizeof(*c));
   strcpy(c->name, d->name);

@@ -27,28 +27,11 @@ void weft__index_fini(weft__index_t *ix) {
 
 static int grow_directory(weft__index_t *ix, weft__alloc_stats_t *st,
                           uint32_t need) {
-  if (need > ix->page_slots) {
-    /* The page directory may move; the pages themselves never do. */
-    uint32_t n = ix->page_slots ? ix->page_slots : 16;
-    while (n < need)
-      n *= 2;
-    void *p = weft__realloc(st, ix->pages, ix->page_slots * sizeof(*ix->pages),
-                            n * sizeof(*ix->pages));
-    if (!p)
-      return WEFT_ENOMEM;
-    ix->pages = p;
-    ix->page_slots = n;
-  }
-  if (ix->nblocks == ix->block_cap) {
-    uint32_t n = ix->block_cap ? ix->block_cap * 2 : 8;
-    void *p = weft__realloc(st, ix->blocks, ix->block_cap * sizeof(void *),
-                            n * sizeof(void *));
-    if (!p)
-      return WEFT_ENOMEM;
-    ix->blocks = p;
-    ix->block_cap = n;
-  }
-  return 0;
+  /* The page directory may move; the pages themselves never do. */
+  if (weft__grow(st, &ix->pages, &ix->page_slots, need, sizeof(*ix->pages), 16))
+    return WEFT_ENOMEM;
+  return weft__grow(st, &ix->blocks, &ix->block_cap, ix->nblocks + 1,
+                    sizeof(*ix->blocks), 8);
 }
 
 int weft__index_reserve(weft__index_t *ix, weft__alloc_stats_t *st,
@@ -101,17 +84,8 @@ int weft__index_check_room(const weft__index_t *ix, uint32_t n) {
 void weft__index_clear(weft__index_t *ix) {
   for (uint32_t i = 0; i < ix->hwm; i++) {
     weft__record_t *r = weft__index_rec(ix, i);
-    if (!(r->gen & WEFT__REC_ALIVE))
-      continue; /* free or retired already */
-    uint32_t gen = r->gen & WEFT__GEN_MASK;
-    ix->alive--;
-    if (gen >= ix->max_gen) {
-      r->gen = WEFT__REC_RETIRED | gen;
-      r->loc = WEFT__NIL;
-      ix->retired++;
-    } else {
-      r->gen = gen;
-    }
+    if (r->gen & WEFT__REC_ALIVE)
+      weft__index_release(ix, r); /* free and retired slots stay as they are */
   }
   /* A cleared world issues the same handles in the same order every time:
    * the sweep hands out slots 0, 1, 2, ... skipping retired ones. */

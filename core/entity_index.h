@@ -200,19 +200,29 @@ static inline void weft__index_issue_rows(weft__index_t *ix, uint32_t chunk_id,
   }
 }
 
-/* Kills a live slot: retires it if its generations are exhausted. */
-static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r,
-                                    uint32_t idx) {
+/*
+ * Ends the life of a live slot's occupant. Fail closed: a slot whose
+ * generations are exhausted retires for good (returns true); otherwise it
+ * stays dead with its last generation (false).
+ */
+static inline bool weft__index_release(weft__index_t *ix, weft__record_t *r) {
   uint32_t gen = r->gen & WEFT__GEN_MASK;
   ix->alive--;
   if (gen >= ix->max_gen) {
-    /* Fail closed: a slot that would wrap its generation never returns. */
     r->gen = WEFT__REC_RETIRED | gen;
     r->loc = WEFT__NIL;
     ix->retired++;
-    return;
+    return true;
   }
   r->gen = gen;
+  return false;
+}
+
+/* Kills a live slot and puts it on the free list unless it retired. */
+static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r,
+                                    uint32_t idx) {
+  if (weft__index_release(ix, r))
+    return;
   r->loc = ix->free_head;
   ix->free_head = idx;
 }

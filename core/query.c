@@ -20,16 +20,9 @@ bool weft__query_matches(const weft_query_t *q, const weft__archetype_t *a) {
 }
 
 static int add_match(weft_query_t *q, const weft__archetype_t *a) {
-  if (q->nmatches == q->cap) {
-    uint32_t n = q->cap ? q->cap * 2 : 8;
-    void *p =
-        weft__realloc(&q->world->alloc, q->matches,
-                      q->cap * sizeof(*q->matches), n * sizeof(*q->matches));
-    if (!p)
-      return WEFT_ENOMEM;
-    q->matches = p;
-    q->cap = n;
-  }
+  if (weft__grow(&q->world->alloc, &q->matches, &q->cap, q->nmatches + 1,
+                 sizeof(*q->matches), 8))
+    return WEFT_ENOMEM;
   weft__match_t *m = &q->matches[q->nmatches++];
   memset(m, 0, sizeof(*m));
   m->arch = a;
@@ -103,15 +96,9 @@ static int parse_desc(weft_world_t *w, const weft_query_desc_t *d,
 }
 
 static int register_query(weft_world_t *w, weft_query_t *q) {
-  if (w->query_count == w->query_cap) {
-    uint32_t n = w->query_cap ? w->query_cap * 2 : 8;
-    void *p = weft__realloc(&w->alloc, w->queries,
-                            w->query_cap * sizeof(void *), n * sizeof(void *));
-    if (!p)
-      return WEFT_ENOMEM;
-    w->queries = p;
-    w->query_cap = n;
-  }
+  if (weft__grow(&w->alloc, &w->queries, &w->query_cap, w->query_count + 1,
+                 sizeof(*w->queries), 8))
+    return WEFT_ENOMEM;
   for (uint32_t i = 0; i < w->arch_count; i++) {
     if (weft__query_matches(q, w->archs[i])) {
       int rc = add_match(q, w->archs[i]);
