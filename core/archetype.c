@@ -8,37 +8,38 @@
 
 #define WEFT__ALIGN64(x) (((x) + 63u) & ~63u)
 
-/* Bytes a chunk needs for cap rows of this layout. */
-static uint64_t layout_bytes(const weft__archetype_t *a, uint32_t cap) {
-  uint64_t off = WEFT__CHUNK_HEADER + (uint64_t)cap * sizeof(weft_entity_t);
+/* Bytes one chunk's rows take: its handles plus every array. */
+static uint64_t chunk_bytes_for(const weft__archetype_t *a, uint32_t cap) {
+  uint64_t n = WEFT__ALIGN64((uint64_t)cap * sizeof(weft_entity_t));
   for (uint32_t i = 0; i < a->narrays; i++)
-    off = WEFT__ALIGN64(off) + (uint64_t)a->arrays[i].elem * cap;
-  return off;
+    n += WEFT__ALIGN64((uint64_t)a->arrays[i].elem * cap);
+  return n;
 }
 
-/* Picks rows per chunk and places the arrays. */
+/*
+ * Picks rows per chunk: as many as fit the chunk size, rounded down to a
+ * multiple of 64 when there are that many, so that every array of every
+ * chunk starts on a cache line and consecutive chunks' arrays touch.
+ */
 static int layout(weft_world_t *w, weft__archetype_t *a) {
   uint64_t row = sizeof(weft_entity_t);
   for (uint32_t i = 0; i < a->narrays; i++)
     row += a->arrays[i].elem;
-  uint64_t cap = (w->chunk_size - WEFT__CHUNK_HEADER) / row;
+  uint64_t cap = w->chunk_size / row;
   if (cap > WEFT_CHUNK_ROWS_MAX)
     cap = WEFT_CHUNK_ROWS_MAX;
-  while (cap > 0 && layout_bytes(a, (uint32_t)cap) > w->chunk_size)
+  if (cap >= 64)
+    cap &= ~(uint64_t)63;
+  while (cap > 0 && chunk_bytes_for(a, (uint32_t)cap) > w->chunk_size)
     cap--;
   WEFT_CHECK(w, cap > 0, WEFT_ELAYOUT,
              "a row of %llu bytes does not fit a %u-byte chunk",
              (unsigned long long)row, w->chunk_size);
   a->row_cap = (uint32_t)cap;
-  uint32_t off = WEFT__CHUNK_HEADER + a->row_cap * sizeof(weft_entity_t);
-  for (uint32_t i = 0; i < a->narrays; i++) {
-    off = WEFT__ALIGN64(off);
-    a->arrays[i].offset = off;
-    off += a->arrays[i].elem * a->row_cap;
-  }
-  for (uint32_t i = 0; i < a->ncols; i++)
-    a->cols[i].offset =
-        a->cols[i].soa ? 0 : a->arrays[a->cols[i].first_array].offset;
+  a->entity_stride =
+      WEFT__ALIGN64(a->row_cap * (uint32_t)sizeof(weft_entity_t));
+  for (uint32_t i = 0; i < a->narrays; i++)
+    a->arrays[i].stride = WEFT__ALIGN64(a->arrays[i].elem * a->row_cap);
   return 0;
 }
 
@@ -82,6 +83,11 @@ void weft__archetype_free(weft__archetype_t *a) {
     return;
   for (uint32_t i = 0; i < a->edge_cap; i++)
     weft__free(a->edges[i].plan, 0, 16);
+  for (uint32_t i = 0; i < a->nsegs; i++) {
+    weft__free(a->segs[i].mem, a->segs[i].bytes, 64);
+    weft__free(a->segs[i].headers, 0, 64);
+  }
+  weft__free(a->segs, 0, 16);
   weft__free(a->edges, 0, 16);
   weft__free(a->chunks, 0, 16);
   weft__free(a->cols, 0, 16);
@@ -224,8 +230,8 @@ static int make_plan(weft_world_t *w, const weft__archetype_t *a,
     if (!sc)
       continue;
     for (uint32_t f = 0; f < dc->array_count; f++) {
-      e->plan[k].src = a->arrays[sc->first_array + f].offset;
-      e->plan[k].dst = b->arrays[dc->first_array + f].offset;
+      e->plan[k].src = sc->first_array + f;
+      e->plan[k].dst = dc->first_array + f;
       e->plan[k].elem = b->arrays[dc->first_array + f].elem;
       k++;
     }
@@ -300,18 +306,83 @@ static int grow_chunk_list(weft_world_t *w, weft__archetype_t *a,
                     sizeof(*a->chunks), 4);
 }
 
-/* Appends a chunk from the pool (or a new one) to the archetype. */
+/* Largest segment allocated for one-by-one growth; batch reservations get
+ * exactly what they need. */
+#define WEFT__SEGMENT_MAX (8u << 20)
+#define WEFT__HUGE_PAGE (2u << 20)
+
+/*
+ * Allocates a segment of n chunks and appends them to the archetype as
+ * spares. The segment's memory is column-major: the handles of all n
+ * chunks, then array 0 of all n chunks, then array 1, and so on.
+ */
+static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
+  uint64_t per_chunk = a->entity_stride;
+  for (uint32_t i = 0; i < a->narrays; i++)
+    per_chunk += a->arrays[i].stride;
+  size_t bytes = (size_t)(per_chunk * n);
+  size_t hdr = (size_t)n * sizeof(weft__chunk_t);
+  size_t ptrs = (size_t)n * (a->narrays ? a->narrays : 1) * sizeof(uint8_t *);
+  int rc = grow_chunk_list(w, a, a->chunk_total + n);
+  if (!rc)
+    rc = weft__grow(&w->alloc, &a->segs, &a->seg_cap, a->nsegs + 1,
+                    sizeof(*a->segs), 4);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory growing chunk lists");
+  bool huge = bytes >= WEFT__HUGE_PAGE;
+  uint8_t *mem = weft__alloc(&w->alloc, bytes, huge ? WEFT__HUGE_PAGE : 64);
+  weft__chunk_t *headers = weft__alloc(&w->alloc, hdr + ptrs, 64);
+  if (!mem || !headers) {
+    weft__free(mem, bytes, 64);
+    weft__free(headers, hdr + ptrs, 64);
+    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                      "out of memory allocating %u chunks", n);
+  }
+  weft__advise_huge(mem, bytes);
+  memset(headers, 0, hdr);
+  rc = weft__chunks_register(&w->chunks, &w->alloc, a, headers, n);
+  if (rc) {
+    weft__free(mem, bytes, 64);
+    weft__free(headers, hdr + ptrs, 64);
+    return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                      "cannot add %u chunks (%s)", n, weft_strerror(rc));
+  }
+  uint8_t **bases = (uint8_t **)((uint8_t *)headers + hdr);
+  size_t region = (size_t)a->entity_stride * n;
+  for (uint32_t k = 0; k < n; k++) {
+    weft__chunk_t *c = &headers[k];
+    c->arch = a;
+    c->bases = bases + (size_t)k * a->narrays;
+    c->entities = (weft_entity_t *)(mem + (size_t)k * a->entity_stride);
+    c->index = a->chunk_total + k;
+    a->chunks[c->index] = c;
+  }
+  for (uint32_t i = 0; i < a->narrays; i++) {
+    for (uint32_t k = 0; k < n; k++)
+      headers[k].bases[i] = mem + region + (size_t)k * a->arrays[i].stride;
+    region += (size_t)a->arrays[i].stride * n;
+  }
+  a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, headers, bases, n};
+  a->chunk_total += n;
+  return 0;
+}
+
+/* Chunks the next one-by-one segment gets: doubling, within the cap. */
+static uint32_t next_segment_chunks(const weft__archetype_t *a,
+                                    uint32_t chunk_size) {
+  uint32_t max = WEFT__SEGMENT_MAX / chunk_size;
+  uint32_t n = a->chunk_total ? a->chunk_total : 1;
+  return n < max ? n : (max ? max : 1);
+}
+
+/* Puts the next chunk in use: a spare if there is one, else a new one. */
 static int add_chunk(weft_world_t *w, weft__archetype_t *a) {
-  int rc = grow_chunk_list(w, a, a->nchunks + 1);
-  WEFT_CHECK(w, rc == 0, rc, "out of memory growing a chunk list");
-  int err = 0;
-  weft__chunk_t *c = weft__chunk_acquire(&w->chunks, &w->alloc, &err);
-  WEFT_CHECK(w, c, err, "cannot get a chunk (%s)", weft_strerror(err));
-  c->arch = a;
+  if (a->nchunks == a->chunk_total) {
+    int rc = add_segment(w, a, next_segment_chunks(a, w->chunk_size));
+    if (rc)
+      return rc;
+  }
+  weft__chunk_t *c = a->chunks[a->nchunks++];
   c->count = 0;
-  c->index = a->nchunks;
-  w->chunks.table[c->id].arch = a;
-  a->chunks[a->nchunks++] = c;
   return 0;
 }
 
@@ -327,7 +398,7 @@ int weft__archetype_push_slow(weft_world_t *w, weft__archetype_t *a,
   }
   uint32_t r = c->count++;
   a->count++;
-  weft__chunk_entities(c)[r] = e;
+  c->entities[r] = e;
   *chunk = c;
   *row = r;
   return 0;
@@ -360,72 +431,55 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
   if (a->nchunks)
     room = a->row_cap - a->chunks[a->nchunks - 1]->count;
   uint64_t need = n > room ? (n - room + a->row_cap - 1) / a->row_cap : 0;
-  /* Count what the pool and the id space can still give. */
-  uint64_t fresh =
-      need > w->chunks.free_count ? need - w->chunks.free_count : 0;
+  uint64_t spare = a->chunk_total - a->nchunks;
+  if (need <= spare)
+    return 0;
+  /* One segment for the whole shortfall: a batch gets consecutive chunks
+   * and no slack beyond what it asked for. */
+  uint64_t fresh = need - spare;
   WEFT_CHECK(w, w->chunks.count + fresh <= WEFT__CHUNK_ID_MAX, WEFT_ELIMIT,
              "%llu more chunks would exceed the %u chunk ids",
-             (unsigned long long)need, WEFT__CHUNK_ID_MAX);
-  int grown = grow_chunk_list(w, a, (uint32_t)(a->nchunks + need));
-  WEFT_CHECK(w, grown == 0, grown, "out of memory growing a chunk list");
-  /* Pre-allocate chunks into the pool so the pushes cannot fail. */
-  int rc = weft__chunks_reserve(&w->chunks, &w->alloc, (uint32_t)need);
-  WEFT_CHECK(w, rc == 0, rc, "cannot reserve %llu chunks (%s)",
-             (unsigned long long)need, weft_strerror(rc));
-  return 0;
-}
-
-void weft__archetype_drop_last(weft_world_t *w, weft__archetype_t *a) {
-  a->nchunks--;
-  weft__chunk_release(&w->chunks, a->chunks[a->nchunks]);
+             (unsigned long long)fresh, WEFT__CHUNK_ID_MAX);
+  return add_segment(w, a, (uint32_t)fresh);
 }
 
 void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,
                               uint32_t row) {
-  uint8_t *base = weft__chunk_bytes(chunk);
   for (uint32_t i = 0; i < a->narrays; i++) {
     uint32_t n = a->arrays[i].elem;
-    memset(base + a->arrays[i].offset + (size_t)row * n, 0, n);
+    memset(weft__chunk_at(chunk, i, n, row), 0, n);
   }
 }
 
 void weft__column_write(const weft__archetype_t *a, const weft__column_t *col,
                         weft__chunk_t *chunk, uint32_t row, const void *value) {
-  uint8_t *base = weft__chunk_bytes(chunk);
   const uint8_t *v = value;
-  if (!col->soa) {
-    memcpy(base + col->offset + (size_t)row * col->size, v, col->size);
-    return;
-  }
   for (uint32_t f = 0; f < col->array_count; f++) {
     const weft__array_t *ar = &a->arrays[col->first_array + f];
-    memcpy(base + ar->offset + (size_t)row * ar->elem, v + ar->value_off,
-           ar->elem);
+    memcpy(weft__chunk_at(chunk, col->first_array + f, ar->elem, row),
+           v + ar->value_off, ar->elem);
   }
 }
 
 void weft__column_read(const weft__archetype_t *a, const weft__column_t *col,
                        const weft__chunk_t *chunk, uint32_t row, void *out) {
-  const uint8_t *base = (const uint8_t *)chunk;
   uint8_t *o = out;
-  if (!col->soa) {
-    memcpy(o, base + col->offset + (size_t)row * col->size, col->size);
-    return;
-  }
-  /* Bytes between fields (padding) read as zero. */
-  memset(o, 0, col->size);
+  /* Bytes between SoA fields (padding) read as zero. */
+  if (col->soa)
+    memset(o, 0, col->size);
   for (uint32_t f = 0; f < col->array_count; f++) {
     const weft__array_t *ar = &a->arrays[col->first_array + f];
-    memcpy(o + ar->value_off, base + ar->offset + (size_t)row * ar->elem,
+    memcpy(o + ar->value_off,
+           weft__chunk_at(chunk, col->first_array + f, ar->elem, row),
            ar->elem);
   }
 }
 
 void weft__column_zero(const weft__archetype_t *a, const weft__column_t *col,
                        weft__chunk_t *chunk, uint32_t row) {
-  uint8_t *base = weft__chunk_bytes(chunk);
   for (uint32_t f = 0; f < col->array_count; f++) {
     const weft__array_t *ar = &a->arrays[col->first_array + f];
-    memset(base + ar->offset + (size_t)row * ar->elem, 0, ar->elem);
+    memset(weft__chunk_at(chunk, col->first_array + f, ar->elem, row), 0,
+           ar->elem);
   }
 }

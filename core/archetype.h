@@ -20,8 +20,8 @@ struct weft_world_t;
 
 /* One array in a chunk: a whole AoS component or one field of an SoA one. */
 typedef struct weft__array_t {
-  uint32_t offset;    /* from the chunk start */
   uint32_t elem;      /* bytes per row */
+  uint32_t stride;    /* bytes per chunk: row_cap * elem, 64-byte rounded */
   uint32_t value_off; /* where the bytes sit inside the component value */
 } weft__array_t;
 
@@ -29,18 +29,27 @@ typedef struct weft__array_t {
 typedef struct weft__column_t {
   weft_component_t comp;
   uint32_t size;        /* component value size */
-  uint32_t offset;      /* AoS: array offset; SoA: unused (0) */
   uint16_t first_array; /* into the archetype's arrays */
   uint16_t array_count; /* 1 for AoS, field count for SoA */
   uint32_t soa;         /* nonzero when stored field-level SoA */
 } weft__column_t;
 
-/* One array copy of a move: src array offset, dst array offset, bytes. */
+/* One array copy of a move: source array, destination array, bytes. */
 typedef struct weft__copy_t {
   uint32_t src;
   uint32_t dst;
   uint32_t elem;
 } weft__copy_t;
+
+/* A block of consecutive chunks allocated at once, column-major: every
+ * array of all its chunks back to back (see chunk.h). */
+typedef struct weft__segment_t {
+  uint8_t *mem;
+  size_t bytes;
+  weft__chunk_t *headers; /* the segment's chunk headers */
+  uint8_t **bases;        /* nchunks * narrays base pointers */
+  uint32_t nchunks;
+} weft__segment_t;
 
 enum {
   WEFT__EDGE_ADD = 1,
@@ -75,9 +84,14 @@ typedef struct weft__archetype_t {
   weft__column_t *cols;
   weft__array_t *arrays;
   weft_component_t *comps; /* ncomps ids, ascending */
-  weft__chunk_t **chunks;
+  uint32_t entity_stride;  /* bytes of handles per chunk */
+  weft__chunk_t **chunks;  /* [0, nchunks) hold rows; the rest are spares */
   uint32_t nchunks;
+  uint32_t chunk_total; /* chunks allocated in segments */
   uint32_t chunk_cap;
+  weft__segment_t *segs;
+  uint32_t nsegs;
+  uint32_t seg_cap;
   weft__edge_t *edges; /* open addressing, edge_cap a power of two */
   uint32_t edge_cap;
   uint32_t edge_count;
@@ -153,7 +167,7 @@ static inline int weft__archetype_push(struct weft_world_t *w,
     return weft__archetype_push_slow(w, a, e, chunk, row);
   uint32_t r = c->count++;
   a->count++;
-  weft__chunk_entities(c)[r] = e;
+  c->entities[r] = e;
   *chunk = c;
   *row = r;
   return 0;
@@ -172,8 +186,11 @@ int weft__archetype_push_range(struct weft_world_t *w, weft__archetype_t *a,
 int weft__archetype_reserve_rows(struct weft_world_t *w, weft__archetype_t *a,
                                  uint32_t n);
 
-/* Returns the archetype's emptied last chunk to the pool. */
-void weft__archetype_drop_last(struct weft_world_t *w, weft__archetype_t *a);
+/* Byte address of row `row` of array i in chunk c. */
+static inline uint8_t *weft__chunk_at(const weft__chunk_t *c, uint32_t i,
+                                      uint32_t elem, uint32_t row) {
+  return c->bases[i] + (size_t)row * elem;
+}
 
 /* Zero-fills every array of a row. */
 void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,

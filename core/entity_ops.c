@@ -54,8 +54,7 @@ static inline void write_or_zero(const weft__archetype_t *a,
                                  weft__chunk_t *chunk, uint32_t row,
                                  const void *value) {
   if (value && !col->soa)
-    weft__copy_elem(weft__chunk_bytes(chunk) + col->offset +
-                        (size_t)row * col->size,
+    weft__copy_elem(weft__chunk_at(chunk, col->first_array, col->size, row),
                     value, col->size);
   else if (value)
     weft__column_write(a, col, chunk, row, value);
@@ -92,7 +91,7 @@ static int spawn_into(weft_world_t *w, weft__archetype_t *a, weft_entity_t *e,
   if (rc)
     return rc;
   *e = weft__index_issue(&w->index, false, (*chunk)->id, *row);
-  weft__chunk_entities(*chunk)[*row] = *e;
+  (*chunk)->entities[*row] = *e;
   w->spawns++;
   w->version++;
   return 0;
@@ -227,8 +226,7 @@ static int batch_reserve(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
 /* Fills in the handles of rows [row0, row0+k) of a chunk. */
 static void batch_issue(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
                         uint32_t k, weft_entity_t *out) {
-  weft__index_issue_rows(&w->index, c->id, row0, k, weft__chunk_entities(c),
-                         out);
+  weft__index_issue_rows(&w->index, c->id, row0, k, c->entities, out);
 }
 
 static void batch_view(weft_world_t *w, const weft__archetype_t *a,
@@ -238,12 +236,12 @@ static void batch_view(weft_world_t *w, const weft__archetype_t *a,
   memset(v, 0, sizeof(*v));
   v->count = k;
   v->home_node = c->node;
-  v->entities = weft__chunk_entities(c) + row0;
+  v->entities = c->entities + row0;
   for (uint32_t t = 0; t < ncomps; t++) {
     const weft__column_t *col = weft__archetype_col(a, comps[t]);
-    v->columns[t] = (col && !col->soa) ? weft__chunk_bytes(c) + col->offset +
-                                             (size_t)row0 * col->size
-                                       : NULL;
+    v->columns[t] = (col && !col->soa)
+                        ? weft__chunk_at(c, col->first_array, col->size, row0)
+                        : NULL;
   }
   v->world_ = w;
   v->world_version_ = &w->version;
@@ -277,8 +275,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     batch_issue(w, c, row0, k, out ? out + done : NULL);
     for (uint32_t i = 0; i < a->narrays; i++) {
       const weft__array_t *ar = &a->arrays[i];
-      memset(weft__chunk_bytes(c) + ar->offset + (size_t)row0 * ar->elem, 0,
-             (size_t)k * ar->elem);
+      memset(weft__chunk_at(c, i, ar->elem, row0), 0, (size_t)k * ar->elem);
     }
     if (fill) {
       weft_iter_t view;
@@ -324,12 +321,11 @@ move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
   rc = weft__archetype_push(w, b, e, &dc, &dr);
   if (rc)
     return rc;
-  uint8_t *dst = weft__chunk_bytes(dc);
-  const uint8_t *src = weft__chunk_bytes(at->chunk);
   for (uint32_t i = 0; i < edge->plan_len; i++) {
     const weft__copy_t *p = &edge->plan[i];
-    weft__copy_elem(dst + p->dst + (size_t)dr * p->elem,
-                    src + p->src + (size_t)at->row * p->elem, p->elem);
+    weft__copy_elem(weft__chunk_at(dc, p->dst, p->elem, dr),
+                    weft__chunk_at(at->chunk, p->src, p->elem, at->row),
+                    p->elem);
   }
   weft__rec_set_loc(at->rec, dc->id, dr);
   weft__row_remove(w, at->arch, at->chunk, at->row);
@@ -423,7 +419,7 @@ int weft_try_get(const weft_world_t *w, weft_entity_t e, weft_component_t c,
     return rc;
   if (col->soa)
     return WEFT_ESOA;
-  *out = weft__chunk_bytes(at.chunk) + col->offset + (size_t)at.row * col->size;
+  *out = weft__chunk_at(at.chunk, col->first_array, col->size, at.row);
   return 0;
 }
 
@@ -435,7 +431,7 @@ const void *weft_get(const weft_world_t *w, weft_entity_t e,
   const weft__column_t *col = weft__archetype_col(at.arch, c);
   if (!col || col->soa)
     return NULL;
-  return weft__chunk_bytes(at.chunk) + col->offset + (size_t)at.row * col->size;
+  return weft__chunk_at(at.chunk, col->first_array, col->size, at.row);
 }
 
 /* How many handles ahead weft_get_many() prefetches index records. */
@@ -457,7 +453,8 @@ uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
   /* Consecutive handles often share an archetype: remember the last one's
    * column so the common case skips the column lookup. */
   const weft__archetype_t *last = NULL;
-  uint32_t off = 0, size = 0;
+  uint32_t arr = 0, size = 0;
+  bool aos = false;
   for (uint32_t i = 0; i < n; i++) {
     if (i + WEFT__GET_AHEAD < n)
       prefetch_record(w, handles[i + WEFT__GET_AHEAD]);
@@ -468,12 +465,12 @@ uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
       if (slot->arch != last) {
         const weft__column_t *col = weft__archetype_col(slot->arch, c);
         last = slot->arch;
-        off = (col && !col->soa) ? col->offset : 0;
+        aos = col && !col->soa;
+        arr = col ? col->first_array : 0;
         size = col ? col->size : 0;
       }
-      if (off) {
-        p = weft__chunk_bytes(slot->chunk) + off +
-            (size_t)weft__rec_row(r) * size;
+      if (aos) {
+        p = weft__chunk_at(slot->chunk, arr, size, weft__rec_row(r));
         __builtin_prefetch(p, 0, 3);
         hits++;
       }
@@ -498,12 +495,11 @@ void *weft_get_field(weft_world_t *w, weft_entity_t e, weft_component_t c,
   const weft__component_t *comp = weft__registry_get(&w->registry, c);
   if (field >= comp->field_count)
     return NULL;
-  uint8_t *base = weft__chunk_bytes(at.chunk);
   if (!col->soa)
-    return base + col->offset + (size_t)at.row * col->size +
+    return weft__chunk_at(at.chunk, col->first_array, col->size, at.row) +
            comp->fields[field].offset;
   const weft__array_t *ar = &at.arch->arrays[col->first_array + field];
-  return base + ar->offset + (size_t)at.row * ar->elem;
+  return weft__chunk_at(at.chunk, col->first_array + field, ar->elem, at.row);
 }
 
 bool weft_has(const weft_world_t *w, weft_entity_t e, weft_component_t c) {

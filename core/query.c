@@ -28,15 +28,12 @@ static int add_match(weft_query_t *q, const weft__archetype_t *a) {
   m->arch = a;
   for (uint32_t t = 0; t < q->nterms; t++) {
     const weft__column_t *col = weft__archetype_col(a, q->terms[t]);
-    m->offsets[t] = (col && !col->soa) ? col->offset : 0;
-    if (!col || m->nprefetch + col->array_count > WEFT__PREFETCH_ARRAYS)
-      continue;
-    if (col->soa) {
-      m->soa_first[t] = (uint8_t)m->nprefetch;
-      m->soa_count[t] = (uint8_t)col->array_count;
+    if (col && !col->soa)
+      m->term_array[t] = col->first_array + 1u;
+    if (col && col->soa) {
+      m->soa_first[t] = col->first_array;
+      m->soa_count[t] = col->array_count;
     }
-    for (uint32_t f = 0; f < col->array_count; f++)
-      m->prefetch[m->nprefetch++] = a->arrays[col->first_array + f].offset;
   }
   return 0;
 }
@@ -183,40 +180,17 @@ static WEFT__COLD void check_version(weft_iter_t *it) {
   it->version_ = *it->world_version_;
 }
 
-/*
- * Chunks are short runs of several arrays each, too short for the hardware
- * prefetchers to ramp up on: every array of every chunk would start with a
- * few demand misses. Touching the head of each array a couple of chunks
- * ahead lets the streams start warm; the rest of each array is left to the
- * hardware, which follows once a stream is established.
- */
-#define WEFT__PREFETCH_AHEAD 2u
-#define WEFT__PREFETCH_HEAD 512u
-/* Archetypes smaller than this are likely cache-resident: prefetching them
- * would only compete with the loop's own loads. */
-#define WEFT__PREFETCH_MIN_BYTES (2u << 20)
-
-static void prefetch_chunk(const weft__match_t *m, const uint8_t *base) {
-  for (uint32_t i = 0; i < m->nprefetch; i++)
-    for (uint32_t o = 0; o < WEFT__PREFETCH_HEAD; o += 64)
-      __builtin_prefetch(base + m->prefetch[i] + o, 0, 3);
-}
-
 /* Hands out chunk chunk_index_ of the current archetype. */
 static inline bool emit(weft_iter_t *it) {
   const weft__match_t *m = it->match_;
-  uint32_t ahead = it->chunk_index_ + WEFT__PREFETCH_AHEAD;
-  if (it->prefetch_ && ahead < it->nchunks_)
-    prefetch_chunk(m, it->chunks_[ahead]);
   weft__chunk_t *c = (weft__chunk_t *)it->chunks_[it->chunk_index_++];
-  uint8_t *base = weft__chunk_bytes(c);
   it->count = c->count;
   it->home_node = c->node;
-  it->entities = weft__chunk_entities(c);
+  it->entities = c->entities;
   it->chunk_ = c;
   for (uint32_t t = 0; t < it->term_count_; t++) {
-    uint32_t off = m->offsets[t];
-    it->columns[t] = off ? base + off : NULL;
+    uint32_t k = m->term_array[t];
+    it->columns[t] = k ? c->bases[k - 1] : NULL;
   }
   return true;
 }
@@ -232,11 +206,6 @@ static bool next_archetype(weft_iter_t *it) {
       it->chunks_ = (void *const *)a->chunks;
       it->nchunks_ = a->nchunks;
       it->chunk_index_ = 0;
-      it->prefetch_ = (uint64_t)a->nchunks * it->world_->chunk_size >=
-                      WEFT__PREFETCH_MIN_BYTES;
-      for (uint32_t k = 1;
-           it->prefetch_ && k < WEFT__PREFETCH_AHEAD && k < a->nchunks; k++)
-        prefetch_chunk(m, weft__chunk_bytes(a->chunks[k]));
       return emit(it);
     }
   }
@@ -269,8 +238,8 @@ void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
   if (WEFT__LIKELY(it->chunk_index_ && term < it->term_count_)) {
     const weft__match_t *m = it->match_;
     if (field < m->soa_count[term])
-      return weft__chunk_bytes(it->chunk_) +
-             m->prefetch[m->soa_first[term] + field];
+      return ((const weft__chunk_t *)it->chunk_)
+          ->bases[m->soa_first[term] + field];
   }
   const weft_world_t *w = it->world_;
   if (!WEFT_ASSERT_CHECKED(w, term < it->term_count_ && it->chunk_,
@@ -284,8 +253,8 @@ void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
                            "weft_iter_field: field out of range"))
     return NULL;
   const weft__array_t *ar = &a->arrays[col->first_array + field];
-  return weft__chunk_bytes(it->chunk_) + ar->offset +
-         (size_t)it->row0_ * ar->elem;
+  return weft__chunk_at(it->chunk_, col->first_array + field, ar->elem,
+                        it->row0_);
 }
 
 void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
@@ -294,8 +263,7 @@ void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
   const weft__column_t *col = weft__archetype_col(iter_arch(it), c);
   if (!col || col->soa)
     return NULL;
-  return weft__chunk_bytes(it->chunk_) + col->offset +
-         (size_t)it->row0_ * col->size;
+  return weft__chunk_at(it->chunk_, col->first_array, col->size, it->row0_);
 }
 
 bool weft_iter_enabled(const weft_iter_t *it, weft_component_t c) {

@@ -9,22 +9,15 @@
 #include "core/bitset.h"
 #include "weft/query.h"
 
-/* Arrays per match whose heads iteration prefetches. */
-#define WEFT__PREFETCH_ARRAYS 16u
-
 typedef struct weft__match_t {
   const weft__archetype_t *arch;
-  /* Array offset of include term t in this archetype's chunks; 0 when the
-   * term has no plain array (tags, SoA components). */
-  uint32_t offsets[WEFT_QUERY_MAX_TERMS];
-  /* Offsets of every array the include terms own (SoA fields included),
-   * for prefetching the heads of upcoming chunks. */
-  uint32_t prefetch[WEFT__PREFETCH_ARRAYS];
-  uint32_t nprefetch;
-  /* For an SoA include term, where its field arrays sit in prefetch[]
-   * (count 0: not SoA, or not all of its fields fit). */
-  uint8_t soa_first[WEFT_QUERY_MAX_TERMS];
-  uint8_t soa_count[WEFT_QUERY_MAX_TERMS];
+  /* Array index + 1 of include term t in this archetype; 0 when the term
+   * has no plain array (tags, SoA components). */
+  uint32_t term_array[WEFT_QUERY_MAX_TERMS];
+  /* For an SoA include term: its first field's array index and its field
+   * count (0: not SoA). */
+  uint16_t soa_first[WEFT_QUERY_MAX_TERMS];
+  uint16_t soa_count[WEFT_QUERY_MAX_TERMS];
 } weft__match_t;
 
 struct weft_query_t {

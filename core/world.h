@@ -84,22 +84,20 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
   weft__chunk_t *last = a->chunks[a->nchunks - 1];
   uint32_t lrow = last->count - 1;
   if (last != chunk || lrow != row) {
-    uint8_t *dst = weft__chunk_bytes(chunk);
-    const uint8_t *src = weft__chunk_bytes(last);
     for (uint32_t i = 0; i < a->narrays; i++) {
-      uint32_t off = a->arrays[i].offset, n = a->arrays[i].elem;
-      weft__copy_elem(dst + off + (size_t)row * n, src + off + (size_t)lrow * n,
-                      n);
+      uint32_t n = a->arrays[i].elem;
+      weft__copy_elem(weft__chunk_at(chunk, i, n, row),
+                      weft__chunk_at(last, i, n, lrow), n);
     }
-    weft_entity_t moved = weft__chunk_entities(last)[lrow];
-    weft__chunk_entities(chunk)[row] = moved;
+    weft_entity_t moved = last->entities[lrow];
+    chunk->entities[row] = moved;
     weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)moved), chunk->id,
                       row);
   }
   last->count--;
   a->count--;
   if (last->count == 0)
-    weft__archetype_drop_last(w, a);
+    a->nchunks--; /* the emptied chunk stays with the archetype as a spare */
 }
 
 /* Tells every query about a new archetype (query.c). */

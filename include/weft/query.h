@@ -64,12 +64,11 @@ typedef struct weft_iter_t {
   void *chunk_; /* current chunk (its header names the
                    archetype) */
   const weft_component_t *terms_;
-  void *const *chunks_; /* the current archetype's chunk list */
+  void *const *chunks_;    /* the current archetype's chunk list */
   const void *match_;      /* the query's cache entry being walked */
   const void *match_next_; /* the next entry to look at */
   const void *match_end_;
   uint32_t nchunks_;
-  uint32_t prefetch_; /* nonzero: prefetch ahead in this archetype */
   uint32_t term_count_;
   uint32_t chunk_index_;
   uint32_t row0_;
