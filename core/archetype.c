@@ -425,6 +425,26 @@ int weft__archetype_push_range(weft_world_t *w, weft__archetype_t *a,
   return 0;
 }
 
+uint64_t weft__archetype_trim(weft_world_t *w, weft__archetype_t *a) {
+  uint64_t freed = 0;
+  while (a->nsegs) {
+    weft__segment_t *s = &a->segs[a->nsegs - 1];
+    if (a->chunk_total - s->nchunks < a->nchunks)
+      break; /* some chunk of the last segment holds rows */
+    for (uint32_t k = 0; k < s->nchunks; k++)
+      w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){NULL, NULL};
+    uint64_t hdr = (uint64_t)s->nchunks *
+                   (sizeof(weft__chunk_t) +
+                    (a->narrays ? a->narrays : 1) * sizeof(uint8_t *));
+    freed += s->bytes + hdr;
+    weft__free(s->mem, s->bytes, 64);
+    weft__free(s->headers, (size_t)hdr, 64);
+    a->chunk_total -= s->nchunks;
+    a->nsegs--;
+  }
+  return freed;
+}
+
 int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
                                  uint32_t n) {
   uint64_t room = 0;

@@ -124,6 +124,13 @@ void weft_world_clear(weft_world_t *w) {
   w->version++;
 }
 
+uint64_t weft_world_trim(weft_world_t *w) {
+  uint64_t freed = 0;
+  for (uint32_t i = 0; w && i < w->arch_count; i++)
+    freed += weft__archetype_trim(w, w->archs[i]);
+  return freed;
+}
+
 uint32_t weft_world_count(const weft_world_t *w) {
   return w ? w->index.alive : 0;
 }

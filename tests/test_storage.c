@@ -566,10 +566,59 @@ static void test_storage_large_chunks_locate_high_rows(void **state) {
   weft_world_destroy(w);
 }
 
+/* Trimming frees only segments without rows, keeps every survivor's value
+ * and leaves the world fully usable. */
+static void test_storage_trim_frees_empty_segments(void **state) {
+  (void)state;
+  const uint32_t n = 6000;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  weft_component_t c = wt_register(w, "c", 8, 0);
+  weft_entity_t *es = calloc(n, sizeof *es);
+  assert_non_null(es);
+  const weft_component_t comps[] = {c, 0};
+  for (uint32_t k = 0; k < n; k++) {
+    uint64_t v = (uint64_t)k * 31u;
+    const void *vals[] = {&v};
+    assert_int_equal(weft_spawn_with(w, comps, vals, &es[k]), WEFT_OK);
+  }
+  weft_world_stats_t full = wt_stats(w);
+  assert_int_equal(weft_world_trim(w), 0); /* nothing is empty yet */
+  /* Despawning the newest half empties the trailing chunks. */
+  for (uint32_t k = n / 2; k < n; k++)
+    assert_int_equal(weft_despawn(w, es[k]), WEFT_OK);
+  uint64_t freed = weft_world_trim(w);
+  weft_world_stats_t half = wt_stats(w);
+  assert_true(freed > 0);
+  assert_int_equal(half.chunk_bytes, full.chunk_bytes - freed);
+  for (uint32_t k = 0; k < n / 2; k++) {
+    const uint64_t *p = weft_get(w, es[k], c);
+    assert_non_null(p);
+    assert_int_equal(*p, (uint64_t)k * 31u);
+  }
+  /* Empty the world entirely: every segment goes. */
+  for (uint32_t k = 0; k < n / 2; k++)
+    assert_int_equal(weft_despawn(w, es[k]), WEFT_OK);
+  weft_world_trim(w);
+  weft_world_stats_t none = wt_stats(w);
+  assert_int_equal(none.chunk_bytes, 0);
+  assert_int_equal(none.chunks_live + none.chunks_pooled, 0);
+  /* And it grows again. */
+  for (uint32_t k = 0; k < n; k++) {
+    uint64_t v = k;
+    const void *vals[] = {&v};
+    assert_int_equal(weft_spawn_with(w, comps, vals, &es[k]), WEFT_OK);
+  }
+  for (uint32_t k = 0; k < n; k += 97)
+    assert_int_equal(*(const uint64_t *)weft_get(w, es[k], c), k);
+  free(es);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_storage_soa_fields_are_separate_arrays),
       cmocka_unit_test(test_storage_large_chunks_locate_high_rows),
+      cmocka_unit_test(test_storage_trim_frees_empty_segments),
       cmocka_unit_test(test_storage_soa_mixed_field_sizes),
       cmocka_unit_test(test_storage_aos_columns_aligned),
       cmocka_unit_test(test_storage_aos_fields_have_no_arrays),

@@ -136,6 +136,15 @@ int weft_world_reserve(weft_world_t *world, uint32_t entities);
  */
 void weft_world_clear(weft_world_t *world);
 
+/**
+ * Returns chunk memory that no entity uses to the allocator. Empty chunks
+ * normally stay with their archetype so that it can grow again without
+ * allocating; trimming frees each archetype's trailing segments whose
+ * chunks are all empty. Returns the number of bytes freed. Owner thread;
+ * not during iteration.
+ */
+uint64_t weft_world_trim(weft_world_t *world);
+
 /** Number of live entities. Any thread that may read the world. */
 uint32_t weft_world_count(const weft_world_t *world);
 
