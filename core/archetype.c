@@ -363,6 +363,8 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   }
   a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, headers, bases, n};
   a->chunk_total += n;
+  w->chunks_spare += n;
+  w->chunk_bytes += bytes + hdr + ptrs;
   return 0;
 }
 
@@ -383,6 +385,8 @@ static int add_chunk(weft_world_t *w, weft__archetype_t *a) {
   }
   weft__chunk_t *c = a->chunks[a->nchunks++];
   c->count = 0;
+  w->chunks_live++;
+  w->chunks_spare--;
   return 0;
 }
 
@@ -439,6 +443,8 @@ uint64_t weft__archetype_trim(weft_world_t *w, weft__archetype_t *a) {
     freed += s->bytes + hdr;
     weft__free(s->mem, s->bytes, 64);
     weft__free(s->headers, (size_t)hdr, 64);
+    w->chunks_spare -= s->nchunks;
+    w->chunk_bytes -= s->bytes + hdr;
     a->chunk_total -= s->nchunks;
     a->nsegs--;
   }

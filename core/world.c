@@ -117,6 +117,8 @@ void weft_world_clear(weft_world_t *w) {
     weft__archetype_t *a = w->archs[i];
     for (uint32_t c = 0; c < a->nchunks; c++)
       a->chunks[c]->count = 0;
+    w->chunks_live -= a->nchunks;
+    w->chunks_spare += a->nchunks;
     a->nchunks = 0;
     a->count = 0;
   }
@@ -152,17 +154,9 @@ void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
   out->archetypes = w->arch_count;
   out->queries = w->query_count;
   out->chunk_size = w->chunk_size;
-  for (uint32_t i = 0; i < w->arch_count; i++) {
-    const weft__archetype_t *a = w->archs[i];
-    out->chunks_live += a->nchunks;
-    out->chunks_pooled += a->chunk_total - a->nchunks;
-    /* Rows plus headers and base pointers: everything chunks cost. */
-    for (uint32_t s = 0; s < a->nsegs; s++)
-      out->chunk_bytes += a->segs[s].bytes +
-                          (uint64_t)a->segs[s].nchunks *
-                              (sizeof(weft__chunk_t) +
-                               (a->narrays ? a->narrays : 1) * sizeof(void *));
-  }
+  out->chunks_live = w->chunks_live;
+  out->chunks_pooled = w->chunks_spare;
+  out->chunk_bytes = w->chunk_bytes;
   out->index_bytes =
       (uint64_t)ix->page_count * WEFT__PAGE_SIZE * sizeof(weft__record_t);
   out->spawns = w->spawns;

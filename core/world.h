@@ -49,7 +49,10 @@ struct weft_world_t {
   uint32_t query_cap;
 
   uint32_t chunk_size;
-  uint64_t version; /* bumped by every structural change */
+  uint32_t chunks_live;  /* chunks holding rows, all archetypes */
+  uint32_t chunks_spare; /* empty chunks kept by their archetypes */
+  uint64_t chunk_bytes;  /* memory of all segments, headers included */
+  uint64_t version;      /* bumped by every structural change */
   uint64_t spawns;
   uint64_t despawns;
   uint64_t moves;
@@ -96,8 +99,11 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
   }
   last->count--;
   a->count--;
-  if (last->count == 0)
+  if (last->count == 0) {
     a->nchunks--; /* the emptied chunk stays with the archetype as a spare */
+    w->chunks_live--;
+    w->chunks_spare++;
+  }
 }
 
 /* Tells every query about a new archetype (query.c). */

@@ -2031,6 +2031,24 @@ static void op_reserve(model_t *m) {
          st.slots_reserved, n);
 }
 
+/* Frees empty chunk memory; the chunk bytes drop by exactly what it says
+ * and a full check right after proves no live row moved or changed. */
+static void op_trim(model_t *m) {
+  weft_world_stats_t before, after;
+  weft_world_stats(m->w, &before);
+  oplog_t *lg = op_log(m, "trim", 0, 0, 0);
+  uint64_t freed = weft_world_trim(m->w);
+  lg->rc = 0;
+  weft_world_stats(m->w, &after);
+  MCHECK(m, after.chunk_bytes + freed == before.chunk_bytes,
+         "trim freed %" PRIu64 " but chunk_bytes went %" PRIu64 " -> %" PRIu64,
+         freed, before.chunk_bytes, after.chunk_bytes);
+  MCHECK(m, after.chunks_live == before.chunks_live,
+         "trim changed live chunks %" PRIu32 " -> %" PRIu32, before.chunks_live,
+         after.chunks_live);
+  full_check(m);
+}
+
 static void op_clear(model_t *m) {
   weft_world_stats_t st;
   uint32_t nl = m->nlive, old_retired = m->retired, definite = 0, maybe = 0;
@@ -2109,8 +2127,10 @@ static void model_step(model_t *m) {
     op_stale(m);
   } else if (r < 998) {
     op_errors(m);
-  } else {
+  } else if (r < 999 || rng_below(m, 128) != 0) {
     op_reserve(m);
+  } else {
+    op_trim(m);
   }
 }
 
