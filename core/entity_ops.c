@@ -156,9 +156,25 @@ static inline int spawn_archetype(weft_world_t *w,
                                   const weft_component_t *comps, uint32_t max,
                                   weft__archetype_t **out, uint32_t *count,
                                   const weft__spawn_memo_t **memo_out) {
+  /* Bulk code spawns the same list over and over: try the last entry
+   * before hashing. It matches only if it names the same ids and then the
+   * list's terminator. */
+  const weft__spawn_memo_t *last = w->spawn_last;
+  if (last) {
+    uint32_t i = 0;
+    while (i < last->n && comps[i] == last->ids[i])
+      i++;
+    if (i == last->n && comps[i] == WEFT_COMPONENT_NONE) {
+      *out = last->arch;
+      *count = last->n;
+      *memo_out = last;
+      return 0;
+    }
+  }
   uint32_t n, slot = spawn_cache_slot(comps, &n);
   const weft__spawn_memo_t *hit = spawn_cache_find(w, comps, slot, n);
   if (WEFT__LIKELY(hit != NULL)) {
+    w->spawn_last = hit;
     *out = hit->arch;
     *count = n;
     *memo_out = hit;

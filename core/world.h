@@ -43,6 +43,7 @@ struct weft_world_t {
 
   /* Spawn lists seen recently -> their archetype; see spawn_cache_find. */
   weft__spawn_memo_t spawn_cache[WEFT__SPAWN_CACHE];
+  const weft__spawn_memo_t *spawn_last; /* the entry that hit last */
 
   weft_query_t **queries;
   uint32_t query_count;
