@@ -82,11 +82,23 @@ int weft__index_check_room(const weft__index_t *ix, uint32_t n) {
 }
 
 void weft__index_clear(weft__index_t *ix) {
-  for (uint32_t i = 0; i < ix->hwm; i++) {
-    weft__record_t *r = weft__index_rec(ix, i);
-    if (r->gen & WEFT__REC_ALIVE)
-      weft__index_release(ix, r); /* free and retired slots stay as they are */
+  /* Counters live in locals and pages are walked whole: the record stores
+   * could otherwise alias the index's fields and force reloads. */
+  uint32_t alive = ix->alive, retired = ix->retired;
+  const uint32_t max_gen = ix->max_gen;
+  for (uint32_t base = 0; base < ix->hwm; base += WEFT__PAGE_SIZE) {
+    weft__record_t *page = ix->pages[base >> WEFT__PAGE_BITS];
+    uint32_t n =
+        ix->hwm - base < WEFT__PAGE_SIZE ? ix->hwm - base : WEFT__PAGE_SIZE;
+    for (uint32_t i = 0; i < n; i++) {
+      if (!(page[i].gen & WEFT__REC_ALIVE))
+        continue; /* free and retired slots stay as they are */
+      alive--;
+      retired += weft__rec_release(&page[i], max_gen);
+    }
   }
+  ix->alive = alive;
+  ix->retired = retired;
   /* A cleared world issues the same handles in the same order every time:
    * the sweep hands out slots 0, 1, 2, ... skipping retired ones. */
   ix->free_head = WEFT__NIL;

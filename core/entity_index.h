@@ -168,28 +168,54 @@ static inline void weft__index_issue_rows(weft__index_t *ix, uint32_t chunk_id,
                                           uint32_t row0, uint32_t k,
                                           weft_entity_t *ents,
                                           weft_entity_t *out) {
+  /* The loops keep the index's fields in locals: the record and handle
+   * stores could otherwise alias them and force a reload every slot. */
+  weft__record_t *const *pages = ix->pages;
+  const uint64_t tag = ix->tag;
   uint32_t i = 0;
   if (ix->capacity - ix->hwm >= k) {
     /* All fresh: consecutive indices above the high-water mark. */
-    uint32_t base = ix->hwm;
+    const uint32_t base = ix->hwm;
     for (; i < k; i++) {
-      weft_entity_t e = weft__index_claim(ix, base + i, chunk_id, row0 + i);
-      ents[row0 + i] = e;
+      uint32_t idx = base + i, row = row0 + i;
+      weft__record_t *r = &pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
+      uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
+      r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
+      r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
+      weft_entity_t e = tag | ((uint64_t)gen << 32) | idx;
+      ents[row] = e;
       if (out)
         out[i] = e;
     }
-    ix->hwm += k;
+    ix->hwm = base + k;
     ix->alive += k;
     return;
   }
   if (ix->hwm == ix->capacity && ix->free_head == WEFT__NIL) {
-    /* No fresh slot and no free list: the sweep range, in order. */
-    for (; i < k && weft__index_sweep_next(ix); i++) {
-      weft_entity_t e = weft__index_claim(ix, ix->sweep++, chunk_id, row0 + i);
-      ents[row0 + i] = e;
+    /* No fresh slot and no free list: the sweep range, in order, skipping
+     * retired slots. */
+    uint32_t s = ix->sweep;
+    const uint32_t end = ix->sweep_end;
+    for (; i < k; i++) {
+      weft__record_t *r = NULL;
+      for (; s < end; s++) {
+        r = &pages[s >> WEFT__PAGE_BITS][s & WEFT__PAGE_MASK];
+        if (!(r->gen & WEFT__REC_RETIRED))
+          break;
+      }
+      if (s == end)
+        break;
+      uint32_t row = row0 + i;
+      uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
+      r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
+      r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
+      weft_entity_t e = tag | ((uint64_t)gen << 32) | s;
+      s++;
+      ents[row] = e;
       if (out)
         out[i] = e;
     }
+    ix->sweep = s;
     ix->alive += i;
   }
   for (; i < k; i++) {
@@ -201,17 +227,15 @@ static inline void weft__index_issue_rows(weft__index_t *ix, uint32_t chunk_id,
 }
 
 /*
- * Ends the life of a live slot's occupant. Fail closed: a slot whose
+ * Ends the life of a live record's occupant. Fail closed: a slot whose
  * generations are exhausted retires for good (returns true); otherwise it
- * stays dead with its last generation (false).
+ * stays dead with its last generation (false). Counters are the caller's.
  */
-static inline bool weft__index_release(weft__index_t *ix, weft__record_t *r) {
+static inline bool weft__rec_release(weft__record_t *r, uint32_t max_gen) {
   uint32_t gen = r->gen & WEFT__GEN_MASK;
-  ix->alive--;
-  if (gen >= ix->max_gen) {
+  if (gen >= max_gen) {
     r->gen = WEFT__REC_RETIRED | gen;
     r->loc = WEFT__NIL;
-    ix->retired++;
     return true;
   }
   r->gen = gen;
@@ -221,8 +245,11 @@ static inline bool weft__index_release(weft__index_t *ix, weft__record_t *r) {
 /* Kills a live slot and puts it on the free list unless it retired. */
 static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r,
                                     uint32_t idx) {
-  if (weft__index_release(ix, r))
+  ix->alive--;
+  if (weft__rec_release(r, ix->max_gen)) {
+    ix->retired++;
     return;
+  }
   r->loc = ix->free_head;
   ix->free_head = idx;
 }
