@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/alloc.h"
 #include "weft/entity.h"
@@ -164,66 +165,74 @@ static inline weft_entity_t weft__index_claim(weft__index_t *ix, uint32_t idx,
  * and, when out is not NULL, to out[0..k). Runs of fresh or swept slots take
  * a loop without the per-slot choice.
  */
+/*
+ * Claims the m consecutive slots idx0.. whose records start at recs (one
+ * index page at most) for consecutive rows row0.. of chunk chunk_id. A
+ * straight loop over plain arrays, which the compiler vectorizes.
+ */
+static inline void weft__index_claim_run(weft__record_t *restrict recs,
+                                         uint32_t idx0, uint32_t m,
+                                         uint32_t chunk_id, uint32_t row0,
+                                         uint64_t tag,
+                                         weft_entity_t *restrict ents) {
+  for (uint32_t j = 0; j < m; j++) {
+    uint32_t row = row0 + j;
+    uint32_t gen = (recs[j].gen & WEFT__GEN_MASK) + 1;
+    recs[j].gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
+    recs[j].loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
+    ents[j] = tag | ((uint64_t)gen << 32) | (idx0 + j);
+  }
+}
+
+/* Claims slots [idx, idx + k) for rows row0.. page by page. */
+static inline void weft__index_claim_range(weft__index_t *ix, uint32_t idx,
+                                           uint32_t k, uint32_t chunk_id,
+                                           uint32_t row0, weft_entity_t *ents) {
+  while (k) {
+    uint32_t in_page = WEFT__PAGE_SIZE - (idx & WEFT__PAGE_MASK);
+    uint32_t m = k < in_page ? k : in_page;
+    weft__index_claim_run(weft__index_rec(ix, idx), idx, m, chunk_id, row0,
+                          ix->tag, ents);
+    idx += m;
+    row0 += m;
+    ents += m;
+    k -= m;
+  }
+}
+
+/*
+ * Issues k slots for rows [row0, row0 + k) of one chunk, in the order
+ * weft__index_issue(ix, true, ...) would, writing the handles to ents[row0..]
+ * and, when out is not NULL, to out[0..k). Runs of fresh slots, and of
+ * swept slots while nothing has retired, take a vectorized loop.
+ */
 static inline void weft__index_issue_rows(weft__index_t *ix, uint32_t chunk_id,
                                           uint32_t row0, uint32_t k,
                                           weft_entity_t *ents,
                                           weft_entity_t *out) {
-  /* The loops keep the index's fields in locals: the record and handle
-   * stores could otherwise alias them and force a reload every slot. */
-  weft__record_t *const *pages = ix->pages;
-  const uint64_t tag = ix->tag;
   uint32_t i = 0;
   if (ix->capacity - ix->hwm >= k) {
     /* All fresh: consecutive indices above the high-water mark. */
-    const uint32_t base = ix->hwm;
-    for (; i < k; i++) {
-      uint32_t idx = base + i, row = row0 + i;
-      weft__record_t *r = &pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
-      uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
-      r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
-      r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
-      weft_entity_t e = tag | ((uint64_t)gen << 32) | idx;
-      ents[row] = e;
-      if (out)
-        out[i] = e;
-    }
-    ix->hwm = base + k;
+    weft__index_claim_range(ix, ix->hwm, k, chunk_id, row0, ents + row0);
+    ix->hwm += k;
     ix->alive += k;
-    return;
+    i = k;
+  } else if (ix->hwm == ix->capacity && ix->free_head == WEFT__NIL &&
+             ix->retired == 0) {
+    /* No fresh slot, no free list and no retired slot: the sweep range is
+     * consecutive free slots. */
+    uint32_t m = ix->sweep_end - ix->sweep;
+    if (m > k)
+      m = k;
+    weft__index_claim_range(ix, ix->sweep, m, chunk_id, row0, ents + row0);
+    ix->sweep += m;
+    ix->alive += m;
+    i = m;
   }
-  if (ix->hwm == ix->capacity && ix->free_head == WEFT__NIL) {
-    /* No fresh slot and no free list: the sweep range, in order, skipping
-     * retired slots. */
-    uint32_t s = ix->sweep;
-    const uint32_t end = ix->sweep_end;
-    for (; i < k; i++) {
-      weft__record_t *r = NULL;
-      for (; s < end; s++) {
-        r = &pages[s >> WEFT__PAGE_BITS][s & WEFT__PAGE_MASK];
-        if (!(r->gen & WEFT__REC_RETIRED))
-          break;
-      }
-      if (s == end)
-        break;
-      uint32_t row = row0 + i;
-      uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
-      r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
-      r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
-      weft_entity_t e = tag | ((uint64_t)gen << 32) | s;
-      s++;
-      ents[row] = e;
-      if (out)
-        out[i] = e;
-    }
-    ix->sweep = s;
-    ix->alive += i;
-  }
-  for (; i < k; i++) {
-    weft_entity_t e = weft__index_issue(ix, true, chunk_id, row0 + i);
-    ents[row0 + i] = e;
-    if (out)
-      out[i] = e;
-  }
+  for (uint32_t j = i; j < k; j++)
+    ents[row0 + j] = weft__index_issue(ix, true, chunk_id, row0 + j);
+  if (out)
+    memcpy(out, ents + row0, (size_t)k * sizeof(*out));
 }
 
 /*
