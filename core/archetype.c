@@ -469,14 +469,6 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
   return add_segment(w, a, (uint32_t)fresh);
 }
 
-void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,
-                              uint32_t row) {
-  for (uint32_t i = 0; i < a->narrays; i++) {
-    uint32_t n = a->arrays[i].elem;
-    memset(weft__chunk_at(chunk, i, n, row), 0, n);
-  }
-}
-
 void weft__column_write(const weft__archetype_t *a, const weft__column_t *col,
                         weft__chunk_t *chunk, uint32_t row, const void *value) {
   const uint8_t *v = value;

@@ -195,10 +195,6 @@ static inline uint8_t *weft__chunk_at(const weft__chunk_t *c, uint32_t i,
 /* Frees trailing segments whose chunks are all empty; returns bytes. */
 uint64_t weft__archetype_trim(struct weft_world_t *w, weft__archetype_t *a);
 
-/* Zero-fills every array of a row. */
-void weft__archetype_zero_row(const weft__archetype_t *a, weft__chunk_t *chunk,
-                              uint32_t row);
-
 /* Copies a component value into a row (scattering SoA fields). */
 void weft__column_write(const weft__archetype_t *a, const weft__column_t *col,
                         weft__chunk_t *chunk, uint32_t row, const void *value);

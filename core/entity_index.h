@@ -149,16 +149,6 @@ static inline weft_entity_t weft__index_issue(weft__index_t *ix,
   return weft__index_handle(ix, idx, gen);
 }
 
-/* Marks slot idx alive at (chunk_id, row) and returns its new handle. */
-static inline weft_entity_t weft__index_claim(weft__index_t *ix, uint32_t idx,
-                                              uint32_t chunk_id, uint32_t row) {
-  weft__record_t *r = weft__index_rec(ix, idx);
-  uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
-  r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
-  r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
-  return weft__index_handle(ix, idx, gen);
-}
-
 /*
  * Issues k slots for rows [row0, row0 + k) of one chunk, in the order
  * weft__index_issue(ix, true, ...) would, writing the handles to ents[row0..]
