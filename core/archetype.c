@@ -312,6 +312,29 @@ static int grow_chunk_list(weft_world_t *w, weft__archetype_t *a,
 #define WEFT__HUGE_PAGE (2u << 20)
 
 /*
+ * Points n new chunk headers at their rows in segment memory mem: the
+ * handles of all n chunks first, then each array of all n chunks in turn,
+ * and appends the chunks to the archetype's list.
+ */
+static void carve_segment(weft__archetype_t *a, uint8_t *mem,
+                          weft__chunk_t *headers, uint8_t **bases, uint32_t n) {
+  size_t region = (size_t)a->entity_stride * n;
+  for (uint32_t k = 0; k < n; k++) {
+    weft__chunk_t *c = &headers[k];
+    c->arch = a;
+    c->bases = bases + (size_t)k * a->narrays;
+    c->entities = (weft_entity_t *)(mem + (size_t)k * a->entity_stride);
+    c->index = a->chunk_total + k;
+    a->chunks[c->index] = c;
+  }
+  for (uint32_t i = 0; i < a->narrays; i++) {
+    for (uint32_t k = 0; k < n; k++)
+      headers[k].bases[i] = mem + region + (size_t)k * a->arrays[i].stride;
+    region += (size_t)a->arrays[i].stride * n;
+  }
+}
+
+/*
  * Allocates a segment of n chunks and appends them to the archetype as
  * spares. The segment's memory is column-major: the handles of all n
  * chunks, then array 0 of all n chunks, then array 1, and so on.
@@ -347,20 +370,7 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
                       "cannot add %u chunks (%s)", n, weft_strerror(rc));
   }
   uint8_t **bases = (uint8_t **)((uint8_t *)headers + hdr);
-  size_t region = (size_t)a->entity_stride * n;
-  for (uint32_t k = 0; k < n; k++) {
-    weft__chunk_t *c = &headers[k];
-    c->arch = a;
-    c->bases = bases + (size_t)k * a->narrays;
-    c->entities = (weft_entity_t *)(mem + (size_t)k * a->entity_stride);
-    c->index = a->chunk_total + k;
-    a->chunks[c->index] = c;
-  }
-  for (uint32_t i = 0; i < a->narrays; i++) {
-    for (uint32_t k = 0; k < n; k++)
-      headers[k].bases[i] = mem + region + (size_t)k * a->arrays[i].stride;
-    region += (size_t)a->arrays[i].stride * n;
-  }
+  carve_segment(a, mem, headers, bases, n);
   a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, headers, bases, n};
   a->chunk_total += n;
   w->chunks_spare += n;
