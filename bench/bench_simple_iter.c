@@ -65,14 +65,13 @@ static uint64_t iter_weft_soa(void *p, uint64_t reps) {
     weft_iter_t it;
     weft_query_iter(s->query, &it);
     while (weft_iter_next(&it)) {
-      float *px = weft_iter_field(&it, 0, s->pf[0]);
-      float *py = weft_iter_field(&it, 0, s->pf[1]);
-      float *pz = weft_iter_field(&it, 0, s->pf[2]);
-      const float *vx = weft_iter_field(&it, 1, s->vf[0]);
-      const float *vy = weft_iter_field(&it, 1, s->vf[1]);
-      const float *vz = weft_iter_field(&it, 1, s->vf[2]);
-      iter_soa_kernel(it.count, px, py, pz, vx, vy, vz, ITER_DT);
-      sum += bench_f32_bits(px[0]);
+      /* Both components list fields x, y, z in that order (pf/vf). */
+      void *pos[WEFT_MAX_FIELDS], *vel[WEFT_MAX_FIELDS];
+      weft_iter_fields(&it, 0, pos);
+      weft_iter_fields(&it, 1, vel);
+      iter_soa_kernel(it.count, pos[s->pf[0]], pos[s->pf[1]], pos[s->pf[2]],
+                      vel[s->vf[0]], vel[s->vf[1]], vel[s->vf[2]], ITER_DT);
+      sum += bench_f32_bits(((const float *)pos[s->pf[0]])[0]);
     }
     bench_clobber();
   }

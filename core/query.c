@@ -257,6 +257,30 @@ void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
                         it->row0_);
 }
 
+uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term, void **out) {
+  if (!it || !out)
+    return 0;
+  if (WEFT__LIKELY(it->chunk_index_ && term < it->term_count_)) {
+    /* A query iterator on a chunk: the cache entry lists the arrays. */
+    const weft__match_t *m = it->match_;
+    uint8_t *const *bases = ((const weft__chunk_t *)it->chunk_)->bases;
+    uint32_t n = m->soa_count[term];
+    for (uint32_t f = 0; f < n; f++)
+      out[f] = bases[m->soa_first[term] + f];
+    return n;
+  }
+  /* Batch views and the like: resolve through the archetype. */
+  const weft__archetype_t *a = iter_arch(it);
+  const weft__column_t *col = (a && term < it->term_count_)
+                                  ? weft__archetype_col(a, it->terms_[term])
+                                  : NULL;
+  if (!col || !col->soa)
+    return 0;
+  for (uint32_t f = 0; f < col->array_count; f++)
+    out[f] = weft_iter_field(it, term, f);
+  return col->array_count;
+}
+
 void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
   if (!it || !it->chunk_)
     return NULL;

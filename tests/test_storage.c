@@ -614,11 +614,62 @@ static void test_storage_trim_frees_empty_segments(void **state) {
   weft_world_destroy(w);
 }
 
+/* weft_iter_fields hands out exactly what weft_iter_field does, for query
+ * chunks and for batch fill views alike, and nothing for plain terms. */
+static void fields_view_check(void *user, const weft_iter_t *view,
+                              uint32_t first) {
+  (void)first;
+  uint32_t *calls = user;
+  void *out[WEFT_MAX_FIELDS];
+  assert_int_equal(weft_iter_fields(view, 0, out), 3);
+  for (uint32_t f = 0; f < 3; f++)
+    assert_ptr_equal(out[f], weft_iter_field(view, 0, f));
+  assert_int_equal(weft_iter_fields(view, 1, out), 0); /* plain component */
+  (*calls)++;
+}
+
+static void test_storage_iter_fields_match_iter_field(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  static const weft_field_desc_t fields[] = {
+      WEFT_FIELD(p3_t, x), WEFT_FIELD(p3_t, y), WEFT_FIELD(p3_t, z)};
+  weft_component_desc_t d = WEFT_COMPONENT_DESC(p3_t);
+  d.fields = fields;
+  d.field_count = 3;
+  d.flags = WEFT_COMPONENT_SOA;
+  weft_component_t p = 0;
+  assert_int_equal(weft_component_register(w, &d, &p), WEFT_OK);
+  weft_component_t plain = wt_register(w, "plain", 8, 0);
+  uint32_t calls = 0;
+  const weft_component_t comps[] = {p, plain, 0};
+  assert_int_equal(
+      weft_spawn_batch(w, 2000, comps, fields_view_check, &calls, NULL),
+      WEFT_OK);
+  assert_true(calls > 1);
+  weft_query_t *q;
+  assert_int_equal(
+      weft_query_create(w, &(weft_query_desc_t){.include = {p, plain}}, &q),
+      WEFT_OK);
+  weft_iter_t it;
+  uint32_t chunks = 0;
+  for (weft_query_iter(q, &it); weft_iter_next(&it); chunks++) {
+    void *out[WEFT_MAX_FIELDS];
+    assert_int_equal(weft_iter_fields(&it, 0, out), 3);
+    for (uint32_t f = 0; f < 3; f++)
+      assert_ptr_equal(out[f], weft_iter_field(&it, 0, f));
+    assert_int_equal(weft_iter_fields(&it, 1, out), 0);
+    assert_int_equal(weft_iter_fields(&it, 7, out), 0); /* no such term */
+  }
+  assert_int_equal(chunks, calls);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_storage_soa_fields_are_separate_arrays),
       cmocka_unit_test(test_storage_large_chunks_locate_high_rows),
       cmocka_unit_test(test_storage_trim_frees_empty_segments),
+      cmocka_unit_test(test_storage_iter_fields_match_iter_field),
       cmocka_unit_test(test_storage_soa_mixed_field_sizes),
       cmocka_unit_test(test_storage_aos_columns_aligned),
       cmocka_unit_test(test_storage_aos_fields_have_no_arrays),

@@ -111,9 +111,12 @@ static void tick(const weft_query_t *q, float dt) {
   weft_iter_t it;
   weft_query_iter(q, &it);
   while (weft_iter_next(&it)) {
+    void *pf[WEFT_MAX_FIELDS], *vf[WEFT_MAX_FIELDS];
+    weft_iter_fields(&it, 0, pf);
+    weft_iter_fields(&it, 1, vf);
     for (uint32_t f = 0; f < 3; f++) {
-      float *restrict p = weft_iter_field(&it, 0, f);
-      float *restrict v = weft_iter_field(&it, 1, f);
+      float *restrict p = pf[f];
+      float *restrict v = vf[f];
       for (uint32_t i = 0; i < it.count; i++) {
         float np = p[i] + v[i] * dt;
         float out = (np < 0.0f) | (np > 100.0f) ? -1.0f : 1.0f;

@@ -118,6 +118,15 @@ static inline void *weft_iter_column(const weft_iter_t *it, uint32_t term) {
 void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field);
 
 /**
+ * Stores the arrays of every field of SoA include term @p term in
+ * out[0..n) and returns n, the component's field count (out must hold
+ * WEFT_MAX_FIELDS pointers); returns 0 when the term is not stored SoA.
+ * One call per term instead of one per field keeps the per-chunk cost of
+ * an SoA loop low. Field order is the registration order.
+ */
+uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term, void **out);
+
+/**
  * The array of any component @p c in the current chunk (for example an
  * `any` term), or NULL when the chunk's archetype lacks it or it is a tag
  * or SoA component.
