@@ -2,7 +2,8 @@
  * simple_iter: pos += vel * dt over every entity with Position and
  * Velocity (vec3 of floats), at 10k, 1M and 16M entities (10k, 100k and 1M
  * with --quick), in worlds with the default 16 KiB chunks and, for the
- * large sizes, with 1 MiB chunks ("/chunk1M"). Unit: ns per entity.
+ * large sizes, with 1 MiB chunks ("/chunk1M") or iterating runs of
+ * contiguous chunks (WEFT_QUERY_CHUNK_RUNS, "/runs"). Unit: ns per entity.
  *
  * soa: both components are registered WEFT_COMPONENT_SOA with fields x, y,
  * z, so each chunk hands out six float arrays; the baseline is six plain
@@ -27,6 +28,7 @@ _Static_assert(sizeof(bench_vec3_t) == 3 * sizeof(float),
 typedef struct iter_state_t {
   uint32_t n;
   uint32_t chunk; /* world chunk size, 0 for the default */
+  uint32_t flags; /* query flags (WEFT_QUERY_CHUNK_RUNS) */
   bool soa;
   weft_world_t *world;
   weft_query_t *query;
@@ -186,7 +188,7 @@ static void iter_setup(iter_state_t *s) {
   bench_check(weft_spawn_batch(s->world, s->n, comps,
                                s->soa ? iter_fill_soa : iter_fill_aos, s, NULL),
               "weft_spawn_batch");
-  weft_query_desc_t qd = {.include = {comps[0], comps[1]}};
+  weft_query_desc_t qd = {.include = {comps[0], comps[1]}, .flags = s->flags};
   bench_check(weft_query_create(s->world, &qd, &s->query), "weft_query_create");
   if (weft_query_count(s->query) != s->n)
     bench_die("weft_query_count (wrong entity count)", WEFT_EINVAL);
@@ -222,15 +224,16 @@ static void iter_teardown(iter_state_t *s) {
 }
 
 static void iter_run(bench_ctx_t *ctx, uint32_t n, bool soa, uint32_t chunk,
-                     double target) {
+                     uint32_t flags, double target) {
   char label[16], name[64];
   bench_size_label(label, sizeof label, n);
-  snprintf(name, sizeof name, "simple_iter/%s/%s%s", soa ? "soa" : "aos", label,
-           chunk ? "/chunk1M" : "");
+  snprintf(name, sizeof name, "simple_iter/%s/%s%s%s", soa ? "soa" : "aos",
+           label, chunk ? "/chunk1M" : "",
+           (flags & WEFT_QUERY_CHUNK_RUNS) ? "/runs" : "");
   if (!bench_selected(ctx, name))
     return;
 
-  iter_state_t s = {.n = n, .soa = soa, .chunk = chunk};
+  iter_state_t s = {.n = n, .soa = soa, .chunk = chunk, .flags = flags};
   iter_setup(&s);
   bench_case_t c = {
       .name = name,
@@ -253,10 +256,12 @@ void bench_simple_iter(bench_ctx_t *ctx) {
   /* The default 16 KiB chunks carry the targets; worlds configured with
    * 1 MiB chunks are shown for comparison (chunks of one archetype are
    * laid out column-major, so the chunk size should barely matter). */
-  iter_run(ctx, small, true, 0, 1.2);
-  iter_run(ctx, mid, true, 0, 1.05);
-  iter_run(ctx, big, true, 0, 1.05);
-  iter_run(ctx, mid, true, WEFT_CHUNK_SIZE_MAX, 0.0);
-  iter_run(ctx, big, true, WEFT_CHUNK_SIZE_MAX, 0.0);
-  iter_run(ctx, mid, false, 0, 0.0); /* informational: no target */
+  iter_run(ctx, small, true, 0, 0, 1.2);
+  iter_run(ctx, mid, true, 0, 0, 1.05);
+  iter_run(ctx, big, true, 0, 0, 1.05);
+  iter_run(ctx, mid, true, WEFT_CHUNK_SIZE_MAX, 0, 0.0);
+  iter_run(ctx, big, true, WEFT_CHUNK_SIZE_MAX, 0, 0.0);
+  iter_run(ctx, mid, true, 0, WEFT_QUERY_CHUNK_RUNS, 0.0);
+  iter_run(ctx, big, true, 0, WEFT_QUERY_CHUNK_RUNS, 0.0);
+  iter_run(ctx, mid, false, 0, 0, 0.0); /* informational: no target */
 }

@@ -38,8 +38,13 @@ static int layout(weft_world_t *w, weft__archetype_t *a) {
   a->row_cap = (uint32_t)cap;
   a->entity_stride =
       WEFT__ALIGN64(a->row_cap * (uint32_t)sizeof(weft_entity_t));
-  for (uint32_t i = 0; i < a->narrays; i++)
+  /* Chunks of a segment continue each other's arrays exactly when no array
+   * needs padding at a chunk's end. */
+  a->contiguous = a->entity_stride == a->row_cap * sizeof(weft_entity_t);
+  for (uint32_t i = 0; i < a->narrays; i++) {
     a->arrays[i].stride = WEFT__ALIGN64(a->arrays[i].elem * a->row_cap);
+    a->contiguous &= a->arrays[i].stride == a->arrays[i].elem * a->row_cap;
+  }
   return 0;
 }
 

@@ -85,7 +85,8 @@ typedef struct weft__archetype_t {
   weft__array_t *arrays;
   weft_component_t *comps; /* ncomps ids, ascending */
   uint32_t entity_stride;  /* bytes of handles per chunk */
-  weft__chunk_t **chunks;  /* [0, nchunks) hold rows; the rest are spares */
+  bool contiguous;        /* chunks of a segment continue each other's arrays */
+  weft__chunk_t **chunks; /* [0, nchunks) hold rows; the rest are spares */
   uint32_t nchunks;
   uint32_t chunk_total; /* chunks allocated in segments */
   uint32_t chunk_cap;

@@ -84,8 +84,9 @@ static int parse_desc(weft_world_t *w, const weft_query_desc_t *d,
              "a query needs an include, any or disabled term");
   WEFT_CHECK(w, !weft__mask_intersects(&q->include, &q->exclude), WEFT_EINVAL,
              "a component is both included and excluded");
-  WEFT_CHECK(w, (d->flags & ~WEFT_QUERY_MATCH_DISABLED) == 0, WEFT_EINVAL,
-             "unknown query flags 0x%x", d->flags);
+  WEFT_CHECK(
+      w, (d->flags & ~(WEFT_QUERY_MATCH_DISABLED | WEFT_QUERY_CHUNK_RUNS)) == 0,
+      WEFT_EINVAL, "unknown query flags 0x%x", d->flags);
   q->flags = d->flags;
   q->nterms = ni;
   memcpy(q->terms, d->include, ni * sizeof(weft_component_t));
@@ -167,6 +168,7 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   it->terms_ = q->terms;
   it->term_count_ = q->nterms;
   it->version_ = q->world->version;
+  it->runs_ = (q->flags & WEFT_QUERY_CHUNK_RUNS) != 0;
   /* The first call to weft_iter_next() advances to the first entry. */
   if (q->nmatches) {
     it->match_next_ = q->matches;
@@ -180,11 +182,32 @@ static WEFT__COLD void check_version(weft_iter_t *it) {
   it->version_ = *it->world_version_;
 }
 
+/*
+ * Grows the current hand-out over the following chunks while each one
+ * before is full and the next continues its arrays: within a segment of an
+ * archetype whose arrays need no padding, consecutive chunks' handles (and
+ * so every array) are adjacent.
+ */
+static void extend_run(weft_iter_t *it, const weft__chunk_t *c) {
+  const weft__chunk_t *cur = c;
+  uint32_t cap = c->arch->row_cap;
+  while (it->chunk_index_ < it->nchunks_ && cur->count == cap) {
+    const weft__chunk_t *next = it->chunks_[it->chunk_index_];
+    if (next->entities != cur->entities + cap)
+      break;
+    it->count += next->count;
+    it->chunk_index_++;
+    cur = next;
+  }
+}
+
 /* Hands out chunk chunk_index_ of the current archetype. */
 static inline bool emit(weft_iter_t *it) {
   const weft__match_t *m = it->match_;
   weft__chunk_t *c = (weft__chunk_t *)it->chunks_[it->chunk_index_++];
   it->count = c->count;
+  if (it->runs_ && m->arch->contiguous)
+    extend_run(it, c);
   it->home_node = c->node;
   it->entities = c->entities;
   it->chunk_ = c;

@@ -810,8 +810,96 @@ static void test_query_null_iterators_are_inert(void **state) {
   weft_query_destroy(NULL);
 }
 
+/* Walks q, checking that every row's column value names its entity, and
+ * returns the rows seen; *most gets the largest single hand-out. */
+static uint32_t walk_runs(weft_world_t *w, weft_query_t *q, weft_component_t c,
+                          uint32_t *most) {
+  weft_iter_t it;
+  uint32_t rows = 0;
+  *most = 0;
+  for (weft_query_iter(q, &it); weft_iter_next(&it);) {
+    const uint64_t *v = it.columns[0];
+    for (uint32_t r = 0; r < it.count; r++) {
+      assert_int_equal(v[r], weft_entity_index(it.entities[r]));
+      assert_ptr_equal(weft_get(w, it.entities[r], c), &v[r]);
+    }
+    rows += it.count;
+    *most = it.count > *most ? it.count : *most;
+  }
+  return rows;
+}
+
+static void fill_index(void *user, const weft_iter_t *view, uint32_t first) {
+  (void)user;
+  (void)first;
+  uint64_t *v = view->columns[0];
+  for (uint32_t r = 0; r < view->count; r++)
+    v[r] = weft_entity_index(view->entities[r]);
+}
+
+/* With WEFT_QUERY_CHUNK_RUNS, contiguous chunks come out as one run whose
+ * arrays are valid across chunk borders; the rows seen are the same. */
+static void test_query_chunk_runs_cover_contiguous_chunks(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  weft_component_t c = wt_register(w, "id", 8, 0);
+  enum { N = 20000 };
+  static weft_entity_t es[N];
+  assert_int_equal(
+      weft_spawn_batch(w, N, (weft_component_t[]){c, 0}, fill_index, NULL, es),
+      WEFT_OK);
+  for (uint32_t k = 0; k < N; k += 7) /* holes, refilled by swap-remove */
+    assert_int_equal(weft_despawn(w, es[k]), WEFT_OK);
+  uint32_t alive = N - (N + 6) / 7;
+  weft_query_t *plain, *runs;
+  assert_int_equal(
+      weft_query_create(w, &(weft_query_desc_t){.include = {c}}, &plain), 0);
+  assert_int_equal(
+      weft_query_create(
+          w,
+          &(weft_query_desc_t){.include = {c}, .flags = WEFT_QUERY_CHUNK_RUNS},
+          &runs),
+      0);
+  uint32_t most_plain, most_runs;
+  assert_int_equal(walk_runs(w, plain, c, &most_plain), alive);
+  assert_int_equal(walk_runs(w, runs, c, &most_runs), alive);
+  assert_true(most_runs > most_plain); /* runs span chunks */
+  assert_int_equal(most_runs, alive);  /* one batch: one segment */
+  weft_world_destroy(w);
+}
+
+/* Chunks whose arrays need padding never merge into runs. */
+static void test_query_chunk_runs_respect_padding(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  weft_component_t c = wt_register(w, "id", 8, 0);
+  weft_component_t big = wt_register(w, "big", 512, 0); /* few rows/chunk */
+  enum { N = 300 };
+  static weft_entity_t es[N];
+  assert_int_equal(weft_spawn_batch(w, N, (weft_component_t[]){c, big, 0},
+                                    fill_index, NULL, es),
+                   WEFT_OK);
+  weft_query_t *plain, *runs;
+  assert_int_equal(
+      weft_query_create(w, &(weft_query_desc_t){.include = {c, big}}, &plain),
+      0);
+  assert_int_equal(
+      weft_query_create(w,
+                        &(weft_query_desc_t){.include = {c, big},
+                                             .flags = WEFT_QUERY_CHUNK_RUNS},
+                        &runs),
+      0);
+  uint32_t most_plain, most_runs;
+  assert_int_equal(walk_runs(w, plain, c, &most_plain), N);
+  assert_int_equal(walk_runs(w, runs, c, &most_runs), N);
+  assert_int_equal(most_runs, most_plain);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_query_chunk_runs_cover_contiguous_chunks),
+      cmocka_unit_test(test_query_chunk_runs_respect_padding),
       cmocka_unit_test(test_query_null_iterators_are_inert),
       cmocka_unit_test(test_query_create_rejects_invalid),
       cmocka_unit_test(test_query_disabled_rules),

@@ -32,6 +32,15 @@ extern "C" {
 /** Include/any/exclude terms look at presence, enabled or disabled alike. */
 #define WEFT_QUERY_MATCH_DISABLED 0x1u
 
+/**
+ * Iteration hands out runs of consecutive chunks whose arrays continue
+ * each other in memory (an archetype's chunks are allocated column-major
+ * in segments) instead of one chunk at a time: `count` can then exceed the
+ * rows of a chunk. A streaming loop pays the per-chunk cost once per run.
+ * Leave it off where work is split or tracked per chunk.
+ */
+#define WEFT_QUERY_CHUNK_RUNS 0x2u
+
 /** An opaque cached query owned by its world. */
 typedef struct weft_query_t weft_query_t;
 
@@ -44,7 +53,7 @@ typedef struct weft_query_desc_t {
   weft_component_t exclude[WEFT_QUERY_MAX_TERMS + 1];  /**< none allowed */
   weft_component_t any[WEFT_QUERY_MAX_TERMS + 1];      /**< at least one */
   weft_component_t disabled[WEFT_QUERY_MAX_TERMS + 1]; /**< present, disabled */
-  uint32_t flags; /**< WEFT_QUERY_MATCH_DISABLED */
+  uint32_t flags; /**< WEFT_QUERY_MATCH_DISABLED, WEFT_QUERY_CHUNK_RUNS */
 } weft_query_desc_t;
 
 /**
@@ -72,6 +81,7 @@ typedef struct weft_iter_t {
   uint32_t term_count_;
   uint32_t chunk_index_;
   uint32_t row0_;
+  uint32_t runs_; /* nonzero: hand out runs of contiguous chunks */
   uint64_t version_;
 } weft_iter_t;
 
