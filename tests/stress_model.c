@@ -220,6 +220,11 @@ static const qdef_t fixed_queries[] = {
      .flags = WEFT_QUERY_MATCH_DISABLED},
     {.dis = {C_TAG_A}},
     {.inc = {C_U32}, .exc = {C_V3, C_SOA, C_TAG_A, C_U8}},
+    /* Runs of contiguous chunks: columns and fields must hold across chunk
+     * borders. */
+    {.inc = {C_V3, C_U32}, .flags = WEFT_QUERY_CHUNK_RUNS},
+    {.inc = {C_SOA},
+     .flags = WEFT_QUERY_CHUNK_RUNS | WEFT_QUERY_MATCH_DISABLED},
 };
 
 #define NQ (sizeof fixed_queries / sizeof fixed_queries[0])
