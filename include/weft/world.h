@@ -91,9 +91,10 @@ typedef struct weft_world_stats_t {
   uint32_t archetypes;     /**< archetypes created, including the empty one */
   uint32_t queries;        /**< live queries */
   uint32_t chunks_live;    /**< chunks holding at least one row */
-  uint32_t chunks_pooled;  /**< empty chunks kept for reuse */
+  uint32_t chunks_pooled;  /**< empty chunks archetypes keep for reuse */
   uint32_t chunk_size;     /**< bytes per chunk */
-  uint64_t chunk_bytes;    /**< bytes of chunk memory owned (live + pooled) */
+  uint64_t chunk_bytes;    /**< bytes of chunk memory owned (live + pooled,
+                                headers included) */
   uint64_t index_bytes;    /**< bytes of entity index pages */
   uint64_t spawns;         /**< entities spawned since creation */
   uint64_t despawns;       /**< entities despawned since creation */
@@ -129,10 +130,11 @@ void weft_world_destroy(weft_world_t *world);
 int weft_world_reserve(weft_world_t *world, uint32_t entities);
 
 /**
- * Empties the world without freeing memory: every entity dies, chunks return
- * to the pool, every slot's generation advances so that every earlier handle
- * is stale. Slots whose generations are exhausted stay retired (a handle is
- * never issued twice). Components, archetypes and queries survive.
+ * Empties the world without freeing memory: every entity dies, every chunk
+ * stays with its archetype as a spare, and every earlier handle becomes
+ * stale (slots come back in index order with their generation advanced).
+ * Slots whose generations are exhausted stay retired (a handle is never
+ * issued twice). Components, archetypes and queries survive. Owner thread.
  */
 void weft_world_clear(weft_world_t *world);
 
