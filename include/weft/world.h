@@ -60,7 +60,8 @@ typedef void (*weft_panic_fn)(void *user, const char *file, int line,
 typedef struct weft_world_config_t {
   /** Hard cap on entity slots; 0 means WEFT_ENTITY_MAX. */
   uint32_t capacity;
-  /** Bytes per chunk, a power of two in [WEFT_CHUNK_SIZE_MIN,
+  /** Bytes of rows (handles and component arrays) per chunk, which sets
+   * how many rows a chunk holds: a power of two in [WEFT_CHUNK_SIZE_MIN,
    * WEFT_CHUNK_SIZE_MAX]; 0 means WEFT_CHUNK_SIZE_DEFAULT. */
   uint32_t chunk_size;
   /** Generations a slot issues before it retires; 0 means
