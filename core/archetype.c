@@ -332,6 +332,12 @@ static size_t segment_gap(const weft__archetype_t *a, uint32_t n) {
              : 0;
 }
 
+/* Bytes of the headers and base pointers of n chunks of archetype a. */
+static size_t segment_header_bytes(const weft__archetype_t *a, uint32_t n) {
+  return (size_t)n * (sizeof(weft__chunk_t) +
+                      (a->narrays ? a->narrays : 1) * sizeof(uint8_t *));
+}
+
 /*
  * Points n new chunk headers at their rows in segment memory mem: the
  * handles of all n chunks first, then each array of all n chunks in turn,
@@ -369,7 +375,7 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   for (uint32_t i = 0; i < a->narrays; i++)
     bytes += segment_gap(a, n);
   size_t hdr = (size_t)n * sizeof(weft__chunk_t);
-  size_t ptrs = (size_t)n * (a->narrays ? a->narrays : 1) * sizeof(uint8_t *);
+  size_t ptrs = segment_header_bytes(a, n) - hdr;
   int rc = grow_chunk_list(w, a, a->chunk_total + n);
   if (!rc)
     rc = weft__grow(&w->alloc, &a->segs, &a->seg_cap, a->nsegs + 1,
@@ -427,19 +433,11 @@ static int add_chunk(weft_world_t *w, weft__archetype_t *a) {
 int weft__archetype_push_slow(weft_world_t *w, weft__archetype_t *a,
                               weft_entity_t e, weft__chunk_t **chunk,
                               uint32_t *row) {
-  weft__chunk_t *c = a->nchunks ? a->chunks[a->nchunks - 1] : NULL;
-  if (!c || c->count == a->row_cap) {
-    int rc = add_chunk(w, a);
-    if (rc)
-      return rc;
-    c = a->chunks[a->nchunks - 1];
-  }
-  uint32_t r = c->count++;
-  a->count++;
-  c->entities[r] = e;
-  *chunk = c;
-  *row = r;
-  return 0;
+  uint32_t one;
+  int rc = weft__archetype_push_range(w, a, 1, chunk, row, &one);
+  if (rc == 0)
+    (*chunk)->entities[*row] = e;
+  return rc;
 }
 
 int weft__archetype_push_range(weft_world_t *w, weft__archetype_t *a,
@@ -471,9 +469,7 @@ uint64_t weft__archetype_trim(weft_world_t *w, weft__archetype_t *a) {
       break; /* some chunk of the last segment holds rows */
     for (uint32_t k = 0; k < s->nchunks; k++)
       w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){NULL, NULL};
-    uint64_t hdr = (uint64_t)s->nchunks *
-                   (sizeof(weft__chunk_t) +
-                    (a->narrays ? a->narrays : 1) * sizeof(uint8_t *));
+    uint64_t hdr = segment_header_bytes(a, s->nchunks);
     freed += s->bytes + hdr;
     weft__free(s->mem, s->bytes, 64);
     weft__free(s->headers, (size_t)hdr, 64);

@@ -9,6 +9,9 @@
 #include "core/check.h"
 #include "core/world.h"
 
+/* A NULL spawn list means this empty one. */
+static const weft_component_t no_components[1] = {WEFT_COMPONENT_NONE};
+
 /* Components a spawn_with list may name. */
 #define WEFT__SPAWN_MAX 64u
 
@@ -201,9 +204,8 @@ static inline int spawn_archetype(weft_world_t *w,
 int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
                     const void *const *values, weft_entity_t *out) {
   WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
-  static const weft_component_t none[1] = {WEFT_COMPONENT_NONE};
   if (!comps)
-    comps = none;
+    comps = no_components;
   weft__archetype_t *a;
   const weft__spawn_memo_t *memo;
   uint32_t n;
@@ -239,12 +241,6 @@ static int batch_reserve(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   return weft__archetype_reserve_rows(w, a, n);
 }
 
-/* Fills in the handles of rows [row0, row0+k) of a chunk. */
-static void batch_issue(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
-                        uint32_t k, weft_entity_t *out) {
-  weft__index_issue_rows(&w->index, c->id, row0, k, c->entities, out);
-}
-
 static void batch_view(weft_world_t *w, const weft__archetype_t *a,
                        weft__chunk_t *c, uint32_t row0, uint32_t k,
                        const weft_component_t *comps, uint32_t ncomps,
@@ -271,9 +267,8 @@ static void batch_view(weft_world_t *w, const weft__archetype_t *a,
 int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
                      weft_fill_fn fill, void *user, weft_entity_t *out) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  static const weft_component_t none[1] = {WEFT_COMPONENT_NONE};
   if (!comps)
-    comps = none;
+    comps = no_components;
   weft__archetype_t *a;
   uint32_t ncomps;
   const weft__spawn_memo_t *memo;
@@ -288,7 +283,8 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     uint32_t row0, k;
     /* Cannot fail: batch_reserve pooled every chunk this needs. */
     weft__archetype_push_range(w, a, n - done, &c, &row0, &k);
-    batch_issue(w, c, row0, k, out ? out + done : NULL);
+    weft__index_issue_rows(&w->index, c->id, row0, k, c->entities,
+                           out ? out + done : NULL);
     for (uint32_t i = 0; i < a->narrays; i++) {
       const weft__array_t *ar = &a->arrays[i];
       memset(weft__chunk_at(c, i, ar->elem, row0), 0, (size_t)k * ar->elem);
@@ -475,23 +471,20 @@ uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
     if (i + WEFT__GET_AHEAD < n)
       prefetch_record(w, handles[i + WEFT__GET_AHEAD]);
     const void *p = NULL;
-    const weft__record_t *r = weft__index_lookup(&w->index, handles[i]);
-    if (WEFT__LIKELY(r != NULL)) {
-      const weft__chunk_slot_t *slot = weft__rec_slot(w, r);
-      if (slot->arch != last) {
-        const weft__column_t *col = weft__archetype_col(slot->arch, c);
-        last = slot->arch;
+    weft__where_t at;
+    if (WEFT__LIKELY(resolve(w, handles[i], &at))) {
+      if (at.arch != last) {
+        const weft__column_t *col = weft__archetype_col(at.arch, c);
+        last = at.arch;
         aos = col && !col->soa;
         arr = col ? col->first_array : 0;
         size = col ? col->size : 0;
       }
       if (aos) {
-        p = weft__chunk_at(slot->chunk, arr, size, weft__rec_row(r));
+        p = weft__chunk_at(at.chunk, arr, size, at.row);
         __builtin_prefetch(p, 0, 3);
         hits++;
       }
-    } else {
-      weft__count_stale(w);
     }
     out[i] = p;
   }
