@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/observer.h"
+#include "core/query_internal.h"
 #include "core/world.h"
 
 /* A NULL spawn list means this empty one. */
@@ -102,6 +104,8 @@ static int spawn_into(weft_world_t *w, weft__archetype_t *a, weft_entity_t *e,
 
 int weft_spawn(weft_world_t *w, weft_entity_t *out) {
   WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_spawn(w, NULL, NULL, out);
   weft__chunk_t *chunk;
   uint32_t row;
   return spawn_into(w, w->root, out, &chunk, &row);
@@ -204,6 +208,8 @@ static inline int spawn_archetype(weft_world_t *w,
 int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
                     const void *const *values, weft_entity_t *out) {
   WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_spawn(w, comps, values, out);
   if (!comps)
     comps = no_components;
   weft__archetype_t *a;
@@ -241,32 +247,11 @@ static int batch_reserve(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   return weft__archetype_reserve_rows(w, a, n);
 }
 
-static void batch_view(weft_world_t *w, const weft__archetype_t *a,
-                       weft__chunk_t *c, uint32_t row0, uint32_t k,
-                       const weft_component_t *comps, uint32_t ncomps,
-                       weft_iter_t *v) {
-  memset(v, 0, sizeof(*v));
-  v->count = k;
-  v->home_node = c->node;
-  v->entities = c->entities + row0;
-  for (uint32_t t = 0; t < ncomps; t++) {
-    const weft__column_t *col = weft__archetype_col(a, comps[t]);
-    v->columns[t] = (col && !col->soa)
-                        ? weft__chunk_at(c, col->first_array, col->size, row0)
-                        : NULL;
-  }
-  v->world_ = w;
-  v->world_version_ = &w->version;
-  v->chunk_ = c;
-  v->terms_ = comps;
-  v->term_count_ = ncomps;
-  v->row0_ = row0;
-  v->version_ = w->version;
-}
-
 int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
                      weft_fill_fn fill, void *user, weft_entity_t *out) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  WEFT_CHECK(w, !weft__txn_in_scope(&w->txn) && !w->txn.draining, WEFT_EBUSY,
+             "batch spawns cannot be staged: close the scope first");
   if (!comps)
     comps = no_components;
   weft__archetype_t *a;
@@ -291,9 +276,12 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     }
     if (fill) {
       weft_iter_t view;
-      batch_view(w, a, c, row0, k, comps, ncomps, &view);
+      weft__iter_view(w, c, row0, k, comps, ncomps, &view);
       fill(user, &view, done);
     }
+    /* Batch spawns report query membership as ranges, no SPAWN events. */
+    if (WEFT__UNLIKELY(w->obs_events & WEFT_EVENT_ENTER))
+      weft__obs_enter_range(w, c, row0, k);
     done += k;
   }
   w->spawns += n;
@@ -303,6 +291,8 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
 
 int weft_despawn(weft_world_t *w, weft_entity_t e) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_despawn(w, e);
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
   weft__row_remove(w, at.arch, at.chunk, at.row);
@@ -354,6 +344,8 @@ int weft_add(weft_world_t *w, weft_entity_t e, weft_component_t c,
              const void *value) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   COMP_OR_FAIL(w, c);
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_op(w, WEFT__OP_ADD, e, c, value);
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
   if (weft__mask_test(&at.arch->present, c))
@@ -370,6 +362,8 @@ int weft_add(weft_world_t *w, weft_entity_t e, weft_component_t c,
 int weft_remove(weft_world_t *w, weft_entity_t e, weft_component_t c) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   COMP_OR_FAIL(w, c);
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_op(w, WEFT__OP_REMOVE, e, c, NULL);
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
   if (!weft__mask_test(&at.arch->present, c))
@@ -382,6 +376,8 @@ int weft_set(weft_world_t *w, weft_entity_t e, weft_component_t c,
              const void *value) {
   WEFT_CHECK(w, w && value, WEFT_EINVAL, "world and value must not be NULL");
   COMP_OR_FAIL(w, c);
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_op(w, WEFT__OP_SET, e, c, value);
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
   if (!weft__mask_test(&at.arch->present, c))
@@ -531,6 +527,9 @@ static int toggle(weft_world_t *w, weft_entity_t e, weft_component_t c,
                   bool enable) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   COMP_OR_FAIL(w, c);
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_op(w, enable ? WEFT__OP_ENABLE : WEFT__OP_DISABLE, e, c,
+                           NULL);
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
   WEFT_CHECK(w, weft__mask_test(&at.arch->present, c), WEFT_ENOTFOUND,

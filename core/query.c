@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/observer.h"
 #include "core/world.h"
 
 bool weft__query_matches(const weft_query_t *q, const weft__archetype_t *a) {
@@ -133,6 +134,8 @@ void weft_query_destroy(weft_query_t *q) {
   if (!q)
     return;
   weft_world_t *w = q->world;
+  /* Observers of the query go with it. */
+  weft__obs_forget_query(w, q);
   for (uint32_t i = 0; i < w->query_count; i++) {
     if (w->queries[i] == q) {
       /* Keep registration order: later archetypes notify in that order. */
@@ -169,6 +172,8 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   it->term_count_ = q->nterms;
   it->version_ = q->world->version;
   it->runs_ = (q->flags & WEFT_QUERY_CHUNK_RUNS) != 0;
+  it->scoped_ = 1;
+  weft__txn_iter_enter(q->world);
   /* The first call to weft_iter_next() advances to the first entry. */
   if (q->nmatches) {
     it->match_next_ = q->matches;
@@ -235,7 +240,38 @@ static bool next_archetype(weft_iter_t *it) {
   it->match_next_ = end;
   it->nchunks_ = it->chunk_index_ = 0;
   it->count = 0;
+  weft_iter_close(it);
   return false;
+}
+
+void weft_iter_close(weft_iter_t *it) {
+  if (it && it->scoped_) {
+    it->scoped_ = 0;
+    weft__txn_iter_leave(it->world_);
+  }
+}
+
+void weft__iter_view(const weft_world_t *w, weft__chunk_t *c, uint32_t row0,
+                     uint32_t k, const weft_component_t *terms, uint32_t nterms,
+                     weft_iter_t *v) {
+  const weft__archetype_t *a = c->arch;
+  memset(v, 0, sizeof(*v));
+  v->count = k;
+  v->home_node = c->node;
+  v->entities = c->entities + row0;
+  for (uint32_t t = 0; t < nterms && t < WEFT_QUERY_MAX_TERMS; t++) {
+    const weft__column_t *col = weft__archetype_col(a, terms[t]);
+    v->columns[t] = (col && !col->soa)
+                        ? weft__chunk_at(c, col->first_array, col->size, row0)
+                        : NULL;
+  }
+  v->world_ = w;
+  v->world_version_ = &w->version;
+  v->chunk_ = c;
+  v->terms_ = terms;
+  v->term_count_ = nterms;
+  v->row0_ = row0;
+  v->version_ = w->version;
 }
 
 bool weft_iter_next(weft_iter_t *it) {

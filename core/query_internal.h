@@ -34,6 +34,15 @@ struct weft_query_t {
   uint32_t cap;
 };
 
+/*
+ * Fills a view of rows [row0, row0 + k) of chunk c for the given include
+ * terms, as a batch spawn's fill callback and observers see them. The view
+ * supports weft_iter_field() and the other accessors; it holds no scope.
+ */
+void weft__iter_view(const weft_world_t *w, weft__chunk_t *c, uint32_t row0,
+                     uint32_t k, const weft_component_t *terms, uint32_t nterms,
+                     weft_iter_t *v);
+
 /* True if archetype a satisfies the query's terms. */
 bool weft__query_matches(const weft_query_t *q, const weft__archetype_t *a);
 

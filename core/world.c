@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/observer.h"
 #include "core/query_internal.h"
 
 /* The one piece of process-wide state: a counter handing out world tags so
@@ -66,6 +67,7 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
       &w->index, cfg.capacity ? cfg.capacity : WEFT_ENTITY_MAX,
       cfg.max_generation ? cfg.max_generation : WEFT_GENERATION_MAX, w->tag);
   weft__chunks_init(&w->chunks, w->chunk_size);
+  weft__txn_init(&w->txn);
 #ifdef NDEBUG
   w->checked = cfg.checked == WEFT_CHECKED_ON;
 #else
@@ -86,6 +88,14 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
 void weft_world_destroy(weft_world_t *w) {
   if (!w)
     return;
+  /* Buffers first (they belong to the world), then observers, which
+   * reference queries. */
+  while (w->txn.live_bufs)
+    for (uint32_t i = 1; i < w->txn.nbufs; i++)
+      if (w->txn.bufs[i])
+        weft_cmdbuf_destroy(w->txn.bufs[i]);
+  weft__obs_fini(w);
+  weft__txn_fini(&w->txn);
   while (w->query_count)
     weft_query_destroy(w->queries[w->query_count - 1]);
   weft__free(w->queries, 0, 16);
@@ -109,9 +119,10 @@ int weft_world_reserve(weft_world_t *w, uint32_t entities) {
   return 0;
 }
 
-void weft_world_clear(weft_world_t *w) {
-  if (!w)
-    return;
+int weft_world_clear(weft_world_t *w) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  WEFT_CHECK(w, !weft__txn_in_scope(&w->txn) && !w->txn.draining, WEFT_EBUSY,
+             "cannot clear while a deferred or iteration scope is open");
   /* Every chunk becomes a spare of its archetype: the memory stays. */
   for (uint32_t i = 0; i < w->arch_count; i++) {
     weft__archetype_t *a = w->archs[i];
@@ -124,17 +135,21 @@ void weft_world_clear(weft_world_t *w) {
   }
   weft__index_clear(&w->index);
   w->version++;
+  return 0;
 }
 
 uint64_t weft_world_trim(weft_world_t *w) {
   uint64_t freed = 0;
+  /* Trimming frees chunks an open iteration may still walk. */
+  if (w && (weft__txn_in_scope(&w->txn) || w->txn.draining))
+    return 0;
   for (uint32_t i = 0; w && i < w->arch_count; i++)
     freed += weft__archetype_trim(w, w->archs[i]);
   return freed;
 }
 
 uint32_t weft_world_count(const weft_world_t *w) {
-  return w ? w->index.alive : 0;
+  return w ? w->index.alive - w->txn.reserved : 0;
 }
 
 void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
@@ -142,7 +157,8 @@ void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
     return;
   memset(out, 0, sizeof(*out));
   const weft__index_t *ix = &w->index;
-  out->alive = ix->alive;
+  out->alive = ix->alive - w->txn.reserved;
+  out->staged_spawns = w->txn.reserved;
   out->retired = ix->retired;
   out->remaining = weft__index_remaining(ix);
   out->capacity = ix->capacity;
@@ -163,8 +179,13 @@ void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
   out->despawns = w->despawns;
   out->moves = w->moves;
   out->stale = atomic_load_explicit(&w->stale, memory_order_relaxed);
+  out->commands = w->txn.commands;
+  out->commands_stale = w->txn.stale;
+  out->commands_dropped = w->txn.dropped;
+  out->drain_waves = w->txn.waves;
   out->allocs = w->alloc.allocs;
   out->alloc_bytes = w->alloc.bytes;
+  weft__cmdbuf_alloc_stats(w, &out->allocs, &out->alloc_bytes);
 }
 
 const char *weft_world_last_error(const weft_world_t *w) {

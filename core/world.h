@@ -13,6 +13,7 @@
 #include "core/chunk.h"
 #include "core/component.h"
 #include "core/entity_index.h"
+#include "core/txn.h"
 #include "weft/query.h"
 #include "weft/world.h"
 
@@ -59,6 +60,12 @@ struct weft_world_t {
   uint64_t moves;
   _Atomic uint64_t stale;
 
+  weft__txn_t txn;              /* staged structural changes, scopes, buffers */
+  struct weft_observer_t **obs; /* registration order */
+  uint32_t nobs;
+  uint32_t obs_cap;
+  uint32_t obs_events; /* union of the observers' event masks */
+
   bool checked;
   uint8_t tag;
   weft_panic_fn panic;
@@ -70,6 +77,15 @@ struct weft_world_t {
 static inline void weft__count_stale(const weft_world_t *w) {
   atomic_fetch_add_explicit(&((weft_world_t *)w)->stale, 1,
                             memory_order_relaxed);
+}
+
+/*
+ * True when structural calls must take the staged path: a scope is open, a
+ * drain runs, or observers exist (they only ever run inside a drain).
+ */
+static inline bool weft__routing(const weft_world_t *w) {
+  return (w->obs_events | w->txn.depth | (uint32_t)w->txn.draining |
+          atomic_load_explicit(&w->txn.iter_depth, memory_order_relaxed)) != 0;
 }
 
 /* Where a live entity's row is. */

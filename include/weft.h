@@ -17,5 +17,7 @@
 #include "weft/component.h"
 #include "weft/entity.h"
 #include "weft/query.h"
+#include "weft/command.h"
+#include "weft/observer.h"
 
 #endif /* WEFT_H */

@@ -33,7 +33,11 @@ extern "C" {
   X(ENOTFOUND, -10, "the entity does not have this component")                 \
   X(ESOA, -11, "component is stored field-level SoA; use the field accessors") \
   X(ETAG, -12, "component is a tag and stores no data")                        \
-  X(ELIMIT, -13, "an internal table limit was reached")
+  X(ELIMIT, -13, "an internal table limit was reached")                        \
+  X(EBUSY, -14, "not allowed while a deferred scope or iteration is open")     \
+  X(ECASCADE, -15,                                                             \
+    "observer cascade: commands still pending after 64 drain waves")           \
+  X(EPENDING, -16, "pending spawn handle: usable only in commands")
 
 /** Error codes. `WEFT_OK` is 0; every failure is negative. */
 typedef enum weft_error_t {

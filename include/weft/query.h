@@ -81,7 +81,8 @@ typedef struct weft_iter_t {
   uint32_t term_count_;
   uint32_t chunk_index_;
   uint32_t row0_;
-  uint32_t runs_; /* nonzero: hand out runs of contiguous chunks */
+  uint32_t runs_;   /* nonzero: hand out runs of contiguous chunks */
+  uint32_t scoped_; /* nonzero: holds an iteration scope (command.h) */
   uint64_t version_;
 } weft_iter_t;
 
@@ -105,15 +106,27 @@ uint32_t weft_query_archetype_count(const weft_query_t *query);
 
 /**
  * Starts iterating @p query. Reader threads; several iterators may run at
- * once. The world must not change structurally until the iteration ends.
+ * once. The iteration opens a scope (see command.h): structural calls made
+ * on the owner thread while it runs are staged, and applied when the last
+ * open scope closes. The scope closes when weft_iter_next() returns false
+ * or at weft_iter_close(); a loop that stops early must call the latter (or
+ * weft_world_unwind()), or later structural calls keep staging.
  */
 void weft_query_iter(const weft_query_t *query, weft_iter_t *it);
 
 /**
- * Advances to the next non-empty chunk. Returns false at the end. In checked
- * mode, panics if the world changed structurally since weft_query_iter().
+ * Advances to the next non-empty chunk. Returns false at the end, closing
+ * the iteration's scope (which may apply staged changes; the result of that
+ * drain is weft_world_last_drain()). In checked mode, panics if the world
+ * changed structurally since weft_query_iter().
  */
 bool weft_iter_next(weft_iter_t *it);
+
+/**
+ * Ends an iteration early, closing its scope. Safe to call after the end
+ * or twice. Same thread as the iteration.
+ */
+void weft_iter_close(weft_iter_t *it);
 
 /** The array of include term @p term (as it->columns[term]). */
 static inline void *weft_iter_column(const weft_iter_t *it, uint32_t term) {

@@ -82,27 +82,32 @@ typedef struct weft_world_config_t {
 
 /** Per-world counters and sizes, filled by weft_world_stats(). */
 typedef struct weft_world_stats_t {
-  uint32_t alive;          /**< live entities */
-  uint32_t retired;        /**< slots retired by generation rollover */
-  uint32_t remaining;      /**< capacity - alive - retired */
-  uint32_t capacity;       /**< hard capacity */
-  uint32_t slots_used;     /**< slots ever handed out (high-water mark) */
-  uint32_t slots_reserved; /**< slots with index memory allocated */
-  uint32_t components;     /**< registered components */
-  uint32_t archetypes;     /**< archetypes created, including the empty one */
-  uint32_t queries;        /**< live queries */
-  uint32_t chunks_live;    /**< chunks holding at least one row */
-  uint32_t chunks_pooled;  /**< empty chunks archetypes keep for reuse */
-  uint32_t chunk_size;     /**< bytes per chunk */
-  uint64_t chunk_bytes;    /**< bytes of chunk memory owned (live + pooled,
-                                headers included) */
-  uint64_t index_bytes;    /**< bytes of entity index pages */
-  uint64_t spawns;         /**< entities spawned since creation */
-  uint64_t despawns;       /**< entities despawned since creation */
-  uint64_t moves;          /**< archetype moves since creation */
-  uint64_t stale;          /**< calls rejected for a stale/forged handle */
-  uint64_t allocs;         /**< heap allocations made by the world */
-  uint64_t alloc_bytes;    /**< bytes requested by those allocations */
+  uint32_t alive;            /**< live entities */
+  uint32_t retired;          /**< slots retired by generation rollover */
+  uint32_t remaining;        /**< capacity - alive - retired */
+  uint32_t capacity;         /**< hard capacity */
+  uint32_t slots_used;       /**< slots ever handed out (high-water mark) */
+  uint32_t slots_reserved;   /**< slots with index memory allocated */
+  uint32_t components;       /**< registered components */
+  uint32_t archetypes;       /**< archetypes created, including the empty one */
+  uint32_t queries;          /**< live queries */
+  uint32_t chunks_live;      /**< chunks holding at least one row */
+  uint32_t chunks_pooled;    /**< empty chunks archetypes keep for reuse */
+  uint32_t chunk_size;       /**< bytes per chunk */
+  uint64_t chunk_bytes;      /**< bytes of chunk memory owned (live + pooled,
+                                  headers included) */
+  uint64_t index_bytes;      /**< bytes of entity index pages */
+  uint64_t spawns;           /**< entities spawned since creation */
+  uint64_t despawns;         /**< entities despawned since creation */
+  uint64_t moves;            /**< archetype moves since creation */
+  uint64_t stale;            /**< calls rejected for a stale/forged handle */
+  uint32_t staged_spawns;    /**< slots held by spawns not yet applied */
+  uint64_t commands;         /**< commands and staged calls applied */
+  uint64_t commands_stale;   /**< commands dropped for a stale handle */
+  uint64_t commands_dropped; /**< staged changes dropped (cascade, full) */
+  uint64_t drain_waves;      /**< drain waves run */
+  uint64_t allocs;           /**< heap allocations made by the world */
+  uint64_t alloc_bytes;      /**< bytes requested by those allocations */
 } weft_world_stats_t;
 
 /**
@@ -136,15 +141,17 @@ int weft_world_reserve(weft_world_t *world, uint32_t entities);
  * stale (slots come back in index order with their generation advanced).
  * Slots whose generations are exhausted stay retired (a handle is never
  * issued twice). Components, archetypes and queries survive. Owner thread.
+ * Returns 0, WEFT_EINVAL for NULL, or WEFT_EBUSY while a deferred or
+ * iteration scope is open (nothing changes then).
  */
-void weft_world_clear(weft_world_t *world);
+int weft_world_clear(weft_world_t *world);
 
 /**
  * Returns chunk memory that no entity uses to the allocator. Empty chunks
  * normally stay with their archetype so that it can grow again without
  * allocating; trimming frees each archetype's trailing segments whose
  * chunks are all empty. Returns the number of bytes freed. Owner thread;
- * not during iteration.
+ * inside a deferred or iteration scope it frees nothing and returns 0.
  */
 uint64_t weft_world_trim(weft_world_t *world);
 
@@ -160,6 +167,23 @@ void weft_world_stats(const weft_world_t *world, weft_world_stats_t *out);
  * the world and valid until the next failing call on it. Owner thread.
  */
 const char *weft_world_last_error(const weft_world_t *world);
+
+/**
+ * A stable 64-bit hash of the whole world state: every archetype's
+ * signature and rows in order (handles and component bytes, disabled
+ * components included) and the entity index (generations, free order,
+ * retirement). Two worlds built by the same program, with the same
+ * components registered in the same order and the same world tag, have the
+ * same digest whatever the thread count; any difference in state changes
+ * it with overwhelming probability. Reader threads; O(world size).
+ */
+uint64_t weft_world_digest(const weft_world_t *world);
+
+/**
+ * The result of the last drain that ran at the end of an iteration scope
+ * (0 or a negative WEFT_E* code). Owner thread.
+ */
+int weft_world_last_drain(const weft_world_t *world);
 
 /** True if checked mode is on for this world. */
 bool weft_world_checked(const weft_world_t *world);

@@ -1,0 +1,567 @@
+/*
+ * Command buffers: lock-free recording on any thread, and the deterministic
+ * merge that turns a set of buffers into one transaction (txn.c).
+ *
+ * A buffer is private to the thread recording into it: recording appends
+ * to the buffer's own arrays and arena and only reads the world, so
+ * buffers never synchronise with each other. Memory is kept across
+ * applies, so a buffer that records the same amount every frame stops
+ * allocating after the first one.
+ *
+ * Merge order is (key, position in the buffer). A buffer whose keys were
+ * recorded in non-decreasing order (the usual case: a job walks its chunks
+ * in order) is merged as it is; otherwise its commands are sorted first,
+ * stably, with scratch memory the buffer keeps.
+ */
+#include <string.h>
+
+#include "core/check.h"
+#include "core/query_internal.h"
+#include "core/world.h"
+
+typedef struct weft__cmd_t {
+  uint64_t key;
+  weft_entity_t e;  /* target: live or pending handle */
+  const void *data; /* value bytes, or the members of a query command */
+  uint32_t n;       /* members of a query command */
+  uint16_t comp;
+  uint8_t op;
+  uint8_t pad_;
+} weft__cmd_t;
+
+struct weft_cmdbuf_t {
+  weft_world_t *world;
+  uint32_t id;    /* 1..WEFT_CMDBUF_MAX, stamped into pending handles */
+  uint32_t epoch; /* 12 bits, advanced by each apply */
+  uint64_t key;
+  uint64_t last_key;
+  bool sorted;   /* keys recorded in non-decreasing order */
+  bool applying; /* part of the running weft_world_apply() */
+  weft__cmd_t *cmds;
+  uint32_t ncmds;
+  uint32_t cmds_cap;
+  uint32_t nspawns; /* pending spawns recorded this epoch */
+  /* Merge order when not sorted: command indices. */
+  uint32_t *order;
+  uint32_t *scratch;
+  uint32_t order_cap;
+  /* What the pending spawns became, by sequence. */
+  weft_entity_t *spawned;
+  uint32_t spawned_cap;
+  uint32_t spawned_n;
+  uint32_t spawned_epoch;
+  bool has_results;
+  weft__arena_t arena;
+  weft__alloc_stats_t alloc; /* this buffer's own: recording is concurrent */
+};
+
+#define PENDING_BIT UINT64_C(0x80000000)
+#define ID_SHIFT 32
+#define EPOCH_SHIFT 44
+#define FIELD_MASK 0xfffu
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+int weft_cmdbuf_create(weft_world_t *w, weft_cmdbuf_t **out) {
+  WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
+  weft__txn_t *t = &w->txn;
+  uint32_t id = 1;
+  while (id < t->nbufs && t->bufs[id])
+    id++;
+  WEFT_CHECK(w, id <= WEFT_CMDBUF_MAX, WEFT_ELIMIT,
+             "a world holds at most %u command buffers", WEFT_CMDBUF_MAX);
+  if (id >= t->nbufs) {
+    int rc = weft__grow(&w->alloc, &t->bufs, &t->bufs_cap, id + 1,
+                        sizeof(*t->bufs), 8);
+    WEFT_CHECK(w, rc == 0, WEFT_ENOMEM, "out of memory adding a buffer");
+    while (t->nbufs <= id)
+      t->bufs[t->nbufs++] = NULL;
+  }
+  weft_cmdbuf_t *b = weft__calloc(&w->alloc, sizeof(*b), 64);
+  WEFT_CHECK(w, b != NULL, WEFT_ENOMEM, "out of memory adding a buffer");
+  b->world = w;
+  b->id = id;
+  b->sorted = true;
+  t->bufs[id] = b;
+  t->live_bufs++;
+  *out = b;
+  return 0;
+}
+
+void weft_cmdbuf_destroy(weft_cmdbuf_t *b) {
+  if (!b)
+    return;
+  weft_world_t *w = b->world;
+  w->txn.bufs[b->id] = NULL;
+  w->txn.live_bufs--;
+  weft__free(b->cmds, 0, 16);
+  weft__free(b->order, 0, 16);
+  weft__free(b->scratch, 0, 16);
+  weft__free(b->spawned, 0, 16);
+  weft__arena_fini(&b->arena);
+  weft__free(b, sizeof(*b), 64);
+}
+
+void weft_cmdbuf_clear(weft_cmdbuf_t *b) {
+  if (!b)
+    return;
+  b->ncmds = 0;
+  b->nspawns = 0;
+  b->sorted = true;
+  b->key = b->last_key = 0;
+  /* Pending handles of the dropped commands must not resolve later. */
+  b->epoch = (b->epoch + 1) & FIELD_MASK;
+  weft__arena_reset(&b->arena);
+}
+
+uint32_t weft_cmdbuf_count(const weft_cmdbuf_t *b) {
+  return b ? b->ncmds : 0;
+}
+
+void weft__cmdbuf_alloc_stats(const weft_world_t *w, uint64_t *allocs,
+                              uint64_t *bytes) {
+  for (uint32_t i = 1; i < w->txn.nbufs; i++) {
+    const weft_cmdbuf_t *b = w->txn.bufs[i];
+    if (b) {
+      *allocs += b->alloc.allocs;
+      *bytes += b->alloc.bytes;
+    }
+  }
+}
+
+/* ---- recording -------------------------------------------------------------
+ */
+
+void weft_cmd_key(weft_cmdbuf_t *b, uint64_t key) {
+  if (b)
+    b->key = key;
+}
+
+static int push(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
+                weft_component_t c, const void *data, uint32_t n) {
+  if (WEFT__UNLIKELY(b->ncmds == b->cmds_cap)) {
+    if (weft__grow(&b->alloc, &b->cmds, &b->cmds_cap, b->ncmds + 1,
+                   sizeof(*b->cmds), 1024))
+      return WEFT_ENOMEM;
+  }
+  if (b->key < b->last_key)
+    b->sorted = false;
+  b->last_key = b->key;
+  b->cmds[b->ncmds++] = (weft__cmd_t){.key = b->key,
+                                      .e = e,
+                                      .data = data,
+                                      .n = n,
+                                      .comp = (uint16_t)c,
+                                      .op = (uint8_t)op};
+  return 0;
+}
+
+/* Copies a value into the buffer's arena (NULL stays NULL: zero-fill). */
+static int copy_value(weft_cmdbuf_t *b, weft_component_t c, const void *value,
+                      const void **out) {
+  *out = NULL;
+  uint32_t size = b->world->registry.items[c - 1].size;
+  if (!value || !size)
+    return 0;
+  void *p = weft__arena_alloc(&b->arena, &b->alloc, size);
+  if (!p)
+    return WEFT_ENOMEM;
+  memcpy(p, value, size);
+  *out = p;
+  return 0;
+}
+
+/* Recording does not write the world, not even its error buffer: errors
+ * are plain codes here because many threads record at once. */
+static bool comp_ok(const weft_cmdbuf_t *b, weft_component_t c) {
+  return c >= 1 && c <= b->world->registry.count;
+}
+
+int weft_cmd_spawn(weft_cmdbuf_t *b, const weft_component_t *comps,
+                   const void *const *values, weft_entity_t *out) {
+  if (!b || !out)
+    return WEFT_EINVAL;
+  weft__mask_t seen = {{0}};
+  uint32_t n = 0;
+  for (; comps && comps[n]; n++) {
+    if (n >= 64)
+      return WEFT_ETOOMANY;
+    if (!comp_ok(b, comps[n]))
+      return WEFT_ENOCOMP;
+    if (weft__mask_test(&seen, comps[n]))
+      return WEFT_EINVAL;
+    weft__mask_set(&seen, comps[n]);
+  }
+  if (b->nspawns >= WEFT_CMD_SPAWNS_MAX)
+    return WEFT_ELIMIT;
+  weft_entity_t e = b->world->index.tag | ((uint64_t)b->epoch << EPOCH_SHIFT) |
+                    ((uint64_t)b->id << ID_SHIFT) | PENDING_BIT | b->nspawns;
+  uint32_t mark = b->ncmds;
+  int rc = push(b, WEFT__OP_SPAWN, e, 0, NULL, 0);
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
+    const void *copy;
+    rc = copy_value(b, comps[i], values ? values[i] : NULL, &copy);
+    if (rc == 0)
+      rc = push(b, WEFT__OP_ADD, e, comps[i], copy, 0);
+  }
+  if (rc) {
+    b->ncmds = mark; /* all or nothing */
+    return rc;
+  }
+  b->nspawns++;
+  *out = e;
+  return 0;
+}
+
+int weft_cmd_despawn(weft_cmdbuf_t *b, weft_entity_t e) {
+  if (!b)
+    return WEFT_EINVAL;
+  return push(b, WEFT__OP_DESPAWN, e, 0, NULL, 0);
+}
+
+static int record_value_op(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
+                           weft_component_t c, const void *value) {
+  if (!b)
+    return WEFT_EINVAL;
+  if (!comp_ok(b, c))
+    return WEFT_ENOCOMP;
+  const void *copy;
+  int rc = copy_value(b, c, value, &copy);
+  return rc ? rc : push(b, op, e, c, copy, 0);
+}
+
+int weft_cmd_add(weft_cmdbuf_t *b, weft_entity_t e, weft_component_t c,
+                 const void *value) {
+  return record_value_op(b, WEFT__OP_ADD, e, c, value);
+}
+
+int weft_cmd_set(weft_cmdbuf_t *b, weft_entity_t e, weft_component_t c,
+                 const void *value) {
+  if (!value)
+    return WEFT_EINVAL;
+  return record_value_op(b, WEFT__OP_SET, e, c, value);
+}
+
+int weft_cmd_remove(weft_cmdbuf_t *b, weft_entity_t e, weft_component_t c) {
+  return record_value_op(b, WEFT__OP_REMOVE, e, c, NULL);
+}
+
+int weft_cmd_enable(weft_cmdbuf_t *b, weft_entity_t e, weft_component_t c) {
+  return record_value_op(b, WEFT__OP_ENABLE, e, c, NULL);
+}
+
+int weft_cmd_disable(weft_cmdbuf_t *b, weft_entity_t e, weft_component_t c) {
+  return record_value_op(b, WEFT__OP_DISABLE, e, c, NULL);
+}
+
+/* Captures the query's current members into the arena. The walk reads
+ * the query's cache directly and opens no iteration scope, so it is safe
+ * from any recording thread. */
+static int snapshot(weft_cmdbuf_t *b, const weft_query_t *q,
+                    const weft_entity_t **out, uint32_t *n) {
+  uint32_t total = weft_query_count(q);
+  weft_entity_t *dst = NULL;
+  if (total) {
+    dst = weft__arena_alloc(&b->arena, &b->alloc, total * sizeof(*dst));
+    if (!dst)
+      return WEFT_ENOMEM;
+  }
+  uint32_t k = 0;
+  for (uint32_t m = 0; m < q->nmatches; m++) {
+    const weft__archetype_t *a = q->matches[m].arch;
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+      const weft__chunk_t *c = a->chunks[i];
+      memcpy(dst + k, c->entities, c->count * sizeof(*dst));
+      k += c->count;
+    }
+  }
+  *out = dst;
+  *n = k;
+  return 0;
+}
+
+static int record_query(weft_cmdbuf_t *b, uint32_t op, const weft_query_t *q,
+                        weft_component_t c, const void *value) {
+  if (!b || !q || q->world != b->world)
+    return WEFT_EINVAL;
+  if (op != WEFT__OP_DESPAWN_Q && !comp_ok(b, c))
+    return WEFT_ENOCOMP;
+  const void *copy = NULL;
+  int rc = op == WEFT__OP_SET_Q ? copy_value(b, c, value, &copy) : 0;
+  const weft_entity_t *members;
+  uint32_t n;
+  if (rc == 0)
+    rc = snapshot(b, q, &members, &n);
+  if (rc == 0)
+    rc = push(b, op, WEFT_ENTITY_NULL, c, op == WEFT__OP_SET_Q ? copy : members,
+              n);
+  if (rc == 0 && op == WEFT__OP_SET_Q) {
+    /* A set carries both the value and the members: the members go in a
+     * second slot right behind it. */
+    rc = push(b, 0, WEFT_ENTITY_NULL, c, members, n);
+  }
+  return rc;
+}
+
+int weft_cmd_set_query(weft_cmdbuf_t *b, const weft_query_t *q,
+                       weft_component_t c, const void *value) {
+  if (!value)
+    return WEFT_EINVAL;
+  return record_query(b, WEFT__OP_SET_Q, q, c, value);
+}
+
+int weft_cmd_remove_query(weft_cmdbuf_t *b, const weft_query_t *q,
+                          weft_component_t c) {
+  return record_query(b, WEFT__OP_REMOVE_Q, q, c, NULL);
+}
+
+int weft_cmd_despawn_query(weft_cmdbuf_t *b, const weft_query_t *q) {
+  return record_query(b, WEFT__OP_DESPAWN_Q, q, 0, NULL);
+}
+
+/* ---- merge ------------------------------------------------------------------
+ */
+
+/* Stable bottom-up merge sort of command indices by key. */
+static int sort_buffer(weft_cmdbuf_t *b) {
+  uint32_t n = b->ncmds;
+  if (n > b->order_cap) {
+    uint32_t cap = b->order_cap;
+    if (weft__grow(&b->alloc, &b->order, &cap, n, sizeof(uint32_t), 1024))
+      return WEFT_ENOMEM;
+    uint32_t cap2 = b->order_cap;
+    if (weft__grow(&b->alloc, &b->scratch, &cap2, n, sizeof(uint32_t), 1024))
+      return WEFT_ENOMEM;
+    b->order_cap = cap < cap2 ? cap : cap2;
+  }
+  uint32_t *src = b->order, *dst = b->scratch;
+  for (uint32_t i = 0; i < n; i++)
+    src[i] = i;
+  const weft__cmd_t *c = b->cmds;
+  for (uint32_t width = 1; width < n; width *= 2) {
+    for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+      uint32_t mid = lo + width < n ? lo + width : n;
+      uint32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      uint32_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi)
+        dst[k++] = c[src[j]].key < c[src[i]].key ? src[j++] : src[i++];
+      while (i < mid)
+        dst[k++] = src[i++];
+      while (j < hi)
+        dst[k++] = src[j++];
+    }
+    uint32_t *tmp = src;
+    src = dst;
+    dst = tmp;
+  }
+  if (src != b->order)
+    memcpy(b->order, src, n * sizeof(uint32_t));
+  return 0;
+}
+
+/* A k-way merge over the buffers' commands in (key, position) order. */
+typedef struct merge_t {
+  weft_cmdbuf_t *const *bufs;
+  uint32_t n;
+  uint32_t *pos; /* per buffer */
+} merge_t;
+
+static const weft__cmd_t *cmd_at(const weft_cmdbuf_t *b, uint32_t p) {
+  return &b->cmds[b->sorted ? p : b->order[p]];
+}
+
+/* The next command in merge order, or NULL. Ties on the key go to the
+ * buffer listed first. */
+static const weft__cmd_t *merge_next(merge_t *m) {
+  uint32_t best = UINT32_MAX;
+  uint64_t best_key = 0;
+  for (uint32_t i = 0; i < m->n; i++) {
+    const weft_cmdbuf_t *b = m->bufs[i];
+    if (m->pos[i] >= b->ncmds)
+      continue;
+    uint64_t k = cmd_at(b, m->pos[i])->key;
+    if (best == UINT32_MAX || k < best_key) {
+      best = i;
+      best_key = k;
+    }
+  }
+  if (best == UINT32_MAX)
+    return NULL;
+  return cmd_at(m->bufs[best], m->pos[best]++);
+}
+
+/* The real handle a command names: itself, or what its pending spawn
+ * became in this apply. 0 when stale. */
+static weft_entity_t target_of(weft_world_t *w, weft_entity_t e) {
+  if (!weft_entity_is_pending(e))
+    return e;
+  uint32_t id = (uint32_t)(e >> ID_SHIFT) & FIELD_MASK;
+  uint32_t epoch = (uint32_t)(e >> EPOCH_SHIFT) & FIELD_MASK;
+  uint32_t seq = (uint32_t)e & 0x7fffffffu;
+  const weft_cmdbuf_t *b = id < w->txn.nbufs ? w->txn.bufs[id] : NULL;
+  if ((e & UINT64_C(0xff00000000000000)) != w->index.tag || !b ||
+      !b->applying || b->epoch != epoch || seq >= b->nspawns)
+    return 0;
+  return b->spawned[seq];
+}
+
+/* Pass 0: every pending spawn gets its slot, in merge order. */
+static int place_pending(weft_world_t *w, merge_t *m) {
+  int err = 0;
+  for (const weft__cmd_t *c; (c = merge_next(m));) {
+    if (c->op != WEFT__OP_SPAWN)
+      continue;
+    weft_cmdbuf_t *b = w->txn.bufs[(uint32_t)(c->e >> ID_SHIFT) & FIELD_MASK];
+    uint32_t seq = (uint32_t)c->e & 0x7fffffffu;
+    weft_entity_t e = 0;
+    int rc = err ? err : weft__reserve_slot(w, &e);
+    if (rc == 0)
+      rc = weft__stage_spawn(w, e);
+    if (rc) {
+      if (e)
+        weft__unreserve_slot(w, e); /* could not stage: give it back */
+      e = 0;
+      w->txn.dropped++;
+      err = rc;
+    }
+    b->spawned[seq] = e;
+  }
+  return err;
+}
+
+static int dispatch(weft_world_t *w, const weft__cmd_t *c,
+                    const weft__cmd_t *next) {
+  switch (c->op) {
+  case WEFT__OP_DESPAWN_Q:
+    for (uint32_t i = 0; i < c->n; i++)
+      weft__stage_despawn(w, ((const weft_entity_t *)c->data)[i]);
+    return 0;
+  case WEFT__OP_SET_Q:
+    return weft__stage_batch(w, WEFT__OP_SET, c->comp, c->data, next->data,
+                             next->n);
+  case WEFT__OP_REMOVE_Q:
+    return weft__stage_batch(w, WEFT__OP_REMOVE, c->comp, NULL, c->data, c->n);
+  case WEFT__OP_SPAWN:
+  case 0:
+    return 0; /* placed in pass 0 / the members slot of a set */
+  default:
+    break;
+  }
+  weft_entity_t e = target_of(w, c->e);
+  if (!e) {
+    w->txn.stale++;
+    weft__count_stale(w);
+  } else if (c->op == WEFT__OP_DESPAWN) {
+    weft__stage_despawn(w, e);
+  } else {
+    weft__stage_op(w, e, c->op, c->comp, c->data);
+  }
+  return 0;
+}
+
+/* Pass 1: every other command, in merge order. */
+static int stage_all(weft_world_t *w, merge_t *m) {
+  int err = 0;
+  for (const weft__cmd_t *c; (c = merge_next(m));) {
+    /* A query set's members sit in the slot right after it, in the same
+     * buffer and with the same key, so they are next in merge order. */
+    const weft__cmd_t *next = c->op == WEFT__OP_SET_Q ? merge_next(m) : NULL;
+    int rc = dispatch(w, c, next);
+    if (rc && !err)
+      err = rc;
+  }
+  return err;
+}
+
+static int prepare(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    weft_cmdbuf_t *b = bufs[i];
+    WEFT_CHECK(w, b && b->world == w, WEFT_EINVAL,
+               "buffer %u is NULL or belongs to another world", i);
+    WEFT_CHECK(w, !b->applying, WEFT_EINVAL, "buffer %u is listed twice", i);
+    b->applying = true;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    weft_cmdbuf_t *b = bufs[i];
+    int rc = b->sorted ? 0 : sort_buffer(b);
+    if (rc == 0 && b->nspawns > b->spawned_cap)
+      rc = weft__grow(&b->alloc, &b->spawned, &b->spawned_cap, b->nspawns,
+                      sizeof(*b->spawned), 256);
+    WEFT_CHECK(w, rc == 0, WEFT_ENOMEM, "out of memory merging buffers");
+  }
+  return 0;
+}
+
+static void finish(weft_cmdbuf_t *const *bufs, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    weft_cmdbuf_t *b = bufs[i];
+    if (!b || !b->applying)
+      continue;
+    b->spawned_n = b->nspawns;
+    b->spawned_epoch = b->epoch;
+    b->has_results = true;
+    b->epoch = (b->epoch + 1) & FIELD_MASK;
+    b->ncmds = 0;
+    b->nspawns = 0;
+    b->sorted = true;
+    b->key = b->last_key = 0;
+    b->applying = false;
+    weft__arena_reset(&b->arena);
+  }
+}
+
+int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
+  WEFT_CHECK(w, w && (bufs || n == 0), WEFT_EINVAL, "NULL argument");
+  WEFT_CHECK(w, !weft__txn_in_scope(&w->txn) && !w->txn.draining, WEFT_EBUSY,
+             "cannot apply buffers inside a deferred or iteration scope");
+  WEFT_CHECK(w, n <= WEFT_CMDBUF_MAX, WEFT_EINVAL, "too many buffers");
+  uint32_t pos[64];
+  uint32_t *cursor = pos;
+  if (n > 64) {
+    cursor = weft__alloc(&w->alloc, n * sizeof(*cursor), 16);
+    WEFT_CHECK(w, cursor != NULL, WEFT_ENOMEM, "out of memory merging");
+  }
+  int rc = prepare(w, bufs, n);
+  if (rc) {
+    for (uint32_t i = 0; i < n; i++)
+      if (bufs[i] && bufs[i]->world == w)
+        bufs[i]->applying = false; /* nothing applied, nothing dropped */
+  } else {
+    merge_t m = {bufs, n, cursor};
+    memset(cursor, 0, n * sizeof(*cursor));
+    int err = place_pending(w, &m);
+    memset(cursor, 0, n * sizeof(*cursor));
+    int err2 = stage_all(w, &m);
+    int err3 = weft__txn_drain(w);
+    rc = err ? err : err2 ? err2 : err3;
+    if (err && err != err3)
+      weft__fail(w, err, WEFT__FILE, WEFT__LINE,
+                 "%u spawns did not fit and were dropped",
+                 (unsigned)w->txn.dropped);
+  }
+  finish(bufs, n);
+  if (cursor != pos)
+    weft__free(cursor, n * sizeof(*cursor), 16);
+  return rc;
+}
+
+int weft_cmd_resolve(const weft_world_t *w, weft_entity_t e,
+                     weft_entity_t *out) {
+  if (!w || !out)
+    return WEFT_EINVAL;
+  *out = WEFT_ENTITY_NULL;
+  if (!weft_entity_is_pending(e)) {
+    *out = e;
+    return 0;
+  }
+  uint32_t id = (uint32_t)(e >> ID_SHIFT) & FIELD_MASK;
+  uint32_t epoch = (uint32_t)(e >> EPOCH_SHIFT) & FIELD_MASK;
+  uint32_t seq = (uint32_t)e & 0x7fffffffu;
+  const weft_cmdbuf_t *b = id < w->txn.nbufs ? w->txn.bufs[id] : NULL;
+  if ((e & UINT64_C(0xff00000000000000)) != w->index.tag || !b ||
+      !b->has_results || b->spawned_epoch != epoch || seq >= b->spawned_n ||
+      !weft__index_lookup(&w->index, b->spawned[seq]))
+    return WEFT_ESTALE;
+  *out = b->spawned[seq];
+  return 0;
+}

@@ -1,0 +1,48 @@
+/*
+ * Observer dispatch. The drain (txn.c) and batch spawns call these around
+ * each structural change; every one returns at once when the world has no
+ * observer for the event, so worlds without observers pay one branch.
+ */
+#ifndef WEFT_CORE_OBSERVER_H
+#define WEFT_CORE_OBSERVER_H
+
+#include <stdint.h>
+
+#include "weft/observer.h"
+
+struct weft_world_t;
+struct weft__archetype_t;
+struct weft__chunk_t;
+
+struct weft_observer_t {
+  struct weft_world_t *world;
+  weft_observer_desc_t desc;
+};
+
+/* Before a despawn: DESPAWN, REMOVE for every component, LEAVE. */
+void weft__obs_despawn(struct weft_world_t *w, struct weft__chunk_t *c,
+                       uint32_t row);
+/* A staged spawn was cancelled: DESPAWN without rows. */
+void weft__obs_cancelled(struct weft_world_t *w, weft_entity_t e);
+/* After a spawn was placed: SPAWN, ADD for every component, ENTER. */
+void weft__obs_spawn(struct weft_world_t *w, struct weft__chunk_t *c,
+                     uint32_t row);
+/* Before a row moves from `from` to `to`: REMOVE and LEAVE. */
+void weft__obs_move_out(struct weft_world_t *w,
+                        const struct weft__archetype_t *from,
+                        const struct weft__archetype_t *to,
+                        struct weft__chunk_t *c, uint32_t row);
+/* After a row moved from `from` into chunk c: ADD and ENTER. */
+void weft__obs_move_in(struct weft_world_t *w,
+                       const struct weft__archetype_t *from,
+                       const struct weft__archetype_t *to,
+                       struct weft__chunk_t *c, uint32_t row);
+/* After a batch spawn filled rows [row0, row0 + n) of c: ENTER. */
+void weft__obs_enter_range(struct weft_world_t *w, struct weft__chunk_t *c,
+                           uint32_t row0, uint32_t n);
+/* Destroys the observers watching query q (the query is going away). */
+void weft__obs_forget_query(struct weft_world_t *w, const weft_query_t *q);
+/* Destroys every observer (world teardown). */
+void weft__obs_fini(struct weft_world_t *w);
+
+#endif /* WEFT_CORE_OBSERVER_H */

@@ -1,0 +1,765 @@
+/*
+ * Transactions: staging structural changes and draining them in waves.
+ *
+ * Staging folds every command for one entity into its stage (see txn.h).
+ * The drain then applies a wave of stages in three passes, the order the
+ * mutation model prescribes: despawns first (freeing rows), then spawns
+ * (which reuse those rows), then moves; query-wide set/remove run last, in
+ * call order. Observers run inside the drain, so whatever they stage lands
+ * in the next wave. Stages are applied in creation order, which is the
+ * deterministic merge order, so the resulting world does not depend on how
+ * the commands were spread over threads.
+ */
+#include "core/txn.h"
+
+#include <string.h>
+
+#include "core/check.h"
+#include "core/observer.h"
+#include "core/world.h"
+
+#define WEFT__MAX_WAVES 64u
+
+/* ---- arena -------------------------------------------------------------- */
+
+#define WEFT__ARENA_FIRST (64u << 10)
+#define WEFT__ARENA_MAX_BLOCK (16u << 20)
+
+void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  /* Blocks too small for this request are skipped, not freed: the next
+   * transaction of the same shape reuses every block as it is. */
+  while (a->cur && a->used + n > a->cur->size) {
+    a->cur = a->cur->next;
+    a->used = 0;
+  }
+  if (!a->cur) {
+    size_t size = a->tail ? a->tail->size * 2 : WEFT__ARENA_FIRST;
+    if (size > WEFT__ARENA_MAX_BLOCK)
+      size = WEFT__ARENA_MAX_BLOCK;
+    if (size < n)
+      size = n;
+    weft__ablock_t *b = weft__alloc(st, sizeof(*b) + size, 16);
+    if (!b)
+      return NULL;
+    b->next = NULL;
+    b->size = size;
+    if (a->tail)
+      a->tail->next = b;
+    else
+      a->head = b;
+    a->tail = b;
+    a->cur = b;
+    a->used = 0;
+  }
+  void *p = a->cur->data + a->used;
+  a->used += n;
+  return p;
+}
+
+void weft__arena_reset(weft__arena_t *a) {
+  a->cur = a->head;
+  a->used = 0;
+}
+
+void weft__arena_fini(weft__arena_t *a) {
+  for (weft__ablock_t *b = a->head, *next; b; b = next) {
+    next = b->next;
+    weft__free(b, sizeof(*b) + b->size, 16);
+  }
+  memset(a, 0, sizeof(*a));
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+void weft__txn_init(weft__txn_t *t) {
+  memset(t, 0, sizeof(*t));
+  atomic_init(&t->iter_depth, 0);
+}
+
+void weft__txn_fini(weft__txn_t *t) {
+  weft__free(t->stages, 0, 16);
+  weft__free(t->ops, 0, 16);
+  weft__free(t->stage_of, 0, 16);
+  weft__free(t->batches, 0, 16);
+  weft__free(t->bufs, 0, 16);
+  weft__arena_fini(&t->arena);
+  memset(t, 0, sizeof(*t));
+}
+
+/* ---- slots of staged spawns ---------------------------------------------- */
+
+/* A reserved record: issued (counted alive in the index) but not live. */
+#define WEFT__REC_RESERVED (WEFT__REC_ALIVE | WEFT__REC_RETIRED)
+
+static bool rec_is_reserved(const weft__index_t *ix, weft_entity_t e) {
+  uint32_t idx = (uint32_t)e;
+  if ((e & UINT64_C(0xff00000000000000)) != ix->tag || idx >= ix->hwm)
+    return false;
+  const weft__record_t *r = weft__index_rec(ix, idx);
+  uint32_t want = WEFT__REC_RESERVED | ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
+  return (r->gen & ~WEFT__REC_ROWHI) == want;
+}
+
+int weft__reserve_slot(weft_world_t *w, weft_entity_t *out) {
+  weft__index_t *ix = &w->index;
+  int rc = weft__index_check_room(ix, 1);
+  WEFT_CHECK(w, rc == 0, rc, "cannot spawn: capacity %u, alive %u, retired %u",
+             ix->capacity, ix->alive, ix->retired);
+  rc = weft__index_reserve(ix, &w->alloc, ix->hwm + 1);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory growing the entity index");
+  weft_entity_t e = weft__index_issue(ix, false, 0, 0);
+  weft__index_rec(ix, (uint32_t)e)->gen |= WEFT__REC_RETIRED;
+  w->txn.reserved++;
+  *out = e;
+  return 0;
+}
+
+void weft__unreserve_slot(weft_world_t *w, weft_entity_t e) {
+  weft__record_t *r = weft__index_rec(&w->index, (uint32_t)e);
+  r->gen &= ~WEFT__REC_RETIRED;
+  weft__index_kill(&w->index, r, (uint32_t)e);
+  w->txn.reserved--;
+}
+
+/* ---- staging ------------------------------------------------------------ */
+
+static weft__stage_t *stage_find(weft__txn_t *t, uint32_t slot) {
+  if (slot >= t->stage_of_cap)
+    return NULL;
+  uint32_t i = t->stage_of[slot];
+  if (i >= t->open_from && i < t->nstages && (uint32_t)t->stages[i].e == slot)
+    return &t->stages[i];
+  return NULL;
+}
+
+static int stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
+                     weft__stage_t **out) {
+  weft__txn_t *t = &w->txn;
+  uint32_t slot = (uint32_t)e;
+  if (slot >= t->stage_of_cap) {
+    uint32_t old = t->stage_of_cap;
+    if (weft__grow(&w->alloc, &t->stage_of, &t->stage_of_cap, slot + 1,
+                   sizeof(*t->stage_of), 1024))
+      return WEFT_ENOMEM;
+    /* Any value works (entries are checked against the stage), but
+     * defined memory keeps memory checkers quiet. */
+    memset(t->stage_of + old, 0xff,
+           (size_t)(t->stage_of_cap - old) * sizeof(*t->stage_of));
+  }
+  if (weft__grow(&w->alloc, &t->stages, &t->stages_cap, t->nstages + 1,
+                 sizeof(*t->stages), 256))
+    return WEFT_ENOMEM;
+  t->stage_of[slot] = t->nstages;
+  weft__stage_t *s = &t->stages[t->nstages++];
+  s->e = e;
+  s->head = s->tail = WEFT__TXN_NIL;
+  s->kind = kind;
+  s->pad_ = 0;
+  *out = s;
+  return 0;
+}
+
+/* Stale handles in commands are counted no-ops. */
+static void count_stale_cmd(weft_world_t *w) {
+  w->txn.stale++;
+  weft__count_stale(w);
+}
+
+/* The open stage of e, created as `kind` if e is live or reserved; NULL
+ * with *stale set when e names no entity. */
+static int stage_of_entity(weft_world_t *w, weft_entity_t e, uint32_t kind,
+                           weft__stage_t **out) {
+  *out = NULL;
+  weft__stage_t *s = stage_find(&w->txn, (uint32_t)e);
+  if (s) {
+    if (s->e != e) {
+      count_stale_cmd(w); /* an older occupant's handle */
+      return 0;
+    }
+    *out = s;
+    return 0;
+  }
+  /* A reserved slot without an open stage belongs to a spawn of the wave
+   * being drained: it is placed before the next wave runs. */
+  if (!weft__index_lookup(&w->index, e) && !rec_is_reserved(&w->index, e)) {
+    count_stale_cmd(w);
+    return 0;
+  }
+  return stage_new(w, e, kind, out);
+}
+
+int weft__stage_spawn(weft_world_t *w, weft_entity_t reserved) {
+  weft__stage_t *s;
+  return stage_new(w, reserved, WEFT__ST_SPAWN, &s);
+}
+
+void weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
+  weft__stage_t *s;
+  if (stage_of_entity(w, e, WEFT__ST_DESPAWN, &s) || !s)
+    return;
+  w->txn.commands++;
+  if (s->kind == WEFT__ST_SPAWN)
+    s->kind = WEFT__ST_CANCELLED;
+  else if (s->kind == WEFT__ST_MUTATE)
+    s->kind = WEFT__ST_DESPAWN;
+  /* Despawn cancels every staged change of the entity. */
+  s->head = s->tail = WEFT__TXN_NIL;
+}
+
+void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
+                    weft_component_t c, const void *value) {
+  weft__stage_t *s;
+  if (stage_of_entity(w, e, WEFT__ST_MUTATE, &s) || !s)
+    return;
+  w->txn.commands++;
+  if (s->kind == WEFT__ST_DESPAWN || s->kind == WEFT__ST_CANCELLED)
+    return; /* a staged despawn ignores later changes */
+  weft__txn_t *t = &w->txn;
+  uint32_t si = (uint32_t)(s - t->stages);
+  if (weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
+                 256)) {
+    t->dropped++;
+    return;
+  }
+  s = &t->stages[si];
+  uint32_t k = t->nops++;
+  t->ops[k] = (weft__op_t){.value = value,
+                           .next = WEFT__TXN_NIL,
+                           .comp = (uint16_t)c,
+                           .op = (uint8_t)op};
+  if (s->tail == WEFT__TXN_NIL)
+    s->head = k;
+  else
+    t->ops[s->tail].next = k;
+  s->tail = k;
+}
+
+int weft__stage_batch(weft_world_t *w, uint32_t op, weft_component_t c,
+                      const void *value, const weft_entity_t *members,
+                      uint32_t n) {
+  weft__txn_t *t = &w->txn;
+  if (weft__grow(&w->alloc, &t->batches, &t->batches_cap, t->nbatches + 1,
+                 sizeof(*t->batches), 16))
+    return WEFT_ENOMEM;
+  t->batches[t->nbatches++] = (weft__batch_t){.members = members,
+                                              .value = value,
+                                              .n = n,
+                                              .comp = (uint16_t)c,
+                                              .op = (uint8_t)op};
+  t->commands++;
+  return 0;
+}
+
+/* ---- folding a stage into its target archetype --------------------------- */
+
+/* Clears the write flag of earlier ops on component c (a remove undoes
+ * them). */
+static void kill_writes(weft__txn_t *t, uint32_t head, uint32_t until,
+                        weft_component_t c) {
+  for (uint32_t k = head; k != until; k = t->ops[k].next)
+    if (t->ops[k].comp == c)
+      t->ops[k].live = 0;
+}
+
+static int follow(weft_world_t *w, weft__archetype_t **a, uint32_t op,
+                  weft_component_t c) {
+  const weft__edge_t *edge;
+  int rc = weft__archetype_edge(w, *a, op, c, &edge);
+  if (rc == 0)
+    *a = edge->to;
+  return rc;
+}
+
+/*
+ * Walks the stage's ops from archetype base and returns the archetype the
+ * entity ends up in, marking which ops' values survive.
+ */
+static int fold_ops(weft_world_t *w, weft__archetype_t *base, uint32_t head,
+                    weft__archetype_t **target) {
+  weft__txn_t *t = &w->txn;
+  weft__archetype_t *a = base;
+  int rc = 0;
+  for (uint32_t k = head; k != WEFT__TXN_NIL && rc == 0; k = t->ops[k].next) {
+    weft__op_t *op = &t->ops[k];
+    weft_component_t c = op->comp;
+    bool has = weft__mask_test(&a->present, c);
+    op->live = 0;
+    switch (op->op) {
+    case WEFT__OP_ADD:
+      op->live = !has;
+      if (!has)
+        rc = follow(w, &a, WEFT__EDGE_ADD, c);
+      break;
+    case WEFT__OP_SET:
+      op->live = 1;
+      if (!has)
+        rc = follow(w, &a, WEFT__EDGE_ADD, c);
+      break;
+    case WEFT__OP_REMOVE:
+      if (has) {
+        rc = follow(w, &a, WEFT__EDGE_REMOVE, c);
+        kill_writes(t, head, k, c);
+      }
+      break;
+    case WEFT__OP_ENABLE:
+      if (has && weft__mask_test(&a->disabled, c))
+        rc = follow(w, &a, WEFT__EDGE_ENABLE, c);
+      break;
+    case WEFT__OP_DISABLE:
+      if (has && !weft__mask_test(&a->disabled, c))
+        rc = follow(w, &a, WEFT__EDGE_DISABLE, c);
+      break;
+    default:
+      break;
+    }
+  }
+  *target = a;
+  return rc;
+}
+
+/* Writes the surviving values of a stage's ops into its row, in order, so
+ * the last write of a component wins. */
+static void write_values(weft_world_t *w, weft__archetype_t *a,
+                         weft__chunk_t *c, uint32_t row, uint32_t head) {
+  weft__txn_t *t = &w->txn;
+  for (uint32_t k = head; k != WEFT__TXN_NIL; k = t->ops[k].next) {
+    const weft__op_t *op = &t->ops[k];
+    if (!op->live)
+      continue;
+    const weft__column_t *col = weft__archetype_col(a, op->comp);
+    if (!col)
+      continue; /* a tag */
+    if (op->value)
+      weft__column_write(a, col, c, row, op->value);
+    else
+      weft__column_zero(a, col, c, row);
+  }
+}
+
+/*
+ * Moves a live row to archetype dst in one step, whatever the difference
+ * between the signatures: shared components are copied, new ones zeroed.
+ */
+static int move_row(weft_world_t *w, weft__record_t *rec, weft__chunk_t *sc,
+                    uint32_t sr, weft__archetype_t *dst, weft__chunk_t **dc_out,
+                    uint32_t *dr_out) {
+  weft__archetype_t *src = sc->arch;
+  weft__chunk_t *dc;
+  uint32_t dr;
+  int rc = weft__archetype_push(w, dst, sc->entities[sr], &dc, &dr);
+  if (rc)
+    return rc;
+  for (uint32_t j = 0; j < dst->ncols; j++) {
+    const weft__column_t *dcol = &dst->cols[j];
+    const weft__column_t *scol = weft__archetype_col(src, dcol->comp);
+    for (uint32_t f = 0; f < dcol->array_count; f++) {
+      uint32_t da = dcol->first_array + f;
+      uint32_t elem = dst->arrays[da].elem;
+      uint8_t *d = weft__chunk_at(dc, da, elem, dr);
+      if (scol)
+        weft__copy_elem(d, weft__chunk_at(sc, scol->first_array + f, elem, sr),
+                        elem);
+      else
+        memset(d, 0, elem);
+    }
+  }
+  weft__rec_set_loc(rec, dc->id, dr);
+  weft__row_remove(w, src, sc, sr);
+  w->moves++;
+  w->version++;
+  *dc_out = dc;
+  *dr_out = dr;
+  return 0;
+}
+
+/* Where a live entity is now. */
+static bool where(weft_world_t *w, weft_entity_t e, weft__record_t **rec,
+                  weft__chunk_t **c, uint32_t *row) {
+  weft__record_t *r = weft__index_lookup(&w->index, e);
+  if (!r)
+    return false;
+  *rec = r;
+  *c = weft__rec_slot(w, r)->chunk;
+  *row = weft__rec_row(r);
+  return true;
+}
+
+/* Applies a list of ops to a live entity: one move, then the values. */
+static int mutate_entity(weft_world_t *w, weft_entity_t e, uint32_t head) {
+  weft__record_t *rec;
+  weft__chunk_t *c;
+  uint32_t row;
+  if (!where(w, e, &rec, &c, &row)) {
+    count_stale_cmd(w);
+    return 0;
+  }
+  weft__archetype_t *base = c->arch, *target;
+  int rc = fold_ops(w, base, head, &target);
+  if (rc)
+    return rc;
+  if (target != base) {
+    weft__obs_move_out(w, base, target, c, row);
+    /* Observers cannot move rows (their structural calls stage), but
+     * they may have written values: look the row up again anyway. */
+    where(w, e, &rec, &c, &row);
+    weft__chunk_t *dc;
+    uint32_t dr;
+    rc = move_row(w, rec, c, row, target, &dc, &dr);
+    if (rc)
+      return rc;
+    write_values(w, target, dc, dr, head);
+    weft__obs_move_in(w, base, target, dc, dr);
+  } else {
+    write_values(w, target, c, row, head);
+  }
+  return 0;
+}
+
+/* ---- the drain ------------------------------------------------------------
+ */
+
+static void phase_despawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
+  for (uint32_t i = s0; i < s1; i++) {
+    weft__stage_t s = w->txn.stages[i];
+    if (s.kind == WEFT__ST_CANCELLED) {
+      weft__obs_cancelled(w, s.e);
+      weft__unreserve_slot(w, s.e);
+      continue;
+    }
+    if (s.kind != WEFT__ST_DESPAWN)
+      continue;
+    weft__record_t *rec;
+    weft__chunk_t *c;
+    uint32_t row;
+    if (!where(w, s.e, &rec, &c, &row))
+      continue;
+    /* OnDespawn sees the entity alive and readable. */
+    weft__obs_despawn(w, c, row);
+    where(w, s.e, &rec, &c, &row);
+    weft__row_remove(w, c->arch, c, row);
+    weft__index_kill(&w->index, rec, (uint32_t)s.e);
+    w->despawns++;
+    w->version++;
+  }
+}
+
+static int place_spawn(weft_world_t *w, weft_entity_t e, uint32_t head) {
+  weft__archetype_t *target;
+  int rc = fold_ops(w, w->root, head, &target);
+  weft__chunk_t *c;
+  uint32_t row;
+  if (rc == 0)
+    rc = weft__archetype_push(w, target, e, &c, &row);
+  if (rc) {
+    weft__unreserve_slot(w, e);
+    w->txn.dropped++;
+    return rc;
+  }
+  for (uint32_t i = 0; i < target->narrays; i++) {
+    uint32_t elem = target->arrays[i].elem;
+    memset(weft__chunk_at(c, i, elem, row), 0, elem);
+  }
+  write_values(w, target, c, row, head);
+  weft__record_t *r = weft__index_rec(&w->index, (uint32_t)e);
+  r->gen &= ~WEFT__REC_RETIRED;
+  weft__rec_set_loc(r, c->id, row);
+  w->txn.reserved--;
+  w->spawns++;
+  w->version++;
+  weft__obs_spawn(w, c, row);
+  return 0;
+}
+
+static int phase_spawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
+  int err = 0;
+  for (uint32_t i = s0; i < s1; i++) {
+    weft__stage_t s = w->txn.stages[i];
+    if (s.kind != WEFT__ST_SPAWN)
+      continue;
+    int rc = place_spawn(w, s.e, s.head);
+    if (rc && !err)
+      err = rc;
+  }
+  return err;
+}
+
+static int phase_moves(weft_world_t *w, uint32_t s0, uint32_t s1) {
+  int err = 0;
+  for (uint32_t i = s0; i < s1; i++) {
+    weft__stage_t s = w->txn.stages[i];
+    if (s.kind != WEFT__ST_MUTATE || s.head == WEFT__TXN_NIL)
+      continue;
+    int rc = mutate_entity(w, s.e, s.head);
+    if (rc) {
+      w->txn.dropped++;
+      if (!err)
+        err = rc;
+    }
+  }
+  return err;
+}
+
+static int phase_batches(weft_world_t *w, uint32_t b0, uint32_t b1) {
+  weft__txn_t *t = &w->txn;
+  int err = 0;
+  for (uint32_t i = b0; i < b1; i++) {
+    weft__batch_t b = t->batches[i];
+    /* One op, reused for every member. */
+    if (weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1,
+                   sizeof(*t->ops), 256))
+      return WEFT_ENOMEM;
+    uint32_t k = t->nops++;
+    for (uint32_t m = 0; m < b.n; m++) {
+      t->ops[k] = (weft__op_t){
+          .value = b.value, .next = WEFT__TXN_NIL, .comp = b.comp, .op = b.op};
+      int rc = mutate_entity(w, b.members[m], k);
+      if (rc && !err)
+        err = rc;
+    }
+  }
+  return err;
+}
+
+/* Drops whatever is still staged (after a cascade), keeping the world
+ * consistent: reserved slots of unplaced spawns go back. */
+static void drop_pending(weft_world_t *w) {
+  weft__txn_t *t = &w->txn;
+  for (uint32_t i = t->open_from; i < t->nstages; i++) {
+    uint32_t kind = t->stages[i].kind;
+    if (kind == WEFT__ST_SPAWN || kind == WEFT__ST_CANCELLED)
+      weft__unreserve_slot(w, t->stages[i].e);
+    t->dropped++;
+  }
+  t->dropped += t->nbatches - t->batches_from;
+}
+
+int weft__txn_drain(weft_world_t *w) {
+  weft__txn_t *t = &w->txn;
+  if (t->draining)
+    return 0; /* the running drain picks new work up in its next wave */
+  t->draining = true;
+  t->depth++; /* observers' structural calls stage for the next wave */
+  int err = 0;
+  uint32_t waves = 0;
+  while (t->open_from < t->nstages || t->batches_from < t->nbatches) {
+    if (waves == WEFT__MAX_WAVES) {
+      drop_pending(w);
+      err = weft__fail(w, WEFT_ECASCADE, WEFT__FILE, WEFT__LINE,
+                       "observer cascade: work still staged after %u drain "
+                       "waves; the rest was dropped",
+                       WEFT__MAX_WAVES);
+      break;
+    }
+    uint32_t s0 = t->open_from, s1 = t->nstages;
+    uint32_t b0 = t->batches_from, b1 = t->nbatches;
+    t->open_from = s1;
+    t->batches_from = b1;
+    phase_despawns(w, s0, s1);
+    int rc = phase_spawns(w, s0, s1);
+    int rc2 = phase_moves(w, s0, s1);
+    int rc3 = phase_batches(w, b0, b1);
+    if (!err)
+      err = rc ? rc : rc2 ? rc2 : rc3;
+    waves++;
+    t->waves++;
+  }
+  t->nstages = t->nops = t->nbatches = 0;
+  t->open_from = t->batches_from = 0;
+  weft__arena_reset(&t->arena);
+  t->depth--;
+  t->draining = false;
+  t->last_error = err;
+  return err;
+}
+
+/* ---- scopes ------------------------------------------------------------- */
+
+int weft_world_defer_begin(weft_world_t *w) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  return (int)++w->txn.depth;
+}
+
+/* Drains when no scope of any kind is open any more. */
+static int maybe_drain(weft_world_t *w) {
+  if (weft__txn_in_scope(&w->txn) || w->txn.draining)
+    return 0;
+  return weft__txn_drain(w);
+}
+
+int weft_world_defer_end(weft_world_t *w) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  if (w->txn.depth)
+    w->txn.depth--;
+  return maybe_drain(w);
+}
+
+int weft_world_unwind(weft_world_t *w) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  w->txn.depth = 0;
+  atomic_store_explicit(&w->txn.iter_depth, 0, memory_order_relaxed);
+  return maybe_drain(w);
+}
+
+uint32_t weft_world_defer_depth(const weft_world_t *w) {
+  if (!w)
+    return 0;
+  return w->txn.depth +
+         atomic_load_explicit(&w->txn.iter_depth, memory_order_relaxed);
+}
+
+int weft_world_last_drain(const weft_world_t *w) {
+  return w ? w->txn.last_error : WEFT_EINVAL;
+}
+
+void weft__txn_iter_enter(const weft_world_t *w) {
+  atomic_fetch_add_explicit(&((weft_world_t *)w)->txn.iter_depth, 1,
+                            memory_order_relaxed);
+}
+
+void weft__txn_iter_leave(const weft_world_t *cw) {
+  weft_world_t *w = (weft_world_t *)cw;
+  uint32_t prev =
+      atomic_fetch_sub_explicit(&w->txn.iter_depth, 1, memory_order_relaxed);
+  if (prev == 0) {
+    /* An unwind already cleared it: clamp at zero. */
+    atomic_store_explicit(&w->txn.iter_depth, 0, memory_order_relaxed);
+    return;
+  }
+  /* Only the owner thread stages work, so staged work here means the
+   * owner closed its last iteration: apply it. */
+  if (prev == 1 && w->txn.depth == 0 && !w->txn.draining &&
+      (w->txn.nstages || w->txn.nbatches))
+    weft__txn_drain(w);
+}
+
+/* ---- the staged forms of the entity.h calls --------------------------------
+ */
+
+/* Runs a staged call; outside any scope (observers force the staged path)
+ * the call gets its own scope and drains at once. */
+#define STAGED_CALL(w, body)                                                   \
+  do {                                                                         \
+    bool outer_ = !weft__txn_in_scope(&(w)->txn) && !(w)->txn.draining;        \
+    if (outer_)                                                                \
+      (w)->txn.depth++;                                                        \
+    int rc_ = (body);                                                          \
+    if (outer_) {                                                              \
+      (w)->txn.depth--;                                                        \
+      int drc_ = weft__txn_drain(w);                                           \
+      if (!rc_)                                                                \
+        rc_ = drc_;                                                            \
+    }                                                                          \
+    return rc_;                                                                \
+  } while (0)
+
+/* A copy of a component value in the transaction's arena. */
+static int copy_value(weft_world_t *w, weft_component_t c, const void *value,
+                      const void **out) {
+  *out = NULL;
+  if (!value)
+    return 0;
+  uint32_t size = w->registry.items[c - 1].size;
+  if (!size)
+    return 0;
+  void *p = weft__arena_alloc(&w->txn.arena, &w->alloc, size);
+  WEFT_CHECK(w, p != NULL, WEFT_ENOMEM, "out of memory staging a value");
+  memcpy(p, value, size);
+  *out = p;
+  return 0;
+}
+
+/* Checks that e is live or a staged spawn of this transaction. */
+static int check_target(weft_world_t *w, weft_entity_t e) {
+  if (weft__index_lookup(&w->index, e) || rec_is_reserved(&w->index, e))
+    return 0;
+  weft__count_stale(w);
+  return weft__fail(w, WEFT_ESTALE, WEFT__FILE, WEFT__LINE,
+                    "entity %#llx is not live in this world",
+                    (unsigned long long)e);
+}
+
+static int do_staged_op(weft_world_t *w, uint32_t op, weft_entity_t e,
+                        weft_component_t c, const void *value) {
+  int rc = check_target(w, e);
+  if (rc)
+    return rc;
+  /* A set on a committed entity that has the component and nothing
+   * staged writes through at once. */
+  if (op == WEFT__OP_SET && !stage_find(&w->txn, (uint32_t)e)) {
+    weft__record_t *rec;
+    weft__chunk_t *ch;
+    uint32_t row;
+    if (where(w, e, &rec, &ch, &row) &&
+        weft__mask_test(&ch->arch->present, c)) {
+      const weft__column_t *col = weft__archetype_col(ch->arch, c);
+      if (col)
+        weft__column_write(ch->arch, col, ch, row, value);
+      return 0;
+    }
+  }
+  const void *copy;
+  rc = copy_value(w, c, value, &copy);
+  if (rc)
+    return rc;
+  uint64_t before = w->txn.dropped;
+  weft__stage_op(w, e, op, c, copy);
+  WEFT_CHECK(w, w->txn.dropped == before, WEFT_ENOMEM,
+             "out of memory staging a change");
+  return 0;
+}
+
+int weft__staged_op(weft_world_t *w, uint32_t op, weft_entity_t e,
+                    weft_component_t c, const void *value) {
+  STAGED_CALL(w, do_staged_op(w, op, e, c, value));
+}
+
+static int do_staged_despawn(weft_world_t *w, weft_entity_t e) {
+  int rc = check_target(w, e);
+  if (rc)
+    return rc;
+  weft__stage_despawn(w, e);
+  return 0;
+}
+
+int weft__staged_despawn(weft_world_t *w, weft_entity_t e) {
+  STAGED_CALL(w, do_staged_despawn(w, e));
+}
+
+static int do_staged_spawn(weft_world_t *w, const weft_component_t *comps,
+                           const void *const *values, weft_entity_t *out) {
+  weft__mask_t seen = {{0}};
+  uint32_t n = 0;
+  for (; comps && comps[n]; n++) {
+    WEFT_CHECK(w, n < 64, WEFT_ETOOMANY, "a spawn lists at most 64 ids");
+    WEFT_CHECK(w, comps[n] <= w->registry.count, WEFT_ENOCOMP,
+               "unknown component id %u", (unsigned)comps[n]);
+    WEFT_CHECK(w, !weft__mask_test(&seen, comps[n]), WEFT_EINVAL,
+               "component %u is listed twice", (unsigned)comps[n]);
+    weft__mask_set(&seen, comps[n]);
+  }
+  weft_entity_t e;
+  int rc = weft__reserve_slot(w, &e);
+  if (rc)
+    return rc;
+  rc = weft__stage_spawn(w, e);
+  if (rc) {
+    weft__unreserve_slot(w, e);
+    return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                      "out of memory staging a spawn");
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const void *copy;
+    rc = copy_value(w, comps[i], values ? values[i] : NULL, &copy);
+    if (rc)
+      break;
+    weft__stage_op(w, e, WEFT__OP_ADD, comps[i], copy);
+  }
+  *out = e;
+  return rc;
+}
+
+int weft__staged_spawn(weft_world_t *w, const weft_component_t *comps,
+                       const void *const *values, weft_entity_t *out) {
+  STAGED_CALL(w, do_staged_spawn(w, comps, values, out));
+}

@@ -1,0 +1,169 @@
+/*
+ * Transactions: the staged state of structural changes between a deferred
+ * scope's start (or an apply) and the drain that makes them real.
+ *
+ * Each entity a transaction touches gets one stage: staged spawn, staged
+ * mutate or staged despawn (or a spawn cancelled by a despawn), with the
+ * list of component operations recorded for it in order. The drain folds a
+ * stage's operations into one target archetype and performs one row move.
+ * Stages live in one array in creation order, which is the deterministic
+ * merge order, and a slot -> stage map (checked sparse-set style, so it is
+ * never cleared) finds an entity's stage in O(1).
+ */
+#ifndef WEFT_CORE_TXN_H
+#define WEFT_CORE_TXN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/alloc.h"
+#include "weft/command.h"
+#include "weft/entity.h"
+
+struct weft_world_t;
+struct weft__archetype_t;
+
+/* Bump allocator over a list of blocks that are kept for reuse, so that
+ * steady-state recording allocates nothing and pointers stay valid until
+ * the arena is reset. */
+typedef struct weft__ablock_t {
+  struct weft__ablock_t *next;
+  size_t size;
+  _Alignas(16) unsigned char data[];
+} weft__ablock_t;
+
+typedef struct weft__arena_t {
+  weft__ablock_t *head;
+  weft__ablock_t *tail;
+  weft__ablock_t *cur;
+  size_t used; /* bytes used in cur */
+} weft__arena_t;
+
+void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n);
+void weft__arena_reset(weft__arena_t *a);
+void weft__arena_fini(weft__arena_t *a);
+
+/* Operations, as recorded and as staged. */
+enum {
+  WEFT__OP_SPAWN = 1,
+  WEFT__OP_DESPAWN,
+  WEFT__OP_ADD,
+  WEFT__OP_SET,
+  WEFT__OP_REMOVE,
+  WEFT__OP_ENABLE,
+  WEFT__OP_DISABLE,
+  WEFT__OP_SET_Q,
+  WEFT__OP_REMOVE_Q,
+  WEFT__OP_DESPAWN_Q
+};
+
+/* Stage kinds. */
+enum {
+  WEFT__ST_SPAWN = 1,
+  WEFT__ST_MUTATE,
+  WEFT__ST_DESPAWN,
+  WEFT__ST_CANCELLED /* a staged spawn despawned in the same transaction */
+};
+
+#define WEFT__TXN_NIL 0xffffffffu
+
+/* One component operation of a stage. */
+typedef struct weft__op_t {
+  const void *value; /* bytes to write; NULL zero-fills */
+  uint32_t next;     /* next op of the stage or WEFT__TXN_NIL */
+  uint16_t comp;
+  uint8_t op;
+  uint8_t live; /* set by the drain: this op's write survives */
+} weft__op_t;
+
+typedef struct weft__stage_t {
+  weft_entity_t e; /* the real handle (alive, or reserved for a spawn) */
+  uint32_t head;   /* first op */
+  uint32_t tail;   /* last op */
+  uint32_t kind;
+  uint32_t pad_;
+} weft__stage_t;
+
+/* A query-wide set or remove, applied after the per-entity stages. */
+typedef struct weft__batch_t {
+  const weft_entity_t *members;
+  const void *value;
+  uint32_t n;
+  uint16_t comp;
+  uint8_t op;
+} weft__batch_t;
+
+typedef struct weft__txn_t {
+  weft__stage_t *stages;
+  uint32_t nstages;
+  uint32_t stages_cap;
+  uint32_t open_from; /* stages below this belong to a wave being drained */
+  weft__op_t *ops;
+  uint32_t nops;
+  uint32_t ops_cap;
+  uint32_t *stage_of; /* slot -> stage index, valid if it points back */
+  uint32_t stage_of_cap;
+  weft__batch_t *batches;
+  uint32_t nbatches;
+  uint32_t batches_cap;
+  uint32_t batches_from;
+  weft__arena_t arena;         /* values staged through scopes and observers */
+  uint32_t reserved;           /* slots held by staged spawns */
+  uint32_t depth;              /* open deferred scopes */
+  bool draining;               /* a drain is running */
+  int last_error;              /* the last drain's result */
+  _Atomic uint32_t iter_depth; /* open iteration scopes (any thread) */
+  uint64_t commands;           /* commands applied */
+  uint64_t stale;              /* commands dropped for a stale handle */
+  uint64_t dropped;            /* stages dropped by a cascade or full world */
+  uint64_t waves;              /* drain waves run */
+  /* The buffers of this world by id (index 0 unused). */
+  struct weft_cmdbuf_t **bufs;
+  uint32_t nbufs;
+  uint32_t bufs_cap;
+  uint32_t live_bufs;
+} weft__txn_t;
+
+void weft__txn_init(weft__txn_t *t);
+void weft__txn_fini(weft__txn_t *t);
+
+/* True inside any scope (deferred or iteration). */
+static inline bool weft__txn_in_scope(const weft__txn_t *t) {
+  return t->depth != 0 ||
+         atomic_load_explicit(&t->iter_depth, memory_order_relaxed) != 0;
+}
+
+/* The staged forms of the entity.h structural calls (txn.c). */
+int weft__staged_spawn(struct weft_world_t *w, const weft_component_t *comps,
+                       const void *const *values, weft_entity_t *out);
+int weft__staged_despawn(struct weft_world_t *w, weft_entity_t e);
+int weft__staged_op(struct weft_world_t *w, uint32_t op, weft_entity_t e,
+                    weft_component_t c, const void *value);
+
+/* Iteration scopes (query.c): enter on iterator start, leave at its end. */
+void weft__txn_iter_enter(const struct weft_world_t *w);
+void weft__txn_iter_leave(const struct weft_world_t *w);
+
+/* Applies everything staged (the outermost scope closed). */
+int weft__txn_drain(struct weft_world_t *w);
+
+/* The staging primitives shared by scopes and weft_world_apply(). */
+int weft__stage_spawn(struct weft_world_t *w, weft_entity_t reserved);
+void weft__stage_despawn(struct weft_world_t *w, weft_entity_t e);
+void weft__stage_op(struct weft_world_t *w, weft_entity_t e, uint32_t op,
+                    weft_component_t c, const void *value);
+int weft__stage_batch(struct weft_world_t *w, uint32_t op, weft_component_t c,
+                      const void *value, const weft_entity_t *members,
+                      uint32_t n);
+
+/* Takes a free slot for a staged spawn: the handle is issued but not live. */
+int weft__reserve_slot(struct weft_world_t *w, weft_entity_t *out);
+/* Gives a reserved slot back; its handle goes stale. */
+void weft__unreserve_slot(struct weft_world_t *w, weft_entity_t e);
+
+/* Adds the command buffers' allocation counters (command.c). */
+void weft__cmdbuf_alloc_stats(const struct weft_world_t *w, uint64_t *allocs,
+                              uint64_t *bytes);
+
+#endif /* WEFT_CORE_TXN_H */
