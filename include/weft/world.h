@@ -84,7 +84,7 @@ typedef struct weft_world_config_t {
 typedef struct weft_world_stats_t {
   uint32_t alive;            /**< live entities */
   uint32_t retired;          /**< slots retired by generation rollover */
-  uint32_t remaining;        /**< capacity - alive - retired */
+  uint32_t remaining;        /**< capacity - alive - retired - staged_spawns */
   uint32_t capacity;         /**< hard capacity */
   uint32_t slots_used;       /**< slots ever handed out (high-water mark) */
   uint32_t slots_reserved;   /**< slots with index memory allocated */
