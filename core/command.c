@@ -163,7 +163,7 @@ static int copy_value(weft_cmdbuf_t *b, weft_component_t c, const void *value,
   uint32_t size = b->world->registry.items[c - 1].size;
   if (!value || !size)
     return 0;
-  void *p = weft__arena_alloc(&b->arena, &b->alloc, size);
+  void *p = weft__arena_take(&b->arena, &b->alloc, size);
   if (!p)
     return WEFT_ENOMEM;
   memcpy(p, value, size);
@@ -373,6 +373,10 @@ static const weft__cmd_t *cmd_at(const weft_cmdbuf_t *b, uint32_t p) {
 /* The next command in merge order, or NULL. Ties on the key go to the
  * buffer listed first. */
 static const weft__cmd_t *merge_next(merge_t *m) {
+  if (m->n == 1) { /* one buffer: its own order */
+    const weft_cmdbuf_t *b = m->bufs[0];
+    return m->pos[0] < b->ncmds ? cmd_at(b, m->pos[0]++) : NULL;
+  }
   uint32_t best = UINT32_MAX;
   uint64_t best_key = 0;
   for (uint32_t i = 0; i < m->n; i++) {
@@ -528,8 +532,11 @@ int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
         bufs[i]->applying = false; /* nothing applied, nothing dropped */
   } else {
     merge_t m = {bufs, n, cursor};
+    uint64_t spawns = 0;
+    for (uint32_t i = 0; i < n; i++)
+      spawns += bufs[i]->nspawns;
     memset(cursor, 0, n * sizeof(*cursor));
-    int err = place_pending(w, &m);
+    int err = spawns ? place_pending(w, &m) : 0;
     memset(cursor, 0, n * sizeof(*cursor));
     int err2 = stage_all(w, &m);
     int err3 = weft__txn_drain(w);

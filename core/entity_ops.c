@@ -263,6 +263,9 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   rc = batch_reserve(w, a, n);
   if (rc)
     return rc;
+  /* The batch is a scope: structural calls from the fill callback or from
+   * observers stage and apply when the batch is complete. */
+  w->txn.depth++;
   for (uint32_t done = 0; done < n;) {
     weft__chunk_t *c;
     uint32_t row0, k;
@@ -286,7 +289,8 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   }
   w->spawns += n;
   w->version++;
-  return 0;
+  w->txn.depth--;
+  return weft__txn_settle(w);
 }
 
 int weft_despawn(weft_world_t *w, weft_entity_t e) {

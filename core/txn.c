@@ -14,6 +14,7 @@
 
 #include <string.h>
 
+#include "core/bulk.h"
 #include "core/check.h"
 #include "core/observer.h"
 #include "core/world.h"
@@ -83,6 +84,8 @@ void weft__txn_fini(weft__txn_t *t) {
   weft__free(t->stage_of, 0, 16);
   weft__free(t->batches, 0, 16);
   weft__free(t->bufs, 0, 16);
+  weft__free(t->group_recs, 0, 16);
+  weft__free(t->group_rows, 0, 16);
   weft__arena_fini(&t->arena);
   memset(t, 0, sizeof(*t));
 }
@@ -124,7 +127,7 @@ void weft__unreserve_slot(weft_world_t *w, weft_entity_t e) {
 
 /* ---- staging ------------------------------------------------------------ */
 
-static weft__stage_t *stage_find(weft__txn_t *t, uint32_t slot) {
+static inline weft__stage_t *stage_find(weft__txn_t *t, uint32_t slot) {
   if (slot >= t->stage_of_cap)
     return NULL;
   uint32_t i = t->stage_of[slot];
@@ -133,8 +136,8 @@ static weft__stage_t *stage_find(weft__txn_t *t, uint32_t slot) {
   return NULL;
 }
 
-static int stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
-                     weft__stage_t **out) {
+static inline int stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
+                            weft__stage_t **out) {
   weft__txn_t *t = &w->txn;
   uint32_t slot = (uint32_t)e;
   if (slot >= t->stage_of_cap) {
@@ -147,7 +150,8 @@ static int stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
     memset(t->stage_of + old, 0xff,
            (size_t)(t->stage_of_cap - old) * sizeof(*t->stage_of));
   }
-  if (weft__grow(&w->alloc, &t->stages, &t->stages_cap, t->nstages + 1,
+  if (WEFT__UNLIKELY(t->nstages == t->stages_cap) &&
+      weft__grow(&w->alloc, &t->stages, &t->stages_cap, t->nstages + 1,
                  sizeof(*t->stages), 256))
     return WEFT_ENOMEM;
   t->stage_of[slot] = t->nstages;
@@ -156,6 +160,7 @@ static int stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
   s->head = s->tail = WEFT__TXN_NIL;
   s->kind = kind;
   s->pad_ = 0;
+  t->kinds[kind]++;
   *out = s;
   return 0;
 }
@@ -168,8 +173,8 @@ static void count_stale_cmd(weft_world_t *w) {
 
 /* The open stage of e, created as `kind` if e is live or reserved; NULL
  * with *stale set when e names no entity. */
-static int stage_of_entity(weft_world_t *w, weft_entity_t e, uint32_t kind,
-                           weft__stage_t **out) {
+static inline int stage_of_entity(weft_world_t *w, weft_entity_t e,
+                                  uint32_t kind, weft__stage_t **out) {
   *out = NULL;
   weft__stage_t *s = stage_find(&w->txn, (uint32_t)e);
   if (s) {
@@ -199,10 +204,13 @@ void weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
   if (stage_of_entity(w, e, WEFT__ST_DESPAWN, &s) || !s)
     return;
   w->txn.commands++;
-  if (s->kind == WEFT__ST_SPAWN)
+  uint32_t kind = s->kind;
+  if (kind == WEFT__ST_SPAWN)
     s->kind = WEFT__ST_CANCELLED;
-  else if (s->kind == WEFT__ST_MUTATE)
+  else if (kind == WEFT__ST_MUTATE)
     s->kind = WEFT__ST_DESPAWN;
+  w->txn.kinds[kind]--;
+  w->txn.kinds[s->kind]++;
   /* Despawn cancels every staged change of the entity. */
   s->head = s->tail = WEFT__TXN_NIL;
 }
@@ -217,7 +225,8 @@ void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
     return; /* a staged despawn ignores later changes */
   weft__txn_t *t = &w->txn;
   uint32_t si = (uint32_t)(s - t->stages);
-  if (weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
+  if (WEFT__UNLIKELY(t->nops == t->ops_cap) &&
+      weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
                  256)) {
     t->dropped++;
     return;
@@ -374,8 +383,8 @@ static int move_row(weft_world_t *w, weft__record_t *rec, weft__chunk_t *sc,
 }
 
 /* Where a live entity is now. */
-static bool where(weft_world_t *w, weft_entity_t e, weft__record_t **rec,
-                  weft__chunk_t **c, uint32_t *row) {
+static inline bool where(weft_world_t *w, weft_entity_t e, weft__record_t **rec,
+                         weft__chunk_t **c, uint32_t *row) {
   weft__record_t *r = weft__index_lookup(&w->index, e);
   if (!r)
     return false;
@@ -484,9 +493,90 @@ static int phase_spawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
   return err;
 }
 
+/* A stage with exactly one op, the shape a group move handles. */
+static const weft__op_t *single_op(const weft__txn_t *t,
+                                   const weft__stage_t *s) {
+  if (s->kind != WEFT__ST_MUTATE || s->head == WEFT__TXN_NIL ||
+      s->head != s->tail)
+    return NULL;
+  return &t->ops[s->head];
+}
+
+#define WEFT__GROUP_MIN 16u
+
+/* Makes the group scratch hold n entries. */
+static int group_scratch(weft_world_t *w, uint32_t n) {
+  weft__txn_t *t = &w->txn;
+  if (n <= t->group_cap)
+    return 0;
+  uint32_t cap = t->group_cap, cap2 = t->group_cap;
+  if (weft__grow(&w->alloc, &t->group_recs, &cap, n, sizeof(*t->group_recs),
+                 1024) ||
+      weft__grow(&w->alloc, &t->group_rows, &cap2, n, sizeof(*t->group_rows),
+                 1024))
+    return WEFT_ENOMEM;
+  t->group_cap = cap < cap2 ? cap : cap2;
+  return 0;
+}
+
+/*
+ * Moves a run of stages starting at i as one group when they all apply the
+ * same single op to entities of the same archetype (so they all land in
+ * the same target) and no observer needs per-entity events. Returns the
+ * number of stages consumed, 0 to take the per-entity path.
+ */
+static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
+                            int *err) {
+  weft__txn_t *t = &w->txn;
+  const weft__op_t *op0 = single_op(t, &t->stages[i]);
+  if (w->obs_events || !op0 || s1 - i < WEFT__GROUP_MIN ||
+      group_scratch(w, s1 - i))
+    return 0;
+  weft__record_t **recs = t->group_recs;
+  uint32_t *old_rows = t->group_rows;
+  weft__chunk_t *c;
+  uint32_t row, k = 0, j = i;
+  if (!where(w, t->stages[i].e, &recs[0], &c, &row))
+    return 0;
+  weft__archetype_t *a = c->arch, *b;
+  for (j = i; j < s1; j++, k++) {
+    const weft__op_t *op = single_op(t, &t->stages[j]);
+    if (!op || op->op != op0->op || op->comp != op0->comp ||
+        !where(w, t->stages[j].e, &recs[k], &c, &row) || c->arch != a)
+      break;
+  }
+  if (k < WEFT__GROUP_MIN || fold_ops(w, a, t->stages[i].head, &b) || b == a)
+    return 0;
+  int rc = weft__move_group(w, a, b, recs, k, old_rows);
+  if (rc) {
+    *err = rc;
+    return 0;
+  }
+  /* fold_ops marked whether the op writes; every op of the group is the
+   * same kind on the same component, so the answer holds for all. */
+  const weft__column_t *col = weft__archetype_col(b, op0->comp);
+  if (t->ops[t->stages[i].head].live && col)
+    for (uint32_t m = 0; m < k; m++) {
+      const weft__op_t *op = &t->ops[t->stages[i + m].head];
+      weft__chunk_t *dc = w->chunks.table[weft__rec_chunk(recs[m])].chunk;
+      uint32_t dr = weft__rec_row(recs[m]);
+      if (op->value && !col->soa)
+        weft__copy_elem(weft__chunk_at(dc, col->first_array, col->size, dr),
+                        op->value, col->size);
+      else if (op->value)
+        weft__column_write(b, col, dc, dr, op->value);
+    }
+  return k;
+}
+
 static int phase_moves(weft_world_t *w, uint32_t s0, uint32_t s1) {
   int err = 0;
   for (uint32_t i = s0; i < s1; i++) {
+    uint32_t grouped = group_moves(w, i, s1, &err);
+    if (grouped) {
+      i += grouped - 1;
+      continue;
+    }
     weft__stage_t s = w->txn.stages[i];
     if (s.kind != WEFT__ST_MUTATE || s.head == WEFT__TXN_NIL)
       continue;
@@ -553,11 +643,15 @@ int weft__txn_drain(weft_world_t *w) {
     }
     uint32_t s0 = t->open_from, s1 = t->nstages;
     uint32_t b0 = t->batches_from, b1 = t->nbatches;
+    uint32_t kinds[5];
+    memcpy(kinds, t->kinds, sizeof(kinds));
+    memset(t->kinds, 0, sizeof(t->kinds));
     t->open_from = s1;
     t->batches_from = b1;
-    phase_despawns(w, s0, s1);
-    int rc = phase_spawns(w, s0, s1);
-    int rc2 = phase_moves(w, s0, s1);
+    if (kinds[WEFT__ST_DESPAWN] || kinds[WEFT__ST_CANCELLED])
+      phase_despawns(w, s0, s1);
+    int rc = kinds[WEFT__ST_SPAWN] ? phase_spawns(w, s0, s1) : 0;
+    int rc2 = kinds[WEFT__ST_MUTATE] ? phase_moves(w, s0, s1) : 0;
     int rc3 = phase_batches(w, b0, b1);
     if (!err)
       err = rc ? rc : rc2 ? rc2 : rc3;
@@ -566,6 +660,7 @@ int weft__txn_drain(weft_world_t *w) {
   }
   t->nstages = t->nops = t->nbatches = 0;
   t->open_from = t->batches_from = 0;
+  memset(t->kinds, 0, sizeof(t->kinds));
   weft__arena_reset(&t->arena);
   t->depth--;
   t->draining = false;
@@ -580,9 +675,9 @@ int weft_world_defer_begin(weft_world_t *w) {
   return (int)++w->txn.depth;
 }
 
-/* Drains when no scope of any kind is open any more. */
-static int maybe_drain(weft_world_t *w) {
-  if (weft__txn_in_scope(&w->txn) || w->txn.draining)
+int weft__txn_settle(weft_world_t *w) {
+  const weft__txn_t *t = &w->txn;
+  if (weft__txn_in_scope(t) || t->draining || !(t->nstages || t->nbatches))
     return 0;
   return weft__txn_drain(w);
 }
@@ -591,14 +686,14 @@ int weft_world_defer_end(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   if (w->txn.depth)
     w->txn.depth--;
-  return maybe_drain(w);
+  return weft__txn_settle(w);
 }
 
 int weft_world_unwind(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   w->txn.depth = 0;
   atomic_store_explicit(&w->txn.iter_depth, 0, memory_order_relaxed);
-  return maybe_drain(w);
+  return weft__txn_settle(w);
 }
 
 uint32_t weft_world_defer_depth(const weft_world_t *w) {

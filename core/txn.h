@@ -41,6 +41,19 @@ typedef struct weft__arena_t {
 } weft__arena_t;
 
 void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n);
+
+/* weft__arena_alloc() with the common case (room in the current block)
+ * inline: recording copies a value per command. */
+static inline void *weft__arena_take(weft__arena_t *a, weft__alloc_stats_t *st,
+                                     size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (a->cur && a->used + n <= a->cur->size) {
+    void *p = a->cur->data + a->used;
+    a->used += n;
+    return p;
+  }
+  return weft__arena_alloc(a, st, n);
+}
 void weft__arena_reset(weft__arena_t *a);
 void weft__arena_fini(weft__arena_t *a);
 
@@ -99,6 +112,7 @@ typedef struct weft__txn_t {
   uint32_t nstages;
   uint32_t stages_cap;
   uint32_t open_from; /* stages below this belong to a wave being drained */
+  uint32_t kinds[5];  /* open stages by kind, for skipping empty phases */
   weft__op_t *ops;
   uint32_t nops;
   uint32_t ops_cap;
@@ -108,6 +122,9 @@ typedef struct weft__txn_t {
   uint32_t nbatches;
   uint32_t batches_cap;
   uint32_t batches_from;
+  struct weft__record_t **group_recs; /* scratch of group moves */
+  uint32_t *group_rows;
+  uint32_t group_cap;
   weft__arena_t arena;         /* values staged through scopes and observers */
   uint32_t reserved;           /* slots held by staged spawns */
   uint32_t depth;              /* open deferred scopes */
@@ -147,6 +164,9 @@ void weft__txn_iter_leave(const struct weft_world_t *w);
 
 /* Applies everything staged (the outermost scope closed). */
 int weft__txn_drain(struct weft_world_t *w);
+
+/* Drains if no scope is open, no drain runs and something is staged. */
+int weft__txn_settle(struct weft_world_t *w);
 
 /* The staging primitives shared by scopes and weft_world_apply(). */
 int weft__stage_spawn(struct weft_world_t *w, weft_entity_t reserved);

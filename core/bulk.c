@@ -1,0 +1,118 @@
+/* Bulk archetype moves (see bulk.h). */
+#include "core/bulk.h"
+
+#include <string.h>
+
+#include "core/world.h"
+
+/* Copies `run` consecutive rows from (sc, sr) in a to (dc, dr) in b: every
+ * array b has, zero-filled where a lacks the component. */
+static void copy_run(const weft__archetype_t *a, const weft__archetype_t *b,
+                     const weft__chunk_t *sc, uint32_t sr, weft__chunk_t *dc,
+                     uint32_t dr, uint32_t run) {
+  memcpy(dc->entities + dr, sc->entities + sr, run * sizeof(weft_entity_t));
+  for (uint32_t j = 0; j < b->ncols; j++) {
+    const weft__column_t *dcol = &b->cols[j];
+    const weft__column_t *scol = weft__archetype_col(a, dcol->comp);
+    for (uint32_t f = 0; f < dcol->array_count; f++) {
+      uint32_t da = dcol->first_array + f;
+      uint32_t elem = b->arrays[da].elem;
+      uint8_t *d = weft__chunk_at(dc, da, elem, dr);
+      if (scol)
+        memcpy(d, weft__chunk_at(sc, scol->first_array + f, elem, sr),
+               (size_t)run * elem);
+      else
+        memset(d, 0, (size_t)run * elem);
+    }
+  }
+}
+
+/* Appends the rows to b, run by run, and points their records there. */
+static void append_rows(weft_world_t *w, const weft__archetype_t *a,
+                        weft__archetype_t *b, weft__record_t *const *recs,
+                        uint32_t k, uint32_t *old_rows) {
+  for (uint32_t done = 0; done < k;) {
+    weft__chunk_t *dc;
+    uint32_t dr0, m;
+    /* Cannot fail: the caller reserved the rows. */
+    weft__archetype_push_range(w, b, k - done, &dc, &dr0, &m);
+    for (uint32_t i = 0; i < m;) {
+      const weft__record_t *r = recs[done + i];
+      uint32_t cid = weft__rec_chunk(r), sr = weft__rec_row(r);
+      const weft__chunk_t *sc = w->chunks.table[cid].chunk;
+      uint32_t run = 1;
+      while (i + run < m && weft__rec_chunk(recs[done + i + run]) == cid &&
+             weft__rec_row(recs[done + i + run]) == sr + run)
+        run++;
+      for (uint32_t q = 0; q < run; q++)
+        old_rows[done + i + q] = sc->index * a->row_cap + sr + q;
+      copy_run(a, b, sc, sr, dc, dr0 + i, run);
+      i += run;
+    }
+    for (uint32_t i = 0; i < m; i++)
+      weft__rec_set_loc(recs[done + i], dc->id, dr0 + i);
+    done += m;
+  }
+}
+
+/* Copies row (sc, sr) of a over row (dc, dr) of a. */
+static void copy_row(const weft__archetype_t *a, const weft__chunk_t *sc,
+                     uint32_t sr, weft__chunk_t *dc, uint32_t dr) {
+  for (uint32_t i = 0; i < a->narrays; i++) {
+    uint32_t n = a->arrays[i].elem;
+    weft__copy_elem(weft__chunk_at(dc, i, n, dr), weft__chunk_at(sc, i, n, sr),
+                    n);
+  }
+  dc->entities[dr] = sc->entities[sr];
+}
+
+/*
+ * Closes the holes the moved rows left in a. Rows at or above the new
+ * count that stayed (their record still points at them) fill the holes
+ * below it, in order; then a is truncated.
+ */
+static void compact(weft_world_t *w, weft__archetype_t *a,
+                    const uint32_t *old_rows, uint32_t k) {
+  uint32_t cap = a->row_cap, n2 = a->count - k, t = n2;
+  for (uint32_t i = 0; i < k; i++) {
+    uint32_t h = old_rows[i];
+    if (h >= n2)
+      continue; /* truncation removes it */
+    weft__chunk_t *tc;
+    uint32_t tr;
+    weft__record_t *rec;
+    for (;; t++) {
+      tc = a->chunks[t / cap];
+      tr = t % cap;
+      rec = weft__index_rec(&w->index, (uint32_t)tc->entities[tr]);
+      if (weft__rec_chunk(rec) == tc->id && weft__rec_row(rec) == tr)
+        break; /* a row that stays */
+    }
+    weft__chunk_t *hc = a->chunks[h / cap];
+    copy_row(a, tc, tr, hc, h % cap);
+    weft__rec_set_loc(rec, hc->id, h % cap);
+    t++;
+  }
+  uint32_t keep = (n2 + cap - 1) / cap;
+  for (uint32_t c = keep; c < a->nchunks; c++)
+    a->chunks[c]->count = 0;
+  w->chunks_live -= a->nchunks - keep;
+  w->chunks_spare += a->nchunks - keep;
+  if (keep)
+    a->chunks[keep - 1]->count = n2 - (keep - 1) * cap;
+  a->nchunks = keep;
+  a->count = n2;
+}
+
+int weft__move_group(weft_world_t *w, weft__archetype_t *a,
+                     weft__archetype_t *b, weft__record_t *const *recs,
+                     uint32_t k, uint32_t *old_rows) {
+  int rc = weft__archetype_reserve_rows(w, b, k);
+  if (rc)
+    return rc;
+  append_rows(w, a, b, recs, k, old_rows);
+  compact(w, a, old_rows, k);
+  w->moves += k;
+  w->version++;
+  return 0;
+}

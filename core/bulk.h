@@ -1,0 +1,32 @@
+/*
+ * Bulk archetype moves: many rows of one archetype to another in one pass.
+ *
+ * The staged path applies transactions that often move thousands of rows
+ * the same way (add B to everything a system touched). Moving them one by
+ * one pays a push, a swap-remove and a record update per row; moving them
+ * as a group copies contiguous source runs with memcpy and closes the
+ * holes they leave with one compaction pass.
+ */
+#ifndef WEFT_CORE_BULK_H
+#define WEFT_CORE_BULK_H
+
+#include <stdint.h>
+
+#include "core/entity_index.h"
+
+struct weft_world_t;
+struct weft__archetype_t;
+
+/*
+ * Moves the k live rows whose records are recs[0..k), all in archetype a,
+ * to archetype b (b != a). They become b's last k rows in that order;
+ * components b has and a lacks are zero-filled. Rows of a left behind keep
+ * a dense: holes below the new count are filled from the tail in order.
+ * old_rows is scratch for k entries. 0, or WEFT_ENOMEM / WEFT_ELIMIT with
+ * nothing moved.
+ */
+int weft__move_group(struct weft_world_t *w, struct weft__archetype_t *a,
+                     struct weft__archetype_t *b, weft__record_t *const *recs,
+                     uint32_t k, uint32_t *old_rows);
+
+#endif /* WEFT_CORE_BULK_H */
