@@ -35,8 +35,11 @@ struct weft_cmdbuf_t {
   uint32_t epoch; /* 12 bits, advanced by each apply */
   uint64_t key;
   uint64_t last_key;
-  bool sorted;   /* keys recorded in non-decreasing order */
-  bool applying; /* part of the running weft_world_apply() */
+  bool sorted;       /* keys recorded in non-decreasing order */
+  bool refs_pending; /* a command other than a spawn names a pending handle */
+  weft__spawn_run_t *run; /* the open spawn run */
+  uint32_t run_cmd;       /* its command */
+  bool applying;          /* part of the running weft_world_apply() */
   weft__cmd_t *cmds;
   uint32_t ncmds;
   uint32_t cmds_cap;
@@ -108,6 +111,8 @@ void weft_cmdbuf_clear(weft_cmdbuf_t *b) {
   b->ncmds = 0;
   b->nspawns = 0;
   b->sorted = true;
+  b->refs_pending = false;
+  b->run = NULL;
   b->key = b->last_key = 0;
   /* Pending handles of the dropped commands must not resolve later. */
   b->epoch = (b->epoch + 1) & FIELD_MASK;
@@ -177,10 +182,13 @@ static bool comp_ok(const weft_cmdbuf_t *b, weft_component_t c) {
   return c >= 1 && c <= b->world->registry.count;
 }
 
-int weft_cmd_spawn(weft_cmdbuf_t *b, const weft_component_t *comps,
-                   const void *const *values, weft_entity_t *out) {
-  if (!b || !out)
-    return WEFT_EINVAL;
+/* Rows of the first run of a shape; later runs double up to RUN_MAX. */
+#define RUN_FIRST 16u
+#define RUN_MAX 4096u
+
+/* Checks a spawn list; 0 or a WEFT_E* code. */
+static int check_list(const weft_cmdbuf_t *b, const weft_component_t *comps,
+                      uint32_t *count) {
   weft__mask_t seen = {{0}};
   uint32_t n = 0;
   for (; comps && comps[n]; n++) {
@@ -192,22 +200,103 @@ int weft_cmd_spawn(weft_cmdbuf_t *b, const weft_component_t *comps,
       return WEFT_EINVAL;
     weft__mask_set(&seen, comps[n]);
   }
+  *count = n;
+  return 0;
+}
+
+/* True if comps is the list of the buffer's open run (already checked). */
+static bool same_as_run(const weft_cmdbuf_t *b, const weft_component_t *comps) {
+  const weft__spawn_run_t *r = b->run;
+  if (!r)
+    return false;
+  const weft_component_t *l = comps ? comps : (const weft_component_t *)"\0";
+  for (uint32_t i = 0; i <= r->n; i++)
+    if (l[i] != r->comps[i])
+      return false;
+  return true;
+}
+
+/* Starts a new run for the list, sized after the previous run of the same
+ * list so that long streams of one shape make few, large runs. */
+static int open_run(weft_cmdbuf_t *b, const weft_component_t *comps, uint32_t n,
+                    bool same, const weft_entity_t e) {
+  const weft__spawn_run_t *prev = b->run;
+  uint32_t cap = same && prev ? prev->cap * 2 : RUN_FIRST;
+  if (cap > RUN_MAX)
+    cap = RUN_MAX;
+  weft__spawn_run_t *r = weft__arena_take(&b->arena, &b->alloc,
+                                          sizeof(*r) + n * sizeof(r->cols[0]));
+  if (!r)
+    return WEFT_ENOMEM;
+  if (same) {
+    r->comps = prev->comps;
+    r->sizes = prev->sizes;
+  } else {
+    weft_component_t *l =
+        weft__arena_take(&b->arena, &b->alloc, (n + 1) * sizeof(*l));
+    uint32_t *sz = weft__arena_take(&b->arena, &b->alloc, n * sizeof(*sz) + 1);
+    if (!l || !sz)
+      return WEFT_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+      l[i] = comps[i];
+      sz[i] = b->world->registry.items[comps[i] - 1].size;
+    }
+    l[n] = WEFT_COMPONENT_NONE;
+    r->comps = l;
+    r->sizes = sz;
+  }
+  r->n = n;
+  r->count = 0;
+  r->cap = cap;
+  r->seq0 = b->nspawns;
+  for (uint32_t i = 0; i < n; i++) {
+    r->cols[i] = NULL;
+    if (r->sizes[i] && !(r->cols[i] = weft__arena_take(
+                             &b->arena, &b->alloc, (size_t)cap * r->sizes[i])))
+      return WEFT_ENOMEM;
+  }
+  int rc = push(b, WEFT__OP_SPAWN, e, 0, r, 0);
+  if (rc)
+    return rc;
+  b->run = r;
+  b->run_cmd = b->ncmds - 1;
+  return 0;
+}
+
+int weft_cmd_spawn(weft_cmdbuf_t *b, const weft_component_t *comps,
+                   const void *const *values, weft_entity_t *out) {
+  if (!b || !out)
+    return WEFT_EINVAL;
   if (b->nspawns >= WEFT_CMD_SPAWNS_MAX)
     return WEFT_ELIMIT;
   weft_entity_t e = b->world->index.tag | ((uint64_t)b->epoch << EPOCH_SHIFT) |
                     ((uint64_t)b->id << ID_SHIFT) | PENDING_BIT | b->nspawns;
-  uint32_t mark = b->ncmds;
-  int rc = push(b, WEFT__OP_SPAWN, e, 0, NULL, 0);
-  for (uint32_t i = 0; i < n && rc == 0; i++) {
-    const void *copy;
-    rc = copy_value(b, comps[i], values ? values[i] : NULL, &copy);
+  /* The spawn joins the open run when nothing was recorded since, under
+   * the same key, with the same list. */
+  bool same = same_as_run(b, comps);
+  weft__spawn_run_t *r = b->run;
+  if (!same || b->run_cmd != b->ncmds - 1 || r->count == r->cap ||
+      b->cmds[b->run_cmd].key != b->key) {
+    uint32_t n = 0;
+    int rc = same ? 0 : check_list(b, comps, &n);
     if (rc == 0)
-      rc = push(b, WEFT__OP_ADD, e, comps[i], copy, 0);
+      rc = open_run(b, comps, same ? r->n : n, same, e);
+    if (rc)
+      return rc;
+    r = b->run;
   }
-  if (rc) {
-    b->ncmds = mark; /* all or nothing */
-    return rc;
+  for (uint32_t i = 0; i < r->n; i++) {
+    uint32_t size = r->sizes[i];
+    if (!size)
+      continue;
+    uint8_t *dst = r->cols[i] + (size_t)r->count * size;
+    if (values && values[i])
+      weft__copy_elem(dst, values[i], size);
+    else
+      memset(dst, 0, size);
   }
+  r->count++;
+  b->cmds[b->run_cmd].n = r->count;
   b->nspawns++;
   *out = e;
   return 0;
@@ -216,6 +305,7 @@ int weft_cmd_spawn(weft_cmdbuf_t *b, const weft_component_t *comps,
 int weft_cmd_despawn(weft_cmdbuf_t *b, weft_entity_t e) {
   if (!b)
     return WEFT_EINVAL;
+  b->refs_pending |= weft_entity_is_pending(e);
   return push(b, WEFT__OP_DESPAWN, e, 0, NULL, 0);
 }
 
@@ -225,6 +315,7 @@ static int record_value_op(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
     return WEFT_EINVAL;
   if (!comp_ok(b, c))
     return WEFT_ENOCOMP;
+  b->refs_pending |= weft_entity_is_pending(e);
   const void *copy;
   int rc = copy_value(b, c, value, &copy);
   return rc ? rc : push(b, op, e, c, copy, 0);
@@ -409,28 +500,46 @@ static weft_entity_t target_of(weft_world_t *w, weft_entity_t e) {
   return b->spawned[seq];
 }
 
-/* Pass 0: every pending spawn gets its slot, in merge order. */
+/* Pass 0: every pending spawn gets its slot and a stage, in merge order. */
 static int place_pending(weft_world_t *w, merge_t *m) {
   int err = 0;
   for (const weft__cmd_t *c; (c = merge_next(m));) {
     if (c->op != WEFT__OP_SPAWN)
       continue;
     weft_cmdbuf_t *b = w->txn.bufs[(uint32_t)(c->e >> ID_SHIFT) & FIELD_MASK];
-    uint32_t seq = (uint32_t)c->e & 0x7fffffffu;
-    weft_entity_t e = 0;
-    int rc = err ? err : weft__reserve_slot(w, &e);
-    if (rc == 0)
-      rc = weft__stage_spawn(w, e);
-    if (rc) {
-      if (e)
-        weft__unreserve_slot(w, e); /* could not stage: give it back */
-      e = 0;
-      w->txn.dropped++;
-      err = rc;
+    const weft__spawn_run_t *r = c->data;
+    for (uint32_t j = 0; j < r->count; j++) {
+      weft_entity_t e = 0;
+      int rc = err ? err : weft__reserve_slot(w, &e);
+      if (rc == 0)
+        rc = weft__stage_spawn(w, e);
+      if (rc) {
+        if (e)
+          weft__unreserve_slot(w, e); /* could not stage: give it back */
+        e = 0;
+        w->txn.dropped++;
+        err = rc;
+      }
+      b->spawned[r->seq0 + j] = e;
     }
-    b->spawned[seq] = e;
   }
   return err;
+}
+
+/* A spawn run in pass 1: on the fast path it is queued for the drain; on
+ * the staged path (pass 0 made the stages) its values become ADD ops. */
+static int spawn_ops(weft_world_t *w, const weft__cmd_t *c) {
+  weft_cmdbuf_t *b = w->txn.bufs[(uint32_t)(c->e >> ID_SHIFT) & FIELD_MASK];
+  const weft__spawn_run_t *r = c->data;
+  if (w->txn.fast_spawns)
+    return weft__txn_fast_spawn(w, r, &b->spawned[r->seq0]);
+  for (uint32_t j = 0; j < r->count; j++) {
+    weft_entity_t e = b->spawned[r->seq0 + j];
+    for (uint32_t i = 0; e && i < r->n; i++)
+      weft__stage_op(w, e, WEFT__OP_ADD, r->comps[i],
+                     r->sizes[i] ? r->cols[i] + (size_t)j * r->sizes[i] : NULL);
+  }
+  return 0;
 }
 
 static int dispatch(weft_world_t *w, const weft__cmd_t *c,
@@ -446,8 +555,9 @@ static int dispatch(weft_world_t *w, const weft__cmd_t *c,
   case WEFT__OP_REMOVE_Q:
     return weft__stage_batch(w, WEFT__OP_REMOVE, c->comp, NULL, c->data, c->n);
   case WEFT__OP_SPAWN:
+    return spawn_ops(w, c);
   case 0:
-    return 0; /* placed in pass 0 / the members slot of a set */
+    return 0; /* the members slot of a query set */
   default:
     break;
   }
@@ -508,6 +618,8 @@ static void finish(weft_cmdbuf_t *const *bufs, uint32_t n) {
     b->ncmds = 0;
     b->nspawns = 0;
     b->sorted = true;
+    b->refs_pending = false;
+    b->run = NULL;
     b->key = b->last_key = 0;
     b->applying = false;
     weft__arena_reset(&b->arena);
@@ -535,8 +647,14 @@ int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
     uint64_t spawns = 0;
     for (uint32_t i = 0; i < n; i++)
       spawns += bufs[i]->nspawns;
+    /* Spawns nothing else names, in a world without observers, are
+     * placed in bulk by the drain; otherwise each gets a stage now. */
+    bool refs = false;
+    for (uint32_t i = 0; i < n; i++)
+      refs |= bufs[i]->refs_pending;
+    w->txn.fast_spawns = spawns && !refs && !w->obs_events;
     memset(cursor, 0, n * sizeof(*cursor));
-    int err = spawns ? place_pending(w, &m) : 0;
+    int err = spawns && !w->txn.fast_spawns ? place_pending(w, &m) : 0;
     memset(cursor, 0, n * sizeof(*cursor));
     int err2 = stage_all(w, &m);
     int err3 = weft__txn_drain(w);

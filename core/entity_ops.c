@@ -266,6 +266,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   /* The batch is a scope: structural calls from the fill callback or from
    * observers stage and apply when the batch is complete. */
   w->txn.depth++;
+  w->txn.batch_hold = n;
   for (uint32_t done = 0; done < n;) {
     weft__chunk_t *c;
     uint32_t row0, k;
@@ -273,6 +274,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     weft__archetype_push_range(w, a, n - done, &c, &row0, &k);
     weft__index_issue_rows(&w->index, c->id, row0, k, c->entities,
                            out ? out + done : NULL);
+    w->txn.batch_hold -= k;
     for (uint32_t i = 0; i < a->narrays; i++) {
       const weft__array_t *ar = &a->arrays[i];
       memset(weft__chunk_at(c, i, ar->elem, row0), 0, (size_t)k * ar->elem);

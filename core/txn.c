@@ -85,6 +85,7 @@ void weft__txn_fini(weft__txn_t *t) {
   weft__free(t->batches, 0, 16);
   weft__free(t->bufs, 0, 16);
   weft__free(t->group_recs, 0, 16);
+  weft__free(t->fast, 0, 16);
   weft__free(t->group_rows, 0, 16);
   weft__arena_fini(&t->arena);
   memset(t, 0, sizeof(*t));
@@ -106,10 +107,13 @@ static bool rec_is_reserved(const weft__index_t *ix, weft_entity_t e) {
 
 int weft__reserve_slot(weft_world_t *w, weft_entity_t *out) {
   weft__index_t *ix = &w->index;
-  int rc = weft__index_check_room(ix, 1);
+  /* A batch spawn that is running (its fill callback or observers staged
+   * this) keeps the slots it has yet to issue. */
+  uint32_t hold = w->txn.batch_hold;
+  int rc = weft__index_check_room(ix, 1 + hold);
   WEFT_CHECK(w, rc == 0, rc, "cannot spawn: capacity %u, alive %u, retired %u",
              ix->capacity, ix->alive, ix->retired);
-  rc = weft__index_reserve(ix, &w->alloc, ix->hwm + 1);
+  rc = weft__index_reserve(ix, &w->alloc, ix->hwm + 1 + hold);
   WEFT_CHECK(w, rc == 0, rc, "out of memory growing the entity index");
   weft_entity_t e = weft__index_issue(ix, false, 0, 0);
   weft__index_rec(ix, (uint32_t)e)->gen |= WEFT__REC_RETIRED;
@@ -611,6 +615,199 @@ static int phase_batches(weft_world_t *w, uint32_t b0, uint32_t b1) {
   return err;
 }
 
+/* Marks the k free slots idx0.. reserved (pages exist), handles to out. */
+static void claim_reserved(weft_world_t *w, uint32_t idx0, uint32_t k,
+                           weft_entity_t *out) {
+  weft__index_t *ix = &w->index;
+  for (uint32_t j = 0; j < k; j++) {
+    weft__record_t *r = weft__index_rec(ix, idx0 + j);
+    uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
+    r->gen = WEFT__REC_RESERVED | gen;
+    r->loc = 0;
+    out[j] = weft__index_handle(ix, idx0 + j, gen);
+  }
+  ix->alive += k;
+  w->txn.reserved += k;
+}
+
+/*
+ * Reserves n slots in the order weft__reserve_slot() would take them, one
+ * at a time, writing the handles to out. Fresh slots above the high-water
+ * mark, the common case, are claimed by a straight loop. Returns how many
+ * were reserved (n, or fewer when the capacity runs out).
+ */
+static uint32_t reserve_slots(weft_world_t *w, uint32_t n, weft_entity_t *out) {
+  weft__index_t *ix = &w->index;
+  uint32_t i = 0;
+  /* After a clear with nothing retired and no free list, the sweep range
+   * is consecutive free slots: claim them in one loop too. */
+  if (ix->free_head == WEFT__NIL && ix->retired == 0 &&
+      ix->sweep < ix->sweep_end) {
+    uint32_t k = ix->sweep_end - ix->sweep;
+    if (k > n)
+      k = n;
+    claim_reserved(w, ix->sweep, k, out);
+    ix->sweep += k;
+    i = k;
+  }
+  while (i < n && (ix->free_head != WEFT__NIL || weft__index_sweep_next(ix))) {
+    if (weft__reserve_slot(w, &out[i]))
+      return i;
+    i++;
+  }
+  uint32_t fresh = ix->capacity - ix->hwm, left = weft__index_remaining(ix);
+  uint32_t k = n - i;
+  if (k > fresh)
+    k = fresh;
+  if (k > left)
+    k = left;
+  if (k && weft__index_reserve(ix, &w->alloc, ix->hwm + k))
+    return i;
+  claim_reserved(w, ix->hwm, k, out + i);
+  ix->hwm += k;
+  return i + k;
+}
+
+int weft__txn_fast_spawn(weft_world_t *w, const weft__spawn_run_t *run,
+                         weft_entity_t *out) {
+  weft__txn_t *t = &w->txn;
+  if (WEFT__UNLIKELY(t->nfast == t->fast_cap) &&
+      weft__grow(&w->alloc, &t->fast, &t->fast_cap, t->nfast + 1,
+                 sizeof(*t->fast), 256)) {
+    memset(out, 0, run->count * sizeof(*out));
+    t->dropped += run->count;
+    return WEFT_ENOMEM;
+  }
+  /* Slots are taken now, in merge order, exactly as staged spawns take
+   * them: which path a spawn takes never changes its handle. */
+  uint32_t got = reserve_slots(w, run->count, out);
+  t->fast[t->nfast++] = (weft__fast_spawn_t){run, out};
+  t->commands += run->count;
+  if (got == run->count)
+    return 0;
+  memset(out + got, 0, (run->count - got) * sizeof(*out));
+  t->dropped += run->count - got;
+  int rc = weft__index_check_room(&w->index, run->count - got);
+  return weft__fail(w, rc ? rc : WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                    "%u spawns did not fit and were dropped", run->count - got);
+}
+
+static bool same_list(const weft__spawn_run_t *a, const weft__spawn_run_t *b) {
+  return a->comps == b->comps ||
+         (a->n == b->n &&
+          memcmp(a->comps, b->comps, a->n * sizeof(*a->comps)) == 0);
+}
+
+/* The archetype of a spawn list (validated when it was recorded). */
+static int list_archetype(weft_world_t *w, const weft__spawn_run_t *run,
+                          weft__archetype_t **out) {
+  weft__mask_t m = {{0}}, none = {{0}};
+  for (uint32_t i = 0; i < run->n; i++)
+    weft__mask_set(&m, run->comps[i]);
+  return weft__archetype_get(w, &m, &none, out);
+}
+
+/* Spawns of a run that got a slot: a prefix (reservation stops at the
+ * first failure). */
+static uint32_t run_reserved(const weft__fast_spawn_t *f) {
+  uint32_t k = 0;
+  while (k < f->run->count && f->out[k])
+    k++;
+  return k;
+}
+
+/* Copies spawns [s, s + m) of a run into rows [row0, row0 + m) of c, an
+ * archetype a chunk: their reserved slots go live, their values are
+ * copied as column slices. */
+static void place_slice(weft_world_t *w, weft__archetype_t *a, weft__chunk_t *c,
+                        uint32_t row0, const weft__fast_spawn_t *f, uint32_t s,
+                        uint32_t m, const weft__column_t *const *cols) {
+  const weft__spawn_run_t *run = f->run;
+  for (uint32_t r = 0; r < m; r++) {
+    weft_entity_t e = f->out[s + r];
+    weft__record_t *rec = weft__index_rec(&w->index, (uint32_t)e);
+    rec->gen &= ~WEFT__REC_RETIRED;
+    weft__rec_set_loc(rec, c->id, row0 + r);
+  }
+  memcpy(c->entities + row0, f->out + s, m * sizeof(weft_entity_t));
+  for (uint32_t q = 0; q < a->narrays; q++) {
+    uint32_t elem = a->arrays[q].elem;
+    memset(weft__chunk_at(c, q, elem, row0), 0, (size_t)m * elem);
+  }
+  for (uint32_t v = 0; v < run->n; v++) {
+    const weft__column_t *col = cols[v];
+    if (!col)
+      continue; /* a tag */
+    const uint8_t *src = run->cols[v] + (size_t)s * run->sizes[v];
+    if (!col->soa) {
+      memcpy(weft__chunk_at(c, col->first_array, col->size, row0), src,
+             (size_t)m * col->size);
+      continue;
+    }
+    for (uint32_t r = 0; r < m; r++)
+      weft__column_write(a, col, c, row0 + r, src + (size_t)r * col->size);
+  }
+}
+
+/* Places runs [i, j) of the fast list, which share a component list, into
+ * archetype a (room reserved). */
+static void fast_place(weft_world_t *w, weft__archetype_t *a, uint32_t i,
+                       uint32_t j) {
+  weft__txn_t *t = &w->txn;
+  const weft__spawn_run_t *run0 = t->fast[i].run;
+  const weft__column_t *cols[64];
+  for (uint32_t v = 0; v < run0->n; v++)
+    cols[v] = weft__archetype_col(a, run0->comps[v]);
+  uint32_t total = 0;
+  for (uint32_t f = i; f < j; f++) {
+    uint32_t k = run_reserved(&t->fast[f]);
+    for (uint32_t done = 0; done < k;) {
+      weft__chunk_t *c;
+      uint32_t row0, m;
+      weft__archetype_push_range(w, a, k - done, &c, &row0, &m);
+      place_slice(w, a, c, row0, &t->fast[f], done, m, cols);
+      done += m;
+    }
+    total += k;
+  }
+  t->reserved -= total;
+  w->spawns += total;
+  w->version++;
+}
+
+/* Places the fast list, run by run of equal component lists. */
+static int place_fast(weft_world_t *w) {
+  weft__txn_t *t = &w->txn;
+  int err = 0;
+  for (uint32_t i = 0; i < t->nfast;) {
+    uint32_t j = i + 1, rows = run_reserved(&t->fast[i]);
+    while (j < t->nfast && same_list(t->fast[j].run, t->fast[i].run))
+      rows += run_reserved(&t->fast[j++]);
+    weft__archetype_t *a = NULL;
+    int rc = list_archetype(w, t->fast[i].run, &a);
+    if (rc == 0)
+      rc = weft__archetype_reserve_rows(w, a, rows);
+    if (rc == 0) {
+      fast_place(w, a, i, j);
+    } else {
+      /* No memory for the rows: drop these spawns, give their slots back. */
+      for (uint32_t f = i; f < j; f++) {
+        uint32_t k = run_reserved(&t->fast[f]);
+        for (uint32_t q = 0; q < k; q++) {
+          weft__unreserve_slot(w, t->fast[f].out[q]);
+          t->fast[f].out[q] = WEFT_ENTITY_NULL;
+        }
+        t->dropped += k;
+      }
+      if (!err)
+        err = rc;
+    }
+    i = j;
+  }
+  t->nfast = 0;
+  return err;
+}
+
 /* Drops whatever is still staged (after a cascade), keeping the world
  * consistent: reserved slots of unplaced spawns go back. */
 static void drop_pending(weft_world_t *w) {
@@ -632,7 +829,8 @@ int weft__txn_drain(weft_world_t *w) {
   t->depth++; /* observers' structural calls stage for the next wave */
   int err = 0;
   uint32_t waves = 0;
-  while (t->open_from < t->nstages || t->batches_from < t->nbatches) {
+  while (t->open_from < t->nstages || t->batches_from < t->nbatches ||
+         t->nfast) {
     if (waves == WEFT__MAX_WAVES) {
       drop_pending(w);
       err = weft__fail(w, WEFT_ECASCADE, WEFT__FILE, WEFT__LINE,
@@ -650,7 +848,11 @@ int weft__txn_drain(weft_world_t *w) {
     t->batches_from = b1;
     if (kinds[WEFT__ST_DESPAWN] || kinds[WEFT__ST_CANCELLED])
       phase_despawns(w, s0, s1);
-    int rc = kinds[WEFT__ST_SPAWN] ? phase_spawns(w, s0, s1) : 0;
+    int rc = t->nfast ? place_fast(w) : 0;
+    if (kinds[WEFT__ST_SPAWN]) {
+      int rs = phase_spawns(w, s0, s1);
+      rc = rc ? rc : rs;
+    }
     int rc2 = kinds[WEFT__ST_MUTATE] ? phase_moves(w, s0, s1) : 0;
     int rc3 = phase_batches(w, b0, b1);
     if (!err)
@@ -658,7 +860,8 @@ int weft__txn_drain(weft_world_t *w) {
     waves++;
     t->waves++;
   }
-  t->nstages = t->nops = t->nbatches = 0;
+  t->nstages = t->nops = t->nbatches = t->nfast = 0;
+  t->fast_spawns = false;
   t->open_from = t->batches_from = 0;
   memset(t->kinds, 0, sizeof(t->kinds));
   weft__arena_reset(&t->arena);

@@ -81,6 +81,28 @@ enum {
 
 #define WEFT__TXN_NIL 0xffffffffu
 
+/*
+ * A run of recorded spawns with one component list, stored by column: the
+ * values of component i for spawns [0, count) are cols[i][0..count) (zero
+ * where no value was given), so the drain copies whole column slices.
+ */
+typedef struct weft__spawn_run_t {
+  const weft_component_t *comps; /* zero-terminated, shared by runs */
+  uint32_t n;                    /* components */
+  uint32_t count;                /* spawns recorded */
+  uint32_t cap;                  /* spawns the columns hold */
+  uint32_t seq0;                 /* pending sequence of the first spawn */
+  const uint32_t *sizes;         /* n value sizes (0: tag) */
+  uint8_t *cols[];               /* n columns, NULL for tags */
+} weft__spawn_run_t;
+
+/* A spawn run placed in bulk by the drain, with the reserved handles of
+ * its spawns (out[0..run->count)). */
+typedef struct weft__fast_spawn_t {
+  const weft__spawn_run_t *run;
+  weft_entity_t *out;
+} weft__fast_spawn_t;
+
 /* One component operation of a stage. */
 typedef struct weft__op_t {
   const void *value; /* bytes to write; NULL zero-fills */
@@ -113,6 +135,10 @@ typedef struct weft__txn_t {
   uint32_t stages_cap;
   uint32_t open_from; /* stages below this belong to a wave being drained */
   uint32_t kinds[5];  /* open stages by kind, for skipping empty phases */
+  bool fast_spawns;   /* this apply places its spawns in bulk */
+  weft__fast_spawn_t *fast; /* those spawns, in merge order */
+  uint32_t nfast;
+  uint32_t fast_cap;
   weft__op_t *ops;
   uint32_t nops;
   uint32_t ops_cap;
@@ -127,6 +153,7 @@ typedef struct weft__txn_t {
   uint32_t group_cap;
   weft__arena_t arena;         /* values staged through scopes and observers */
   uint32_t reserved;           /* slots held by staged spawns */
+  uint32_t batch_hold;         /* slots a running batch spawn still needs */
   uint32_t depth;              /* open deferred scopes */
   bool draining;               /* a drain is running */
   int last_error;              /* the last drain's result */
@@ -164,6 +191,11 @@ void weft__txn_iter_leave(const struct weft_world_t *w);
 
 /* Applies everything staged (the outermost scope closed). */
 int weft__txn_drain(struct weft_world_t *w);
+
+/* Reserves slots for a spawn run (out[0..count)) in merge order and queues
+ * it for bulk placement in the next drain's first wave. */
+int weft__txn_fast_spawn(struct weft_world_t *w, const weft__spawn_run_t *run,
+                         weft_entity_t *out);
 
 /* Drains if no scope is open, no drain runs and something is staged. */
 int weft__txn_settle(struct weft_world_t *w);
