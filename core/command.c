@@ -80,10 +80,21 @@ int weft_cmdbuf_create(weft_world_t *w, weft_cmdbuf_t **out) {
     while (t->nbufs <= id)
       t->bufs[t->nbufs++] = NULL;
   }
+  if (id >= t->buf_epochs_cap) {
+    uint32_t old = t->buf_epochs_cap;
+    int rc = weft__grow(&w->alloc, &t->buf_epochs, &t->buf_epochs_cap, id + 1,
+                        sizeof(*t->buf_epochs), 8);
+    WEFT_CHECK(w, rc == 0, WEFT_ENOMEM, "out of memory adding a buffer");
+    memset(t->buf_epochs + old, 0,
+           (t->buf_epochs_cap - old) * sizeof(*t->buf_epochs));
+  }
   weft_cmdbuf_t *b = weft__calloc(&w->alloc, sizeof(*b), 64);
   WEFT_CHECK(w, b != NULL, WEFT_ENOMEM, "out of memory adding a buffer");
   b->world = w;
   b->id = id;
+  /* A reused id continues the epochs of the buffer that had it, so that
+   * the old buffer's pending handles stay stale. */
+  b->epoch = t->buf_epochs[id];
   b->sorted = true;
   t->bufs[id] = b;
   t->live_bufs++;
@@ -96,6 +107,7 @@ void weft_cmdbuf_destroy(weft_cmdbuf_t *b) {
     return;
   weft_world_t *w = b->world;
   w->txn.bufs[b->id] = NULL;
+  w->txn.buf_epochs[b->id] = (uint16_t)((b->epoch + 1) & FIELD_MASK);
   w->txn.live_bufs--;
   weft__free(b->cmds, 0, 16);
   weft__free(b->order, 0, 16);

@@ -172,7 +172,7 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   it->term_count_ = q->nterms;
   it->version_ = q->world->version;
   it->runs_ = (q->flags & WEFT_QUERY_CHUNK_RUNS) != 0;
-  it->scoped_ = 1;
+  it->scoped_ = q->world->txn.unwinds + 1;
   weft__txn_iter_enter(q->world);
   /* The first call to weft_iter_next() advances to the first entry. */
   if (q->nmatches) {
@@ -246,8 +246,11 @@ static bool next_archetype(weft_iter_t *it) {
 
 void weft_iter_close(weft_iter_t *it) {
   if (it && it->scoped_) {
+    /* An iterator opened before an unwind lost its scope to the unwind. */
+    bool holds = it->scoped_ - 1 == it->world_->txn.unwinds;
     it->scoped_ = 0;
-    weft__txn_iter_leave(it->world_);
+    if (holds)
+      weft__txn_iter_leave(it->world_);
   }
 }
 

@@ -84,6 +84,7 @@ void weft__txn_fini(weft__txn_t *t) {
   weft__free(t->stage_of, 0, 16);
   weft__free(t->batches, 0, 16);
   weft__free(t->bufs, 0, 16);
+  weft__free(t->buf_epochs, 0, 16);
   weft__free(t->group_recs, 0, 16);
   weft__free(t->fast, 0, 16);
   weft__free(t->group_rows, 0, 16);
@@ -895,6 +896,9 @@ int weft_world_defer_end(weft_world_t *w) {
 int weft_world_unwind(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   w->txn.depth = 0;
+  /* Iterators still open no longer hold a scope: their close must not end
+   * the scope of an iterator started after this. */
+  w->txn.unwinds++;
   atomic_store_explicit(&w->txn.iter_depth, 0, memory_order_relaxed);
   return weft__txn_settle(w);
 }

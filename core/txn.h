@@ -20,6 +20,7 @@
 #include "core/alloc.h"
 #include "weft/command.h"
 #include "weft/entity.h"
+#include "weft/error.h"
 
 struct weft_world_t;
 struct weft__archetype_t;
@@ -158,15 +159,19 @@ typedef struct weft__txn_t {
   bool draining;               /* a drain is running */
   int last_error;              /* the last drain's result */
   _Atomic uint32_t iter_depth; /* open iteration scopes (any thread) */
-  uint64_t commands;           /* commands applied */
-  uint64_t stale;              /* commands dropped for a stale handle */
-  uint64_t dropped;            /* stages dropped by a cascade or full world */
-  uint64_t waves;              /* drain waves run */
+  uint32_t
+      unwinds; /* unwinds so far: iterators opened before one hold no scope */
+  uint64_t commands; /* commands applied */
+  uint64_t stale;    /* commands dropped for a stale handle */
+  uint64_t dropped;  /* stages dropped by a cascade or full world */
+  uint64_t waves;    /* drain waves run */
   /* The buffers of this world by id (index 0 unused). */
   struct weft_cmdbuf_t **bufs;
   uint32_t nbufs;
   uint32_t bufs_cap;
   uint32_t live_bufs;
+  uint16_t *buf_epochs; /* next epoch for a buffer that reuses an id */
+  uint32_t buf_epochs_cap;
 } weft__txn_t;
 
 void weft__txn_init(weft__txn_t *t);

@@ -36,12 +36,17 @@
  * world consistent.
  *
  * **Pending handles.** weft_cmd_spawn() returns a pending handle at once.
- * It can be named by later commands in any buffer of the same transaction
- * and resolves to the spawned entity with weft_cmd_resolve() after the
- * apply. Entity functions reject it (is_alive is false). Pending handles
- * stored inside component values are not rewritten. Spawns staged through
- * a deferred scope (weft_spawn() in a scope) return the real handle at
- * once instead; it becomes visible when the scope drains.
+ * Any command of the same transaction, in any buffer, may name it; the
+ * spawn exists for the whole transaction, so a command that comes before
+ * the spawn in merge order still applies to it. After the apply,
+ * weft_cmd_resolve() gives the entity it became. Entity functions reject a
+ * pending handle (WEFT_ESTALE; is_alive is false). Pending handles stored
+ * inside component values are not rewritten. A pending handle carries a
+ * 12-bit epoch of its buffer: it is meaningful until the buffer's next
+ * apply or clear and rejected after that, for 4095 further applies (keep
+ * the resolved handle, not the pending one). Spawns staged through a
+ * deferred scope (weft_spawn() in a scope) return the real handle at once
+ * instead; it becomes visible when the scope drains.
  */
 #ifndef WEFT_COMMAND_H
 #define WEFT_COMMAND_H

@@ -8,9 +8,13 @@
  * below rejects a stale, forged or other-world handle with WEFT_ESTALE (or
  * NULL/false) without reading the slot's current occupant.
  *
- * Structural functions (spawn, despawn, add, remove, enable, disable) must
- * not run while a query over the same world is being iterated; in checked
- * mode the iterator panics when it notices.
+ * Structural functions (spawn, despawn, add, remove, enable, disable) take
+ * effect at once, except inside a scope (a deferred scope, a query
+ * iteration, a batch spawn, an observer callback) or when the world has
+ * observers: then they stage and apply when the last scope closes (see
+ * command.h). A staged call returns 0 once it is recorded; a spawn returns
+ * its real handle, live after the drain. With observers, a direct call
+ * drains before it returns and may report WEFT_ECASCADE.
  */
 #ifndef WEFT_ENTITY_H
 #define WEFT_ENTITY_H

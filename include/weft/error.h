@@ -36,8 +36,7 @@ extern "C" {
   X(ELIMIT, -13, "an internal table limit was reached")                        \
   X(EBUSY, -14, "not allowed while a deferred scope or iteration is open")     \
   X(ECASCADE, -15,                                                             \
-    "observer cascade: commands still pending after 64 drain waves")           \
-  X(EPENDING, -16, "pending spawn handle: usable only in commands")
+    "observer cascade: commands still pending after 64 drain waves")
 
 /** Error codes. `WEFT_OK` is 0; every failure is negative. */
 typedef enum weft_error_t {

@@ -82,7 +82,8 @@ typedef struct weft_iter_t {
   uint32_t chunk_index_;
   uint32_t row0_;
   uint32_t runs_;   /* nonzero: hand out runs of contiguous chunks */
-  uint32_t scoped_; /* nonzero: holds an iteration scope (command.h) */
+  uint32_t scoped_; /* nonzero: holds an iteration scope (command.h), taken
+                       after unwind number scoped_ - 1 */
   uint64_t version_;
 } weft_iter_t;
 
