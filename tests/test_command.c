@@ -1561,6 +1561,56 @@ static void test_command_steady_state_allocates_nothing(void **state) {
   weft_world_destroy(r.f.w);
 }
 
+/* A destroyed buffer's id is reused, but its pending handles stay stale. */
+static void
+test_command_reused_buffer_id_keeps_old_handles_stale(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  weft_cmdbuf_t *a = buf_new(f.w);
+  weft_entity_t pa = cmd_spawn2(a, f.a, 1, 0, 0);
+  weft_cmdbuf_destroy(a);
+  weft_cmdbuf_t *c = buf_new(f.w);
+  weft_entity_t pc = cmd_spawn2(c, f.a, 2, 0, 0);
+  assert_int_not_equal(pa, pc);
+  /* A command in another buffer naming the dead buffer's handle is a
+   * stale no-op, not a write to c's spawn. */
+  weft_cmdbuf_t *d = buf_new(f.w);
+  cmd_set(d, pa, f.a, 99);
+  weft_cmdbuf_t *both[] = {c, d};
+  uint64_t stale0 = wt_stats(f.w).commands_stale;
+  assert_int_equal(weft_world_apply(f.w, both, 2), WEFT_OK);
+  assert_int_equal(wt_stats(f.w).commands_stale, stale0 + 1);
+  resolve_stale(f.w, pa);
+  assert_int_equal(val(f.w, resolve_ok(f.w, pc), f.a), 2);
+  weft_world_destroy(f.w);
+}
+
+/* After an unwind, closing an iterator opened before it must not close
+ * the scope of an iterator opened after it. */
+static void test_command_unwind_detaches_old_iterators(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  spawn1(f.w, f.a, 1);
+  weft_query_t *q = query1(f.w, f.a);
+  weft_iter_t it1, it2;
+  weft_query_iter(q, &it1);
+  assert_true(weft_iter_next(&it1));
+  assert_int_equal(weft_world_unwind(f.w), WEFT_OK);
+  assert_int_equal(weft_world_defer_depth(f.w), 0);
+  weft_query_iter(q, &it2);
+  assert_true(weft_iter_next(&it2));
+  assert_int_equal(weft_world_defer_depth(f.w), 1);
+  weft_iter_close(&it1);
+  assert_int_equal(weft_world_defer_depth(f.w), 1);
+  weft_entity_t n = WEFT_ENTITY_NULL;
+  assert_int_equal(weft_spawn(f.w, &n), WEFT_OK);
+  assert_false(weft_is_alive(f.w, n)); /* still staged: it2 is open */
+  weft_iter_close(&it2);
+  assert_int_equal(weft_world_defer_depth(f.w), 0);
+  assert_true(weft_is_alive(f.w, n));
+  weft_world_destroy(f.w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_command_spawn_returns_pending_handle),
@@ -1595,6 +1645,8 @@ int main(void) {
       cmocka_unit_test(test_command_apply_rejects_foreign_buffer),
       cmocka_unit_test(test_command_apply_full_world_drops_excess_spawns),
       cmocka_unit_test(test_command_steady_state_allocates_nothing),
+      cmocka_unit_test(test_command_reused_buffer_id_keeps_old_handles_stale),
+      cmocka_unit_test(test_command_unwind_detaches_old_iterators),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1309,9 +1309,61 @@ static void test_observer_query_destroy_removes_observers(void **state) {
   weft_world_destroy(w);
 }
 
+/* An ENTER observer that spawns during a batch spawn must not push the
+ * world past its capacity: the batch keeps the slots it still needs. */
+typedef struct batch_spawner_t {
+  int calls;
+  int rc;
+  weft_entity_t extra;
+} batch_spawner_t;
+
+static void spawn_on_enter(weft_world_t *w, const weft_event_t *ev,
+                           void *user) {
+  (void)ev;
+  batch_spawner_t *b = user;
+  if (b->calls++ == 0)
+    b->rc = weft_spawn(w, &b->extra);
+}
+
+static void test_observer_batch_spawn_keeps_its_capacity(void **state) {
+  (void)state;
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.chunk_size = 4096;
+  cfg.capacity = 168;
+  weft_world_t *w = wt_world_new(&cfg);
+  weft_component_t a = wt_register(w, "a", 64, 0);
+  weft_query_desc_t qd;
+  memset(&qd, 0, sizeof qd);
+  qd.include[0] = a;
+  weft_query_t *q = make_query(w, &qd);
+  batch_spawner_t bs = {0, 99, WEFT_ENTITY_NULL};
+  weft_observer_desc_t od = {.events = WEFT_EVENT_ENTER,
+                             .query = q,
+                             .fn = spawn_on_enter,
+                             .user = &bs};
+  weft_observer_t *o = NULL;
+  assert_int_equal(weft_observer_create(w, &od, &o), WEFT_OK);
+  static weft_entity_t out[168];
+  const weft_component_t comps[] = {a, 0};
+  assert_int_equal(weft_spawn_batch(w, 168, comps, NULL, NULL, out), WEFT_OK);
+  assert_true(bs.calls > 1); /* one ENTER range per chunk */
+  assert_int_equal(bs.rc, WEFT_EFULL);
+  for (int i = 0; i < 168; i++)
+    assert_true(weft_is_alive(w, out[i]));
+  weft_world_stats_t s = wt_stats(w);
+  assert_int_equal(s.alive, 168);
+  assert_int_equal(s.remaining, 0);
+  assert_int_equal(s.staged_spawns, 0);
+  wt_check_slot_invariant(w);
+  assert_int_equal(weft_query_count(q), 168);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_observer_spawn_with_fires_inline_with_values),
+      cmocka_unit_test(test_observer_batch_spawn_keeps_its_capacity),
       cmocka_unit_test(test_observer_spawn_from_command_buffer),
       cmocka_unit_test(test_observer_spawn_in_deferred_scope),
       cmocka_unit_test(test_observer_despawn_sees_entity_alive),
