@@ -27,7 +27,7 @@
 #define WEFT__ARENA_MAX_BLOCK (16u << 20)
 
 void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n) {
-  n = (n + 15) & ~(size_t)15;
+  n = (n + 7) & ~(size_t)7;
   /* Blocks too small for this request are skipped, not freed: the next
    * transaction of the same shape reuses every block as it is. */
   while (a->cur && a->used + n > a->cur->size) {
@@ -162,9 +162,9 @@ static inline int stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
   t->stage_of[slot] = t->nstages;
   weft__stage_t *s = &t->stages[t->nstages++];
   s->e = e;
-  s->head = s->tail = WEFT__TXN_NIL;
+  s->op0 = (weft__op_t){.value = NULL, .next = WEFT__TXN_NIL};
+  s->tail = WEFT__TXN_NIL;
   s->kind = kind;
-  s->pad_ = 0;
   t->kinds[kind]++;
   *out = s;
   return 0;
@@ -217,7 +217,8 @@ void weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
   w->txn.kinds[kind]--;
   w->txn.kinds[s->kind]++;
   /* Despawn cancels every staged change of the entity. */
-  s->head = s->tail = WEFT__TXN_NIL;
+  s->op0 = (weft__op_t){.value = NULL, .next = WEFT__TXN_NIL};
+  s->tail = WEFT__TXN_NIL;
 }
 
 void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
@@ -229,21 +230,24 @@ void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
   if (s->kind == WEFT__ST_DESPAWN || s->kind == WEFT__ST_CANCELLED)
     return; /* a staged despawn ignores later changes */
   weft__txn_t *t = &w->txn;
-  uint32_t si = (uint32_t)(s - t->stages);
+  weft__op_t op_rec = {.value = value,
+                       .next = WEFT__TXN_NIL,
+                       .comp = (uint16_t)c,
+                       .op = (uint8_t)op};
+  if (s->op0.op == 0) {
+    s->op0 = op_rec;
+    return;
+  }
   if (WEFT__UNLIKELY(t->nops == t->ops_cap) &&
       weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
                  256)) {
     t->dropped++;
     return;
   }
-  s = &t->stages[si];
   uint32_t k = t->nops++;
-  t->ops[k] = (weft__op_t){.value = value,
-                           .next = WEFT__TXN_NIL,
-                           .comp = (uint16_t)c,
-                           .op = (uint8_t)op};
+  t->ops[k] = op_rec;
   if (s->tail == WEFT__TXN_NIL)
-    s->head = k;
+    s->op0.next = k;
   else
     t->ops[s->tail].next = k;
   s->tail = k;
@@ -267,13 +271,18 @@ int weft__stage_batch(weft_world_t *w, uint32_t op, weft_component_t c,
 
 /* ---- folding a stage into its target archetype --------------------------- */
 
-/* Clears the write flag of earlier ops on component c (a remove undoes
- * them). */
-static void kill_writes(weft__txn_t *t, uint32_t head, uint32_t until,
-                        weft_component_t c) {
-  for (uint32_t k = head; k != until; k = t->ops[k].next)
-    if (t->ops[k].comp == c)
-      t->ops[k].live = 0;
+/* The op after op in its stage's chain, or NULL. */
+static inline weft__op_t *op_next(weft__txn_t *t, const weft__op_t *op) {
+  return op->next == WEFT__TXN_NIL ? NULL : &t->ops[op->next];
+}
+
+/* Clears the write flag of the ops before `until` on component c (a remove
+ * undoes them). */
+static void kill_writes(weft__txn_t *t, weft__op_t *first,
+                        const weft__op_t *until, weft_component_t c) {
+  for (weft__op_t *op = first; op != until; op = op_next(t, op))
+    if (op->comp == c)
+      op->live = 0;
 }
 
 static int follow(weft_world_t *w, weft__archetype_t **a, uint32_t op,
@@ -289,13 +298,12 @@ static int follow(weft_world_t *w, weft__archetype_t **a, uint32_t op,
  * Walks the stage's ops from archetype base and returns the archetype the
  * entity ends up in, marking which ops' values survive.
  */
-static int fold_ops(weft_world_t *w, weft__archetype_t *base, uint32_t head,
+static int fold_ops(weft_world_t *w, weft__archetype_t *base, weft__op_t *first,
                     weft__archetype_t **target) {
   weft__txn_t *t = &w->txn;
   weft__archetype_t *a = base;
   int rc = 0;
-  for (uint32_t k = head; k != WEFT__TXN_NIL && rc == 0; k = t->ops[k].next) {
-    weft__op_t *op = &t->ops[k];
+  for (weft__op_t *op = first; op && rc == 0; op = op_next(t, op)) {
     weft_component_t c = op->comp;
     bool has = weft__mask_test(&a->present, c);
     op->live = 0;
@@ -313,7 +321,7 @@ static int fold_ops(weft_world_t *w, weft__archetype_t *base, uint32_t head,
     case WEFT__OP_REMOVE:
       if (has) {
         rc = follow(w, &a, WEFT__EDGE_REMOVE, c);
-        kill_writes(t, head, k, c);
+        kill_writes(t, first, op, c);
       }
       break;
     case WEFT__OP_ENABLE:
@@ -335,10 +343,9 @@ static int fold_ops(weft_world_t *w, weft__archetype_t *base, uint32_t head,
 /* Writes the surviving values of a stage's ops into its row, in order, so
  * the last write of a component wins. */
 static void write_values(weft_world_t *w, weft__archetype_t *a,
-                         weft__chunk_t *c, uint32_t row, uint32_t head) {
+                         weft__chunk_t *c, uint32_t row, weft__op_t *first) {
   weft__txn_t *t = &w->txn;
-  for (uint32_t k = head; k != WEFT__TXN_NIL; k = t->ops[k].next) {
-    const weft__op_t *op = &t->ops[k];
+  for (const weft__op_t *op = first; op; op = op_next(t, op)) {
     if (!op->live)
       continue;
     const weft__column_t *col = weft__archetype_col(a, op->comp);
@@ -400,7 +407,7 @@ static inline bool where(weft_world_t *w, weft_entity_t e, weft__record_t **rec,
 }
 
 /* Applies a list of ops to a live entity: one move, then the values. */
-static int mutate_entity(weft_world_t *w, weft_entity_t e, uint32_t head) {
+static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   weft__record_t *rec;
   weft__chunk_t *c;
   uint32_t row;
@@ -409,7 +416,7 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, uint32_t head) {
     return 0;
   }
   weft__archetype_t *base = c->arch, *target;
-  int rc = fold_ops(w, base, head, &target);
+  int rc = fold_ops(w, base, first, &target);
   if (rc)
     return rc;
   if (target != base) {
@@ -422,10 +429,10 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, uint32_t head) {
     rc = move_row(w, rec, c, row, target, &dc, &dr);
     if (rc)
       return rc;
-    write_values(w, target, dc, dr, head);
+    write_values(w, target, dc, dr, first);
     weft__obs_move_in(w, base, target, dc, dr);
   } else {
-    write_values(w, target, c, row, head);
+    write_values(w, target, c, row, first);
   }
   return 0;
 }
@@ -458,9 +465,9 @@ static void phase_despawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
   }
 }
 
-static int place_spawn(weft_world_t *w, weft_entity_t e, uint32_t head) {
+static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   weft__archetype_t *target;
-  int rc = fold_ops(w, w->root, head, &target);
+  int rc = fold_ops(w, w->root, first, &target);
   weft__chunk_t *c;
   uint32_t row;
   if (rc == 0)
@@ -474,7 +481,7 @@ static int place_spawn(weft_world_t *w, weft_entity_t e, uint32_t head) {
     uint32_t elem = target->arrays[i].elem;
     memset(weft__chunk_at(c, i, elem, row), 0, elem);
   }
-  write_values(w, target, c, row, head);
+  write_values(w, target, c, row, first);
   weft__record_t *r = weft__index_rec(&w->index, (uint32_t)e);
   r->gen &= ~WEFT__REC_RETIRED;
   weft__rec_set_loc(r, c->id, row);
@@ -491,7 +498,7 @@ static int phase_spawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
     weft__stage_t s = w->txn.stages[i];
     if (s.kind != WEFT__ST_SPAWN)
       continue;
-    int rc = place_spawn(w, s.e, s.head);
+    int rc = place_spawn(w, s.e, &s.op0);
     if (rc && !err)
       err = rc;
   }
@@ -499,12 +506,11 @@ static int phase_spawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
 }
 
 /* A stage with exactly one op, the shape a group move handles. */
-static const weft__op_t *single_op(const weft__txn_t *t,
-                                   const weft__stage_t *s) {
-  if (s->kind != WEFT__ST_MUTATE || s->head == WEFT__TXN_NIL ||
-      s->head != s->tail)
+static const weft__op_t *single_op(const weft__stage_t *s) {
+  if (s->kind != WEFT__ST_MUTATE || s->op0.op == 0 ||
+      s->op0.next != WEFT__TXN_NIL)
     return NULL;
-  return &t->ops[s->head];
+  return &s->op0;
 }
 
 #define WEFT__GROUP_MIN 16u
@@ -533,7 +539,7 @@ static int group_scratch(weft_world_t *w, uint32_t n) {
 static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
                             int *err) {
   weft__txn_t *t = &w->txn;
-  const weft__op_t *op0 = single_op(t, &t->stages[i]);
+  const weft__op_t *op0 = single_op(&t->stages[i]);
   if (w->obs_events || !op0 || s1 - i < WEFT__GROUP_MIN ||
       group_scratch(w, s1 - i))
     return 0;
@@ -545,12 +551,12 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
     return 0;
   weft__archetype_t *a = c->arch, *b;
   for (j = i; j < s1; j++, k++) {
-    const weft__op_t *op = single_op(t, &t->stages[j]);
+    const weft__op_t *op = single_op(&t->stages[j]);
     if (!op || op->op != op0->op || op->comp != op0->comp ||
         !where(w, t->stages[j].e, &recs[k], &c, &row) || c->arch != a)
       break;
   }
-  if (k < WEFT__GROUP_MIN || fold_ops(w, a, t->stages[i].head, &b) || b == a)
+  if (k < WEFT__GROUP_MIN || fold_ops(w, a, &t->stages[i].op0, &b) || b == a)
     return 0;
   int rc = weft__move_group(w, a, b, recs, k, old_rows);
   if (rc) {
@@ -560,9 +566,9 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   /* fold_ops marked whether the op writes; every op of the group is the
    * same kind on the same component, so the answer holds for all. */
   const weft__column_t *col = weft__archetype_col(b, op0->comp);
-  if (t->ops[t->stages[i].head].live && col)
+  if (t->stages[i].op0.live && col)
     for (uint32_t m = 0; m < k; m++) {
-      const weft__op_t *op = &t->ops[t->stages[i + m].head];
+      const weft__op_t *op = &t->stages[i + m].op0;
       weft__chunk_t *dc = w->chunks.table[weft__rec_chunk(recs[m])].chunk;
       uint32_t dr = weft__rec_row(recs[m]);
       if (op->value && !col->soa)
@@ -583,9 +589,9 @@ static int phase_moves(weft_world_t *w, uint32_t s0, uint32_t s1) {
       continue;
     }
     weft__stage_t s = w->txn.stages[i];
-    if (s.kind != WEFT__ST_MUTATE || s.head == WEFT__TXN_NIL)
+    if (s.kind != WEFT__ST_MUTATE || s.op0.op == 0)
       continue;
-    int rc = mutate_entity(w, s.e, s.head);
+    int rc = mutate_entity(w, s.e, &s.op0);
     if (rc) {
       w->txn.dropped++;
       if (!err)
@@ -600,15 +606,11 @@ static int phase_batches(weft_world_t *w, uint32_t b0, uint32_t b1) {
   int err = 0;
   for (uint32_t i = b0; i < b1; i++) {
     weft__batch_t b = t->batches[i];
-    /* One op, reused for every member. */
-    if (weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1,
-                   sizeof(*t->ops), 256))
-      return WEFT_ENOMEM;
-    uint32_t k = t->nops++;
     for (uint32_t m = 0; m < b.n; m++) {
-      t->ops[k] = (weft__op_t){
+      /* One op for the member: fold_ops writes its live flag. */
+      weft__op_t op = {
           .value = b.value, .next = WEFT__TXN_NIL, .comp = b.comp, .op = b.op};
-      int rc = mutate_entity(w, b.members[m], k);
+      int rc = mutate_entity(w, b.members[m], &op);
       if (rc && !err)
         err = rc;
     }

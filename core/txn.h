@@ -47,7 +47,7 @@ void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n);
  * inline: recording copies a value per command. */
 static inline void *weft__arena_take(weft__arena_t *a, weft__alloc_stats_t *st,
                                      size_t n) {
-  n = (n + 15) & ~(size_t)15;
+  n = (n + 7) & ~(size_t)7; /* values are copied with memcpy: 8 is enough */
   if (a->cur && a->used + n <= a->cur->size) {
     void *p = a->cur->data + a->used;
     a->used += n;
@@ -115,10 +115,11 @@ typedef struct weft__op_t {
 
 typedef struct weft__stage_t {
   weft_entity_t e; /* the real handle (alive, or reserved for a spawn) */
-  uint32_t head;   /* first op */
-  uint32_t tail;   /* last op */
+  /* The first op, inline (op 0: none yet); op0.next chains the rest in
+   * the txn's op array. Most stages hold one op. */
+  weft__op_t op0;
+  uint32_t tail; /* last op in the op array, WEFT__TXN_NIL: op0 only */
   uint32_t kind;
-  uint32_t pad_;
 } weft__stage_t;
 
 /* A query-wide set or remove, applied after the per-entity stages. */
