@@ -550,13 +550,18 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   if (!where(w, t->stages[i].e, &recs[0], &c, &row))
     return 0;
   weft__archetype_t *a = c->arch, *b;
+  /* Decide before collecting: a run of no-op changes (removing what the
+   * rows lack) takes the per-entity path, and trying again from every
+   * stage of such a run must not cost a scan of the whole run. */
+  if (fold_ops(w, a, &t->stages[i].op0, &b) || b == a)
+    return 0;
   for (j = i; j < s1; j++, k++) {
     const weft__op_t *op = single_op(&t->stages[j]);
     if (!op || op->op != op0->op || op->comp != op0->comp ||
         !where(w, t->stages[j].e, &recs[k], &c, &row) || c->arch != a)
       break;
   }
-  if (k < WEFT__GROUP_MIN || fold_ops(w, a, &t->stages[i].op0, &b) || b == a)
+  if (k < WEFT__GROUP_MIN)
     return 0;
   int rc = weft__move_group(w, a, b, recs, k, old_rows);
   if (rc) {
