@@ -147,7 +147,7 @@ void bench_get(bench_ctx_t *ctx) {
     bench_compare(ctx, &c);
   if (bench_selected(ctx, many)) {
     c.name = many;
-    c.work = (bench_side_t){"weft_get_many", get_weft_many, &s, n};
+    c.work = (bench_side_t){"weft_get_many", get_weft_many, &s, n, false};
     bench_compare(ctx, &c);
   }
 

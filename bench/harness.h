@@ -75,6 +75,10 @@ typedef struct bench_side_t {
   bench_fn fn;
   void *state;
   double ops; /* operations per repetition (entities, moves, ...) */
+  /* fn times itself: it returns the nanoseconds of the part that counts
+   * (setup between repetitions, such as recording commands before an
+   * apply, stays out), not a checksum. */
+  bool self_timed;
 } bench_side_t;
 
 /* A comparison to run: a workload against its baseline. */
@@ -102,12 +106,16 @@ typedef struct bench_ctx_t {
   volatile uint64_t sink;
 } bench_ctx_t;
 
+/* A monotonic clock in nanoseconds, for self-timed sides. */
+double bench_now_ns(void);
+
 /* Scenario entry points, one per bench_<scenario>.c. */
 void bench_simple_insert(bench_ctx_t *ctx);
 void bench_simple_iter(bench_ctx_t *ctx);
 void bench_frag_iter(bench_ctx_t *ctx);
 void bench_add_remove(bench_ctx_t *ctx);
 void bench_create_destroy(bench_ctx_t *ctx);
+void bench_commands(bench_ctx_t *ctx);
 void bench_get(bench_ctx_t *ctx);
 void bench_memory(bench_ctx_t *ctx);
 

@@ -29,6 +29,7 @@ static const bench_scenario_t bench_registry[] = {
     {"frag_iter", bench_frag_iter},
     {"add_remove", bench_add_remove},
     {"create_destroy", bench_create_destroy},
+    {"commands", bench_commands},
     {"get", bench_get},
     {"memory", bench_memory},
 };

@@ -27,10 +27,30 @@ static void copy_run(const weft__archetype_t *a, const weft__archetype_t *b,
   }
 }
 
+/* Writes the group's values for rows [m0, m0 + n) of the group, which
+ * landed at rows dr.. of chunk dc. */
+static void write_run(const weft__archetype_t *b, weft__chunk_t *dc,
+                      uint32_t dr, uint32_t m0, uint32_t n,
+                      const weft__group_values_t *v) {
+  const weft__column_t *col = v->col;
+  for (uint32_t q = 0; q < n; q++) {
+    const void *val;
+    memcpy(&val, v->base + (size_t)(m0 + q) * v->stride, sizeof(val));
+    if (!val)
+      continue;
+    if (!col->soa)
+      weft__copy_elem(weft__chunk_at(dc, col->first_array, col->size, dr + q),
+                      val, col->size);
+    else
+      weft__column_write(b, col, dc, dr + q, val);
+  }
+}
+
 /* Appends the rows to b, run by run, and points their records there. */
 static void append_rows(weft_world_t *w, const weft__archetype_t *a,
                         weft__archetype_t *b, weft__record_t *const *recs,
-                        uint32_t k, uint32_t *old_rows) {
+                        uint32_t k, uint32_t *old_rows,
+                        const weft__group_values_t *vals) {
   for (uint32_t done = 0; done < k;) {
     weft__chunk_t *dc;
     uint32_t dr0, m;
@@ -47,6 +67,8 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
       for (uint32_t q = 0; q < run; q++)
         old_rows[done + i + q] = sc->index * a->row_cap + sr + q;
       copy_run(a, b, sc, sr, dc, dr0 + i, run);
+      if (vals && vals->col)
+        write_run(b, dc, dr0 + i, done + i, run, vals);
       i += run;
     }
     for (uint32_t i = 0; i < m; i++)
@@ -106,11 +128,12 @@ static void compact(weft_world_t *w, weft__archetype_t *a,
 
 int weft__move_group(weft_world_t *w, weft__archetype_t *a,
                      weft__archetype_t *b, weft__record_t *const *recs,
-                     uint32_t k, uint32_t *old_rows) {
+                     uint32_t k, uint32_t *old_rows,
+                     const weft__group_values_t *vals) {
   int rc = weft__archetype_reserve_rows(w, b, k);
   if (rc)
     return rc;
-  append_rows(w, a, b, recs, k, old_rows);
+  append_rows(w, a, b, recs, k, old_rows, vals);
   compact(w, a, old_rows, k);
   w->moves += k;
   w->version++;

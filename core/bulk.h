@@ -22,11 +22,21 @@ struct weft__archetype_t;
  * to archetype b (b != a). They become b's last k rows in that order;
  * components b has and a lacks are zero-filled. Rows of a left behind keep
  * a dense: holes below the new count are filled from the tail in order.
+ * vals, when not NULL, gives values to write into the moved rows.
  * old_rows is scratch for k entries. 0, or WEFT_ENOMEM / WEFT_ELIMIT with
  * nothing moved.
  */
+/* Values to write into one column of the moved rows: the value of row m
+ * is the pointer stored at base + m * stride (NULL: keep the zero fill). */
+typedef struct weft__group_values_t {
+  const struct weft__column_t *col; /* NULL: nothing to write */
+  const unsigned char *base;
+  size_t stride;
+} weft__group_values_t;
+
 int weft__move_group(struct weft_world_t *w, struct weft__archetype_t *a,
                      struct weft__archetype_t *b, weft__record_t *const *recs,
-                     uint32_t k, uint32_t *old_rows);
+                     uint32_t k, uint32_t *old_rows,
+                     const weft__group_values_t *vals);
 
 #endif /* WEFT_CORE_BULK_H */

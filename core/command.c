@@ -17,6 +17,7 @@
 
 #include "core/check.h"
 #include "core/query_internal.h"
+#include "core/stage.h"
 #include "core/world.h"
 
 typedef struct weft__cmd_t {
@@ -154,8 +155,9 @@ void weft_cmd_key(weft_cmdbuf_t *b, uint64_t key) {
     b->key = key;
 }
 
-static int push(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
-                weft_component_t c, const void *data, uint32_t n) {
+static inline __attribute__((always_inline)) int
+push(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e, weft_component_t c,
+     const void *data, uint32_t n) {
   if (WEFT__UNLIKELY(b->ncmds == b->cmds_cap)) {
     if (weft__grow(&b->alloc, &b->cmds, &b->cmds_cap, b->ncmds + 1,
                    sizeof(*b->cmds), 1024))
@@ -174,8 +176,10 @@ static int push(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
 }
 
 /* Copies a value into the buffer's arena (NULL stays NULL: zero-fill). */
-static int copy_value(weft_cmdbuf_t *b, weft_component_t c, const void *value,
-                      const void **out) {
+static inline __attribute__((always_inline)) int copy_value(weft_cmdbuf_t *b,
+                                                            weft_component_t c,
+                                                            const void *value,
+                                                            const void **out) {
   *out = NULL;
   uint32_t size = b->world->registry.items[c - 1].size;
   if (!value || !size)
@@ -183,14 +187,14 @@ static int copy_value(weft_cmdbuf_t *b, weft_component_t c, const void *value,
   void *p = weft__arena_take(&b->arena, &b->alloc, size);
   if (!p)
     return WEFT_ENOMEM;
-  memcpy(p, value, size);
+  weft__copy_elem(p, value, size);
   *out = p;
   return 0;
 }
 
 /* Recording does not write the world, not even its error buffer: errors
  * are plain codes here because many threads record at once. */
-static bool comp_ok(const weft_cmdbuf_t *b, weft_component_t c) {
+static inline bool comp_ok(const weft_cmdbuf_t *b, weft_component_t c) {
   return c >= 1 && c <= b->world->registry.count;
 }
 
@@ -321,8 +325,9 @@ int weft_cmd_despawn(weft_cmdbuf_t *b, weft_entity_t e) {
   return push(b, WEFT__OP_DESPAWN, e, 0, NULL, 0);
 }
 
-static int record_value_op(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
-                           weft_component_t c, const void *value) {
+static inline __attribute__((always_inline)) int
+record_value_op(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
+                weft_component_t c, const void *value) {
   if (!b)
     return WEFT_EINVAL;
   if (!comp_ok(b, c))

@@ -17,6 +17,7 @@
 #include "core/bulk.h"
 #include "core/check.h"
 #include "core/observer.h"
+#include "core/stage.h"
 #include "core/world.h"
 
 #define WEFT__MAX_WAVES 64u
@@ -94,18 +95,6 @@ void weft__txn_fini(weft__txn_t *t) {
 
 /* ---- slots of staged spawns ---------------------------------------------- */
 
-/* A reserved record: issued (counted alive in the index) but not live. */
-#define WEFT__REC_RESERVED (WEFT__REC_ALIVE | WEFT__REC_RETIRED)
-
-static bool rec_is_reserved(const weft__index_t *ix, weft_entity_t e) {
-  uint32_t idx = (uint32_t)e;
-  if ((e & UINT64_C(0xff00000000000000)) != ix->tag || idx >= ix->hwm)
-    return false;
-  const weft__record_t *r = weft__index_rec(ix, idx);
-  uint32_t want = WEFT__REC_RESERVED | ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
-  return (r->gen & ~WEFT__REC_ROWHI) == want;
-}
-
 int weft__reserve_slot(weft_world_t *w, weft_entity_t *out) {
   weft__index_t *ix = &w->index;
   /* A batch spawn that is running (its fill callback or observers staged
@@ -130,128 +119,7 @@ void weft__unreserve_slot(weft_world_t *w, weft_entity_t e) {
   w->txn.reserved--;
 }
 
-/* ---- staging ------------------------------------------------------------ */
-
-static inline weft__stage_t *stage_find(weft__txn_t *t, uint32_t slot) {
-  if (slot >= t->stage_of_cap)
-    return NULL;
-  uint32_t i = t->stage_of[slot];
-  if (i >= t->open_from && i < t->nstages && (uint32_t)t->stages[i].e == slot)
-    return &t->stages[i];
-  return NULL;
-}
-
-static inline int stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
-                            weft__stage_t **out) {
-  weft__txn_t *t = &w->txn;
-  uint32_t slot = (uint32_t)e;
-  if (slot >= t->stage_of_cap) {
-    uint32_t old = t->stage_of_cap;
-    if (weft__grow(&w->alloc, &t->stage_of, &t->stage_of_cap, slot + 1,
-                   sizeof(*t->stage_of), 1024))
-      return WEFT_ENOMEM;
-    /* Any value works (entries are checked against the stage), but
-     * defined memory keeps memory checkers quiet. */
-    memset(t->stage_of + old, 0xff,
-           (size_t)(t->stage_of_cap - old) * sizeof(*t->stage_of));
-  }
-  if (WEFT__UNLIKELY(t->nstages == t->stages_cap) &&
-      weft__grow(&w->alloc, &t->stages, &t->stages_cap, t->nstages + 1,
-                 sizeof(*t->stages), 256))
-    return WEFT_ENOMEM;
-  t->stage_of[slot] = t->nstages;
-  weft__stage_t *s = &t->stages[t->nstages++];
-  s->e = e;
-  s->op0 = (weft__op_t){.value = NULL, .next = WEFT__TXN_NIL};
-  s->tail = WEFT__TXN_NIL;
-  s->kind = kind;
-  t->kinds[kind]++;
-  *out = s;
-  return 0;
-}
-
-/* Stale handles in commands are counted no-ops. */
-static void count_stale_cmd(weft_world_t *w) {
-  w->txn.stale++;
-  weft__count_stale(w);
-}
-
-/* The open stage of e, created as `kind` if e is live or reserved; NULL
- * with *stale set when e names no entity. */
-static inline int stage_of_entity(weft_world_t *w, weft_entity_t e,
-                                  uint32_t kind, weft__stage_t **out) {
-  *out = NULL;
-  weft__stage_t *s = stage_find(&w->txn, (uint32_t)e);
-  if (s) {
-    if (s->e != e) {
-      count_stale_cmd(w); /* an older occupant's handle */
-      return 0;
-    }
-    *out = s;
-    return 0;
-  }
-  /* A reserved slot without an open stage belongs to a spawn of the wave
-   * being drained: it is placed before the next wave runs. */
-  if (!weft__index_lookup(&w->index, e) && !rec_is_reserved(&w->index, e)) {
-    count_stale_cmd(w);
-    return 0;
-  }
-  return stage_new(w, e, kind, out);
-}
-
-int weft__stage_spawn(weft_world_t *w, weft_entity_t reserved) {
-  weft__stage_t *s;
-  return stage_new(w, reserved, WEFT__ST_SPAWN, &s);
-}
-
-void weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
-  weft__stage_t *s;
-  if (stage_of_entity(w, e, WEFT__ST_DESPAWN, &s) || !s)
-    return;
-  w->txn.commands++;
-  uint32_t kind = s->kind;
-  if (kind == WEFT__ST_SPAWN)
-    s->kind = WEFT__ST_CANCELLED;
-  else if (kind == WEFT__ST_MUTATE)
-    s->kind = WEFT__ST_DESPAWN;
-  w->txn.kinds[kind]--;
-  w->txn.kinds[s->kind]++;
-  /* Despawn cancels every staged change of the entity. */
-  s->op0 = (weft__op_t){.value = NULL, .next = WEFT__TXN_NIL};
-  s->tail = WEFT__TXN_NIL;
-}
-
-void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
-                    weft_component_t c, const void *value) {
-  weft__stage_t *s;
-  if (stage_of_entity(w, e, WEFT__ST_MUTATE, &s) || !s)
-    return;
-  w->txn.commands++;
-  if (s->kind == WEFT__ST_DESPAWN || s->kind == WEFT__ST_CANCELLED)
-    return; /* a staged despawn ignores later changes */
-  weft__txn_t *t = &w->txn;
-  weft__op_t op_rec = {.value = value,
-                       .next = WEFT__TXN_NIL,
-                       .comp = (uint16_t)c,
-                       .op = (uint8_t)op};
-  if (s->op0.op == 0) {
-    s->op0 = op_rec;
-    return;
-  }
-  if (WEFT__UNLIKELY(t->nops == t->ops_cap) &&
-      weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
-                 256)) {
-    t->dropped++;
-    return;
-  }
-  uint32_t k = t->nops++;
-  t->ops[k] = op_rec;
-  if (s->tail == WEFT__TXN_NIL)
-    s->op0.next = k;
-  else
-    t->ops[s->tail].next = k;
-  s->tail = k;
-}
+/* ---- staging (the per-entity primitives are in stage.h) ------------------ */
 
 int weft__stage_batch(weft_world_t *w, uint32_t op, weft_component_t c,
                       const void *value, const weft_entity_t *members,
@@ -412,7 +280,7 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   weft__chunk_t *c;
   uint32_t row;
   if (!where(w, e, &rec, &c, &row)) {
-    count_stale_cmd(w);
+    weft__count_stale_cmd(w);
     return 0;
   }
   weft__archetype_t *base = c->arch, *target;
@@ -465,9 +333,37 @@ static void phase_despawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
   }
 }
 
+/*
+ * The archetype of a staged spawn whose ops only add or set: straight from
+ * the signature, like a bulk-placed spawn, so that neither path creates
+ * archetypes the other would not (walking the graph from the root creates
+ * every intermediate one). Marks the writes that survive. 1 when the ops
+ * do something else and need fold_ops.
+ */
+static int spawn_target(weft_world_t *w, weft__op_t *first,
+                        weft__archetype_t **target) {
+  weft__txn_t *t = &w->txn;
+  weft__mask_t m = {{0}}, none = {{0}};
+  if (first->op == 0) { /* no ops: the empty archetype */
+    *target = w->root;
+    return 0;
+  }
+  for (weft__op_t *op = first; op; op = op_next(t, op))
+    if (op->op != WEFT__OP_ADD && op->op != WEFT__OP_SET)
+      return 1;
+  for (weft__op_t *op = first; op; op = op_next(t, op)) {
+    bool has = weft__mask_test(&m, op->comp);
+    op->live = op->op == WEFT__OP_SET || !has;
+    weft__mask_set(&m, op->comp);
+  }
+  return weft__archetype_get(w, &m, &none, target);
+}
+
 static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   weft__archetype_t *target;
-  int rc = fold_ops(w, w->root, first, &target);
+  int rc = spawn_target(w, first, &target);
+  if (rc == 1)
+    rc = fold_ops(w, w->root, first, &target);
   weft__chunk_t *c;
   uint32_t row;
   if (rc == 0)
@@ -563,25 +459,20 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   }
   if (k < WEFT__GROUP_MIN)
     return 0;
-  int rc = weft__move_group(w, a, b, recs, k, old_rows);
+  /* fold_ops marked whether the op writes; every op of the group is the
+   * same kind on the same component, so the answer holds for all. The
+   * values sit in the stages' inline ops, one stage apart. */
+  weft__group_values_t vals = {NULL, NULL, 0};
+  if (t->stages[i].op0.live) {
+    vals.col = weft__archetype_col(b, op0->comp);
+    vals.base = (const unsigned char *)&t->stages[i].op0.value;
+    vals.stride = sizeof(weft__stage_t);
+  }
+  int rc = weft__move_group(w, a, b, recs, k, old_rows, &vals);
   if (rc) {
     *err = rc;
     return 0;
   }
-  /* fold_ops marked whether the op writes; every op of the group is the
-   * same kind on the same component, so the answer holds for all. */
-  const weft__column_t *col = weft__archetype_col(b, op0->comp);
-  if (t->stages[i].op0.live && col)
-    for (uint32_t m = 0; m < k; m++) {
-      const weft__op_t *op = &t->stages[i + m].op0;
-      weft__chunk_t *dc = w->chunks.table[weft__rec_chunk(recs[m])].chunk;
-      uint32_t dr = weft__rec_row(recs[m]);
-      if (op->value && !col->soa)
-        weft__copy_elem(weft__chunk_at(dc, col->first_array, col->size, dr),
-                        op->value, col->size);
-      else if (op->value)
-        weft__column_write(b, col, dc, dr, op->value);
-    }
   return k;
 }
 
@@ -623,44 +514,34 @@ static int phase_batches(weft_world_t *w, uint32_t b0, uint32_t b1) {
   return err;
 }
 
-/* Marks the k free slots idx0.. reserved (pages exist), handles to out. */
-static void claim_reserved(weft_world_t *w, uint32_t idx0, uint32_t k,
-                           weft_entity_t *out) {
-  weft__index_t *ix = &w->index;
-  for (uint32_t j = 0; j < k; j++) {
-    weft__record_t *r = weft__index_rec(ix, idx0 + j);
-    uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
-    r->gen = WEFT__REC_RESERVED | gen;
-    r->loc = 0;
-    out[j] = weft__index_handle(ix, idx0 + j, gen);
-  }
-  ix->alive += k;
-  w->txn.reserved += k;
-}
-
 /*
- * Reserves n slots in the order weft__reserve_slot() would take them, one
- * at a time, writing the handles to out. Fresh slots above the high-water
- * mark, the common case, are claimed by a straight loop. Returns how many
- * were reserved (n, or fewer when the capacity runs out).
+ * Takes the slots for a fast-path run in the order weft__reserve_slot()
+ * would take them one at a time, and notes them in f. Consecutive slots
+ * (the sweep range after a clear, fresh slots above the high-water mark)
+ * are only counted here: their records are written once, when the drain
+ * places the rows. That is safe because nothing can name these handles
+ * before then (the fast path runs only when no command names a pending
+ * handle and no observer exists). Returns how many got a slot.
  */
-static uint32_t reserve_slots(weft_world_t *w, uint32_t n, weft_entity_t *out) {
+static uint32_t reserve_slots(weft_world_t *w, weft__fast_spawn_t *f) {
   weft__index_t *ix = &w->index;
-  uint32_t i = 0;
-  /* After a clear with nothing retired and no free list, the sweep range
-   * is consecutive free slots: claim them in one loop too. */
+  uint32_t n = f->run->count, i = 0;
+  f->nsweep = f->nsingle = 0;
   if (ix->free_head == WEFT__NIL && ix->retired == 0 &&
       ix->sweep < ix->sweep_end) {
+    /* Nothing retired and no free list: the sweep range is consecutive
+     * free slots. */
     uint32_t k = ix->sweep_end - ix->sweep;
-    if (k > n)
-      k = n;
-    claim_reserved(w, ix->sweep, k, out);
-    ix->sweep += k;
-    i = k;
+    f->nsweep = i = k < n ? k : n;
+    f->sweep0 = ix->sweep;
+    ix->sweep += i;
+    ix->alive += i;
+    w->txn.reserved += i;
   }
   while (i < n && (ix->free_head != WEFT__NIL || weft__index_sweep_next(ix))) {
-    if (weft__reserve_slot(w, &out[i]))
+    if (weft__reserve_slot(w, &f->out[i]))
       return i;
+    f->nsingle++;
     i++;
   }
   uint32_t fresh = ix->capacity - ix->hwm, left = weft__index_remaining(ix);
@@ -671,9 +552,25 @@ static uint32_t reserve_slots(weft_world_t *w, uint32_t n, weft_entity_t *out) {
     k = left;
   if (k && weft__index_reserve(ix, &w->alloc, ix->hwm + k))
     return i;
-  claim_reserved(w, ix->hwm, k, out + i);
+  f->fresh0 = ix->hwm;
   ix->hwm += k;
+  ix->alive += k;
+  w->txn.reserved += k;
   return i + k;
+}
+
+/* The slot of spawn r of a fast entry, and whether its handle was issued
+ * already (free-list slots) or is made at placement. */
+static uint32_t fast_slot(const weft__fast_spawn_t *f, uint32_t r,
+                          bool *issued) {
+  *issued = false;
+  if (r < f->nsweep)
+    return f->sweep0 + r;
+  if (r < f->nsweep + f->nsingle) {
+    *issued = true;
+    return (uint32_t)f->out[r];
+  }
+  return f->fresh0 + (r - f->nsweep - f->nsingle);
 }
 
 int weft__txn_fast_spawn(weft_world_t *w, const weft__spawn_run_t *run,
@@ -688,16 +585,18 @@ int weft__txn_fast_spawn(weft_world_t *w, const weft__spawn_run_t *run,
   }
   /* Slots are taken now, in merge order, exactly as staged spawns take
    * them: which path a spawn takes never changes its handle. */
-  uint32_t got = reserve_slots(w, run->count, out);
-  t->fast[t->nfast++] = (weft__fast_spawn_t){run, out};
+  weft__fast_spawn_t *f = &t->fast[t->nfast++];
+  *f = (weft__fast_spawn_t){.run = run, .out = out};
+  f->got = reserve_slots(w, f);
   t->commands += run->count;
-  if (got == run->count)
+  if (f->got == run->count)
     return 0;
-  memset(out + got, 0, (run->count - got) * sizeof(*out));
-  t->dropped += run->count - got;
-  int rc = weft__index_check_room(&w->index, run->count - got);
+  memset(out + f->got, 0, (run->count - f->got) * sizeof(*out));
+  t->dropped += run->count - f->got;
+  int rc = weft__index_check_room(&w->index, run->count - f->got);
   return weft__fail(w, rc ? rc : WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
-                    "%u spawns did not fit and were dropped", run->count - got);
+                    "%u spawns did not fit and were dropped",
+                    run->count - f->got);
 }
 
 static bool same_list(const weft__spawn_run_t *a, const weft__spawn_run_t *b) {
@@ -715,13 +614,28 @@ static int list_archetype(weft_world_t *w, const weft__spawn_run_t *run,
   return weft__archetype_get(w, &m, &none, out);
 }
 
-/* Spawns of a run that got a slot: a prefix (reservation stops at the
- * first failure). */
-static uint32_t run_reserved(const weft__fast_spawn_t *f) {
-  uint32_t k = 0;
-  while (k < f->run->count && f->out[k])
-    k++;
-  return k;
+/*
+ * Makes n consecutive slots idx.. (one index page) live at rows row0.. of
+ * chunk c and writes their handles to the chunk and to out. A slot taken
+ * off the free list comes alone, with its handle (issued).
+ */
+static void place_records(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
+                          uint32_t idx, uint32_t n, weft_entity_t issued,
+                          weft_entity_t *restrict out) {
+  weft__index_t *ix = &w->index;
+  weft__record_t *restrict rec = weft__index_rec(ix, idx);
+  weft_entity_t *restrict ents = c->entities + row0;
+  uint32_t cid = c->id;
+  for (uint32_t j = 0; j < n; j++) {
+    uint32_t gen = issued ? weft_entity_generation(issued)
+                          : (rec[j].gen & WEFT__GEN_MASK) + 1;
+    uint32_t row = row0 + j;
+    rec[j].gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
+    rec[j].loc = cid << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
+    weft_entity_t e = ix->tag | ((uint64_t)gen << 32) | (idx + j);
+    ents[j] = e;
+    out[j] = e;
+  }
 }
 
 /* Copies spawns [s, s + m) of a run into rows [row0, row0 + m) of c, an
@@ -731,17 +645,30 @@ static void place_slice(weft_world_t *w, weft__archetype_t *a, weft__chunk_t *c,
                         uint32_t row0, const weft__fast_spawn_t *f, uint32_t s,
                         uint32_t m, const weft__column_t *const *cols) {
   const weft__spawn_run_t *run = f->run;
-  for (uint32_t r = 0; r < m; r++) {
-    weft_entity_t e = f->out[s + r];
-    weft__record_t *rec = weft__index_rec(&w->index, (uint32_t)e);
-    rec->gen &= ~WEFT__REC_RETIRED;
-    weft__rec_set_loc(rec, c->id, row0 + r);
+  /* Each record is written whole: counted slots were left untouched (see
+   * reserve_slots), free-list ones carry the reserved mark. */
+  for (uint32_t r = 0; r < m;) {
+    bool issued;
+    uint32_t idx = fast_slot(f, s + r, &issued);
+    /* The longest stretch of consecutive slots from here, within one
+     * index page. */
+    uint32_t span = 1;
+    if (!issued) {
+      uint32_t seg_end = s + r < f->nsweep ? f->nsweep : f->got;
+      uint32_t page_left = WEFT__PAGE_SIZE - (idx & WEFT__PAGE_MASK);
+      span = seg_end - (s + r);
+      if (span > m - r)
+        span = m - r;
+      if (span > page_left)
+        span = page_left;
+    }
+    place_records(w, c, row0 + r, idx, span, issued ? f->out[s + r] : 0,
+                  f->out + s + r);
+    r += span;
   }
-  memcpy(c->entities + row0, f->out + s, m * sizeof(weft_entity_t));
-  for (uint32_t q = 0; q < a->narrays; q++) {
-    uint32_t elem = a->arrays[q].elem;
-    memset(weft__chunk_at(c, q, elem, row0), 0, (size_t)m * elem);
-  }
+  /* No zero fill: the archetype is exactly the run's component list, and
+   * every column of the run is written below (zeros where no value was
+   * recorded). */
   for (uint32_t v = 0; v < run->n; v++) {
     const weft__column_t *col = cols[v];
     if (!col)
@@ -768,7 +695,7 @@ static void fast_place(weft_world_t *w, weft__archetype_t *a, uint32_t i,
     cols[v] = weft__archetype_col(a, run0->comps[v]);
   uint32_t total = 0;
   for (uint32_t f = i; f < j; f++) {
-    uint32_t k = run_reserved(&t->fast[f]);
+    uint32_t k = t->fast[f].got;
     for (uint32_t done = 0; done < k;) {
       weft__chunk_t *c;
       uint32_t row0, m;
@@ -788,9 +715,9 @@ static int place_fast(weft_world_t *w) {
   weft__txn_t *t = &w->txn;
   int err = 0;
   for (uint32_t i = 0; i < t->nfast;) {
-    uint32_t j = i + 1, rows = run_reserved(&t->fast[i]);
+    uint32_t j = i + 1, rows = t->fast[i].got;
     while (j < t->nfast && same_list(t->fast[j].run, t->fast[i].run))
-      rows += run_reserved(&t->fast[j++]);
+      rows += t->fast[j++].got;
     weft__archetype_t *a = NULL;
     int rc = list_archetype(w, t->fast[i].run, &a);
     if (rc == 0)
@@ -800,12 +727,17 @@ static int place_fast(weft_world_t *w) {
     } else {
       /* No memory for the rows: drop these spawns, give their slots back. */
       for (uint32_t f = i; f < j; f++) {
-        uint32_t k = run_reserved(&t->fast[f]);
-        for (uint32_t q = 0; q < k; q++) {
-          weft__unreserve_slot(w, t->fast[f].out[q]);
-          t->fast[f].out[q] = WEFT_ENTITY_NULL;
+        weft__fast_spawn_t *fs = &t->fast[f];
+        for (uint32_t q = 0; q < fs->got; q++) {
+          bool issued;
+          uint32_t idx = fast_slot(fs, q, &issued);
+          weft__record_t *r = weft__index_rec(&w->index, idx);
+          r->gen &= ~WEFT__REC_RETIRED;
+          weft__index_kill(&w->index, r, idx);
+          w->txn.reserved--;
+          fs->out[q] = WEFT_ENTITY_NULL;
         }
-        t->dropped += k;
+        t->dropped += fs->got;
       }
       if (!err)
         err = rc;
@@ -980,7 +912,7 @@ static int copy_value(weft_world_t *w, weft_component_t c, const void *value,
 
 /* Checks that e is live or a staged spawn of this transaction. */
 static int check_target(weft_world_t *w, weft_entity_t e) {
-  if (weft__index_lookup(&w->index, e) || rec_is_reserved(&w->index, e))
+  if (weft__index_lookup(&w->index, e) || weft__rec_is_reserved(&w->index, e))
     return 0;
   weft__count_stale(w);
   return weft__fail(w, WEFT_ESTALE, WEFT__FILE, WEFT__LINE,
@@ -995,7 +927,7 @@ static int do_staged_op(weft_world_t *w, uint32_t op, weft_entity_t e,
     return rc;
   /* A set on a committed entity that has the component and nothing
    * staged writes through at once. */
-  if (op == WEFT__OP_SET && !stage_find(&w->txn, (uint32_t)e)) {
+  if (op == WEFT__OP_SET && !weft__stage_find(&w->txn, (uint32_t)e)) {
     weft__record_t *rec;
     weft__chunk_t *ch;
     uint32_t row;

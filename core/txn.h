@@ -101,7 +101,15 @@ typedef struct weft__spawn_run_t {
  * its spawns (out[0..run->count)). */
 typedef struct weft__fast_spawn_t {
   const weft__spawn_run_t *run;
-  weft_entity_t *out;
+  weft_entity_t *out; /* where the handles go (the buffer's results) */
+  uint32_t got;       /* spawns [0, got) have a slot */
+  /* The slots, in the order weft__index_issue() takes them: spawns
+   * [0, nsweep) take sweep0.., the next nsingle came off the free list one
+   * by one (their handles are in out[]), the rest take fresh0.. */
+  uint32_t sweep0;
+  uint32_t nsweep;
+  uint32_t nsingle;
+  uint32_t fresh0;
 } weft__fast_spawn_t;
 
 /* One component operation of a stage. */
@@ -206,11 +214,7 @@ int weft__txn_fast_spawn(struct weft_world_t *w, const weft__spawn_run_t *run,
 /* Drains if no scope is open, no drain runs and something is staged. */
 int weft__txn_settle(struct weft_world_t *w);
 
-/* The staging primitives shared by scopes and weft_world_apply(). */
-int weft__stage_spawn(struct weft_world_t *w, weft_entity_t reserved);
-void weft__stage_despawn(struct weft_world_t *w, weft_entity_t e);
-void weft__stage_op(struct weft_world_t *w, weft_entity_t e, uint32_t op,
-                    weft_component_t c, const void *value);
+/* Queues a query-wide set/remove for the drain (stage.h has the rest). */
 int weft__stage_batch(struct weft_world_t *w, uint32_t op, weft_component_t c,
                       const void *value, const weft_entity_t *members,
                       uint32_t n);

@@ -1611,6 +1611,57 @@ static void test_command_unwind_detaches_old_iterators(void **state) {
   weft_world_destroy(f.w);
 }
 
+/* Builds a world in a given slot state, then spawns through a buffer,
+ * either on the bulk path (nothing names a pending handle) or, with
+ * force_staged, on the staged path (one command names each pending handle,
+ * writing the value it already has). Returns the digest; handles to out. */
+static uint64_t spawn_paths_world(int state, bool force_staged,
+                                  weft_entity_t *out, uint32_t n) {
+  fx_t f = fx_new(0, 77);
+  weft_entity_t pre[40];
+  for (uint32_t i = 0; i < 40; i++)
+    pre[i] = spawn1(f.w, f.b, i);
+  if (state == 1) /* a free list, in a scattered order */
+    for (uint32_t i = 0; i < 40; i += 3)
+      assert_int_equal(weft_despawn(f.w, pre[(i * 7) % 40]), WEFT_OK);
+  if (state == 2) { /* a clear: the sweep range, then fresh slots */
+    assert_int_equal(weft_world_clear(f.w), WEFT_OK);
+    spawn1(f.w, f.b, 1000);
+  }
+  weft_cmdbuf_t *b = buf_new(f.w);
+  weft_entity_t p[64];
+  for (uint32_t i = 0; i < n; i++)
+    p[i] = cmd_spawn2(b, f.a, 100 + i, f.c, 200 + i);
+  if (force_staged)
+    for (uint32_t i = 0; i < n; i++)
+      cmd_set(b, p[i], f.a, 100 + i);
+  apply1(f.w, b);
+  for (uint32_t i = 0; i < n; i++) {
+    out[i] = resolve_ok(f.w, p[i]);
+    assert_int_equal(val(f.w, out[i], f.a), 100 + i);
+    assert_int_equal(val(f.w, out[i], f.c), 200 + i);
+  }
+  wt_check_slot_invariant(f.w);
+  assert_int_equal(wt_stats(f.w).staged_spawns, 0);
+  uint64_t d = weft_world_digest(f.w);
+  weft_world_destroy(f.w);
+  return d;
+}
+
+/* Spawns placed in bulk take exactly the slots, rows and values the staged
+ * path gives them: after fresh slots, a free list and a clear. */
+static void test_command_bulk_spawns_match_staged_spawns(void **state) {
+  (void)state;
+  for (int st = 0; st < 3; st++) {
+    weft_entity_t bulk[64], staged[64];
+    uint64_t d1 = spawn_paths_world(st, false, bulk, 64);
+    uint64_t d2 = spawn_paths_world(st, true, staged, 64);
+    assert_int_equal(d1, d2);
+    for (uint32_t i = 0; i < 64; i++)
+      assert_int_equal(bulk[i], staged[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_command_spawn_returns_pending_handle),
@@ -1647,6 +1698,7 @@ int main(void) {
       cmocka_unit_test(test_command_steady_state_allocates_nothing),
       cmocka_unit_test(test_command_reused_buffer_id_keeps_old_handles_stale),
       cmocka_unit_test(test_command_unwind_detaches_old_iterators),
+      cmocka_unit_test(test_command_bulk_spawns_match_staged_spawns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,148 @@
+/*
+ * Staging primitives: finding or creating an entity's stage and appending
+ * an operation to it. Inline because weft_world_apply() runs them once per
+ * command; shared by txn.c (scopes, the drain) and command.c (the merge).
+ */
+#ifndef WEFT_CORE_STAGE_H
+#define WEFT_CORE_STAGE_H
+
+#include <string.h>
+
+#include "core/world.h"
+
+/* A reserved record: issued (counted alive in the index) but not live. */
+#define WEFT__REC_RESERVED (WEFT__REC_ALIVE | WEFT__REC_RETIRED)
+
+static inline bool weft__rec_is_reserved(const weft__index_t *ix,
+                                         weft_entity_t e) {
+  uint32_t idx = (uint32_t)e;
+  if ((e & UINT64_C(0xff00000000000000)) != ix->tag || idx >= ix->hwm)
+    return false;
+  const weft__record_t *r = weft__index_rec(ix, idx);
+  uint32_t want = WEFT__REC_RESERVED | ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
+  return (r->gen & ~WEFT__REC_ROWHI) == want;
+}
+
+static inline weft__stage_t *weft__stage_find(weft__txn_t *t, uint32_t slot) {
+  if (slot >= t->stage_of_cap)
+    return NULL;
+  uint32_t i = t->stage_of[slot];
+  if (i >= t->open_from && i < t->nstages && (uint32_t)t->stages[i].e == slot)
+    return &t->stages[i];
+  return NULL;
+}
+
+static inline int weft__stage_new(weft_world_t *w, weft_entity_t e,
+                                  uint32_t kind, weft__stage_t **out) {
+  weft__txn_t *t = &w->txn;
+  uint32_t slot = (uint32_t)e;
+  if (slot >= t->stage_of_cap) {
+    uint32_t old = t->stage_of_cap;
+    if (weft__grow(&w->alloc, &t->stage_of, &t->stage_of_cap, slot + 1,
+                   sizeof(*t->stage_of), 1024))
+      return WEFT_ENOMEM;
+    /* Any value works (entries are checked against the stage), but
+     * defined memory keeps memory checkers quiet. */
+    memset(t->stage_of + old, 0xff,
+           (size_t)(t->stage_of_cap - old) * sizeof(*t->stage_of));
+  }
+  if (WEFT__UNLIKELY(t->nstages == t->stages_cap) &&
+      weft__grow(&w->alloc, &t->stages, &t->stages_cap, t->nstages + 1,
+                 sizeof(*t->stages), 256))
+    return WEFT_ENOMEM;
+  t->stage_of[slot] = t->nstages;
+  weft__stage_t *s = &t->stages[t->nstages++];
+  s->e = e;
+  s->op0 = (weft__op_t){.value = NULL, .next = WEFT__TXN_NIL};
+  s->tail = WEFT__TXN_NIL;
+  s->kind = kind;
+  t->kinds[kind]++;
+  *out = s;
+  return 0;
+}
+
+/* Stale handles in commands are counted no-ops. */
+static inline void weft__count_stale_cmd(weft_world_t *w) {
+  w->txn.stale++;
+  weft__count_stale(w);
+}
+
+/* The open stage of e, created as `kind` if e is live or reserved; NULL
+ * with *stale set when e names no entity. */
+static inline int weft__stage_of_entity(weft_world_t *w, weft_entity_t e,
+                                        uint32_t kind, weft__stage_t **out) {
+  *out = NULL;
+  weft__stage_t *s = weft__stage_find(&w->txn, (uint32_t)e);
+  if (s) {
+    if (s->e != e) {
+      weft__count_stale_cmd(w); /* an older occupant's handle */
+      return 0;
+    }
+    *out = s;
+    return 0;
+  }
+  /* A reserved slot without an open stage belongs to a spawn of the wave
+   * being drained: it is placed before the next wave runs. */
+  if (!weft__index_lookup(&w->index, e) &&
+      !weft__rec_is_reserved(&w->index, e)) {
+    weft__count_stale_cmd(w);
+    return 0;
+  }
+  return weft__stage_new(w, e, kind, out);
+}
+
+static inline int weft__stage_spawn(weft_world_t *w, weft_entity_t reserved) {
+  weft__stage_t *s;
+  return weft__stage_new(w, reserved, WEFT__ST_SPAWN, &s);
+}
+
+static inline void weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
+  weft__stage_t *s;
+  if (weft__stage_of_entity(w, e, WEFT__ST_DESPAWN, &s) || !s)
+    return;
+  w->txn.commands++;
+  uint32_t kind = s->kind;
+  if (kind == WEFT__ST_SPAWN)
+    s->kind = WEFT__ST_CANCELLED;
+  else if (kind == WEFT__ST_MUTATE)
+    s->kind = WEFT__ST_DESPAWN;
+  w->txn.kinds[kind]--;
+  w->txn.kinds[s->kind]++;
+  /* Despawn cancels every staged change of the entity. */
+  s->op0 = (weft__op_t){.value = NULL, .next = WEFT__TXN_NIL};
+  s->tail = WEFT__TXN_NIL;
+}
+
+static inline void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
+                                  weft_component_t c, const void *value) {
+  weft__stage_t *s;
+  if (weft__stage_of_entity(w, e, WEFT__ST_MUTATE, &s) || !s)
+    return;
+  w->txn.commands++;
+  if (s->kind == WEFT__ST_DESPAWN || s->kind == WEFT__ST_CANCELLED)
+    return; /* a staged despawn ignores later changes */
+  weft__txn_t *t = &w->txn;
+  weft__op_t op_rec = {.value = value,
+                       .next = WEFT__TXN_NIL,
+                       .comp = (uint16_t)c,
+                       .op = (uint8_t)op};
+  if (s->op0.op == 0) {
+    s->op0 = op_rec;
+    return;
+  }
+  if (WEFT__UNLIKELY(t->nops == t->ops_cap) &&
+      weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
+                 256)) {
+    t->dropped++;
+    return;
+  }
+  uint32_t k = t->nops++;
+  t->ops[k] = op_rec;
+  if (s->tail == WEFT__TXN_NIL)
+    s->op0.next = k;
+  else
+    t->ops[s->tail].next = k;
+  s->tail = k;
+}
+
+#endif /* WEFT_CORE_STAGE_H */
