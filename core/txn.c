@@ -411,6 +411,29 @@ static const weft__op_t *single_op(const weft__stage_t *s) {
 
 #define WEFT__GROUP_MIN 16u
 
+/*
+ * Consumes the run of stages from i that make the same change as stage i,
+ * one that leaves rows of archetype a where they are and writes nothing
+ * (removing a component the rows lack, adding one they have): each only
+ * needs its entity to be alive.
+ */
+static uint32_t noop_run(weft_world_t *w, uint32_t i, uint32_t s1,
+                         const weft__archetype_t *a) {
+  weft__txn_t *t = &w->txn;
+  const weft__op_t *op0 = &t->stages[i].op0;
+  uint32_t j = i;
+  for (; j < s1; j++) {
+    const weft__op_t *op = single_op(&t->stages[j]);
+    weft__record_t *rec;
+    weft__chunk_t *c;
+    uint32_t row;
+    if (!op || op->op != op0->op || op->comp != op0->comp ||
+        !where(w, t->stages[j].e, &rec, &c, &row) || c->arch != a)
+      break;
+  }
+  return j - i;
+}
+
 /* Makes the group scratch hold n entries. */
 static int group_scratch(weft_world_t *w, uint32_t n) {
   weft__txn_t *t = &w->txn;
@@ -446,11 +469,12 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   if (!where(w, t->stages[i].e, &recs[0], &c, &row))
     return 0;
   weft__archetype_t *a = c->arch, *b;
-  /* Decide before collecting: a run of no-op changes (removing what the
-   * rows lack) takes the per-entity path, and trying again from every
-   * stage of such a run must not cost a scan of the whole run. */
-  if (fold_ops(w, a, &t->stages[i].op0, &b) || b == a)
+  /* Decide before collecting: trying again from every stage of a run
+   * must not cost a scan of the whole run. */
+  if (fold_ops(w, a, &t->stages[i].op0, &b))
     return 0;
+  if (b == a)
+    return t->stages[i].op0.live ? 0 : noop_run(w, i, s1, a);
   for (j = i; j < s1; j++, k++) {
     const weft__op_t *op = single_op(&t->stages[j]);
     if (!op || op->op != op0->op || op->comp != op0->comp ||
