@@ -472,34 +472,74 @@ typedef struct merge_t {
   weft_cmdbuf_t *const *bufs;
   uint32_t n;
   uint32_t *pos; /* per buffer */
+  /* The buffer being drained and the smallest (key, buffer) among the
+   * others' heads: cur keeps winning while its head stays below that. */
+  uint32_t cur;
+  uint32_t other;
+  uint64_t other_key;
 } merge_t;
 
-static const weft__cmd_t *cmd_at(const weft_cmdbuf_t *b, uint32_t p) {
+static inline const weft__cmd_t *cmd_at(const weft_cmdbuf_t *b, uint32_t p) {
   return &b->cmds[b->sorted ? p : b->order[p]];
 }
 
-/* The next command in merge order, or NULL. Ties on the key go to the
- * buffer listed first. */
-static const weft__cmd_t *merge_next(merge_t *m) {
-  if (m->n == 1) { /* one buffer: its own order */
-    const weft_cmdbuf_t *b = m->bufs[0];
-    return m->pos[0] < b->ncmds ? cmd_at(b, m->pos[0]++) : NULL;
-  }
-  uint32_t best = UINT32_MAX;
-  uint64_t best_key = 0;
+/* True if buffer a's head (key ka) comes before buffer b's (key kb). */
+static inline bool before(uint64_t ka, uint32_t a, uint64_t kb, uint32_t b) {
+  return ka < kb || (ka == kb && a < b);
+}
+
+/* Finds the buffer whose head comes first, and the runner-up. */
+static void merge_pick(merge_t *m) {
+  uint32_t best = UINT32_MAX, second = UINT32_MAX;
+  uint64_t best_key = 0, second_key = 0;
   for (uint32_t i = 0; i < m->n; i++) {
     const weft_cmdbuf_t *b = m->bufs[i];
     if (m->pos[i] >= b->ncmds)
       continue;
     uint64_t k = cmd_at(b, m->pos[i])->key;
     if (best == UINT32_MAX || k < best_key) {
+      second = best;
+      second_key = best_key;
       best = i;
       best_key = k;
+    } else if (second == UINT32_MAX || k < second_key) {
+      second = i;
+      second_key = k;
     }
   }
-  if (best == UINT32_MAX)
+  m->cur = best;
+  m->other = second;
+  m->other_key = second_key;
+}
+
+/* The next command in merge order, or NULL. Ties on the key go to the
+ * buffer listed first. Buffers usually hold disjoint key ranges (one job's
+ * chunks each), so the current buffer keeps winning and the others are
+ * looked at again only when it stops. */
+static const weft__cmd_t *merge_next(merge_t *m) {
+  if (m->n == 1) { /* one buffer: its own order */
+    const weft_cmdbuf_t *b = m->bufs[0];
+    return m->pos[0] < b->ncmds ? cmd_at(b, m->pos[0]++) : NULL;
+  }
+  uint32_t c = m->cur;
+  if (c != UINT32_MAX && m->pos[c] < m->bufs[c]->ncmds) {
+    const weft__cmd_t *cmd = cmd_at(m->bufs[c], m->pos[c]);
+    if (m->other == UINT32_MAX ||
+        before(cmd->key, c, m->other_key, m->other)) {
+      m->pos[c]++;
+      return cmd;
+    }
+  }
+  merge_pick(m);
+  if (m->cur == UINT32_MAX)
     return NULL;
-  return cmd_at(m->bufs[best], m->pos[best]++);
+  return cmd_at(m->bufs[m->cur], m->pos[m->cur]++);
+}
+
+/* Starts (or restarts) a merge over the buffers. */
+static void merge_start(merge_t *m) {
+  memset(m->pos, 0, m->n * sizeof(*m->pos));
+  m->cur = m->other = UINT32_MAX;
 }
 
 /* The real handle a command names: itself, or what its pending spawn
@@ -660,7 +700,7 @@ int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
       if (bufs[i] && bufs[i]->world == w)
         bufs[i]->applying = false; /* nothing applied, nothing dropped */
   } else {
-    merge_t m = {bufs, n, cursor};
+    merge_t m = {bufs, n, cursor, UINT32_MAX, UINT32_MAX, 0};
     uint64_t spawns = 0;
     for (uint32_t i = 0; i < n; i++)
       spawns += bufs[i]->nspawns;
@@ -670,9 +710,9 @@ int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
     for (uint32_t i = 0; i < n; i++)
       refs |= bufs[i]->refs_pending;
     w->txn.fast_spawns = spawns && !refs && !w->obs_events;
-    memset(cursor, 0, n * sizeof(*cursor));
+    merge_start(&m);
     int err = spawns && !w->txn.fast_spawns ? place_pending(w, &m) : 0;
-    memset(cursor, 0, n * sizeof(*cursor));
+    merge_start(&m);
     int err2 = stage_all(w, &m);
     int err3 = weft__txn_drain(w);
     rc = err ? err : err2 ? err2 : err3;
