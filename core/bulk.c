@@ -64,8 +64,9 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
       while (i + run < m && weft__rec_chunk(recs[done + i + run]) == cid &&
              weft__rec_row(recs[done + i + run]) == sr + run)
         run++;
-      for (uint32_t q = 0; q < run; q++)
-        old_rows[done + i + q] = sc->index * a->row_cap + sr + q;
+      if (old_rows)
+        for (uint32_t q = 0; q < run; q++)
+          old_rows[done + i + q] = sc->index * a->row_cap + sr + q;
       copy_run(a, b, sc, sr, dc, dr0 + i, run);
       if (vals && vals->col)
         write_run(b, dc, dr0 + i, done + i, run, vals);
@@ -96,7 +97,7 @@ static void copy_row(const weft__archetype_t *a, const weft__chunk_t *sc,
 static void compact(weft_world_t *w, weft__archetype_t *a,
                     const uint32_t *old_rows, uint32_t k) {
   uint32_t cap = a->row_cap, n2 = a->count - k, t = n2;
-  for (uint32_t i = 0; i < k; i++) {
+  for (uint32_t i = 0; old_rows && i < k; i++) {
     uint32_t h = old_rows[i];
     if (h >= n2)
       continue; /* truncation removes it */
@@ -133,8 +134,10 @@ int weft__move_group(weft_world_t *w, weft__archetype_t *a,
   int rc = weft__archetype_reserve_rows(w, b, k);
   if (rc)
     return rc;
-  append_rows(w, a, b, recs, k, old_rows, vals);
-  compact(w, a, old_rows, k);
+  /* When every row leaves, nothing needs closing: a just empties. */
+  bool all = k == a->count;
+  append_rows(w, a, b, recs, k, all ? NULL : old_rows, vals);
+  compact(w, a, all ? NULL : old_rows, k);
   w->moves += k;
   w->version++;
   return 0;

@@ -27,8 +27,13 @@ typedef struct weft__cmd_t {
   uint32_t n;       /* members of a query command */
   uint16_t comp;
   uint8_t op;
-  uint8_t pad_;
+  uint8_t inl; /* the value (8 bytes at most) sits in data itself */
 } weft__cmd_t;
+
+/* The value bytes a command carries, or NULL. */
+static inline const void *cmd_value(const weft__cmd_t *c) {
+  return c->inl ? (const void *)&c->data : c->data;
+}
 
 struct weft_cmdbuf_t {
   weft_world_t *world;
@@ -333,6 +338,18 @@ record_value_op(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
   if (!comp_ok(b, c))
     return WEFT_ENOCOMP;
   b->refs_pending |= weft_entity_is_pending(e);
+  uint32_t size = b->world->registry.items[c - 1].size;
+  if (value && size && size <= sizeof(void *)) {
+    /* Small values ride in the command: no arena copy, no pointer to
+     * chase when the command is applied. */
+    int rc = push(b, op, e, c, NULL, 0);
+    if (rc == 0) {
+      weft__cmd_t *cmd = &b->cmds[b->ncmds - 1];
+      memcpy(&cmd->data, value, size);
+      cmd->inl = 1;
+    }
+    return rc;
+  }
   const void *copy;
   int rc = copy_value(b, c, value, &copy);
   return rc ? rc : push(b, op, e, c, copy, 0);
@@ -524,8 +541,7 @@ static const weft__cmd_t *merge_next(merge_t *m) {
   uint32_t c = m->cur;
   if (c != UINT32_MAX && m->pos[c] < m->bufs[c]->ncmds) {
     const weft__cmd_t *cmd = cmd_at(m->bufs[c], m->pos[c]);
-    if (m->other == UINT32_MAX ||
-        before(cmd->key, c, m->other_key, m->other)) {
+    if (m->other == UINT32_MAX || before(cmd->key, c, m->other_key, m->other)) {
       m->pos[c]++;
       return cmd;
     }
@@ -625,7 +641,7 @@ static int dispatch(weft_world_t *w, const weft__cmd_t *c,
   } else if (c->op == WEFT__OP_DESPAWN) {
     weft__stage_despawn(w, e);
   } else {
-    weft__stage_op(w, e, c->op, c->comp, c->data);
+    weft__stage_op(w, e, c->op, c->comp, cmd_value(c));
   }
   return 0;
 }

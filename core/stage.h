@@ -32,8 +32,9 @@ static inline weft__stage_t *weft__stage_find(weft__txn_t *t, uint32_t slot) {
   return NULL;
 }
 
-static inline int weft__stage_new(weft_world_t *w, weft_entity_t e,
-                                  uint32_t kind, weft__stage_t **out) {
+static inline __attribute__((always_inline)) int
+weft__stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
+                weft__stage_t **out) {
   weft__txn_t *t = &w->txn;
   uint32_t slot = (uint32_t)e;
   if (slot >= t->stage_of_cap) {
@@ -69,8 +70,9 @@ static inline void weft__count_stale_cmd(weft_world_t *w) {
 
 /* The open stage of e, created as `kind` if e is live or reserved; NULL
  * with *stale set when e names no entity. */
-static inline int weft__stage_of_entity(weft_world_t *w, weft_entity_t e,
-                                        uint32_t kind, weft__stage_t **out) {
+static inline __attribute__((always_inline)) int
+weft__stage_of_entity(weft_world_t *w, weft_entity_t e, uint32_t kind,
+                      weft__stage_t **out) {
   *out = NULL;
   weft__stage_t *s = weft__stage_find(&w->txn, (uint32_t)e);
   if (s) {
