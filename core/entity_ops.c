@@ -266,6 +266,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   /* The batch is a scope: structural calls from the fill callback or from
    * observers stage and apply when the batch is complete. */
   w->txn.depth++;
+  weft__route_sync(w);
   w->txn.batch_hold = n;
   for (uint32_t done = 0; done < n;) {
     weft__chunk_t *c;
@@ -292,6 +293,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   w->spawns += n;
   w->version++;
   w->txn.depth--;
+  weft__route_sync(w);
   return weft__txn_settle(w);
 }
 

@@ -37,6 +37,7 @@ int weft_observer_create(weft_world_t *w, const weft_observer_desc_t *d,
   o->desc = *d;
   w->obs[w->nobs++] = o;
   w->obs_events |= d->events;
+  weft__route_sync(w);
   *out = o;
   return 0;
 }
@@ -45,6 +46,7 @@ static void recompute_events(weft_world_t *w) {
   w->obs_events = 0;
   for (uint32_t i = 0; i < w->nobs; i++)
     w->obs_events |= w->obs[i]->desc.events;
+  weft__route_sync(w);
 }
 
 static void remove_at(weft_world_t *w, uint32_t i) {
@@ -85,6 +87,7 @@ void weft__obs_fini(weft_world_t *w) {
   w->obs = NULL;
   w->obs_cap = 0;
   w->obs_events = 0;
+  weft__route_sync(w);
 }
 
 /* Delivers one event for rows [row, row + n) of chunk c. */

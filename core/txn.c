@@ -76,7 +76,7 @@ void weft__arena_fini(weft__arena_t *a) {
 
 void weft__txn_init(weft__txn_t *t) {
   memset(t, 0, sizeof(*t));
-  atomic_init(&t->iter_depth, 0);
+  atomic_init(&t->route, 0);
 }
 
 void weft__txn_fini(weft__txn_t *t) {
@@ -791,6 +791,7 @@ int weft__txn_drain(weft_world_t *w) {
     return 0; /* the running drain picks new work up in its next wave */
   t->draining = true;
   t->depth++; /* observers' structural calls stage for the next wave */
+  weft__route_sync(w);
   int err = 0;
   uint32_t waves = 0;
   while (t->open_from < t->nstages || t->batches_from < t->nbatches ||
@@ -831,15 +832,32 @@ int weft__txn_drain(weft_world_t *w) {
   weft__arena_reset(&t->arena);
   t->depth--;
   t->draining = false;
+  weft__route_sync(w);
   t->last_error = err;
   return err;
 }
 
 /* ---- scopes ------------------------------------------------------------- */
 
+void weft__route_sync(weft_world_t *w) {
+  const weft__txn_t *t = &w->txn;
+  uint32_t want =
+      (t->depth || t->draining || w->obs_events) ? WEFT__ROUTE_OWNER : 0;
+  uint32_t r = atomic_load_explicit(&w->txn.route, memory_order_relaxed);
+  /* Readers change the low bits concurrently: swap in the owner bit
+   * without losing their counts. */
+  while ((r & WEFT__ROUTE_OWNER) != want &&
+         !atomic_compare_exchange_weak_explicit(
+             &w->txn.route, &r, (r & WEFT__ROUTE_ITERS) | want,
+             memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
 int weft_world_defer_begin(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  return (int)++w->txn.depth;
+  int depth = (int)++w->txn.depth;
+  weft__route_sync(w);
+  return depth;
 }
 
 int weft__txn_settle(weft_world_t *w) {
@@ -853,6 +871,7 @@ int weft_world_defer_end(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   if (w->txn.depth)
     w->txn.depth--;
+  weft__route_sync(w);
   return weft__txn_settle(w);
 }
 
@@ -862,15 +881,19 @@ int weft_world_unwind(weft_world_t *w) {
   /* Iterators still open no longer hold a scope: their close must not end
    * the scope of an iterator started after this. */
   w->txn.unwinds++;
-  atomic_store_explicit(&w->txn.iter_depth, 0, memory_order_relaxed);
+  uint32_t r = atomic_load_explicit(&w->txn.route, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(
+      &w->txn.route, &r, r & WEFT__ROUTE_OWNER, memory_order_relaxed,
+      memory_order_relaxed))
+    ;
+  weft__route_sync(w);
   return weft__txn_settle(w);
 }
 
 uint32_t weft_world_defer_depth(const weft_world_t *w) {
   if (!w)
     return 0;
-  return w->txn.depth +
-         atomic_load_explicit(&w->txn.iter_depth, memory_order_relaxed);
+  return w->txn.depth + weft__txn_iters(&w->txn);
 }
 
 int weft_world_last_drain(const weft_world_t *w) {
@@ -878,17 +901,19 @@ int weft_world_last_drain(const weft_world_t *w) {
 }
 
 void weft__txn_iter_enter(const weft_world_t *w) {
-  atomic_fetch_add_explicit(&((weft_world_t *)w)->txn.iter_depth, 1,
+  atomic_fetch_add_explicit(&((weft_world_t *)w)->txn.route, 1,
                             memory_order_relaxed);
 }
 
 void weft__txn_iter_leave(const weft_world_t *cw) {
   weft_world_t *w = (weft_world_t *)cw;
   uint32_t prev =
-      atomic_fetch_sub_explicit(&w->txn.iter_depth, 1, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&w->txn.route, 1, memory_order_relaxed) &
+      WEFT__ROUTE_ITERS;
   if (prev == 0) {
-    /* An unwind already cleared it: clamp at zero. */
-    atomic_store_explicit(&w->txn.iter_depth, 0, memory_order_relaxed);
+    /* Nothing was open (cannot happen: iterators opened before an unwind
+     * do not leave): undo, so the count stays at zero. */
+    atomic_fetch_add_explicit(&w->txn.route, 1, memory_order_relaxed);
     return;
   }
   /* Only the owner thread stages work, so staged work here means the
@@ -908,9 +933,11 @@ void weft__txn_iter_leave(const weft_world_t *cw) {
     bool outer_ = !weft__txn_in_scope(&(w)->txn) && !(w)->txn.draining;        \
     if (outer_)                                                                \
       (w)->txn.depth++;                                                        \
+    weft__route_sync(w);                                                       \
     int rc_ = (body);                                                          \
     if (outer_) {                                                              \
       (w)->txn.depth--;                                                        \
+      weft__route_sync(w);                                                     \
       int drc_ = weft__txn_drain(w);                                           \
       if (!rc_)                                                                \
         rc_ = drc_;                                                            \

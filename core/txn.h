@@ -161,13 +161,17 @@ typedef struct weft__txn_t {
   struct weft__record_t **group_recs; /* scratch of group moves */
   uint32_t *group_rows;
   uint32_t group_cap;
-  weft__arena_t arena;         /* values staged through scopes and observers */
-  uint32_t reserved;           /* slots held by staged spawns */
-  uint32_t batch_hold;         /* slots a running batch spawn still needs */
-  uint32_t depth;              /* open deferred scopes */
-  bool draining;               /* a drain is running */
-  int last_error;              /* the last drain's result */
-  _Atomic uint32_t iter_depth; /* open iteration scopes (any thread) */
+  weft__arena_t arena; /* values staged through scopes and observers */
+  uint32_t reserved;   /* slots held by staged spawns */
+  uint32_t batch_hold; /* slots a running batch spawn still needs */
+  uint32_t depth;      /* open deferred scopes */
+  bool draining;       /* a drain is running */
+  int last_error;      /* the last drain's result */
+  /* The routing word, read once by every structural call: open iteration
+   * scopes in the low bits (changed by any reading thread), plus
+   * WEFT__ROUTE_OWNER while the owner's state (deferred scopes, a drain,
+   * observers) sends structural calls down the staged path. */
+  _Atomic uint32_t route;
   uint32_t
       unwinds; /* unwinds so far: iterators opened before one hold no scope */
   uint64_t commands; /* commands applied */
@@ -186,11 +190,23 @@ typedef struct weft__txn_t {
 void weft__txn_init(weft__txn_t *t);
 void weft__txn_fini(weft__txn_t *t);
 
+#define WEFT__ROUTE_OWNER 0x80000000u
+#define WEFT__ROUTE_ITERS 0x7fffffffu
+
+/* Open iteration scopes. */
+static inline uint32_t weft__txn_iters(const weft__txn_t *t) {
+  return atomic_load_explicit(&t->route, memory_order_relaxed) &
+         WEFT__ROUTE_ITERS;
+}
+
 /* True inside any scope (deferred or iteration). */
 static inline bool weft__txn_in_scope(const weft__txn_t *t) {
-  return t->depth != 0 ||
-         atomic_load_explicit(&t->iter_depth, memory_order_relaxed) != 0;
+  return t->depth != 0 || weft__txn_iters(t) != 0;
 }
+
+/* Brings WEFT__ROUTE_OWNER up to date after the owner changed depth,
+ * draining or its observers (txn.c). */
+void weft__route_sync(struct weft_world_t *w);
 
 /* The staged forms of the entity.h structural calls (txn.c). */
 int weft__staged_spawn(struct weft_world_t *w, const weft_component_t *comps,

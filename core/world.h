@@ -81,11 +81,11 @@ static inline void weft__count_stale(const weft_world_t *w) {
 
 /*
  * True when structural calls must take the staged path: a scope is open, a
- * drain runs, or observers exist (they only ever run inside a drain).
+ * drain runs, or observers exist (they only ever run inside a drain). One
+ * load: this sits on every structural call.
  */
 static inline bool weft__routing(const weft_world_t *w) {
-  return (w->obs_events | w->txn.depth | (uint32_t)w->txn.draining |
-          atomic_load_explicit(&w->txn.iter_depth, memory_order_relaxed)) != 0;
+  return atomic_load_explicit(&w->txn.route, memory_order_relaxed) != 0;
 }
 
 /* Where a live entity's row is. */
