@@ -5,9 +5,7 @@
 
 #include "core/world.h"
 
-/* Copies `run` consecutive rows from (sc, sr) in a to (dc, dr) in b: every
- * array b has, zero-filled where a lacks the component. */
-static void copy_run(const weft__archetype_t *a, const weft__archetype_t *b,
+void weft__copy_rows(const weft__archetype_t *a, const weft__archetype_t *b,
                      const weft__chunk_t *sc, uint32_t sr, weft__chunk_t *dc,
                      uint32_t dr, uint32_t run) {
   memcpy(dc->entities + dr, sc->entities + sr, run * sizeof(weft_entity_t));
@@ -67,7 +65,7 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
       if (old_rows)
         for (uint32_t q = 0; q < run; q++)
           old_rows[done + i + q] = sc->index * a->row_cap + sr + q;
-      copy_run(a, b, sc, sr, dc, dr0 + i, run);
+      weft__copy_rows(a, b, sc, sr, dc, dr0 + i, run);
       if (vals && vals->col)
         write_run(b, dc, dr0 + i, done + i, run, vals);
       i += run;

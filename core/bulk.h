@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "core/chunk.h"
 #include "core/entity_index.h"
 
 struct weft_world_t;
@@ -26,6 +27,16 @@ struct weft__archetype_t;
  * old_rows is scratch for k entries. 0, or WEFT_ENOMEM / WEFT_ELIMIT with
  * nothing moved.
  */
+/*
+ * Copies `run` consecutive rows (handles and data) from rows sr.. of chunk
+ * sc, of archetype a, to rows dr.. of chunk dc, of archetype b: every array
+ * b has, zero-filled where a lacks the component.
+ */
+void weft__copy_rows(const struct weft__archetype_t *a,
+                     const struct weft__archetype_t *b,
+                     const struct weft__chunk_t *sc, uint32_t sr,
+                     struct weft__chunk_t *dc, uint32_t dr, uint32_t run);
+
 /* Values to write into one column of the moved rows: the value of row m
  * is the pointer stored at base + m * stride (NULL: keep the zero fill). */
 typedef struct weft__group_values_t {

@@ -123,18 +123,22 @@ void weft_cmdbuf_destroy(weft_cmdbuf_t *b) {
   weft__free(b, sizeof(*b), 64);
 }
 
-void weft_cmdbuf_clear(weft_cmdbuf_t *b) {
-  if (!b)
-    return;
+/* Empties a buffer for the next transaction, keeping its memory. A new
+ * epoch makes the pending handles it issued so far stale. */
+static void restart(weft_cmdbuf_t *b) {
   b->ncmds = 0;
   b->nspawns = 0;
   b->sorted = true;
   b->refs_pending = false;
   b->run = NULL;
   b->key = b->last_key = 0;
-  /* Pending handles of the dropped commands must not resolve later. */
   b->epoch = (b->epoch + 1) & FIELD_MASK;
   weft__arena_reset(&b->arena);
+}
+
+void weft_cmdbuf_clear(weft_cmdbuf_t *b) {
+  if (b)
+    restart(b);
 }
 
 uint32_t weft_cmdbuf_count(const weft_cmdbuf_t *b) {
@@ -687,15 +691,8 @@ static void finish(weft_cmdbuf_t *const *bufs, uint32_t n) {
     b->spawned_n = b->nspawns;
     b->spawned_epoch = b->epoch;
     b->has_results = true;
-    b->epoch = (b->epoch + 1) & FIELD_MASK;
-    b->ncmds = 0;
-    b->nspawns = 0;
-    b->sorted = true;
-    b->refs_pending = false;
-    b->run = NULL;
-    b->key = b->last_key = 0;
     b->applying = false;
-    weft__arena_reset(&b->arena);
+    restart(b);
   }
 }
 

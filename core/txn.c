@@ -239,20 +239,7 @@ static int move_row(weft_world_t *w, weft__record_t *rec, weft__chunk_t *sc,
   int rc = weft__archetype_push(w, dst, sc->entities[sr], &dc, &dr);
   if (rc)
     return rc;
-  for (uint32_t j = 0; j < dst->ncols; j++) {
-    const weft__column_t *dcol = &dst->cols[j];
-    const weft__column_t *scol = weft__archetype_col(src, dcol->comp);
-    for (uint32_t f = 0; f < dcol->array_count; f++) {
-      uint32_t da = dcol->first_array + f;
-      uint32_t elem = dst->arrays[da].elem;
-      uint8_t *d = weft__chunk_at(dc, da, elem, dr);
-      if (scol)
-        weft__copy_elem(d, weft__chunk_at(sc, scol->first_array + f, elem, sr),
-                        elem);
-      else
-        memset(d, 0, elem);
-    }
-  }
+  weft__copy_rows(src, dst, sc, sr, dc, dr, 1);
   weft__rec_set_loc(rec, dc->id, dr);
   weft__row_remove(w, src, sc, sr);
   w->moves++;
