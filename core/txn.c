@@ -398,6 +398,14 @@ static const weft__op_t *single_op(const weft__stage_t *s) {
 
 #define WEFT__GROUP_MIN 16u
 
+/* The record of live entity e if it is in archetype a, else NULL. Reads
+ * the owner from the chunk table entry, not from the chunk header. */
+static inline weft__record_t *live_in(const weft_world_t *w, weft_entity_t e,
+                                      const weft__archetype_t *a) {
+  weft__record_t *r = weft__index_lookup(&w->index, e);
+  return r && weft__rec_slot(w, r)->arch == a ? r : NULL;
+}
+
 /*
  * Consumes the run of stages from i that make the same change as stage i,
  * one that leaves rows of archetype a where they are and writes nothing
@@ -411,11 +419,8 @@ static uint32_t noop_run(weft_world_t *w, uint32_t i, uint32_t s1,
   uint32_t j = i;
   for (; j < s1; j++) {
     const weft__op_t *op = single_op(&t->stages[j]);
-    weft__record_t *rec;
-    weft__chunk_t *c;
-    uint32_t row;
     if (!op || op->op != op0->op || op->comp != op0->comp ||
-        !where(w, t->stages[j].e, &rec, &c, &row) || c->arch != a)
+        !live_in(w, t->stages[j].e, a))
       break;
   }
   return j - i;
@@ -465,7 +470,7 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   for (j = i; j < s1; j++, k++) {
     const weft__op_t *op = single_op(&t->stages[j]);
     if (!op || op->op != op0->op || op->comp != op0->comp ||
-        !where(w, t->stages[j].e, &recs[k], &c, &row) || c->arch != a)
+        !(recs[k] = live_in(w, t->stages[j].e, a)))
       break;
   }
   if (k < WEFT__GROUP_MIN)
