@@ -140,6 +140,13 @@ typedef struct weft__batch_t {
 } weft__batch_t;
 
 typedef struct weft__txn_t {
+  /* First, so that it shares a cache line with the entity index (the world
+   * places the transaction right after it). The routing word, read once by
+   * every structural call: open iteration scopes in the low bits (changed by
+   * any reading thread), plus WEFT__ROUTE_OWNER while the owner's state
+   * (deferred scopes, a drain, observers) sends structural calls down the
+   * staged path. */
+  _Atomic uint32_t route;
   weft__stage_t *stages;
   uint32_t nstages;
   uint32_t stages_cap;
@@ -167,11 +174,6 @@ typedef struct weft__txn_t {
   uint32_t depth;      /* open deferred scopes */
   bool draining;       /* a drain is running */
   int last_error;      /* the last drain's result */
-  /* The routing word, read once by every structural call: open iteration
-   * scopes in the low bits (changed by any reading thread), plus
-   * WEFT__ROUTE_OWNER while the owner's state (deferred scopes, a drain,
-   * observers) sends structural calls down the staged path. */
-  _Atomic uint32_t route;
   uint32_t
       unwinds; /* unwinds so far: iterators opened before one hold no scope */
   uint64_t commands; /* commands applied */

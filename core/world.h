@@ -32,6 +32,8 @@ typedef struct weft__spawn_memo_t {
 struct weft_world_t {
   weft__alloc_stats_t alloc;
   weft__index_t index;
+  weft__txn_t txn; /* staged changes, scopes, buffers; its routing word
+                      comes first, on the index's cache line */
   weft__registry_t registry;
   weft__chunk_store_t chunks;
 
@@ -60,7 +62,6 @@ struct weft_world_t {
   uint64_t moves;
   _Atomic uint64_t stale;
 
-  weft__txn_t txn;              /* staged structural changes, scopes, buffers */
   struct weft_observer_t **obs; /* registration order */
   uint32_t nobs;
   uint32_t obs_cap;
