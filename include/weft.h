@@ -19,5 +19,6 @@
 #include "weft/query.h"
 #include "weft/command.h"
 #include "weft/observer.h"
+#include "weft/topology.h"
 
 #endif /* WEFT_H */
