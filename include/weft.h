@@ -20,5 +20,6 @@
 #include "weft/command.h"
 #include "weft/observer.h"
 #include "weft/topology.h"
+#include "weft/pool.h"
 
 #endif /* WEFT_H */

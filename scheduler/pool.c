@@ -1,0 +1,541 @@
+/*
+ * The worker pool: threads placed by a plan, a Chase–Lev deque and a fixed
+ * ring of job slots per worker, injection queues for threads outside the
+ * pool, and a sleep/wake protocol that never loses a wake-up.
+ *
+ * A job slot belongs to the worker that submitted it. It is freed (its
+ * state set back to 0) by whichever thread takes the job, right after
+ * copying it out, so a ring is reusable as soon as its jobs have started;
+ * when the next slot is still taken, the ring is full and the job runs
+ * inline. Nothing is allocated after the pool starts.
+ */
+#include "weft/pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "scheduler/deque.h"
+#include "scheduler/topology.h"
+#include "weft/error.h"
+
+#define WEFT__POOL_CAP_DEFAULT 4096u
+#define WEFT__SPIN_US_DEFAULT 50u
+
+/* A queued job. Range jobs carry their range; plain jobs leave it empty. */
+typedef struct job_t {
+  _Atomic uint32_t state; /* 0: free, 1: queued */
+  uint32_t begin, end, grain;
+  weft_job_fn fn;
+  weft_range_fn range_fn;
+  void *arg;
+  weft_counter_t *done;
+} job_t;
+
+/* Counters the owning worker updates and anyone may read. */
+typedef struct stats_t {
+  _Atomic uint64_t jobs, inline_jobs, local_steals, remote_steals, sleeps;
+  _Atomic uint64_t busy_ns, idle_ns;
+} stats_t;
+
+typedef struct worker_t {
+  weft__deque_t dq;
+  job_t *ring;
+  uint32_t ring_next; /* owner only */
+  uint32_t index;
+  uint32_t group;
+  bool started;
+  pthread_t thread;
+  struct weft_pool_t *pool;
+  stats_t stats;
+} worker_t;
+
+/* A queue for jobs submitted by threads outside the pool, one per NUMA
+ * group; jobs are stored by value, so a slot is free once popped. */
+typedef struct inject_t {
+  pthread_mutex_t mu;
+  job_t *jobs;
+  uint32_t head, count, cap;
+  _Atomic uint32_t size; /* count, readable without the lock */
+} inject_t;
+
+struct weft_pool_t {
+  weft_topology_t *topo;
+  weft_plan_t *plan;
+  worker_t *workers;
+  uint32_t nworkers;
+  uint32_t first_thread; /* 1 when worker 0 is the caller */
+  uint32_t cap;
+  uint64_t spin_ns;
+  inject_t *inject; /* one per group */
+  uint32_t ngroups;
+  _Atomic uint32_t next_inject; /* round-robin for "anywhere" jobs */
+  _Atomic bool stopping;
+  bool running;
+  /* Sleep and wake: see worker_sleep() and wake(). */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  _Atomic uint32_t sleepers;
+  _Atomic uint64_t epoch;
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void bump(_Atomic uint64_t *c, uint64_t v) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                        memory_order_relaxed);
+}
+
+/* ---- waking ------------------------------------------------------------- */
+
+/*
+ * Tells sleeping workers that work arrived. The epoch moves first (a
+ * seq_cst RMW), then the sleeper count is read: a worker about to sleep
+ * increments that count before it compares the epoch, so either it sees
+ * the new epoch or this sees it counted, and no wake-up is lost.
+ */
+static void wake(weft_pool_t *p) {
+  atomic_fetch_add(&p->epoch, 1);
+  if (atomic_load(&p->sleepers) == 0)
+    return;
+  pthread_mutex_lock(&p->mu);
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- running jobs ----------------------------------------------------------
+ */
+
+static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
+                      void *arg, uint32_t b, uint32_t e, uint32_t grain,
+                      weft_counter_t *done);
+
+/* Runs a job taken from a queue (already copied out of its slot). */
+static void run_job(weft_pool_t *p, uint32_t self, const job_t *j) {
+  if (j->range_fn)
+    run_range(p, self, j->range_fn, j->arg, j->begin, j->end, j->grain,
+              j->done);
+  else
+    j->fn(j->arg, self);
+  if (j->done)
+    atomic_fetch_sub_explicit(&j->done->pending, 1, memory_order_acq_rel);
+}
+
+/* Copies a job out of its ring slot and frees the slot. */
+static job_t take(job_t *slot) {
+  job_t j = *slot;
+  atomic_store_explicit(&slot->state, 0, memory_order_release);
+  return j;
+}
+
+static bool inject_push(inject_t *q, const job_t *j) {
+  pthread_mutex_lock(&q->mu);
+  bool ok = q->count < q->cap;
+  if (ok) {
+    q->jobs[(q->head + q->count) % q->cap] = *j;
+    q->count++;
+    atomic_store_explicit(&q->size, q->count, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return ok;
+}
+
+static bool inject_pop(inject_t *q, job_t *out) {
+  if (atomic_load_explicit(&q->size, memory_order_relaxed) == 0)
+    return false;
+  pthread_mutex_lock(&q->mu);
+  bool ok = q->count > 0;
+  if (ok) {
+    *out = q->jobs[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
+    atomic_store_explicit(&q->size, q->count, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return ok;
+}
+
+/* Queues a job for worker self (or an injection queue for outsiders);
+ * false when there is no room, and the caller runs it inline. */
+static bool enqueue(weft_pool_t *p, uint32_t self, const job_t *j,
+                    uint32_t node) {
+  /* A job meant for another node goes to that node's group; outsiders
+   * always use the injection queues. */
+  bool elsewhere = self < p->nworkers && node != UINT32_MAX &&
+                   weft_plan_place(p->plan, self)->node != node;
+  if (self >= p->nworkers || elsewhere) {
+    uint32_t g = UINT32_MAX;
+    for (uint32_t k = 0; node != UINT32_MAX && k < p->ngroups; k++) {
+      uint32_t gn;
+      weft_plan_group(p->plan, k, &gn, NULL);
+      if (gn == node)
+        g = k;
+    }
+    if (g == UINT32_MAX)
+      g = atomic_fetch_add_explicit(&p->next_inject, 1, memory_order_relaxed) %
+          p->ngroups;
+    return inject_push(&p->inject[g], j);
+  }
+  worker_t *w = &p->workers[self];
+  job_t *slot = &w->ring[w->ring_next];
+  if (atomic_load_explicit(&slot->state, memory_order_acquire) != 0)
+    return false; /* the ring is full */
+  *slot = *j;
+  atomic_store_explicit(&slot->state, 1, memory_order_relaxed);
+  if (!weft__deque_push(&w->dq, slot)) {
+    atomic_store_explicit(&slot->state, 0, memory_order_relaxed);
+    return false;
+  }
+  w->ring_next = (w->ring_next + 1) & (p->cap - 1);
+  return true;
+}
+
+static void submit_job(weft_pool_t *p, uint32_t self, const job_t *j,
+                       uint32_t node) {
+  if (j->done)
+    atomic_fetch_add_explicit(&j->done->pending, 1, memory_order_relaxed);
+  if (atomic_load_explicit(&p->stopping, memory_order_relaxed) ||
+      !enqueue(p, self, j, node)) {
+    /* No room (or no workers): run it here; never fail. */
+    if (self < p->nworkers)
+      bump(&p->workers[self].stats.inline_jobs, 1);
+    run_job(p, self, j);
+    return;
+  }
+  wake(p);
+}
+
+void weft_pool_submit(weft_pool_t *p, uint32_t self, weft_job_fn fn, void *arg,
+                      weft_counter_t *done, uint32_t node) {
+  if (!p || !fn)
+    return;
+  job_t j = {.fn = fn, .arg = arg, .done = done};
+  submit_job(p, self, &j, node);
+}
+
+/* ---- finding work
+ * ------------------------------------------------------------ */
+
+/*
+ * Takes a job for worker self: its own deque, its group's injection
+ * queue, then the others' deques in the plan's steal order, then the other
+ * injection queues. Outsiders (self out of range) steal from everyone.
+ */
+static bool find_work(weft_pool_t *p, uint32_t self, job_t *out) {
+  if (self < p->nworkers) {
+    worker_t *w = &p->workers[self];
+    job_t *slot = weft__deque_pop(&w->dq);
+    if (slot) {
+      *out = take(slot);
+      return true;
+    }
+    if (inject_pop(&p->inject[w->group], out))
+      return true;
+    const uint32_t *order;
+    uint32_t n = weft_plan_steal_order(p->plan, self, &order);
+    for (uint32_t i = 0; i < n; i++) {
+      worker_t *v = &p->workers[order[i]];
+      bool contended = false;
+      slot = weft__deque_steal(&v->dq, &contended);
+      if (slot) {
+        *out = take(slot);
+        bump(v->group == w->group ? &w->stats.local_steals
+                                  : &w->stats.remote_steals,
+             1);
+        return true;
+      }
+    }
+  } else {
+    for (uint32_t i = 0; i < p->nworkers; i++) {
+      bool contended = false;
+      job_t *slot = weft__deque_steal(&p->workers[i].dq, &contended);
+      if (slot) {
+        *out = take(slot);
+        return true;
+      }
+    }
+  }
+  for (uint32_t g = 0; g < p->ngroups; g++)
+    if (inject_pop(&p->inject[g], out))
+      return true;
+  return false;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
+  if (!p || !c)
+    return;
+  job_t j;
+  while (atomic_load_explicit(&c->pending, memory_order_acquire) != 0) {
+    if (find_work(p, self, &j)) {
+      if (self < p->nworkers)
+        bump(&p->workers[self].stats.jobs, 1);
+      run_job(p, self, &j);
+    } else {
+      cpu_relax();
+    }
+  }
+}
+
+/* ---- parallel-for ---------------------------------------------------------
+ */
+
+/* Splits [b, e) in halves, queueing the upper halves, until the rest fits
+ * the grain, and runs it. The halves depend only on b, e and grain. */
+static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
+                      void *arg, uint32_t b, uint32_t e, uint32_t grain,
+                      weft_counter_t *done) {
+  while (e - b > grain) {
+    uint32_t mid = b + (e - b) / 2;
+    job_t half = {.range_fn = fn,
+                  .arg = arg,
+                  .begin = mid,
+                  .end = e,
+                  .grain = grain,
+                  .done = done};
+    submit_job(p, self, &half, UINT32_MAX);
+    e = mid;
+  }
+  fn(arg, b, e, self);
+}
+
+void weft_pool_parallel_for(weft_pool_t *p, uint32_t self, uint32_t begin,
+                            uint32_t end, uint32_t grain, weft_range_fn fn,
+                            void *arg) {
+  if (!p || !fn || end <= begin)
+    return;
+  if (grain == 0)
+    grain = (end - begin + 255) / 256;
+  weft_counter_t done;
+  memset(&done, 0, sizeof(done));
+  atomic_init(&done.pending, 1);
+  run_range(p, self, fn, arg, begin, end, grain, &done);
+  atomic_fetch_sub_explicit(&done.pending, 1, memory_order_acq_rel);
+  weft_pool_wait(p, self, &done);
+}
+
+/* ---- workers --------------------------------------------------------------
+ */
+
+/* Sleeps until the epoch moves past seen (or the pool stops). */
+static void worker_sleep(weft_pool_t *p, worker_t *w, uint64_t seen) {
+  pthread_mutex_lock(&p->mu);
+  atomic_fetch_add(&p->sleepers, 1);
+  bump(&w->stats.sleeps, 1);
+  while (atomic_load(&p->epoch) == seen &&
+         !atomic_load_explicit(&p->stopping, memory_order_relaxed))
+    pthread_cond_wait(&p->cv, &p->mu);
+  atomic_fetch_sub(&p->sleepers, 1);
+  pthread_mutex_unlock(&p->mu);
+}
+
+static void *worker_main(void *arg) {
+  worker_t *w = arg;
+  weft_pool_t *p = w->pool;
+  weft__plan_bind(p->topo, p->plan, w->index);
+  uint64_t t = now_ns();
+  bool busy = false;
+  job_t j;
+  for (;;) {
+    uint64_t seen = atomic_load(&p->epoch);
+    if (find_work(p, w->index, &j)) {
+      if (!busy) {
+        uint64_t t2 = now_ns();
+        bump(&w->stats.idle_ns, t2 - t);
+        t = t2;
+        busy = true;
+      }
+      bump(&w->stats.jobs, 1);
+      run_job(p, w->index, &j);
+      continue;
+    }
+    if (busy) {
+      uint64_t t2 = now_ns();
+      bump(&w->stats.busy_ns, t2 - t);
+      t = t2;
+      busy = false;
+    }
+    if (atomic_load_explicit(&p->stopping, memory_order_acquire))
+      break;
+    /* Spin a little: work often arrives right behind. */
+    uint64_t until = now_ns() + p->spin_ns;
+    bool found = false;
+    while (!found && now_ns() < until) {
+      for (int k = 0; k < 32; k++)
+        cpu_relax();
+      found = atomic_load(&p->epoch) != seen;
+    }
+    if (!found)
+      worker_sleep(p, w, seen);
+  }
+  bump(&w->stats.idle_ns, now_ns() - t);
+  return NULL;
+}
+
+static int start_threads(weft_pool_t *p) {
+  atomic_store(&p->stopping, false);
+  for (uint32_t i = p->first_thread; i < p->nworkers; i++) {
+    worker_t *w = &p->workers[i];
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+      weft_pool_stop(p);
+      return WEFT_ELIMIT;
+    }
+    w->started = true;
+  }
+  p->running = true;
+  return 0;
+}
+
+void weft_pool_stop(weft_pool_t *p) {
+  if (!p)
+    return;
+  atomic_store(&p->stopping, true);
+  pthread_mutex_lock(&p->mu);
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (uint32_t i = p->first_thread; i < p->nworkers; i++) {
+    worker_t *w = &p->workers[i];
+    if (w->started)
+      pthread_join(w->thread, NULL);
+    w->started = false;
+  }
+  /* Whatever is still queued (jobs worker 0 queued while nobody ran
+   * them, outsiders' jobs that raced the stop) runs here. */
+  job_t j;
+  for (uint32_t s = 0; s < p->nworkers; s++)
+    while (find_work(p, s, &j))
+      run_job(p, s, &j);
+  p->running = false;
+}
+
+int weft_pool_start(weft_pool_t *p) {
+  if (!p)
+    return WEFT_EINVAL;
+  return p->running ? 0 : start_threads(p);
+}
+
+/* ---- lifetime ---------------------------------------------------------------
+ */
+
+static int make_workers(weft_pool_t *p) {
+  p->nworkers = weft_plan_workers(p->plan);
+  p->ngroups = weft_plan_groups(p->plan);
+  p->workers = calloc(p->nworkers, sizeof(*p->workers));
+  p->inject = calloc(p->ngroups, sizeof(*p->inject));
+  if (!p->workers || !p->inject)
+    return WEFT_ENOMEM;
+  for (uint32_t g = 0; g < p->ngroups; g++) {
+    inject_t *q = &p->inject[g];
+    q->cap = p->cap;
+    q->jobs = calloc(q->cap, sizeof(job_t));
+    if (!q->jobs || pthread_mutex_init(&q->mu, NULL) != 0)
+      return WEFT_ENOMEM;
+  }
+  for (uint32_t i = 0; i < p->nworkers; i++) {
+    worker_t *w = &p->workers[i];
+    w->index = i;
+    w->pool = p;
+    w->group = weft_plan_group_of(p->plan, i);
+    w->ring = calloc(p->cap, sizeof(job_t));
+    if (!w->ring || weft__deque_init(&w->dq, p->cap) != 0)
+      return WEFT_ENOMEM;
+  }
+  return 0;
+}
+
+static void free_pool(weft_pool_t *p) {
+  for (uint32_t i = 0; p->workers && i < p->nworkers; i++) {
+    weft__deque_fini(&p->workers[i].dq);
+    free(p->workers[i].ring);
+  }
+  for (uint32_t g = 0; p->inject && g < p->ngroups; g++) {
+    if (p->inject[g].jobs)
+      pthread_mutex_destroy(&p->inject[g].mu);
+    free(p->inject[g].jobs);
+  }
+  free(p->inject);
+  free(p->workers);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  weft_plan_destroy(p->plan);
+  weft_topology_destroy(p->topo);
+  free(p);
+}
+
+int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
+  if (!out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  weft_pool_config_t cfg = {0};
+  if (config)
+    cfg = *config;
+  uint32_t cap =
+      cfg.queue_capacity ? cfg.queue_capacity : WEFT__POOL_CAP_DEFAULT;
+  if (cap & (cap - 1) || cap < 2 || cap > (1u << 24))
+    return WEFT_EINVAL;
+  weft_pool_t *p = calloc(1, sizeof(*p));
+  if (!p)
+    return WEFT_ENOMEM;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  p->cap = cap;
+  p->spin_ns =
+      (uint64_t)(cfg.spin_us ? cfg.spin_us : WEFT__SPIN_US_DEFAULT) * 1000u;
+  p->first_thread = cfg.placement.caller_participates ? 1 : 0;
+  int rc = weft_topology_load(cfg.synthetic, NULL, &p->topo);
+  if (!rc)
+    rc = weft_plan_compute(p->topo, &cfg.placement, &p->plan);
+  if (!rc)
+    rc = make_workers(p);
+  if (!rc)
+    rc = start_threads(p);
+  if (rc) {
+    free_pool(p);
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+void weft_pool_destroy(weft_pool_t *p) {
+  if (!p)
+    return;
+  weft_pool_stop(p);
+  free_pool(p);
+}
+
+uint32_t weft_pool_workers(const weft_pool_t *p) {
+  return p ? p->nworkers : 0;
+}
+
+const weft_plan_t *weft_pool_plan(const weft_pool_t *p) {
+  return p ? p->plan : NULL;
+}
+
+int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
+                           weft_worker_stats_t *out) {
+  if (!p || !out || w >= p->nworkers)
+    return WEFT_EINVAL;
+  const stats_t *s = &p->workers[w].stats;
+  out->jobs = atomic_load_explicit(&s->jobs, memory_order_relaxed);
+  out->inline_jobs =
+      atomic_load_explicit(&s->inline_jobs, memory_order_relaxed);
+  out->local_steals =
+      atomic_load_explicit(&s->local_steals, memory_order_relaxed);
+  out->remote_steals =
+      atomic_load_explicit(&s->remote_steals, memory_order_relaxed);
+  out->sleeps = atomic_load_explicit(&s->sleeps, memory_order_relaxed);
+  out->busy_ns = atomic_load_explicit(&s->busy_ns, memory_order_relaxed);
+  out->idle_ns = atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
+  return 0;
+}
