@@ -180,9 +180,10 @@ static int fill_plan(const weft_topology_t *t,
 int weft_plan_compute(const weft_topology_t *t,
                       const weft_placement_config_t *config,
                       weft_plan_t **out) {
+  if (out)
+    *out = NULL;
   if (!t || !out)
     return WEFT_EINVAL;
-  *out = NULL;
   weft_placement_config_t cfg = {0};
   if (config)
     cfg = *config;

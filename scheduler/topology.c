@@ -36,11 +36,52 @@ static uint32_t node_of(hwloc_topology_t hw, hwloc_obj_t pu) {
   return 0;
 }
 
+/* Reads a decimal number (at most 2^20); false when there is none. */
+static bool read_cpu(const char **s, unsigned *out) {
+  const char *p = *s;
+  unsigned v = 0;
+  if (*p < '0' || *p > '9')
+    return false;
+  while (*p >= '0' && *p <= '9') {
+    v = v * 10 + (unsigned)(*p++ - '0');
+    if (v > (1u << 20))
+      return false;
+  }
+  *s = p;
+  *out = v;
+  return true;
+}
+
+/*
+ * Parses a decimal CPU list ("0-5,8,10-11") into set. Done here rather than
+ * with hwloc_bitmap_list_sscanf(), which reads numbers in any base and
+ * skips stray characters: "010" would mean CPU 8, and a typo must be an
+ * error, not a different CPU.
+ */
+static bool parse_list(const char *s, hwloc_bitmap_t set) {
+  for (;;) {
+    unsigned a, b;
+    if (!read_cpu(&s, &a))
+      return false;
+    b = a;
+    if (*s == '-') {
+      s++;
+      if (!read_cpu(&s, &b) || b < a)
+        return false;
+    }
+    hwloc_bitmap_set_range(set, a, (int)b);
+    if (*s == 0)
+      return true;
+    if (*s++ != ',')
+      return false;
+  }
+}
+
 static int restrict_to(hwloc_topology_t hw, const char *list) {
   hwloc_bitmap_t set = hwloc_bitmap_alloc();
   if (!set)
     return WEFT_ENOMEM;
-  int rc = hwloc_bitmap_list_sscanf(set, list) == 0 ? 0 : WEFT_EINVAL;
+  int rc = parse_list(list, set) ? 0 : WEFT_EINVAL;
   if (rc == 0)
     hwloc_bitmap_and(set, set, hwloc_topology_get_topology_cpuset(hw));
   if (rc == 0 && hwloc_bitmap_iszero(set))

@@ -72,7 +72,8 @@ typedef struct weft_placement_config_t {
 /**
  * Loads a topology. @p synthetic is an hwloc synthetic description, or
  * NULL for this machine. @p restrict_pus, when not NULL, keeps only the
- * listed OS CPU numbers ("0-5,8"), which also makes asymmetric machines out
+ * listed OS CPU numbers (decimal, "0-5,8"), which also makes asymmetric
+ * machines out
  * of synthetic ones. Any thread. *out is owned by the caller until
  * weft_topology_destroy(). Returns WEFT_EINVAL (a description or list hwloc
  * rejects, or nothing left after the restriction), WEFT_ELIMIT (more than
@@ -100,8 +101,8 @@ uint32_t weft_topology_distance(const weft_topology_t *topo, uint32_t a,
 /**
  * Computes a placement plan. Any thread; a pure function of its inputs.
  * *out is owned by the caller until weft_plan_destroy(). Returns
- * WEFT_EINVAL (bad pin policy, or a node mask that leaves no PU) or
- * WEFT_ENOMEM.
+ * WEFT_EINVAL (NULL topology or out, bad pin policy, more than 65536
+ * workers, or a node mask that leaves no PU) or WEFT_ENOMEM.
  */
 int weft_plan_compute(const weft_topology_t *topo,
                       const weft_placement_config_t *config, weft_plan_t **out);
@@ -145,7 +146,8 @@ uint32_t weft_plan_steal_order(const weft_plan_t *plan, uint32_t w,
 /**
  * Writes a human-readable description of the topology and the plan (plan
  * may be NULL) to @p buf, at most @p size bytes with the terminator.
- * Returns the length the full text needs, like snprintf.
+ * Returns the length the full text needs, like snprintf (buf may be NULL
+ * when size is 0); 0 for a NULL topology or a NULL buf with a size.
  */
 int weft_plan_describe(const weft_topology_t *topo, const weft_plan_t *plan,
                        char *buf, uint32_t size);
