@@ -36,7 +36,9 @@ typedef struct job_t {
 /* Counters the owning worker updates and anyone may read. */
 typedef struct stats_t {
   _Atomic uint64_t jobs, inline_jobs, local_steals, remote_steals, sleeps;
-  _Atomic uint64_t busy_ns, idle_ns;
+  _Atomic uint64_t busy_ns, idle_ns; /* closed periods */
+  _Atomic uint64_t since;            /* start of the open period, 0: none */
+  _Atomic uint32_t busy;             /* the open period is busy */
 } stats_t;
 
 typedef struct worker_t {
@@ -339,20 +341,31 @@ static void worker_sleep(weft_pool_t *p, worker_t *w, uint64_t seen) {
   pthread_mutex_unlock(&p->mu);
 }
 
+/* Closes the open busy or idle period and opens the other kind (or none,
+ * at exit), so that a stats reader can add the open period's time. */
+static void switch_period(stats_t *s, bool busy, bool open) {
+  uint64_t t = now_ns();
+  uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
+  if (since)
+    bump(atomic_load_explicit(&s->busy, memory_order_relaxed) ? &s->busy_ns
+                                                              : &s->idle_ns,
+         t - since);
+  atomic_store_explicit(&s->busy, busy, memory_order_relaxed);
+  atomic_store_explicit(&s->since, open ? t : 0, memory_order_relaxed);
+}
+
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   weft_pool_t *p = w->pool;
   weft__plan_bind(p->topo, p->plan, w->index);
-  uint64_t t = now_ns();
+  switch_period(&w->stats, false, true);
   bool busy = false;
   job_t j;
   for (;;) {
     uint64_t seen = atomic_load(&p->epoch);
     if (find_work(p, w->index, &j)) {
       if (!busy) {
-        uint64_t t2 = now_ns();
-        bump(&w->stats.idle_ns, t2 - t);
-        t = t2;
+        switch_period(&w->stats, true, true);
         busy = true;
       }
       bump(&w->stats.jobs, 1);
@@ -360,9 +373,7 @@ static void *worker_main(void *arg) {
       continue;
     }
     if (busy) {
-      uint64_t t2 = now_ns();
-      bump(&w->stats.busy_ns, t2 - t);
-      t = t2;
+      switch_period(&w->stats, false, true);
       busy = false;
     }
     if (atomic_load_explicit(&p->stopping, memory_order_acquire))
@@ -378,7 +389,7 @@ static void *worker_main(void *arg) {
     if (!found)
       worker_sleep(p, w, seen);
   }
-  bump(&w->stats.idle_ns, now_ns() - t);
+  switch_period(&w->stats, false, false);
   return NULL;
 }
 
@@ -430,9 +441,13 @@ int weft_pool_start(weft_pool_t *p) {
 static int make_workers(weft_pool_t *p) {
   p->nworkers = weft_plan_workers(p->plan);
   p->ngroups = weft_plan_groups(p->plan);
-  p->workers = calloc(p->nworkers, sizeof(*p->workers));
+  /* Workers embed 64-byte aligned deques: plain calloc is not enough. */
+  void *mem = NULL;
+  if (posix_memalign(&mem, 64, (size_t)p->nworkers * sizeof(worker_t)) != 0)
+    return WEFT_ENOMEM;
+  p->workers = memset(mem, 0, (size_t)p->nworkers * sizeof(worker_t));
   p->inject = calloc(p->ngroups, sizeof(*p->inject));
-  if (!p->workers || !p->inject)
+  if (!p->inject)
     return WEFT_ENOMEM;
   for (uint32_t g = 0; g < p->ngroups; g++) {
     inject_t *q = &p->inject[g];
@@ -537,5 +552,14 @@ int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
   out->sleeps = atomic_load_explicit(&s->sleeps, memory_order_relaxed);
   out->busy_ns = atomic_load_explicit(&s->busy_ns, memory_order_relaxed);
   out->idle_ns = atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
+  /* Add the period in progress (a racy snapshot, as documented). */
+  uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
+  uint64_t t = now_ns();
+  if (since && t > since) {
+    if (atomic_load_explicit(&s->busy, memory_order_relaxed))
+      out->busy_ns += t - since;
+    else
+      out->idle_ns += t - since;
+  }
   return 0;
 }

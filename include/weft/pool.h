@@ -45,8 +45,8 @@ typedef struct weft_pool_config_t {
   /** Plan on this hwloc synthetic description instead of the machine
    * (tests); threads are then never bound. NULL: the real machine. */
   const char *synthetic;
-  /** Jobs each worker's deque and job ring hold (a power of two); 0 means
-   * 4096. */
+  /** Jobs each worker's deque and job ring hold: a power of two in
+   * [2, 2^24]; 0 means 4096. */
   uint32_t queue_capacity;
   /** Microseconds an idle worker spins looking for work before it sleeps;
    * 0 means 50. */
@@ -71,14 +71,18 @@ typedef struct weft_counter_t {
   unsigned char pad_[64 - sizeof(uint32_t)];
 } weft_counter_t;
 
-/** Per-worker counters, filled by weft_pool_worker_stats(). */
+/**
+ * Per-worker counters, filled by weft_pool_worker_stats(). A participating
+ * caller (worker 0) counts only the jobs it runs while waiting; it has no
+ * sleeps, busy or idle time.
+ */
 typedef struct weft_worker_stats_t {
-  uint64_t jobs;          /**< jobs run */
+  uint64_t jobs;          /**< jobs taken from a queue and run */
   uint64_t inline_jobs;   /**< jobs run inline because a queue was full */
   uint64_t local_steals;  /**< jobs stolen from a worker of the same node */
   uint64_t remote_steals; /**< jobs stolen from another node */
   uint64_t sleeps;        /**< times the worker went to sleep */
-  uint64_t busy_ns;       /**< time spent running jobs */
+  uint64_t busy_ns;       /**< time spent running jobs, so far */
   uint64_t idle_ns;       /**< time spent looking for work or asleep */
 } weft_worker_stats_t;
 
