@@ -96,16 +96,18 @@ static void bump(_Atomic uint64_t *c, uint64_t v) {
 /* ---- waking ------------------------------------------------------------- */
 
 /*
- * Tells sleeping workers that work arrived. The epoch moves first (a
- * seq_cst RMW), then the sleeper count is read: a worker about to sleep
- * increments that count before it compares the epoch, so either it sees
- * the new epoch or this sees it counted, and no wake-up is lost.
+ * Tells a sleeping worker that work arrived. The job is queued before the
+ * fence and the sleeper count is read after it; a worker going to sleep
+ * counts itself, fences, and looks at the queues once more (under the
+ * lock) before it waits. One of the two sees the other, so no wake-up is
+ * lost, and a pool with no sleeper pays one fence and one load per job.
  */
 static void wake(weft_pool_t *p) {
-  atomic_fetch_add(&p->epoch, 1);
-  if (atomic_load(&p->sleepers) == 0)
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&p->sleepers, memory_order_relaxed) == 0)
     return;
   pthread_mutex_lock(&p->mu);
+  atomic_fetch_add_explicit(&p->epoch, 1, memory_order_relaxed);
   pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
 }
@@ -197,10 +199,9 @@ static bool enqueue(weft_pool_t *p, uint32_t self, const job_t *j,
   return true;
 }
 
-static void submit_job(weft_pool_t *p, uint32_t self, const job_t *j,
-                       uint32_t node) {
-  if (j->done)
-    atomic_fetch_add_explicit(&j->done->pending, 1, memory_order_relaxed);
+/* Queues a job already counted on its counter (or runs it inline). */
+static void submit_counted(weft_pool_t *p, uint32_t self, const job_t *j,
+                           uint32_t node) {
   if (atomic_load_explicit(&p->stopping, memory_order_relaxed) ||
       !enqueue(p, self, j, node)) {
     /* No room (or no workers): run it here; never fail. */
@@ -210,6 +211,13 @@ static void submit_job(weft_pool_t *p, uint32_t self, const job_t *j,
     return;
   }
   wake(p);
+}
+
+static void submit_job(weft_pool_t *p, uint32_t self, const job_t *j,
+                       uint32_t node) {
+  if (j->done)
+    atomic_fetch_add_explicit(&j->done->pending, 1, memory_order_relaxed);
+  submit_counted(p, self, j, node);
 }
 
 void weft_pool_submit(weft_pool_t *p, uint32_t self, weft_job_fn fn, void *arg,
@@ -297,6 +305,13 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
 static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
                       void *arg, uint32_t b, uint32_t e, uint32_t grain,
                       weft_counter_t *done) {
+  /* Count the halves first: one update of the shared counter instead of
+   * one per half. */
+  uint32_t halves = 0;
+  for (uint32_t n = e - b; n > grain; n /= 2) /* as the loop below */
+    halves++;
+  if (halves && done)
+    atomic_fetch_add_explicit(&done->pending, halves, memory_order_relaxed);
   while (e - b > grain) {
     uint32_t mid = b + (e - b) / 2;
     job_t half = {.range_fn = fn,
@@ -305,7 +320,7 @@ static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
                   .end = e,
                   .grain = grain,
                   .done = done};
-    submit_job(p, self, &half, UINT32_MAX);
+    submit_counted(p, self, &half, UINT32_MAX);
     e = mid;
   }
   fn(arg, b, e, self);
@@ -329,16 +344,25 @@ void weft_pool_parallel_for(weft_pool_t *p, uint32_t self, uint32_t begin,
 /* ---- workers --------------------------------------------------------------
  */
 
-/* Sleeps until the epoch moves past seen (or the pool stops). */
-static void worker_sleep(weft_pool_t *p, worker_t *w, uint64_t seen) {
+/*
+ * Puts worker w to sleep unless work shows up at the last moment (then it
+ * is returned in *job and true). See wake() for why nothing is lost.
+ */
+static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
   pthread_mutex_lock(&p->mu);
-  atomic_fetch_add(&p->sleepers, 1);
-  bump(&w->stats.sleeps, 1);
-  while (atomic_load(&p->epoch) == seen &&
-         !atomic_load_explicit(&p->stopping, memory_order_relaxed))
-    pthread_cond_wait(&p->cv, &p->mu);
-  atomic_fetch_sub(&p->sleepers, 1);
+  atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst);
+  bool found = find_work(p, w->index, job);
+  if (!found) {
+    bump(&w->stats.sleeps, 1);
+    uint64_t seen = atomic_load_explicit(&p->epoch, memory_order_relaxed);
+    while (atomic_load_explicit(&p->epoch, memory_order_relaxed) == seen &&
+           !atomic_load_explicit(&p->stopping, memory_order_relaxed))
+      pthread_cond_wait(&p->cv, &p->mu);
+  }
+  atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_relaxed);
   pthread_mutex_unlock(&p->mu);
+  return found;
 }
 
 /* Closes the open busy or idle period and opens the other kind (or none,
@@ -361,9 +385,9 @@ static void *worker_main(void *arg) {
   switch_period(&w->stats, false, true);
   bool busy = false;
   job_t j;
-  for (;;) {
-    uint64_t seen = atomic_load(&p->epoch);
-    if (find_work(p, w->index, &j)) {
+  for (bool have = false;;) {
+    if (have || find_work(p, w->index, &j)) {
+      have = false;
       if (!busy) {
         switch_period(&w->stats, true, true);
         busy = true;
@@ -378,16 +402,16 @@ static void *worker_main(void *arg) {
     }
     if (atomic_load_explicit(&p->stopping, memory_order_acquire))
       break;
-    /* Spin a little: work often arrives right behind. */
+    /* Spin a little, polling the queues: work often arrives right
+     * behind. Then sleep. */
     uint64_t until = now_ns() + p->spin_ns;
-    bool found = false;
-    while (!found && now_ns() < until) {
+    while (!have && now_ns() < until) {
       for (int k = 0; k < 32; k++)
         cpu_relax();
-      found = atomic_load(&p->epoch) != seen;
+      have = find_work(p, w->index, &j);
     }
-    if (!found)
-      worker_sleep(p, w, seen);
+    if (!have)
+      have = worker_sleep(p, w, &j);
   }
   switch_period(&w->stats, false, false);
   return NULL;
