@@ -118,6 +118,7 @@ void bench_create_destroy(bench_ctx_t *ctx);
 void bench_commands(bench_ctx_t *ctx);
 void bench_get(bench_ctx_t *ctx);
 void bench_memory(bench_ctx_t *ctx);
+void bench_jobs(bench_ctx_t *ctx);
 
 /* Sets defaults (full or quick); 0 rounds keeps the mode's default. */
 void bench_ctx_init(bench_ctx_t *ctx, bool quick, uint32_t rounds);

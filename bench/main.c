@@ -32,6 +32,7 @@ static const bench_scenario_t bench_registry[] = {
     {"commands", bench_commands},
     {"get", bench_get},
     {"memory", bench_memory},
+    {"jobs", bench_jobs},
 };
 
 static void usage(FILE *out) {

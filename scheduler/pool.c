@@ -300,30 +300,41 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
 /* ---- parallel-for ---------------------------------------------------------
  */
 
-/* Splits [b, e) in halves, queueing the upper halves, until the rest fits
- * the grain, and runs it. The halves depend only on b, e and grain. */
+/* True when worker self holds no queued job a thief could take, so that
+ * queueing a half is worth its cost. Outsiders always queue. */
+static bool hungry(weft_pool_t *p, uint32_t self) {
+  return self >= p->nworkers || weft__deque_size(&p->workers[self].dq) == 0;
+}
+
+/*
+ * Runs [b, e) as the leaves of its halving tree: a range larger than the
+ * grain splits at its midpoint, and fn runs on each leaf. The leaves depend
+ * only on b, e and grain. Splitting is lazy: the upper half is queued only
+ * when this worker has nothing queued for thieves already, otherwise both
+ * halves run here in order. A parallel-for thus makes about as many jobs
+ * as there are steals, not one per leaf.
+ */
 static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
                       void *arg, uint32_t b, uint32_t e, uint32_t grain,
                       weft_counter_t *done) {
-  /* Count the halves first: one update of the shared counter instead of
-   * one per half. */
-  uint32_t halves = 0;
-  for (uint32_t n = e - b; n > grain; n /= 2) /* as the loop below */
-    halves++;
-  if (halves && done)
-    atomic_fetch_add_explicit(&done->pending, halves, memory_order_relaxed);
-  while (e - b > grain) {
-    uint32_t mid = b + (e - b) / 2;
+  if (e - b <= grain) {
+    fn(arg, b, e, self);
+    return;
+  }
+  uint32_t mid = b + (e - b) / 2;
+  if (hungry(p, self)) {
     job_t half = {.range_fn = fn,
                   .arg = arg,
                   .begin = mid,
                   .end = e,
                   .grain = grain,
                   .done = done};
-    submit_counted(p, self, &half, UINT32_MAX);
-    e = mid;
+    submit_job(p, self, &half, UINT32_MAX);
+    run_range(p, self, fn, arg, b, mid, grain, done);
+    return;
   }
-  fn(arg, b, e, self);
+  run_range(p, self, fn, arg, b, mid, grain, done);
+  run_range(p, self, fn, arg, mid, e, grain, done);
 }
 
 void weft_pool_parallel_for(weft_pool_t *p, uint32_t self, uint32_t begin,
