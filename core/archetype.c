@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "scheduler/numa.h"
 #include "core/world.h"
 
 #define WEFT__ALIGN64(x) (((x) + 63u) & ~63u)
@@ -382,7 +383,18 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
                     sizeof(*a->segs), 4);
   WEFT_CHECK(w, rc == 0, rc, "out of memory growing chunk lists");
   bool huge = bytes >= WEFT__HUGE_PAGE;
-  uint8_t *mem = weft__alloc(&w->alloc, bytes, huge ? WEFT__HUGE_PAGE : 64);
+  size_t align = huge ? WEFT__HUGE_PAGE : 64;
+  /* With a pool, segments take its NUMA groups in turn: at scale every
+   * segment has the maximum size, so an archetype spreads evenly. */
+  uint32_t node = 0;
+  uint8_t *mem;
+  if (w->pool) {
+    uint32_t g = a->nsegs % weft__pool_node_groups(w->pool);
+    node = weft__pool_group_node(w->pool, g);
+    mem = weft__pool_alloc_on(w->pool, g, &w->alloc, bytes, align);
+  } else {
+    mem = weft__alloc(&w->alloc, bytes, align);
+  }
   weft__chunk_t *headers = weft__alloc(&w->alloc, hdr + ptrs, 64);
   if (!mem || !headers) {
     weft__free(mem, bytes, 64);
@@ -401,6 +413,8 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   }
   uint8_t **bases = (uint8_t **)((uint8_t *)headers + hdr);
   carve_segment(a, mem, headers, bases, n);
+  for (uint32_t k = 0; k < n; k++)
+    headers[k].node = node;
   a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, headers, bases, n};
   a->chunk_total += n;
   w->chunks_spare += n;

@@ -73,6 +73,7 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
 #else
   w->checked = cfg.checked != WEFT_CHECKED_OFF;
 #endif
+  w->pool = cfg.pool;
   w->panic = cfg.panic ? cfg.panic : default_panic;
   w->panic_user = cfg.panic_user;
   weft__mask_t none = {{0}};

@@ -67,6 +67,8 @@ struct weft_world_t {
   uint32_t obs_cap;
   uint32_t obs_events; /* union of the observers' event masks */
 
+  struct weft_pool_t *pool; /* NUMA homes for chunk memory, or NULL */
+
   bool checked;
   uint8_t tag;
   weft_panic_fn panic;

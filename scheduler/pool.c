@@ -17,70 +17,12 @@
 #include <time.h>
 
 #include "scheduler/deque.h"
+#include "scheduler/pool_internal.h"
 #include "scheduler/topology.h"
 #include "weft/error.h"
 
 #define WEFT__POOL_CAP_DEFAULT 4096u
 #define WEFT__SPIN_US_DEFAULT 50u
-
-/* A queued job. Range jobs carry their range; plain jobs leave it empty. */
-typedef struct job_t {
-  _Atomic uint32_t state; /* 0: free, 1: queued */
-  uint32_t begin, end, grain;
-  weft_job_fn fn;
-  weft_range_fn range_fn;
-  void *arg;
-  weft_counter_t *done;
-} job_t;
-
-/* Counters the owning worker updates and anyone may read. */
-typedef struct stats_t {
-  _Atomic uint64_t jobs, inline_jobs, local_steals, remote_steals, sleeps;
-  _Atomic uint64_t busy_ns, idle_ns; /* closed periods */
-  _Atomic uint64_t since;            /* start of the open period, 0: none */
-  _Atomic uint32_t busy;             /* the open period is busy */
-} stats_t;
-
-typedef struct worker_t {
-  weft__deque_t dq;
-  job_t *ring;
-  uint32_t ring_next; /* owner only */
-  uint32_t index;
-  uint32_t group;
-  bool started;
-  pthread_t thread;
-  struct weft_pool_t *pool;
-  stats_t stats;
-} worker_t;
-
-/* A queue for jobs submitted by threads outside the pool, one per NUMA
- * group; jobs are stored by value, so a slot is free once popped. */
-typedef struct inject_t {
-  pthread_mutex_t mu;
-  job_t *jobs;
-  uint32_t head, count, cap;
-  _Atomic uint32_t size; /* count, readable without the lock */
-} inject_t;
-
-struct weft_pool_t {
-  weft_topology_t *topo;
-  weft_plan_t *plan;
-  worker_t *workers;
-  uint32_t nworkers;
-  uint32_t first_thread; /* 1 when worker 0 is the caller */
-  uint32_t cap;
-  uint64_t spin_ns;
-  inject_t *inject; /* one per group */
-  uint32_t ngroups;
-  _Atomic uint32_t next_inject; /* round-robin for "anywhere" jobs */
-  _Atomic bool stopping;
-  bool running;
-  /* Sleep and wake: see worker_sleep() and wake(). */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  _Atomic uint32_t sleepers;
-  _Atomic uint64_t epoch;
-};
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -482,7 +424,8 @@ static int make_workers(weft_pool_t *p) {
     return WEFT_ENOMEM;
   p->workers = memset(mem, 0, (size_t)p->nworkers * sizeof(worker_t));
   p->inject = calloc(p->ngroups, sizeof(*p->inject));
-  if (!p->inject)
+  p->arenas = calloc(p->ngroups, sizeof(*p->arenas));
+  if (!p->inject || !p->arenas)
     return WEFT_ENOMEM;
   for (uint32_t g = 0; g < p->ngroups; g++) {
     inject_t *q = &p->inject[g];
@@ -514,6 +457,8 @@ static void free_pool(weft_pool_t *p) {
     free(p->inject[g].jobs);
   }
   free(p->inject);
+  free(p->arenas);
+  pthread_mutex_destroy(&p->arena_mu);
   free(p->workers);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->cv);
@@ -537,6 +482,7 @@ int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
   if (!p)
     return WEFT_ENOMEM;
   pthread_mutex_init(&p->mu, NULL);
+  pthread_mutex_init(&p->arena_mu, NULL);
   pthread_cond_init(&p->cv, NULL);
   p->cap = cap;
   p->spin_ns =

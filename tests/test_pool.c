@@ -10,6 +10,10 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "support/weft_test.h"
 
+#ifndef WEFT_SYSTEM_MALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -985,6 +989,79 @@ static void test_pool_tiny_queue_runs_overflow_inline(void **state) {
   weft_pool_destroy(p);
 }
 
+/* --- NUMA homes for chunk memory ---------------------------------------- */
+
+/* Spawns n entities one by one and returns the home node of every chunk
+ * in iteration order (at most max). */
+static uint32_t chunk_homes(weft_world_t *w, uint32_t n, uint32_t *homes,
+                            uint32_t max) {
+  weft_component_t c = wt_register(w, "v", 16, 0);
+  const weft_component_t comps[] = {c, 0};
+  for (uint32_t i = 0; i < n; i++)
+    wt_spawn_with(w, comps, NULL);
+  weft_query_desc_t qd;
+  memset(&qd, 0, sizeof qd);
+  qd.include[0] = c;
+  weft_query_t *q = NULL;
+  assert_int_equal(weft_query_create(w, &qd, &q), WEFT_OK);
+  uint32_t k = 0;
+  weft_iter_t it;
+  for (weft_query_iter(q, &it); weft_iter_next(&it);)
+    if (k < max)
+      homes[k++] = it.home_node;
+  weft_query_destroy(q);
+  return k;
+}
+
+static void test_pool_world_chunks_take_numa_homes(void **state) {
+  (void)state;
+  /* Four NUMA nodes, one core each. */
+  weft_pool_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.synthetic = "pack:2 numa:2 l3:1 core:1 pu:1";
+  weft_pool_t *p = NULL;
+  assert_int_equal(weft_pool_create(&cfg, &p), WEFT_OK);
+  assert_int_equal(weft_plan_groups(weft_pool_plan(p)), 4);
+  weft_world_config_t wc;
+  memset(&wc, 0, sizeof wc);
+  wc.chunk_size = 4096;
+  wc.pool = p;
+  weft_world_t *w = wt_world_new(&wc);
+  uint32_t homes[64];
+#ifndef WEFT_SYSTEM_MALLOC
+  /* jemalloc's arena count, to see one arena made per group in use. */
+  unsigned narenas0 = 0, narenas1 = 0;
+  size_t sz = sizeof(unsigned);
+  assert_int_equal(mallctl("arenas.narenas", &narenas0, &sz, NULL, 0), 0);
+#endif
+  /* An archetype's segments hold 1, 1, 2, 4, 8, 16 chunks (each doubles
+   * what exists) and take groups 0, 1, 2, 3, 0, 1 in turn. A row is an
+   * 8-byte handle and a 16-byte value; 4096-byte chunks hold 4096 / 24
+   * rows, rounded down to a multiple of 64: 128. */
+  const uint32_t rows = 128;
+  uint32_t n = chunk_homes(w, rows * 31, homes, 64);
+  assert_int_equal(n, 31);
+  static const uint32_t seg_len[] = {1, 1, 2, 4, 8, 15};
+  static const uint32_t seg_node[] = {0, 1, 2, 3, 0, 1};
+  uint32_t k = 0;
+  for (uint32_t s = 0; s < 6; s++)
+    for (uint32_t j = 0; j < seg_len[s]; j++, k++)
+      assert_int_equal(homes[k], seg_node[s]);
+#ifndef WEFT_SYSTEM_MALLOC
+  assert_int_equal(mallctl("arenas.narenas", &narenas1, &sz, NULL, 0), 0);
+  assert_int_equal(narenas1 - narenas0, 4);
+#endif
+  weft_world_destroy(w);
+  /* Without a pool every chunk is on node 0. */
+  w = wt_world_new(&(weft_world_config_t){.chunk_size = 4096});
+  n = chunk_homes(w, rows * 31, homes, 64);
+  assert_int_equal(n, 31);
+  for (uint32_t i = 0; i < n; i++)
+    assert_int_equal(homes[i], 0);
+  weft_world_destroy(w);
+  weft_pool_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pool_create_with_defaults),
@@ -1005,6 +1082,7 @@ int main(void) {
       cmocka_unit_test(test_pool_idle_pool_sleeps),
       cmocka_unit_test(test_pool_caller_participates_as_worker_zero),
       cmocka_unit_test(test_pool_tiny_queue_runs_overflow_inline),
+      cmocka_unit_test(test_pool_world_chunks_take_numa_homes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,6 +78,12 @@ typedef struct weft_world_config_t {
   weft_panic_fn panic;
   /** Passed to @ref panic. */
   void *panic_user;
+  /** A pool whose NUMA groups home the chunk memory (pool.h): an
+   * archetype's segments of chunks go to the pool's groups in turn, each
+   * from its node's jemalloc arena and bound to that node, and every chunk
+   * records its home node (weft_iter_t.home_node). The pool must outlive
+   * the world. NULL, or a one-node pool: ordinary memory, node 0. */
+  struct weft_pool_t *pool;
 } weft_world_config_t;
 
 /** Per-world counters and sizes, filled by weft_world_stats(). */

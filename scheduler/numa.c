@@ -1,0 +1,75 @@
+/* NUMA-local chunk memory (see numa.h). */
+#include "scheduler/numa.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef WEFT_SYSTEM_MALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
+#include "scheduler/pool_internal.h"
+#include "scheduler/topology.h"
+
+uint32_t weft__pool_node_groups(const weft_pool_t *p) {
+  return p && p->ngroups ? p->ngroups : 1;
+}
+
+uint32_t weft__pool_group_node(const weft_pool_t *p, uint32_t g) {
+  uint32_t node = 0;
+  if (p && g < p->ngroups)
+    weft_plan_group(p->plan, g, &node, NULL);
+  return node;
+}
+
+#ifndef WEFT_SYSTEM_MALLOC
+/* The arena of group g, created on first use; 0 means "the default". */
+static unsigned group_arena(weft_pool_t *p, uint32_t g) {
+  pthread_mutex_lock(&p->arena_mu);
+  unsigned a = p->arenas[g];
+  if (a == 0) {
+    size_t sz = sizeof(a);
+    if (mallctl("arenas.create", &a, &sz, NULL, 0) != 0)
+      a = 0; /* no arena: use the default one */
+    p->arenas[g] = a;
+  }
+  pthread_mutex_unlock(&p->arena_mu);
+  return a;
+}
+#endif
+
+/* Binds memory to group g's node when planning on the real machine. */
+static void bind_to_node(weft_pool_t *p, uint32_t g, void *mem, size_t size) {
+  if (p->topo->synthetic)
+    return;
+  hwloc_obj_t node = hwloc_get_obj_by_type(p->topo->hw, HWLOC_OBJ_NUMANODE,
+                                           weft__pool_group_node(p, g));
+  if (node && node->nodeset)
+    hwloc_set_area_membind(p->topo->hw, mem, size, node->nodeset,
+                           HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
+}
+
+void *weft__pool_alloc_on(weft_pool_t *p, uint32_t g, weft__alloc_stats_t *st,
+                          size_t size, size_t align) {
+  /* One group: nothing to place, and no arena to pay for. */
+  if (!p || p->ngroups <= 1 || g >= p->ngroups)
+    return weft__alloc(st, size, align);
+  void *mem;
+#ifdef WEFT_SYSTEM_MALLOC
+  mem = weft__alloc(st, size, align);
+#else
+  unsigned arena = group_arena(p, g);
+  int flags = MALLOCX_ALIGN(align < sizeof(void *) ? sizeof(void *) : align);
+  if (arena)
+    flags |= MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
+  mem = mallocx(size ? size : 1, flags);
+  if (mem && st) {
+    st->allocs++;
+    st->bytes += size;
+  }
+#endif
+  if (mem)
+    bind_to_node(p, g, mem, size);
+  return mem;
+}

@@ -1,0 +1,32 @@
+/*
+ * NUMA-local chunk memory: what a world asks of the pool it is attached to
+ * (weft_world_config_t.pool). Each NUMA group of the pool gets its own
+ * jemalloc arena, created on first use, and memory from it is bound to the
+ * group's node when the topology is the real machine. A pool with one group
+ * hands out ordinary memory: the one-node case costs nothing.
+ */
+#ifndef WEFT_SCHEDULER_NUMA_H
+#define WEFT_SCHEDULER_NUMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/alloc.h"
+#include "weft/pool.h"
+
+/* NUMA groups of the pool (1 for a one-node machine). */
+uint32_t weft__pool_node_groups(const weft_pool_t *pool);
+
+/* The logical NUMA node of group g. */
+uint32_t weft__pool_group_node(const weft_pool_t *pool, uint32_t g);
+
+/*
+ * Allocates size bytes (aligned) for chunk memory homed on group g: from
+ * the group's arena, bound to its node. NULL on failure. Free with
+ * weft__free(). Counted in st like weft__alloc(). Any thread that may
+ * change the world using the pool.
+ */
+void *weft__pool_alloc_on(weft_pool_t *pool, uint32_t g,
+                          weft__alloc_stats_t *st, size_t size, size_t align);
+
+#endif /* WEFT_SCHEDULER_NUMA_H */

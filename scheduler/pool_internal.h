@@ -1,0 +1,79 @@
+/*
+ * The private layout of the pool, shared by pool.c (workers and jobs) and
+ * numa.c (chunk memory per NUMA group).
+ */
+#ifndef WEFT_SCHEDULER_POOL_INTERNAL_H
+#define WEFT_SCHEDULER_POOL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "scheduler/deque.h"
+#include "weft/pool.h"
+
+/* A queued job. Range jobs carry their range; plain jobs leave it empty. */
+typedef struct job_t {
+  _Atomic uint32_t state; /* 0: free, 1: queued */
+  uint32_t begin, end, grain;
+  weft_job_fn fn;
+  weft_range_fn range_fn;
+  void *arg;
+  weft_counter_t *done;
+} job_t;
+
+/* Counters the owning worker updates and anyone may read. */
+typedef struct stats_t {
+  _Atomic uint64_t jobs, inline_jobs, local_steals, remote_steals, sleeps;
+  _Atomic uint64_t busy_ns, idle_ns; /* closed periods */
+  _Atomic uint64_t since;            /* start of the open period, 0: none */
+  _Atomic uint32_t busy;             /* the open period is busy */
+} stats_t;
+
+typedef struct worker_t {
+  weft__deque_t dq;
+  job_t *ring;
+  uint32_t ring_next; /* owner only */
+  uint32_t index;
+  uint32_t group;
+  bool started;
+  pthread_t thread;
+  struct weft_pool_t *pool;
+  stats_t stats;
+} worker_t;
+
+/* A queue for jobs submitted by threads outside the pool, one per NUMA
+ * group; jobs are stored by value, so a slot is free once popped. */
+typedef struct inject_t {
+  pthread_mutex_t mu;
+  job_t *jobs;
+  uint32_t head, count, cap;
+  _Atomic uint32_t size; /* count, readable without the lock */
+} inject_t;
+
+struct weft_pool_t {
+  weft_topology_t *topo;
+  weft_plan_t *plan;
+  worker_t *workers;
+  uint32_t nworkers;
+  uint32_t first_thread; /* 1 when worker 0 is the caller */
+  uint32_t cap;
+  uint64_t spin_ns;
+  inject_t *inject; /* one per group */
+  uint32_t ngroups;
+  _Atomic uint32_t next_inject; /* round-robin for "anywhere" jobs */
+  _Atomic bool stopping;
+  bool running;
+  /* Sleep and wake: see worker_sleep() and wake(). */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  _Atomic uint32_t sleepers;
+  _Atomic uint64_t epoch;
+  /* NUMA-local chunk memory (numa.c): a jemalloc arena per group, made on
+   * first use (0: not yet). */
+  pthread_mutex_t arena_mu;
+  unsigned *arenas;
+};
+
+#endif /* WEFT_SCHEDULER_POOL_INTERNAL_H */
