@@ -228,23 +228,35 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
   if (!p || !c)
     return;
   job_t j;
+  bool idle = false; /* counted in p->idle while nothing to run */
   while (atomic_load_explicit(&c->pending, memory_order_acquire) != 0) {
     if (find_work(p, self, &j)) {
+      if (idle)
+        atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
+      idle = false;
       if (self < p->nworkers)
         bump(&p->workers[self].stats.jobs, 1);
       run_job(p, self, &j);
     } else {
+      if (!idle)
+        atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
+      idle = true;
       cpu_relax();
     }
   }
+  if (idle)
+    atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
 }
 
 /* ---- parallel-for ---------------------------------------------------------
  */
 
-/* True when worker self holds no queued job a thief could take, so that
- * queueing a half is worth its cost. Outsiders always queue. */
+/* True when some thread is looking for work and worker self holds no
+ * queued job it could take already, so that queueing a half is worth its
+ * cost. */
 static bool hungry(weft_pool_t *p, uint32_t self) {
+  if (atomic_load_explicit(&p->idle, memory_order_relaxed) == 0)
+    return false; /* nobody would take it */
   return self >= p->nworkers || weft__deque_size(&p->workers[self].dq) == 0;
 }
 
@@ -336,12 +348,14 @@ static void *worker_main(void *arg) {
   weft_pool_t *p = w->pool;
   weft__plan_bind(p->topo, p->plan, w->index);
   switch_period(&w->stats, false, true);
+  atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
   bool busy = false;
   job_t j;
   for (bool have = false;;) {
     if (have || find_work(p, w->index, &j)) {
       have = false;
       if (!busy) {
+        atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
         switch_period(&w->stats, true, true);
         busy = true;
       }
@@ -351,6 +365,7 @@ static void *worker_main(void *arg) {
     }
     if (busy) {
       switch_period(&w->stats, false, true);
+      atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
       busy = false;
     }
     if (atomic_load_explicit(&p->stopping, memory_order_acquire))
@@ -367,6 +382,7 @@ static void *worker_main(void *arg) {
       have = worker_sleep(p, w, &j);
   }
   switch_period(&w->stats, false, false);
+  atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
   return NULL;
 }
 

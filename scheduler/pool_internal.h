@@ -70,6 +70,10 @@ struct weft_pool_t {
   pthread_cond_t cv;
   _Atomic uint32_t sleepers;
   _Atomic uint64_t epoch;
+  /* Threads of the pool looking for work (spinning, asleep, or waiting on
+   * a counter with nothing to run): splitting a range pays only if some
+   * are. */
+  _Atomic uint32_t idle;
   /* NUMA-local chunk memory (numa.c): a jemalloc arena per group, made on
    * first use (0: not yet). */
   pthread_mutex_t arena_mu;
