@@ -189,16 +189,8 @@ static inline __attribute__((always_inline)) int copy_value(weft_cmdbuf_t *b,
                                                             weft_component_t c,
                                                             const void *value,
                                                             const void **out) {
-  *out = NULL;
-  uint32_t size = b->world->registry.items[c - 1].size;
-  if (!value || !size)
-    return 0;
-  void *p = weft__arena_take(&b->arena, &b->alloc, size);
-  if (!p)
-    return WEFT_ENOMEM;
-  weft__copy_elem(p, value, size);
-  *out = p;
-  return 0;
+  return weft__arena_dup(&b->arena, &b->alloc, value,
+                         b->world->registry.items[c - 1].size, out);
 }
 
 /* Recording does not write the world, not even its error buffer: errors
@@ -211,22 +203,13 @@ static inline bool comp_ok(const weft_cmdbuf_t *b, weft_component_t c) {
 #define RUN_FIRST 16u
 #define RUN_MAX 4096u
 
-/* Checks a spawn list; 0 or a WEFT_E* code. */
+/* Checks a spawn list; 0 or a WEFT_E* code (no message: recording threads
+ * do not write the world). */
 static int check_list(const weft_cmdbuf_t *b, const weft_component_t *comps,
                       uint32_t *count) {
-  weft__mask_t seen = {{0}};
-  uint32_t n = 0;
-  for (; comps && comps[n]; n++) {
-    if (n >= 64)
-      return WEFT_ETOOMANY;
-    if (!comp_ok(b, comps[n]))
-      return WEFT_ENOCOMP;
-    if (weft__mask_test(&seen, comps[n]))
-      return WEFT_EINVAL;
-    weft__mask_set(&seen, comps[n]);
-  }
-  *count = n;
-  return 0;
+  weft__mask_t seen;
+  return weft__list_check(&b->world->registry, comps, WEFT__SPAWN_MAX, &seen,
+                          count);
 }
 
 /* True if comps is the list of the buffer's open run (already checked). */
@@ -562,17 +545,26 @@ static void merge_start(merge_t *m) {
   m->cur = m->other = UINT32_MAX;
 }
 
+/* The buffer that issued pending handle e (NULL if none of this world),
+ * with the handle's epoch and sequence. */
+static weft_cmdbuf_t *pending_buffer(const weft_world_t *w, weft_entity_t e,
+                                     uint32_t *epoch, uint32_t *seq) {
+  uint32_t id = (uint32_t)(e >> ID_SHIFT) & FIELD_MASK;
+  *epoch = (uint32_t)(e >> EPOCH_SHIFT) & FIELD_MASK;
+  *seq = (uint32_t)e & 0x7fffffffu;
+  if ((e & UINT64_C(0xff00000000000000)) != w->index.tag || id >= w->txn.nbufs)
+    return NULL;
+  return w->txn.bufs[id];
+}
+
 /* The real handle a command names: itself, or what its pending spawn
  * became in this apply. 0 when stale. */
 static weft_entity_t target_of(weft_world_t *w, weft_entity_t e) {
   if (!weft_entity_is_pending(e))
     return e;
-  uint32_t id = (uint32_t)(e >> ID_SHIFT) & FIELD_MASK;
-  uint32_t epoch = (uint32_t)(e >> EPOCH_SHIFT) & FIELD_MASK;
-  uint32_t seq = (uint32_t)e & 0x7fffffffu;
-  const weft_cmdbuf_t *b = id < w->txn.nbufs ? w->txn.bufs[id] : NULL;
-  if ((e & UINT64_C(0xff00000000000000)) != w->index.tag || !b ||
-      !b->applying || b->epoch != epoch || seq >= b->nspawns)
+  uint32_t epoch, seq;
+  const weft_cmdbuf_t *b = pending_buffer(w, e, &epoch, &seq);
+  if (!b || !b->applying || b->epoch != epoch || seq >= b->nspawns)
     return 0;
   return b->spawned[seq];
 }
@@ -583,7 +575,8 @@ static int place_pending(weft_world_t *w, merge_t *m) {
   for (const weft__cmd_t *c; (c = merge_next(m));) {
     if (c->op != WEFT__OP_SPAWN)
       continue;
-    weft_cmdbuf_t *b = w->txn.bufs[(uint32_t)(c->e >> ID_SHIFT) & FIELD_MASK];
+    uint32_t epoch, seq;
+    weft_cmdbuf_t *b = pending_buffer(w, c->e, &epoch, &seq);
     const weft__spawn_run_t *r = c->data;
     for (uint32_t j = 0; j < r->count; j++) {
       weft_entity_t e = 0;
@@ -592,7 +585,8 @@ static int place_pending(weft_world_t *w, merge_t *m) {
         rc = weft__stage_spawn(w, e);
       if (rc) {
         if (e)
-          weft__unreserve_slot(w, e); /* could not stage: give it back */
+          weft__unreserve_slot(w,
+                               (uint32_t)e); /* could not stage: give it back */
         e = 0;
         w->txn.dropped++;
         err = rc;
@@ -606,7 +600,8 @@ static int place_pending(weft_world_t *w, merge_t *m) {
 /* A spawn run in pass 1: on the fast path it is queued for the drain; on
  * the staged path (pass 0 made the stages) its values become ADD ops. */
 static int spawn_ops(weft_world_t *w, const weft__cmd_t *c) {
-  weft_cmdbuf_t *b = w->txn.bufs[(uint32_t)(c->e >> ID_SHIFT) & FIELD_MASK];
+  uint32_t epoch, seq;
+  weft_cmdbuf_t *b = pending_buffer(w, c->e, &epoch, &seq);
   const weft__spawn_run_t *r = c->data;
   if (w->txn.fast_spawns)
     return weft__txn_fast_spawn(w, r, &b->spawned[r->seq0]);
@@ -749,13 +744,10 @@ int weft_cmd_resolve(const weft_world_t *w, weft_entity_t e,
     *out = e;
     return 0;
   }
-  uint32_t id = (uint32_t)(e >> ID_SHIFT) & FIELD_MASK;
-  uint32_t epoch = (uint32_t)(e >> EPOCH_SHIFT) & FIELD_MASK;
-  uint32_t seq = (uint32_t)e & 0x7fffffffu;
-  const weft_cmdbuf_t *b = id < w->txn.nbufs ? w->txn.bufs[id] : NULL;
-  if ((e & UINT64_C(0xff00000000000000)) != w->index.tag || !b ||
-      !b->has_results || b->spawned_epoch != epoch || seq >= b->spawned_n ||
-      !weft__index_lookup(&w->index, b->spawned[seq]))
+  uint32_t epoch, seq;
+  const weft_cmdbuf_t *b = pending_buffer(w, e, &epoch, &seq);
+  if (!b || !b->has_results || b->spawned_epoch != epoch ||
+      seq >= b->spawned_n || !weft__index_lookup(&w->index, b->spawned[seq]))
     return WEFT_ESTALE;
   *out = b->spawned[seq];
   return 0;

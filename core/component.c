@@ -178,3 +178,23 @@ int weft_component_field(const weft_world_t *w, weft_component_t id,
 uint32_t weft_component_count(const weft_world_t *w) {
   return w ? w->registry.count : 0;
 }
+
+int weft__list_check(const weft__registry_t *reg, const weft_component_t *comps,
+                     uint32_t max, weft__mask_t *m, uint32_t *count) {
+  memset(m, 0, sizeof(*m));
+  uint32_t n = 0;
+  int rc = 0;
+  for (; comps && comps[n]; n++) {
+    if (n >= max)
+      rc = WEFT_ETOOMANY;
+    else if (comps[n] > reg->count)
+      rc = WEFT_ENOCOMP;
+    else if (weft__mask_test(m, comps[n]))
+      rc = WEFT_EINVAL;
+    if (rc)
+      break;
+    weft__mask_set(m, comps[n]);
+  }
+  *count = n;
+  return rc;
+}

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "core/bitset.h"
 #include "weft/component.h"
 
 typedef struct weft__field_t {
@@ -38,5 +39,15 @@ static inline const weft__component_t *
 weft__registry_get(const weft__registry_t *reg, weft_component_t id) {
   return (id >= 1 && id <= reg->count) ? &reg->items[id - 1] : 0;
 }
+
+/*
+ * Checks a zero-terminated component list: at most max ids, each known,
+ * none twice; fills *m with them. Returns 0 with *count the length, or
+ * WEFT_ETOOMANY / WEFT_ENOCOMP / WEFT_EINVAL with *count the position of
+ * the offending id. Writes nothing but its outputs, so command buffers on
+ * any thread use it too.
+ */
+int weft__list_check(const weft__registry_t *reg, const weft_component_t *comps,
+                     uint32_t max, weft__mask_t *m, uint32_t *count);
 
 #endif /* WEFT_CORE_COMPONENT_H */

@@ -14,30 +14,13 @@
 /* A NULL spawn list means this empty one. */
 static const weft_component_t no_components[1] = {WEFT_COMPONENT_NONE};
 
-/* Components a spawn_with list may name. */
-#define WEFT__SPAWN_MAX 64u
-
-/* A resolved live entity: its record, chunk, row and archetype. */
-typedef struct weft__where_t {
-  weft__record_t *rec;
-  weft__chunk_t *chunk;
-  uint32_t row;
-  weft__archetype_t *arch;
-} weft__where_t;
-
+/* weft__locate(), counting a miss as a stale handle. */
 static inline bool resolve(const weft_world_t *w, weft_entity_t e,
                            weft__where_t *at) {
-  weft__record_t *r = weft__index_lookup(&w->index, e);
-  if (WEFT__UNLIKELY(!r)) {
-    weft__count_stale(w);
-    return false;
-  }
-  at->rec = r;
-  const weft__chunk_slot_t *slot = weft__rec_slot(w, r);
-  at->chunk = slot->chunk;
-  at->arch = slot->arch;
-  at->row = weft__rec_row(r);
-  return true;
+  if (WEFT__LIKELY(weft__locate(w, e, at)))
+    return true;
+  weft__count_stale(w);
+  return false;
 }
 
 static inline bool comp_known(const weft_world_t *w, weft_component_t c) {
@@ -111,21 +94,16 @@ int weft_spawn(weft_world_t *w, weft_entity_t *out) {
   return spawn_into(w, w->root, out, &chunk, &row);
 }
 
-/* Reads a zero-terminated component list into a mask, checking it. */
-static int list_mask(weft_world_t *w, const weft_component_t *comps,
-                     uint32_t max, weft__mask_t *m, uint32_t *count) {
-  memset(m, 0, sizeof(*m));
-  uint32_t n = 0;
-  for (; comps && comps[n]; n++) {
-    WEFT_CHECK(w, n < max, WEFT_ETOOMANY,
-               "a component list holds at most %u ids", max);
-    COMP_OR_FAIL(w, comps[n]);
-    WEFT_CHECK(w, !weft__mask_test(m, comps[n]), WEFT_EINVAL,
-               "component %u is listed twice", comps[n]);
-    weft__mask_set(m, comps[n]);
-  }
-  *count = n;
-  return 0;
+int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
+                    uint32_t max, weft__mask_t *m, uint32_t *count) {
+  int rc = weft__list_check(&w->registry, comps, max, m, count);
+  WEFT_CHECK(w, rc != WEFT_ETOOMANY, rc,
+             "a component list holds at most %u ids", max);
+  WEFT_CHECK(w, rc != WEFT_ENOCOMP, rc, "unknown component id %u",
+             (unsigned)comps[*count]);
+  WEFT_CHECK(w, rc != WEFT_EINVAL, rc, "component %u is listed twice",
+             (unsigned)comps[*count]);
+  return rc;
 }
 
 /* Short lists hash to a memo slot; longer ones take the slow path. */
@@ -189,7 +167,7 @@ static inline int spawn_archetype(weft_world_t *w,
   }
   *memo_out = NULL;
   weft__mask_t m, none = {{0}};
-  int rc = list_mask(w, comps, max, &m, count);
+  int rc = weft__list_mask(w, comps, max, &m, count);
   if (!rc)
     rc = weft__archetype_get(w, &m, &none, out);
   if (!rc && *count <= WEFT__SPAWN_FAST) {
@@ -265,8 +243,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     return rc;
   /* The batch is a scope: structural calls from the fill callback or from
    * observers stage and apply when the batch is complete. */
-  w->txn.depth++;
-  weft__route_sync(w);
+  weft__scope_open(w);
   w->txn.batch_hold = n;
   for (uint32_t done = 0; done < n;) {
     weft__chunk_t *c;
@@ -292,8 +269,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   }
   w->spawns += n;
   w->version++;
-  w->txn.depth--;
-  weft__route_sync(w);
+  weft__scope_close(w);
   return weft__txn_settle(w);
 }
 

@@ -101,10 +101,8 @@ static void deliver(weft_world_t *w, const weft_observer_t *o, uint32_t kind,
     terms = o->desc.query->terms;
     nterms = o->desc.query->nterms;
   } else if (kind & (WEFT_EVENT_ADD | WEFT_EVENT_REMOVE)) {
-    terms = &o->desc.component;
+    terms = &comp; /* the observer's filter, or any component: this one */
     nterms = 1;
-    if (!comp || !o->desc.component)
-      terms = &comp;
   }
   weft__iter_view(w, c, row, n, terms, nterms, &view);
   weft_event_t ev = {

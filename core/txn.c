@@ -112,10 +112,10 @@ int weft__reserve_slot(weft_world_t *w, weft_entity_t *out) {
   return 0;
 }
 
-void weft__unreserve_slot(weft_world_t *w, weft_entity_t e) {
-  weft__record_t *r = weft__index_rec(&w->index, (uint32_t)e);
+void weft__unreserve_slot(weft_world_t *w, uint32_t slot) {
+  weft__record_t *r = weft__index_rec(&w->index, slot);
   r->gen &= ~WEFT__REC_RETIRED;
-  weft__index_kill(&w->index, r, (uint32_t)e);
+  weft__index_kill(&w->index, r, slot);
   w->txn.reserved--;
 }
 
@@ -249,45 +249,31 @@ static int move_row(weft_world_t *w, weft__record_t *rec, weft__chunk_t *sc,
   return 0;
 }
 
-/* Where a live entity is now. */
-static inline bool where(weft_world_t *w, weft_entity_t e, weft__record_t **rec,
-                         weft__chunk_t **c, uint32_t *row) {
-  weft__record_t *r = weft__index_lookup(&w->index, e);
-  if (!r)
-    return false;
-  *rec = r;
-  *c = weft__rec_slot(w, r)->chunk;
-  *row = weft__rec_row(r);
-  return true;
-}
-
 /* Applies a list of ops to a live entity: one move, then the values. */
 static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
-  weft__record_t *rec;
-  weft__chunk_t *c;
-  uint32_t row;
-  if (!where(w, e, &rec, &c, &row)) {
+  weft__where_t at;
+  if (!weft__locate(w, e, &at)) {
     weft__count_stale_cmd(w);
     return 0;
   }
-  weft__archetype_t *base = c->arch, *target;
+  weft__archetype_t *base = at.arch, *target;
   int rc = fold_ops(w, base, first, &target);
   if (rc)
     return rc;
   if (target != base) {
-    weft__obs_move_out(w, base, target, c, row);
+    weft__obs_move_out(w, base, target, at.chunk, at.row);
     /* Observers cannot move rows (their structural calls stage), but
      * they may have written values: look the row up again anyway. */
-    where(w, e, &rec, &c, &row);
+    weft__locate(w, e, &at);
     weft__chunk_t *dc;
     uint32_t dr;
-    rc = move_row(w, rec, c, row, target, &dc, &dr);
+    rc = move_row(w, at.rec, at.chunk, at.row, target, &dc, &dr);
     if (rc)
       return rc;
     write_values(w, target, dc, dr, first);
     weft__obs_move_in(w, base, target, dc, dr);
   } else {
-    write_values(w, target, c, row, first);
+    write_values(w, target, at.chunk, at.row, first);
   }
   return 0;
 }
@@ -300,21 +286,19 @@ static void phase_despawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
     weft__stage_t s = w->txn.stages[i];
     if (s.kind == WEFT__ST_CANCELLED) {
       weft__obs_cancelled(w, s.e);
-      weft__unreserve_slot(w, s.e);
+      weft__unreserve_slot(w, (uint32_t)s.e);
       continue;
     }
     if (s.kind != WEFT__ST_DESPAWN)
       continue;
-    weft__record_t *rec;
-    weft__chunk_t *c;
-    uint32_t row;
-    if (!where(w, s.e, &rec, &c, &row))
+    weft__where_t at;
+    if (!weft__locate(w, s.e, &at))
       continue;
     /* OnDespawn sees the entity alive and readable. */
-    weft__obs_despawn(w, c, row);
-    where(w, s.e, &rec, &c, &row);
-    weft__row_remove(w, c->arch, c, row);
-    weft__index_kill(&w->index, rec, (uint32_t)s.e);
+    weft__obs_despawn(w, at.chunk, at.row);
+    weft__locate(w, s.e, &at);
+    weft__row_remove(w, at.arch, at.chunk, at.row);
+    weft__index_kill(&w->index, at.rec, (uint32_t)s.e);
     w->despawns++;
     w->version++;
   }
@@ -356,7 +340,7 @@ static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   if (rc == 0)
     rc = weft__archetype_push(w, target, e, &c, &row);
   if (rc) {
-    weft__unreserve_slot(w, e);
+    weft__unreserve_slot(w, (uint32_t)e);
     w->txn.dropped++;
     return rc;
   }
@@ -456,11 +440,11 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
     return 0;
   weft__record_t **recs = t->group_recs;
   uint32_t *old_rows = t->group_rows;
-  weft__chunk_t *c;
-  uint32_t row, k = 0, j = i;
-  if (!where(w, t->stages[i].e, &recs[0], &c, &row))
+  uint32_t k = 0, j = i;
+  weft__where_t at;
+  if (!weft__locate(w, t->stages[i].e, &at))
     return 0;
-  weft__archetype_t *a = c->arch, *b;
+  weft__archetype_t *a = at.arch, *b;
   /* Decide before collecting: trying again from every stage of a run
    * must not cost a scan of the whole run. */
   if (fold_ops(w, a, &t->stages[i].op0, &b))
@@ -747,10 +731,7 @@ static int place_fast(weft_world_t *w) {
         for (uint32_t q = 0; q < fs->got; q++) {
           bool issued;
           uint32_t idx = fast_slot(fs, q, &issued);
-          weft__record_t *r = weft__index_rec(&w->index, idx);
-          r->gen &= ~WEFT__REC_RETIRED;
-          weft__index_kill(&w->index, r, idx);
-          w->txn.reserved--;
+          weft__unreserve_slot(w, idx);
           fs->out[q] = WEFT_ENTITY_NULL;
         }
         t->dropped += fs->got;
@@ -771,7 +752,7 @@ static void drop_pending(weft_world_t *w) {
   for (uint32_t i = t->open_from; i < t->nstages; i++) {
     uint32_t kind = t->stages[i].kind;
     if (kind == WEFT__ST_SPAWN || kind == WEFT__ST_CANCELLED)
-      weft__unreserve_slot(w, t->stages[i].e);
+      weft__unreserve_slot(w, (uint32_t)t->stages[i].e);
     t->dropped++;
   }
   t->dropped += t->nbatches - t->batches_from;
@@ -782,8 +763,7 @@ int weft__txn_drain(weft_world_t *w) {
   if (t->draining)
     return 0; /* the running drain picks new work up in its next wave */
   t->draining = true;
-  t->depth++; /* observers' structural calls stage for the next wave */
-  weft__route_sync(w);
+  weft__scope_open(w); /* observers' structural calls stage for the next wave */
   int err = 0;
   uint32_t waves = 0;
   while (t->open_from < t->nstages || t->batches_from < t->nbatches ||
@@ -822,9 +802,8 @@ int weft__txn_drain(weft_world_t *w) {
   t->open_from = t->batches_from = 0;
   memset(t->kinds, 0, sizeof(t->kinds));
   weft__arena_reset(&t->arena);
-  t->depth--;
   t->draining = false;
-  weft__route_sync(w);
+  weft__scope_close(w);
   t->last_error = err;
   return err;
 }
@@ -845,11 +824,21 @@ void weft__route_sync(weft_world_t *w) {
     ;
 }
 
+void weft__scope_open(weft_world_t *w) {
+  w->txn.depth++;
+  weft__route_sync(w);
+}
+
+void weft__scope_close(weft_world_t *w) {
+  if (w->txn.depth)
+    w->txn.depth--;
+  weft__route_sync(w);
+}
+
 int weft_world_defer_begin(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  int depth = (int)++w->txn.depth;
-  weft__route_sync(w);
-  return depth;
+  weft__scope_open(w);
+  return (int)w->txn.depth;
 }
 
 int weft__txn_settle(weft_world_t *w) {
@@ -861,9 +850,7 @@ int weft__txn_settle(weft_world_t *w) {
 
 int weft_world_defer_end(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  if (w->txn.depth)
-    w->txn.depth--;
-  weft__route_sync(w);
+  weft__scope_close(w);
   return weft__txn_settle(w);
 }
 
@@ -924,12 +911,10 @@ void weft__txn_iter_leave(const weft_world_t *cw) {
   do {                                                                         \
     bool outer_ = !weft__txn_in_scope(&(w)->txn) && !(w)->txn.draining;        \
     if (outer_)                                                                \
-      (w)->txn.depth++;                                                        \
-    weft__route_sync(w);                                                       \
+      weft__scope_open(w);                                                     \
     int rc_ = (body);                                                          \
     if (outer_) {                                                              \
-      (w)->txn.depth--;                                                        \
-      weft__route_sync(w);                                                     \
+      weft__scope_close(w);                                                    \
       int drc_ = weft__txn_drain(w);                                           \
       if (!rc_)                                                                \
         rc_ = drc_;                                                            \
@@ -940,16 +925,9 @@ void weft__txn_iter_leave(const weft_world_t *cw) {
 /* A copy of a component value in the transaction's arena. */
 static int copy_value(weft_world_t *w, weft_component_t c, const void *value,
                       const void **out) {
-  *out = NULL;
-  if (!value)
-    return 0;
-  uint32_t size = w->registry.items[c - 1].size;
-  if (!size)
-    return 0;
-  void *p = weft__arena_alloc(&w->txn.arena, &w->alloc, size);
-  WEFT_CHECK(w, p != NULL, WEFT_ENOMEM, "out of memory staging a value");
-  memcpy(p, value, size);
-  *out = p;
+  int rc = weft__arena_dup(&w->txn.arena, &w->alloc, value,
+                           w->registry.items[c - 1].size, out);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory staging a value");
   return 0;
 }
 
@@ -971,14 +949,11 @@ static int do_staged_op(weft_world_t *w, uint32_t op, weft_entity_t e,
   /* A set on a committed entity that has the component and nothing
    * staged writes through at once. */
   if (op == WEFT__OP_SET && !weft__stage_find(&w->txn, (uint32_t)e)) {
-    weft__record_t *rec;
-    weft__chunk_t *ch;
-    uint32_t row;
-    if (where(w, e, &rec, &ch, &row) &&
-        weft__mask_test(&ch->arch->present, c)) {
-      const weft__column_t *col = weft__archetype_col(ch->arch, c);
+    weft__where_t at;
+    if (weft__locate(w, e, &at) && weft__mask_test(&at.arch->present, c)) {
+      const weft__column_t *col = weft__archetype_col(at.arch, c);
       if (col)
-        weft__column_write(ch->arch, col, ch, row, value);
+        weft__column_write(at.arch, col, at.chunk, at.row, value);
       return 0;
     }
   }
@@ -1012,23 +987,18 @@ int weft__staged_despawn(weft_world_t *w, weft_entity_t e) {
 
 static int do_staged_spawn(weft_world_t *w, const weft_component_t *comps,
                            const void *const *values, weft_entity_t *out) {
-  weft__mask_t seen = {{0}};
-  uint32_t n = 0;
-  for (; comps && comps[n]; n++) {
-    WEFT_CHECK(w, n < 64, WEFT_ETOOMANY, "a spawn lists at most 64 ids");
-    WEFT_CHECK(w, comps[n] <= w->registry.count, WEFT_ENOCOMP,
-               "unknown component id %u", (unsigned)comps[n]);
-    WEFT_CHECK(w, !weft__mask_test(&seen, comps[n]), WEFT_EINVAL,
-               "component %u is listed twice", (unsigned)comps[n]);
-    weft__mask_set(&seen, comps[n]);
-  }
+  weft__mask_t seen;
+  uint32_t n;
+  int rc = weft__list_mask(w, comps, WEFT__SPAWN_MAX, &seen, &n);
+  if (rc)
+    return rc;
   weft_entity_t e;
-  int rc = weft__reserve_slot(w, &e);
+  rc = weft__reserve_slot(w, &e);
   if (rc)
     return rc;
   rc = weft__stage_spawn(w, e);
   if (rc) {
-    weft__unreserve_slot(w, e);
+    weft__unreserve_slot(w, (uint32_t)e);
     return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
                       "out of memory staging a spawn");
   }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/alloc.h"
+#include "core/archetype.h"
 #include "weft/command.h"
 #include "weft/entity.h"
 #include "weft/error.h"
@@ -54,6 +55,22 @@ static inline void *weft__arena_take(weft__arena_t *a, weft__alloc_stats_t *st,
     return p;
   }
   return weft__arena_alloc(a, st, n);
+}
+
+/* A copy of a size-byte component value in an arena: *out is NULL when
+ * there is nothing to copy (no value, or a tag). 0 or WEFT_ENOMEM. */
+static inline int weft__arena_dup(weft__arena_t *a, weft__alloc_stats_t *st,
+                                  const void *value, uint32_t size,
+                                  const void **out) {
+  *out = NULL;
+  if (!value || !size)
+    return 0;
+  void *p = weft__arena_take(a, st, size);
+  if (!p)
+    return WEFT_ENOMEM;
+  weft__copy_elem(p, value, size);
+  *out = p;
+  return 0;
 }
 void weft__arena_reset(weft__arena_t *a);
 void weft__arena_fini(weft__arena_t *a);
@@ -210,6 +227,11 @@ static inline bool weft__txn_in_scope(const weft__txn_t *t) {
  * draining or its observers (txn.c). */
 void weft__route_sync(struct weft_world_t *w);
 
+/* Opens / closes one level of deferred scope, keeping the routing word in
+ * step; closing clamps at zero and does not drain. Owner thread. */
+void weft__scope_open(struct weft_world_t *w);
+void weft__scope_close(struct weft_world_t *w);
+
 /* The staged forms of the entity.h structural calls (txn.c). */
 int weft__staged_spawn(struct weft_world_t *w, const weft_component_t *comps,
                        const void *const *values, weft_entity_t *out);
@@ -239,8 +261,9 @@ int weft__stage_batch(struct weft_world_t *w, uint32_t op, weft_component_t c,
 
 /* Takes a free slot for a staged spawn: the handle is issued but not live. */
 int weft__reserve_slot(struct weft_world_t *w, weft_entity_t *out);
-/* Gives a reserved slot back; its handle goes stale. */
-void weft__unreserve_slot(struct weft_world_t *w, weft_entity_t e);
+/* Gives a reserved slot back (one a staged spawn holds, or one a bulk spawn
+ * counted without touching its record); its handle goes stale. */
+void weft__unreserve_slot(struct weft_world_t *w, uint32_t slot);
 
 /* Adds the command buffers' allocation counters (command.c). */
 void weft__cmdbuf_alloc_stats(const struct weft_world_t *w, uint64_t *allocs,

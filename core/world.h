@@ -91,6 +91,29 @@ static inline bool weft__routing(const weft_world_t *w) {
   return atomic_load_explicit(&w->txn.route, memory_order_relaxed) != 0;
 }
 
+/* A resolved live entity: its record, chunk, row and archetype. */
+typedef struct weft__where_t {
+  weft__record_t *rec;
+  weft__chunk_t *chunk;
+  uint32_t row;
+  weft__archetype_t *arch;
+} weft__where_t;
+
+/* Where live entity e is now; false for a stale, forged or foreign handle
+ * (the caller decides whether that is counted). */
+static inline bool weft__locate(const weft_world_t *w, weft_entity_t e,
+                                weft__where_t *at) {
+  weft__record_t *r = weft__index_lookup(&w->index, e);
+  if (!r)
+    return false;
+  at->rec = r;
+  const weft__chunk_slot_t *slot = &w->chunks.table[weft__rec_chunk(r)];
+  at->chunk = slot->chunk;
+  at->arch = slot->arch;
+  at->row = weft__rec_row(r);
+  return true;
+}
+
 /* Where a live entity's row is. */
 static inline const weft__chunk_slot_t *
 weft__rec_slot(const weft_world_t *w, const weft__record_t *r) {
@@ -125,6 +148,13 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
     w->chunks_spare++;
   }
 }
+
+/* Components a spawn list may name. */
+#define WEFT__SPAWN_MAX 64u
+
+/* weft__list_check() with the failure described on the world (entity_ops.c). */
+int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
+                    uint32_t max, weft__mask_t *m, uint32_t *count);
 
 /* Tells every query about a new archetype (query.c). */
 int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a);
