@@ -110,6 +110,7 @@ static weft__archetype_t *archetype_new(weft_world_t *w,
     return NULL;
   a->present = *present;
   a->disabled = *disabled;
+  a->change_version = &w->change_version;
   a->enabled = weft__mask_andnot(present, disabled);
   count_shape(w, present, &a->ncomps, &a->ncols, &a->narrays);
   a->cols = weft__calloc(&w->alloc, (a->ncols + 1) * sizeof(*a->cols), 16);
@@ -336,7 +337,8 @@ static size_t segment_gap(const weft__archetype_t *a, uint32_t n) {
 /* Bytes of the headers and base pointers of n chunks of archetype a. */
 static size_t segment_header_bytes(const weft__archetype_t *a, uint32_t n) {
   return (size_t)n * (sizeof(weft__chunk_t) +
-                      (a->narrays ? a->narrays : 1) * sizeof(uint8_t *));
+                      (a->narrays ? a->narrays : 1) * sizeof(uint8_t *) +
+                      a->ncols * sizeof(uint32_t));
 }
 
 /*
@@ -413,8 +415,14 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   }
   uint8_t **bases = (uint8_t **)((uint8_t *)headers + hdr);
   carve_segment(a, mem, headers, bases, n);
-  for (uint32_t k = 0; k < n; k++)
+  /* Column change versions follow the base pointers; zero = never. */
+  uint32_t *vers =
+      (uint32_t *)(bases + (size_t)n * (a->narrays ? a->narrays : 1));
+  memset(vers, 0, (size_t)n * a->ncols * sizeof(uint32_t));
+  for (uint32_t k = 0; k < n; k++) {
     headers[k].node = node;
+    headers[k].versions = vers + (size_t)k * a->ncols;
+  }
   a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, headers, bases, n};
   a->chunk_total += n;
   w->chunks_spare += n;
@@ -471,6 +479,7 @@ int weft__archetype_push_range(weft_world_t *w, weft__archetype_t *a,
   *row0 = c->count;
   *n = k;
   c->count += k;
+  c->sversion = *a->change_version;
   a->count += k;
   return 0;
 }

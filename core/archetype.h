@@ -97,6 +97,8 @@ typedef struct weft__archetype_t {
   uint32_t edge_cap;
   uint32_t edge_count;
   const weft__edge_t *last_edge; /* the edge followed last (NULL: none) */
+  /* The world's change version, stamped on chunks that receive rows. */
+  const uint32_t *change_version;
   uint16_t colmap[WEFT_MAX_COMPONENTS + 1]; /* id -> column + 1, 0: none */
 } weft__archetype_t;
 
@@ -168,6 +170,7 @@ static inline int weft__archetype_push(struct weft_world_t *w,
     return weft__archetype_push_slow(w, a, e, chunk, row);
   uint32_t r = c->count++;
   a->count++;
+  c->sversion = *a->change_version;
   c->entities[r] = e;
   *chunk = c;
   *row = r;

@@ -111,6 +111,7 @@ static void compact(weft_world_t *w, weft__archetype_t *a,
     }
     weft__chunk_t *hc = a->chunks[h / cap];
     copy_row(a, tc, tr, hc, h % cap);
+    hc->sversion = w->change_version; /* a row moved in */
     weft__rec_set_loc(rec, hc->id, h % cap);
     t++;
   }

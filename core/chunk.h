@@ -32,11 +32,13 @@ typedef struct weft__chunk_t {
   struct weft__archetype_t *arch; /* owner, for life */
   uint8_t **bases;                /* array i of the chunk starts at bases[i] */
   weft_entity_t *entities;        /* row_cap handles */
-  uint32_t count;                 /* rows in use */
-  uint32_t id;                    /* world-unique, index into the chunk table */
-  uint32_t index;                 /* position in the archetype's chunk list */
-  uint32_t node;                  /* home NUMA node of the memory */
-  uint8_t pad_[64 - 3 * sizeof(void *) - 4 * sizeof(uint32_t)];
+  uint32_t *versions; /* per column: change version of its last write */
+  uint32_t count;     /* rows in use */
+  uint32_t id;        /* world-unique, index into the chunk table */
+  uint32_t index;     /* position in the archetype's chunk list */
+  uint32_t node;      /* home NUMA node of the memory */
+  uint32_t sversion;  /* change version of the last structural change */
+  uint8_t pad_[64 - 4 * sizeof(void *) - 5 * sizeof(uint32_t)];
 } weft__chunk_t;
 
 _Static_assert(sizeof(weft__chunk_t) == 64, "a chunk header is one cache line");

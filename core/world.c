@@ -74,6 +74,7 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
   w->checked = cfg.checked != WEFT_CHECKED_OFF;
 #endif
   w->pool = cfg.pool;
+  w->change_version = 1;
   w->panic = cfg.panic ? cfg.panic : default_panic;
   w->panic_user = cfg.panic_user;
   weft__mask_t none = {{0}};
@@ -91,6 +92,11 @@ void weft_world_destroy(weft_world_t *w) {
     return;
   /* Buffers first (they belong to the world), then observers, which
    * reference queries. */
+  /* The scheduler owns command buffers and queries: it goes first. */
+  weft__sched_fini(w);
+  weft__resources_fini(w);
+  weft__random_fini(w);
+  weft__runif_fini(w);
   while (w->txn.live_bufs)
     for (uint32_t i = 1; i < w->txn.nbufs; i++)
       if (w->txn.bufs[i])

@@ -69,12 +69,30 @@ struct weft_world_t {
 
   struct weft_pool_t *pool; /* NUMA homes for chunk memory, or NULL */
 
+  /* Parts created on first use; each module frees its own in
+   * weft_world_destroy() through the hooks below. */
+  struct weft__random_t *random;       /* named streams (core/random.c) */
+  struct weft__resources_t *resources; /* resources, channels (resource.c) */
+  struct weft__sched_t *sched;         /* systems, phases (scheduler/) */
+  struct weft_runif_t *runifs; /* run conditions, newest first (runif.c) */
+  _Atomic uint32_t state;      /* weft_world_state() */
+  /* Change versions (system.h): stamped on chunks by writes and
+   * structural changes; bumped by the scheduler around each system. */
+  uint32_t change_version;
+
   bool checked;
   uint8_t tag;
   weft_panic_fn panic;
   void *panic_user;
   char errbuf[320];
 };
+
+/* World-destroy hooks of the optional parts; each accepts a world whose
+ * part was never created. */
+void weft__random_fini(weft_world_t *w);
+void weft__resources_fini(weft_world_t *w);
+void weft__sched_fini(weft_world_t *w);
+void weft__runif_fini(weft_world_t *w);
 
 /* Counts a rejected handle; safe from concurrent readers. */
 static inline void weft__count_stale(const weft_world_t *w) {
@@ -135,6 +153,7 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
       weft__copy_elem(weft__chunk_at(chunk, i, n, row),
                       weft__chunk_at(last, i, n, lrow), n);
     }
+    chunk->sversion = w->change_version; /* a row moved in */
     weft_entity_t moved = last->entities[lrow];
     chunk->entities[row] = moved;
     weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)moved), chunk->id,

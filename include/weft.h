@@ -21,5 +21,9 @@
 #include "weft/observer.h"
 #include "weft/topology.h"
 #include "weft/pool.h"
+#include "weft/random.h"
+#include "weft/resource.h"
+#include "weft/runif.h"
+#include "weft/system.h"
 
 #endif /* WEFT_H */

@@ -248,6 +248,16 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
     atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
 }
 
+bool weft__pool_help(weft_pool_t *p, uint32_t self) {
+  job_t j;
+  if (!find_work(p, self, &j))
+    return false;
+  if (self < p->nworkers)
+    bump(&p->workers[self].stats.jobs, 1);
+  run_job(p, self, &j);
+  return true;
+}
+
 /* ---- parallel-for ---------------------------------------------------------
  */
 

@@ -80,4 +80,8 @@ struct weft_pool_t {
   unsigned *arenas;
 };
 
+/* Runs one queued job, if any, as worker self (a waiting thread's help);
+ * false when none was found. */
+bool weft__pool_help(weft_pool_t *p, uint32_t self);
+
 #endif /* WEFT_SCHEDULER_POOL_INTERNAL_H */

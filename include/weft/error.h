@@ -36,7 +36,11 @@ extern "C" {
   X(ELIMIT, -13, "an internal table limit was reached")                        \
   X(EBUSY, -14, "not allowed while a deferred scope or iteration is open")     \
   X(ECASCADE, -15,                                                             \
-    "observer cascade: commands still pending after 64 drain waves")
+    "observer cascade: commands still pending after 64 drain waves")           \
+  X(ECYCLE, -16, "the system order has a cycle")                               \
+  X(ENONAME, -17, "no system, phase, resource or channel with this id/name")   \
+  X(ESYSTEM, -18, "a system callback reported an error")                       \
+  X(EIO, -19, "a file could not be opened, read or written")
 
 /** Error codes. `WEFT_OK` is 0; every failure is negative. */
 typedef enum weft_error_t {

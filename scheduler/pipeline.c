@@ -1,0 +1,530 @@
+/*
+ * Running the schedule: the frame loop (fixed steps, network ticks,
+ * interpolation alpha), phases, sync segments, and the dispatch of each
+ * system's chunks as jobs on the pool.
+ *
+ * A segment is prepared on the driving thread, in the phase's order: run
+ * conditions are evaluated, change versions handed out, and every active
+ * system's chunk list cut into jobs. That work decides everything a run can
+ * observe, so the parallel part that follows only changes timing: each
+ * system starts when its same-segment predecessors finished, its jobs go to
+ * the workers of their chunk's node, and the worker finishing a system's last
+ * job starts the successors it unblocked. The segment ends with a sync
+ * point that applies every worker's command buffer in key order.
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/check.h"
+#include "core/query_internal.h"
+#include "core/resource_internal.h"
+#include "core/world.h"
+#include "scheduler/pool_internal.h"
+#include "scheduler/sched.h"
+
+uint64_t weft__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* The slot of a pool worker index (the driving thread gets the last one
+ * unless it is worker 0 of a pool it participates in). */
+static uint32_t slot_of(const weft__sched_t *s, uint32_t worker) {
+  return worker < s->nslots - 1 ? worker : s->nslots - 1;
+}
+
+/* ---- planning a run ------------------------------------------------------ */
+
+static bool chunk_changed(const weft__sys_t *y, const weft__chunk_t *c) {
+  if (c->sversion > y->last_run)
+    return true;
+  for (uint32_t i = 0; i < y->nchanged; i++) {
+    const weft__column_t *col = weft__archetype_col(c->arch, y->changed[i]);
+    if (col && c->versions[col - c->arch->cols] > y->last_run)
+      return true;
+  }
+  return false;
+}
+
+static int push_visit(weft_world_t *w, weft__sys_t *y, weft__chunk_t *c,
+                      uint32_t seq) {
+  if (y->nvisits == y->visits_cap &&
+      weft__grow(&w->alloc, &y->visits, &y->visits_cap, y->nvisits + 1,
+                 sizeof(*y->visits), 16))
+    return WEFT_ENOMEM;
+  y->visits[y->nvisits++] = (weft__visit_t){c, seq};
+  y->rows += c->count;
+  return 0;
+}
+
+static int push_job(weft_world_t *w, weft__sys_t *y, uint32_t first,
+                    uint32_t count) {
+  if (y->njobs == y->jobs_cap && weft__grow(&w->alloc, &y->jobs, &y->jobs_cap,
+                                            y->njobs + 1, sizeof(*y->jobs), 8))
+    return WEFT_ENOMEM;
+  uint32_t node = count ? y->visits[first].chunk->node : WEFT_WORKER_EXTERNAL;
+  y->jobs[y->njobs++] = (weft__job_t){y, first, count, node};
+  return 0;
+}
+
+/*
+ * Lists the chunks the system visits this run and cuts them into jobs of
+ * about `batch` rows, also cutting where the home node changes. Only the
+ * data decides the cut. Allocates only when the world grew.
+ */
+static int plan_system(weft_world_t *w, weft__sys_t *y) {
+  y->nvisits = y->njobs = 0;
+  y->rows = 0;
+  if (!y->query)
+    return push_job(w, y, 0, 0); /* a task: one call */
+  const weft_query_t *q = y->query;
+  uint32_t seq = 0;
+  for (uint32_t m = 0; m < q->nmatches; m++) {
+    const weft__archetype_t *a = q->matches[m].arch;
+    for (uint32_t k = 0; a->count && k < a->nchunks; k++, seq++) {
+      weft__chunk_t *c = a->chunks[k];
+      if (c->count == 0 || (y->nchanged && !chunk_changed(y, c)))
+        continue;
+      if (push_visit(w, y, c, seq))
+        return WEFT_ENOMEM;
+    }
+  }
+  uint32_t first = 0;
+  uint64_t rows = 0;
+  for (uint32_t i = 0; i < y->nvisits; i++) {
+    rows += y->visits[i].chunk->count;
+    bool last = i + 1 == y->nvisits;
+    if (last || rows >= y->batch ||
+        y->visits[i + 1].chunk->node != y->visits[first].chunk->node) {
+      if (push_job(w, y, first, i + 1 - first))
+        return WEFT_ENOMEM;
+      first = i + 1;
+      rows = 0;
+    }
+  }
+  return 0;
+}
+
+/* ---- running chunks ------------------------------------------------------ */
+
+static void record_error(weft__sys_t *y, int rc, uint32_t seq) {
+  uint64_t mine = (uint64_t)(seq + 1) << 32 | (uint32_t)(rc < 0 ? -rc : rc);
+  uint64_t cur = atomic_load_explicit(&y->err, memory_order_relaxed);
+  while ((cur == 0 || mine < cur) &&
+         !atomic_compare_exchange_weak_explicit(
+             &y->err, &cur, mine, memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
+/* Marks the components the system writes as changed in chunk c. */
+static void stamp(const weft__sys_t *y, weft__chunk_t *c) {
+  for (uint32_t i = 0; i < y->nwcols; i++) {
+    const weft__column_t *col = weft__archetype_col(c->arch, y->wcols[i]);
+    if (col)
+      c->versions[col - c->arch->cols] = y->version;
+  }
+}
+
+/* Runs visits [first, first + count) of y (a task when y has no query)
+ * on slot k. */
+static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
+                       uint32_t count, uint32_t k) {
+  weft_world_t *w = y->world;
+  weft_sysctx_t ctx = {w,          s->slots[k].cmd, y->user, s->dt,
+                       s->tick,    y->id,           k,       0,
+                       y->version, y->last_run,     0,       s};
+  if (!y->query) {
+    ctx.key_ = WEFT_CMD_KEY(y->order, 0, 0);
+    weft_cmd_key(ctx.cmd, ctx.key_);
+    int rc = y->run(&ctx, NULL);
+    if (rc)
+      record_error(y, rc, 0);
+    return;
+  }
+  weft_iter_t it;
+  for (uint32_t i = first; i < first + count; i++) {
+    const weft__visit_t *v = &y->visits[i];
+    ctx.chunk = v->seq;
+    ctx.key_ = WEFT_CMD_KEY(y->order, v->seq, 0);
+    weft_cmd_key(ctx.cmd, ctx.key_);
+    weft__iter_view(w, v->chunk, 0, v->chunk->count, y->terms, y->nterms, &it);
+    int rc = y->run(&ctx, &it);
+    if (rc)
+      record_error(y, rc, v->seq);
+    stamp(y, v->chunk);
+  }
+}
+
+static void note_time(weft__sys_t *y, uint64_t t0, uint64_t t1) {
+  uint64_t cur = atomic_load_explicit(&y->start_ns, memory_order_relaxed);
+  while ((cur == 0 || t0 < cur) &&
+         !atomic_compare_exchange_weak_explicit(&y->start_ns, &cur, t0,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed))
+    ;
+  cur = atomic_load_explicit(&y->end_ns, memory_order_relaxed);
+  while (t1 > cur &&
+         !atomic_compare_exchange_weak_explicit(
+             &y->end_ns, &cur, t1, memory_order_relaxed, memory_order_relaxed))
+    ;
+  atomic_fetch_add_explicit(&y->busy_ns, t1 - t0, memory_order_relaxed);
+}
+
+/* ---- parallel dispatch --------------------------------------------------- */
+
+static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self);
+
+/* A system finished: start the same-segment successors it unblocked. */
+static void complete(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
+  for (uint32_t i = 0; i < y->nsucc; i++) {
+    weft__sys_t *t = s->sys[y->succ[i] - 1];
+    if (t->segment == y->segment &&
+        atomic_fetch_sub_explicit(&t->preds_left, 1, memory_order_acq_rel) == 1)
+      launch(s, t, self);
+  }
+  atomic_fetch_sub_explicit(&s->pending.pending, 1, memory_order_release);
+}
+
+static void job_main(void *arg, uint32_t worker) {
+  weft__job_t *j = arg;
+  weft__sys_t *y = j->sys;
+  weft__sched_t *s = y->world->sched;
+  uint32_t k = slot_of(s, worker);
+  uint64_t t0 = weft__now_ns();
+  run_visits(s, y, j->first, j->count, k);
+  uint64_t t1 = weft__now_ns();
+  note_time(y, t0, t1);
+  weft__trace_span(s, k, WEFT__SPAN_JOB, y->id, j->count, t0, t1);
+  if (atomic_fetch_sub_explicit(&y->jobs_left, 1, memory_order_acq_rel) == 1)
+    complete(s, y, worker);
+}
+
+static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
+  if (!y->active || y->njobs == 0) {
+    complete(s, y, self);
+    return;
+  }
+  if (y->flags & WEFT_SYSTEM_MAIN_THREAD) {
+    atomic_store_explicit(&y->main_ready, true, memory_order_release);
+    return;
+  }
+  atomic_store_explicit(&y->jobs_left, y->njobs, memory_order_relaxed);
+  y->stats.jobs += y->njobs;
+  for (uint32_t j = 0; j < y->njobs; j++)
+    weft_pool_submit(s->pool, self, job_main, &y->jobs[j], NULL,
+                     y->jobs[j].node);
+}
+
+/* Runs a whole system on the driving thread. */
+static void run_inline(weft__sched_t *s, weft__sys_t *y) {
+  uint32_t k = slot_of(s, s->main_self);
+  uint64_t t0 = weft__now_ns();
+  run_visits(s, y, 0, y->nvisits, k);
+  uint64_t t1 = weft__now_ns();
+  note_time(y, t0, t1);
+  weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, y->nvisits, t0, t1);
+}
+
+static void run_parallel(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
+  bool mains = false;
+  atomic_store_explicit(&s->pending.pending, n, memory_order_relaxed);
+  for (uint32_t i = 0; i < n; i++) {
+    atomic_store_explicit(&l[i]->preds_left, l[i]->npred, memory_order_relaxed);
+    atomic_store_explicit(&l[i]->main_ready, false, memory_order_relaxed);
+    mains |= (l[i]->flags & WEFT_SYSTEM_MAIN_THREAD) != 0;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (l[i]->npred == 0)
+      launch(s, l[i], s->main_self);
+  if (!mains) {
+    weft_pool_wait(s->pool, s->main_self, &s->pending);
+    return;
+  }
+  while (atomic_load_explicit(&s->pending.pending, memory_order_acquire)) {
+    bool ran = false;
+    for (uint32_t i = 0; i < n; i++)
+      if ((l[i]->flags & WEFT_SYSTEM_MAIN_THREAD) &&
+          atomic_exchange_explicit(&l[i]->main_ready, false,
+                                   memory_order_acq_rel)) {
+        run_inline(s, l[i]);
+        complete(s, l[i], s->main_self);
+        ran = true;
+      }
+    if (!ran && !weft__pool_help(s->pool, s->main_self))
+      cpu_relax();
+  }
+}
+
+/* ---- segments and sync points -------------------------------------------- */
+
+/* Evaluates conditions, hands out versions and plans jobs, in order. */
+static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
+                   weft__sys_t **l, uint32_t n, uint64_t *rows) {
+  *rows = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    weft__sys_t *y = l[i];
+    y->active = p->enabled && y->enabled;
+    if (y->active && y->run_if) {
+      bool retire = false;
+      y->active = weft_runif_eval(y->run_if, s->dt, &retire);
+      y->retire |= retire;
+    }
+    if (!y->active) {
+      y->stats.skipped += p->enabled && y->enabled;
+      continue;
+    }
+    y->version = ++w->change_version;
+    atomic_store_explicit(&y->err, 0, memory_order_relaxed);
+    atomic_store_explicit(&y->start_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&y->end_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&y->busy_ns, 0, memory_order_relaxed);
+    if (plan_system(w, y))
+      return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                        "out of memory planning system %s", y->name);
+    *rows += y->query ? y->rows : 1;
+  }
+  return 0;
+}
+
+/* Folds a finished run into the counters; returns the first failure. */
+static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
+  int rc = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    weft__sys_t *y = l[i];
+    if (!y->active)
+      continue;
+    uint64_t t0 = atomic_load_explicit(&y->start_ns, memory_order_relaxed);
+    uint64_t t1 = atomic_load_explicit(&y->end_ns, memory_order_relaxed);
+    y->stats.runs++;
+    y->stats.entities += y->rows;
+    y->stats.chunks += y->query ? y->nvisits : 1;
+    y->stats.wall_ns += t1 > t0 ? t1 - t0 : 0;
+    y->stats.worker_ns +=
+        atomic_load_explicit(&y->busy_ns, memory_order_relaxed);
+    y->last_run = y->version;
+    uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
+    if (e && !rc) {
+      int code = -(int)(uint32_t)e;
+      rc = weft__fail(w, WEFT_ESYSTEM, WEFT__FILE, WEFT__LINE,
+                      "system %s failed on chunk %u: %s (%d)", y->name,
+                      (uint32_t)(e >> 32) - 1, weft_strerror(code), code);
+    }
+  }
+  return rc;
+}
+
+static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
+                      weft_phase_t ph) {
+  uint32_t cmds = 0;
+  for (uint32_t k = 0; k < s->nslots; k++)
+    cmds += weft_cmdbuf_count(s->bufs[k]);
+  uint32_t events = weft__events_staged(w);
+  if (cmds == 0 && events == 0)
+    return 0;
+  uint64_t t0 = weft__now_ns();
+  w->change_version++; /* rows the merge moves get a fresh version */
+  int rc = cmds ? weft_world_apply(w, s->bufs, s->nslots) : 0;
+  if (events)
+    weft__events_publish(w);
+  p->stats.sync_points++;
+  p->stats.commands += cmds;
+  s->state.sync_points++;
+  weft__trace_span(s, slot_of(s, s->main_self), WEFT__SPAN_SYNC, ph, cmds, t0,
+                   weft__now_ns());
+  return rc;
+}
+
+/* An exclusive system: alone, on this thread, with direct world access. */
+static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
+  weft_world_t *w = y->world;
+  uint32_t k = slot_of(s, s->main_self);
+  weft_sysctx_t ctx = {w,          s->slots[k].cmd, y->user, s->dt,
+                       s->tick,    y->id,           k,       0,
+                       y->version, y->last_run,     0,       s};
+  uint64_t t0 = weft__now_ns();
+  if (!y->query) {
+    ctx.key_ = WEFT_CMD_KEY(y->order, 0, 0);
+    weft_cmd_key(ctx.cmd, ctx.key_);
+    int rc = y->run(&ctx, NULL);
+    if (rc)
+      record_error(y, rc, 0);
+  } else {
+    /* Iterating opens a scope: structural calls stage until it ends. */
+    weft_iter_t it;
+    weft_query_iter(y->query, &it);
+    for (uint32_t seq = 0; weft_iter_next(&it); seq++) {
+      ctx.chunk = seq;
+      ctx.key_ = WEFT_CMD_KEY(y->order, seq, 0);
+      weft_cmd_key(ctx.cmd, ctx.key_);
+      int rc = y->run(&ctx, &it);
+      if (rc)
+        record_error(y, rc, seq);
+      stamp(y, it.chunk_);
+    }
+  }
+  uint64_t t1 = weft__now_ns();
+  note_time(y, t0, t1);
+  weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, 1, t0, t1);
+}
+
+static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
+                       weft_phase_t ph, weft__sys_t **l, uint32_t n) {
+  uint64_t rows;
+  int rc = prepare(w, s, p, l, n, &rows);
+  if (rc)
+    return rc;
+  if (n == 1 && (l[0]->flags & WEFT_SYSTEM_EXCLUSIVE)) {
+    if (l[0]->active)
+      run_exclusive(s, l[0]);
+  } else {
+    /* Structural calls made directly by main-thread callbacks stage
+     * instead of moving rows under the chunks being visited. */
+    weft_world_defer_begin(w);
+    if (!s->pool || rows < s->cfg.inline_rows) {
+      for (uint32_t i = 0; i < n; i++)
+        if (l[i]->active && l[i]->njobs)
+          run_inline(s, l[i]);
+    } else {
+      run_parallel(s, l, n);
+    }
+    weft_world_defer_end(w);
+  }
+  rc = finish(w, l, n);
+  w->change_version++; /* later changes are newer than these runs */
+  int src = sync_point(w, s, p, ph);
+  return rc ? rc : src;
+}
+
+static int run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
+                     double dt) {
+  weft__phase_t *p = &s->phases[ph];
+  uint64_t t0 = weft__now_ns();
+  int rc = 0;
+  s->dt = dt;
+  for (uint32_t g = 0, b = 0; g < p->nseg; g++) {
+    uint32_t e = p->seg_end[g];
+    int r = run_segment(w, s, p, ph, p->order + b, e - b);
+    if (r && !rc)
+      rc = r;
+    b = e;
+  }
+  uint64_t worker = 0;
+  for (uint32_t i = 0; i < p->n; i++)
+    if (p->order[i]->active)
+      worker +=
+          atomic_load_explicit(&p->order[i]->busy_ns, memory_order_relaxed);
+  p->stats.runs++;
+  p->stats.wall_ns += weft__now_ns() - t0;
+  p->stats.worker_ns += worker;
+  /* User phases anchored here follow, in registration order. */
+  for (weft_phase_t q = WEFT_PHASE_PRE_RENDER + 1; q <= s->nphases && !rc; q++)
+    if (s->phases[q].anchor == ph)
+      rc = run_phase(w, s, q, dt);
+  return rc;
+}
+
+/* ---- frames -------------------------------------------------------------- */
+
+static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  WEFT_CHECK(w, isfinite(dt) && dt >= 0, WEFT_EINVAL,
+             "dt must be finite and >= 0");
+  weft__sched_t *s = weft__sched_get(w);
+  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  WEFT_CHECK(w, !s->running, WEFT_EBUSY,
+             "a frame is already running (called from a callback?)");
+  WEFT_CHECK(w, weft_world_defer_depth(w) == 0, WEFT_EBUSY,
+             "a deferred scope or iteration is open");
+  int rc = weft__sched_build(w, s);
+  if (rc)
+    return rc;
+  s->running = true;
+  *out = s;
+  return 0;
+}
+
+/* Leaves a dispatch: systems whose after() condition fired go now. */
+static void leave(weft_world_t *w, weft__sched_t *s) {
+  s->running = false;
+  for (uint32_t i = 0; i < s->nsys; i++)
+    if (s->sys[i] && s->sys[i]->retire)
+      weft_system_remove(w, s->sys[i]->id);
+}
+
+static int fixed_steps(weft_world_t *w, weft__sched_t *s) {
+  const weft_pipeline_config_t *c = &s->cfg;
+  weft_pipeline_state_t *st = &s->state;
+  int rc = 0;
+  for (uint32_t steps = 0; !rc && st->accumulator >= c->fixed_dt; steps++) {
+    if (steps == c->max_steps) {
+      if (c->overload == WEFT_OVERLOAD_DROP) {
+        st->steps_dropped += (uint64_t)(st->accumulator / c->fixed_dt);
+        st->time_dropped += st->accumulator;
+        st->accumulator = 0;
+      }
+      break;
+    }
+    s->tick = st->tick;
+    rc = run_phase(w, s, WEFT_PHASE_FIXED_UPDATE, c->fixed_dt);
+    if (!rc)
+      rc = run_phase(w, s, WEFT_PHASE_POST_FIXED_UPDATE, c->fixed_dt);
+    weft_event_clear(w, 0); /* events live for one fixed tick */
+    st->tick++;
+    st->accumulator -= c->fixed_dt;
+    if (!rc && c->net_dt > 0 && s->net_acc >= c->net_dt) {
+      rc = run_phase(w, s, WEFT_PHASE_NETWORK_TICK, c->net_dt);
+      s->net_acc -= c->net_dt;
+    }
+  }
+  return rc;
+}
+
+int weft_world_progress(weft_world_t *w, double dt) {
+  weft__sched_t *s;
+  int rc = enter(w, &s, dt);
+  if (rc)
+    return rc;
+  s->tick = s->state.tick;
+  rc = run_phase(w, s, WEFT_PHASE_PRE_UPDATE, dt);
+  s->state.accumulator += dt;
+  s->net_acc += dt;
+  if (!rc)
+    rc = fixed_steps(w, s);
+  s->state.alpha = s->state.accumulator / s->cfg.fixed_dt;
+  s->tick = s->state.tick;
+  if (!rc)
+    rc = run_phase(w, s, WEFT_PHASE_PRE_RENDER, dt);
+  s->state.frames++;
+  leave(w, s);
+  return rc;
+}
+
+int weft_world_run_phase(weft_world_t *w, weft_phase_t phase, double dt) {
+  weft__sched_t *s;
+  int rc = enter(w, &s, dt);
+  if (rc)
+    return rc;
+  if (phase < 1 || phase > s->nphases) {
+    s->running = false;
+    return weft__fail(w, WEFT_ENONAME, WEFT__FILE, WEFT__LINE, "no phase %u",
+                      phase);
+  }
+  s->tick = s->state.tick;
+  rc = run_phase(w, s, phase, dt);
+  leave(w, s);
+  return rc;
+}
+
+int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event) {
+  if (!ctx || !event)
+    return WEFT_EINVAL;
+  return weft__event_stage(ctx->world, ctx->worker, ctx->key_, ch, event);
+}

@@ -1,0 +1,170 @@
+/*
+ * The private state of the system scheduler: registered systems and phases
+ * (system.c), the built per-phase schedule (graph.c) and the per-frame run
+ * state (pipeline.c, trace.c).
+ */
+#ifndef WEFT_SCHEDULER_SCHED_H
+#define WEFT_SCHEDULER_SCHED_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/bitset.h"
+#include "core/chunk.h"
+#include "weft/pool.h"
+#include "weft/system.h"
+
+/* One job: a run of a system's chunk list. */
+typedef struct weft__job_t {
+  struct weft__sys_t *sys;
+  uint32_t first; /* into sys->chunks */
+  uint32_t count;
+  uint32_t node; /* home node of the first chunk */
+} weft__job_t;
+
+/* A chunk a system will visit this run, with its sequence number. */
+typedef struct weft__visit_t {
+  weft__chunk_t *chunk;
+  uint32_t seq;
+} weft__visit_t;
+
+typedef struct weft__sys_t {
+  weft_system_t id; /* index + 1 into sched->sys */
+  weft_world_t *world;
+  char *name;
+  weft_phase_t phase;
+  uint32_t flags;
+  bool enabled;
+  weft_query_t *query; /* NULL: a task */
+  weft_component_t terms[WEFT_QUERY_MAX_TERMS];
+  uint32_t nterms;
+  /* Access, as masks over component / resource / channel ids. */
+  weft__mask_t reads, writes;   /* data access (query terms included) */
+  weft__mask_t xreads, xwrites; /* the part from the read/write lists */
+  weft__mask_t touch;           /* reads | writes | every query term */
+  weft__mask_t cmd;             /* components its commands may change */
+  weft__mask_t q_include, q_exclude;
+  weft__mask_t res_read, res_write, emit, receive;
+  weft_component_t wcols[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
+  uint32_t nwcols; /* components whose chunk versions it stamps */
+  weft_component_t changed[WEFT_SYSTEM_MAX_ACCESS];
+  uint32_t nchanged;
+  char *before[WEFT_SYSTEM_MAX_ORDER];
+  char *after[WEFT_SYSTEM_MAX_ORDER];
+  weft_runif_t *run_if;
+  uint32_t batch;
+  weft_system_fn run;
+  void *user;
+  uint32_t last_run; /* change version of the previous run */
+  uint32_t version;  /* of the current run */
+
+  /* Built (graph.c), for the phase's current schedule. */
+  uint32_t order;   /* position in the phase's final order */
+  uint32_t segment; /* sync segment in its phase */
+  uint32_t *succ;   /* direct successors (sys ids), any segment */
+  uint32_t nsucc, succ_cap;
+  uint32_t npred; /* direct predecessors in the same segment */
+
+  /* Per run. */
+  bool active; /* enabled and its condition held */
+  bool retire; /* an after() condition fired: remove after the frame */
+  weft__visit_t *visits;
+  uint32_t nvisits, visits_cap;
+  weft__job_t *jobs;
+  uint32_t njobs, jobs_cap;
+  uint64_t rows; /* rows this run visits */
+  _Atomic uint32_t preds_left;
+  _Atomic uint32_t jobs_left;
+  /* The failure with the lowest chunk sequence: (seq + 1) << 32 | -code;
+   * 0 when none, so that the report does not depend on timing. */
+  _Atomic uint64_t err;
+  _Atomic uint64_t start_ns; /* first job start (0: none yet) */
+  _Atomic uint64_t end_ns;
+  _Atomic uint64_t busy_ns;
+  _Atomic bool main_ready; /* a main-thread system whose turn came */
+  weft_system_stats_t stats;
+} weft__sys_t;
+
+typedef struct weft__phase_t {
+  char *name;
+  weft_phase_t anchor; /* runs after this phase (0: built-in) */
+  bool enabled;
+  /* Built: systems in final order (segment, then dependency order). */
+  weft__sys_t **order;
+  uint32_t n, cap;
+  uint32_t *seg_end; /* segment k is order[seg_end[k-1] .. seg_end[k]) */
+  uint32_t nseg, seg_cap;
+  weft_phase_stats_t stats;
+} weft__phase_t;
+
+/* One span of a trace. */
+typedef struct weft__span_t {
+  uint64_t t0, t1;
+  uint32_t kind; /* WEFT__SPAN_* */
+  uint32_t id;   /* system id or phase id */
+  uint32_t n;    /* chunks (jobs) or commands (syncs) */
+} weft__span_t;
+
+enum { WEFT__SPAN_JOB = 1, WEFT__SPAN_INLINE, WEFT__SPAN_SYNC };
+
+/* A worker slot: one per pool worker plus one for the driving thread.
+ * Written by one thread at a time; padded apart. */
+typedef struct weft__slot_t {
+  _Alignas(64) weft_cmdbuf_t *cmd;
+  weft__span_t *spans;
+  uint32_t nspans;
+  uint64_t dropped;
+} weft__slot_t;
+
+typedef struct weft__sched_t {
+  weft__sys_t **sys; /* by id - 1; NULL once removed */
+  uint32_t nsys, sys_cap;
+  uint32_t live;
+  weft__phase_t phases[WEFT_MAX_PHASES + 1]; /* by id; [0] unused */
+  uint32_t nphases;
+  weft_phase_t run_order[WEFT_MAX_PHASES]; /* per-anchor expansion */
+  bool dirty;                              /* the schedule must be rebuilt */
+  int build_rc;
+  bool running; /* a dispatch is in progress */
+
+  weft_pipeline_config_t cfg;
+  weft_pipeline_state_t state;
+  double net_acc;
+
+  weft_pool_t *pool;
+  uint32_t main_self; /* the driving thread's pool worker index */
+  weft__slot_t *slots;
+  weft_cmdbuf_t **bufs; /* the slots' buffers, for weft_world_apply() */
+  uint32_t nslots;
+
+  bool tracing;
+  uint32_t trace_cap;
+  uint64_t trace_t0;
+
+  /* The segment being dispatched. */
+  weft_counter_t pending;
+  double dt;
+  uint64_t tick;
+} weft__sched_t;
+
+/* The scheduler of w, created on first use; NULL when out of memory. */
+weft__sched_t *weft__sched_get(weft_world_t *w);
+
+/* Rebuilds every phase's schedule when dirty (graph.c). */
+int weft__sched_build(weft_world_t *w, weft__sched_t *s);
+
+/* Frees the built arrays of the phases and systems (graph.c). */
+void weft__graph_fini(weft_world_t *w, weft__sched_t *s);
+
+/* Monotonic nanoseconds. */
+uint64_t weft__now_ns(void);
+
+/* Records a span on slot k if tracing (trace.c). */
+void weft__trace_span(weft__sched_t *s, uint32_t k, uint32_t kind, uint32_t id,
+                      uint32_t n, uint64_t t0, uint64_t t1);
+
+/* Frees trace buffers (trace.c). */
+void weft__trace_fini(weft_world_t *w, weft__sched_t *s);
+
+#endif /* WEFT_SCHEDULER_SCHED_H */

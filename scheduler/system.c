@@ -1,0 +1,503 @@
+/*
+ * The system and phase registry: descriptors are validated and copied into
+ * weft__sys_t records, access lists become masks, and any change marks the
+ * schedule dirty so that graph.c rebuilds it before the next dispatch.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/query_internal.h"
+#include "core/resource_internal.h"
+#include "core/world.h"
+#include "scheduler/pool_internal.h"
+#include "scheduler/sched.h"
+#include "weft/random.h"
+
+static const char *const builtin_names[] = {NULL,          "PreUpdate",
+                                            "FixedUpdate", "PostFixedUpdate",
+                                            "NetworkTick", "PreRender"};
+
+static char *dupname(weft_world_t *w, const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = weft__alloc(&w->alloc, n, 1);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+static void freename(char *s) {
+  if (s)
+    weft__free(s, strlen(s) + 1, 1);
+}
+
+/* Slots: one per pool worker plus the driving thread, each with its own
+ * command buffer. */
+static int make_slots(weft_world_t *w, weft__sched_t *s) {
+  uint32_t workers = s->pool ? weft_pool_workers(s->pool) : 0;
+  s->nslots = workers + 1;
+  s->slots = weft__calloc(&w->alloc, s->nslots * sizeof(*s->slots), 64);
+  if (!s->slots)
+    return WEFT_ENOMEM;
+  s->bufs = weft__calloc(&w->alloc, s->nslots * sizeof(*s->bufs), 16);
+  if (!s->bufs)
+    return WEFT_ENOMEM;
+  for (uint32_t k = 0; k < s->nslots; k++) {
+    int rc = weft_cmdbuf_create(w, &s->slots[k].cmd);
+    if (rc)
+      return rc;
+    s->bufs[k] = s->slots[k].cmd;
+  }
+  if (weft__events_slots(w, s->nslots))
+    return WEFT_ENOMEM;
+  s->main_self = WEFT_WORKER_EXTERNAL;
+  if (s->pool && s->pool->first_thread)
+    s->main_self = 0; /* the caller is worker 0 */
+  return 0;
+}
+
+weft__sched_t *weft__sched_get(weft_world_t *w) {
+  if (w->sched)
+    return w->sched;
+  weft__sched_t *s = weft__calloc(&w->alloc, sizeof(*s), 64);
+  if (!s)
+    return NULL;
+  w->sched = s;
+  s->pool = w->pool;
+  for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++) {
+    s->phases[p].name = dupname(w, builtin_names[p]);
+    s->phases[p].enabled = true;
+    if (!s->phases[p].name) {
+      weft__sched_fini(w);
+      return NULL;
+    }
+  }
+  s->nphases = WEFT_PHASE_PRE_RENDER;
+  s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8, WEFT_OVERLOAD_DROP,
+                                    1.0 / 30.0, 4096};
+  s->dirty = true;
+  if (make_slots(w, s)) {
+    weft__sched_fini(w);
+    return NULL;
+  }
+  return s;
+}
+
+static void sys_free(weft_world_t *w, weft__sys_t *y) {
+  freename(y->name);
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ORDER; i++) {
+    freename(y->before[i]);
+    freename(y->after[i]);
+  }
+  weft_query_destroy(y->query);
+  weft__free(y->succ, 0, 16);
+  weft__free(y->visits, 0, 16);
+  weft__free(y->jobs, 0, 16);
+  weft__free(y, sizeof(*y), 64);
+  (void)w;
+}
+
+void weft__sched_fini(weft_world_t *w) {
+  weft__sched_t *s = w->sched;
+  if (!s)
+    return;
+  weft__graph_fini(w, s);
+  weft__trace_fini(w, s);
+  for (uint32_t i = 0; i < s->nsys; i++)
+    if (s->sys[i])
+      sys_free(w, s->sys[i]);
+  weft__free(s->sys, 0, 16);
+  for (uint32_t p = 1; p <= s->nphases; p++)
+    freename(s->phases[p].name);
+  for (uint32_t k = 0; s->slots && k < s->nslots; k++)
+    weft_cmdbuf_destroy(s->slots[k].cmd);
+  weft__free(s->slots, 0, 64);
+  weft__free(s->bufs, 0, 16);
+  weft__free(s, sizeof(*s), 64);
+  w->sched = NULL;
+}
+
+/* ---- descriptors -------------------------------------------------------- */
+
+static bool query_empty(const weft_query_desc_t *q) {
+  return !q->include[0] && !q->any[0] && !q->disabled[0] && !q->exclude[0];
+}
+
+/* Adds a zero-terminated component list to a mask. */
+static int comp_list(weft_world_t *w, const weft_component_t *l,
+                     weft__mask_t *m, const char *what) {
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ACCESS && l[i]; i++) {
+    WEFT_CHECK(w, weft__registry_get(&w->registry, l[i]), WEFT_ENOCOMP,
+               "system %s list names unknown component %u", what, l[i]);
+    weft__mask_set(m, l[i]);
+  }
+  WEFT_CHECK(w, l[WEFT_SYSTEM_MAX_ACCESS] == 0, WEFT_ETOOMANY,
+             "system %s list is not zero-terminated", what);
+  return 0;
+}
+
+static int res_list(weft_world_t *w, const uint32_t *l, weft__mask_t *m,
+                    bool channel, const char *what) {
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ACCESS && l[i]; i++) {
+    bool ok =
+        channel ? l[i] <= WEFT_MAX_CHANNELS : weft_resource_size(w, l[i]) != 0;
+    WEFT_CHECK(w, ok, WEFT_ENONAME, "system %s list names unknown id %u", what,
+               l[i]);
+    weft__mask_set(m, l[i]);
+  }
+  WEFT_CHECK(w, l[WEFT_SYSTEM_MAX_ACCESS] == 0, WEFT_ETOOMANY,
+             "system %s list is not zero-terminated", what);
+  return 0;
+}
+
+/* Derives the data access masks from the query terms and the lists. */
+static int fill_access(weft_world_t *w, weft__sys_t *y,
+                       const weft_system_desc_t *d) {
+  const weft_query_desc_t *q = &d->query;
+  for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS && q->include[t]; t++) {
+    weft_component_t c = q->include[t];
+    uint8_t acc = d->term_access[t];
+    WEFT_CHECK(w, acc <= WEFT_ACCESS_NONE, WEFT_EINVAL,
+               "system %s: bad access %u on term %u", d->name, acc, t);
+    weft__mask_set(&y->q_include, c);
+    weft__mask_set(&y->touch, c);
+    if (acc == WEFT_ACCESS_DEFAULT || acc == WEFT_ACCESS_READ)
+      weft__mask_set(&y->reads, c);
+    if (acc == WEFT_ACCESS_DEFAULT || acc == WEFT_ACCESS_WRITE)
+      weft__mask_set(&y->writes, c);
+  }
+  /* any/disabled terms are read through column_of: read and write. */
+  for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS; t++) {
+    if (q->any[t]) {
+      weft__mask_set(&y->reads, q->any[t]);
+      weft__mask_set(&y->writes, q->any[t]);
+    }
+    if (q->disabled[t]) {
+      weft__mask_set(&y->reads, q->disabled[t]);
+      weft__mask_set(&y->writes, q->disabled[t]);
+      weft__mask_set(&y->q_include, q->disabled[t]);
+    }
+    if (q->exclude[t])
+      weft__mask_set(&y->q_exclude, q->exclude[t]);
+  }
+  weft__mask_t ch = {{0}};
+  int rc = comp_list(w, d->read, &y->xreads, "read");
+  if (!rc)
+    rc = comp_list(w, d->write, &y->xwrites, "write");
+  if (!rc)
+    rc = comp_list(w, d->cmd_write, &y->cmd, "cmd_write");
+  if (!rc)
+    rc = comp_list(w, d->changed, &ch, "changed");
+  if (!rc)
+    rc = res_list(w, d->res_read, &y->res_read, false, "res_read");
+  if (!rc)
+    rc = res_list(w, d->res_write, &y->res_write, false, "res_write");
+  if (!rc)
+    rc = res_list(w, d->emit, &y->emit, true, "emit");
+  if (!rc)
+    rc = res_list(w, d->receive, &y->receive, true, "receive");
+  if (rc)
+    return rc;
+  for (uint32_t i = 0; i < WEFT__MASK_WORDS; i++) {
+    y->reads.w[i] |= y->xreads.w[i];
+    y->writes.w[i] |= y->xwrites.w[i];
+    y->touch.w[i] |= y->reads.w[i] | y->writes.w[i];
+  }
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ACCESS && d->changed[i]; i++)
+    y->changed[y->nchanged++] = d->changed[i];
+  /* The components whose chunk versions a run stamps: written data
+   * components (tags have no column). */
+  for (uint32_t c = 1; c <= w->registry.count; c++)
+    if (weft__mask_test(&y->writes, c) && w->registry.items[c - 1].size != 0 &&
+        y->nwcols < WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS)
+      y->wcols[y->nwcols++] = (weft_component_t)c;
+  return 0;
+}
+
+static int copy_names(weft_world_t *w, char **dst, const char *const *src) {
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ORDER && src[i]; i++)
+    if (!(dst[i] = dupname(w, src[i])))
+      return WEFT_ENOMEM;
+  WEFT_CHECK(w, src[WEFT_SYSTEM_MAX_ORDER] == NULL, WEFT_ETOOMANY,
+             "before/after lists hold at most %u names", WEFT_SYSTEM_MAX_ORDER);
+  return 0;
+}
+
+static int check_desc(weft_world_t *w, weft__sched_t *s,
+                      const weft_system_desc_t *d) {
+  WEFT_CHECK(w, d->name && d->name[0], WEFT_EINVAL, "a system needs a name");
+  WEFT_CHECK(w, d->run, WEFT_EINVAL, "system %s has no callback", d->name);
+  weft_system_t dup;
+  WEFT_CHECK(w, weft_system_lookup(w, d->name, &dup) != 0, WEFT_EEXIST,
+             "a system named %s exists", d->name);
+  weft_phase_t ph = d->phase ? d->phase : WEFT_PHASE_FIXED_UPDATE;
+  WEFT_CHECK(w, ph <= s->nphases, WEFT_ENONAME, "system %s: unknown phase %u",
+             d->name, ph);
+  WEFT_CHECK(w, (d->flags & ~0x3fu) == 0, WEFT_EINVAL,
+             "system %s: unknown flags 0x%x", d->name, d->flags);
+  WEFT_CHECK(w, s->live < WEFT_MAX_SYSTEMS, WEFT_ETOOMANY, "at most %u systems",
+             WEFT_MAX_SYSTEMS);
+  return 0;
+}
+
+int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
+                         weft_system_t *out) {
+  WEFT_CHECK(w, w && d && out, WEFT_EINVAL, "NULL argument");
+  weft__sched_t *s = weft__sched_get(w);
+  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  int rc = check_desc(w, s, d);
+  if (rc)
+    return rc;
+  rc = weft__grow(&w->alloc, &s->sys, &s->sys_cap, s->nsys + 1, sizeof(*s->sys),
+                  16);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory registering a system");
+  weft__sys_t *y = weft__calloc(&w->alloc, sizeof(*y), 64);
+  WEFT_CHECK(w, y, WEFT_ENOMEM, "out of memory registering a system");
+  y->name = dupname(w, d->name);
+  rc = y->name ? fill_access(w, y, d) : WEFT_ENOMEM;
+  if (!rc)
+    rc = copy_names(w, y->before, d->before);
+  if (!rc)
+    rc = copy_names(w, y->after, d->after);
+  if (!rc && !query_empty(&d->query)) {
+    rc = weft_query_create(w, &d->query, &y->query);
+    if (!rc) {
+      y->nterms = y->query->nterms;
+      memcpy(y->terms, y->query->terms, sizeof(y->terms));
+    }
+  }
+  if (rc) {
+    sys_free(w, y);
+    return rc == WEFT_ENOMEM
+               ? weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                            "out of memory registering system %s", d->name)
+               : rc;
+  }
+  y->phase = d->phase ? d->phase : WEFT_PHASE_FIXED_UPDATE;
+  y->flags = d->flags;
+  y->enabled = !(d->flags & WEFT_SYSTEM_DISABLED);
+  y->run_if = d->run_if;
+  y->batch = d->batch ? d->batch : WEFT_SYSTEM_BATCH_DEFAULT;
+  y->run = d->run;
+  y->user = d->user;
+  y->id = s->nsys + 1;
+  y->world = w;
+  s->sys[s->nsys++] = y;
+  s->live++;
+  s->dirty = true;
+  *out = y->id;
+  return 0;
+}
+
+static weft__sys_t *sys_of(const weft_world_t *w, weft_system_t id) {
+  const weft__sched_t *s = w ? w->sched : NULL;
+  if (!s || id == 0 || id > s->nsys)
+    return NULL;
+  return s->sys[id - 1];
+}
+
+int weft_system_remove(weft_world_t *w, weft_system_t id) {
+  weft__sys_t *y = sys_of(w, id);
+  WEFT_CHECK(w, y, WEFT_ENONAME, "no system %u", id);
+  weft__sched_t *s = w->sched;
+  WEFT_CHECK(w, !s->running, WEFT_EBUSY,
+             "systems are removed between dispatches");
+  s->sys[id - 1] = NULL;
+  s->live--;
+  s->dirty = true;
+  weft__graph_fini(w, s); /* the built order points at it */
+  sys_free(w, y);
+  return 0;
+}
+
+int weft_system_enable(weft_world_t *w, weft_system_t id, bool enabled) {
+  weft__sys_t *y = sys_of(w, id);
+  WEFT_CHECK(w, y, WEFT_ENONAME, "no system %u", id);
+  y->enabled = enabled;
+  return 0;
+}
+
+int weft_system_lookup(const weft_world_t *w, const char *name,
+                       weft_system_t *out) {
+  if (!w || !name || !out)
+    return WEFT_EINVAL;
+  const weft__sched_t *s = w->sched;
+  for (uint32_t i = 0; s && i < s->nsys; i++)
+    if (s->sys[i] && strcmp(s->sys[i]->name, name) == 0) {
+      *out = s->sys[i]->id;
+      return 0;
+    }
+  return WEFT_ENONAME;
+}
+
+int weft_system_info(weft_world_t *w, weft_system_t id,
+                     weft_system_info_t *out) {
+  weft__sys_t *y = sys_of(w, id);
+  WEFT_CHECK(w, y && out, WEFT_ENONAME, "no system %u", id);
+  int rc = weft__sched_build(w, w->sched);
+  if (rc)
+    return rc;
+  *out = (weft_system_info_t){
+      y->name,    y->phase,   y->order,
+      y->segment, y->enabled, (y->flags & WEFT_SYSTEM_EXCLUSIVE) != 0};
+  return 0;
+}
+
+bool weft_system_edge(weft_world_t *w, weft_system_t a, weft_system_t b) {
+  weft__sys_t *x = sys_of(w, a), *y = sys_of(w, b);
+  if (!x || !y || weft__sched_build(w, w->sched) != 0)
+    return false;
+  if (x->phase != y->phase)
+    return false;
+  for (uint32_t i = 0; i < x->nsucc; i++)
+    if (x->succ[i] == b)
+      return true;
+  return false;
+}
+
+int weft_system_stats(const weft_world_t *w, weft_system_t id,
+                      weft_system_stats_t *out) {
+  const weft__sys_t *y = sys_of(w, id);
+  if (!y || !out)
+    return WEFT_ENONAME;
+  *out = y->stats;
+  return 0;
+}
+
+/* ---- phases ------------------------------------------------------------- */
+
+int weft_phase_register(weft_world_t *w, const char *name, weft_phase_t after,
+                        weft_phase_t *out) {
+  WEFT_CHECK(w, w && name && name[0] && out, WEFT_EINVAL,
+             "a phase needs a name");
+  weft__sched_t *s = weft__sched_get(w);
+  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  WEFT_CHECK(w, !s->running, WEFT_EBUSY, "phases register between frames");
+  weft_phase_t dup;
+  WEFT_CHECK(w, weft_phase_lookup(w, name, &dup) != 0, WEFT_EEXIST,
+             "a phase named %s exists", name);
+  WEFT_CHECK(w, after >= 1 && after <= s->nphases, WEFT_ENONAME,
+             "phase %s: unknown anchor phase %u", name, after);
+  WEFT_CHECK(w, s->nphases < WEFT_MAX_PHASES, WEFT_ETOOMANY,
+             "at most %u phases", WEFT_MAX_PHASES);
+  weft__phase_t *p = &s->phases[s->nphases + 1];
+  p->name = dupname(w, name);
+  WEFT_CHECK(w, p->name, WEFT_ENOMEM, "out of memory");
+  p->anchor = after;
+  p->enabled = true;
+  *out = ++s->nphases;
+  s->dirty = true;
+  return 0;
+}
+
+int weft_phase_lookup(const weft_world_t *w, const char *name,
+                      weft_phase_t *out) {
+  if (!w || !name || !out)
+    return WEFT_EINVAL;
+  const weft__sched_t *s = w->sched;
+  for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++)
+    if (strcmp(builtin_names[p], name) == 0) {
+      *out = p;
+      return 0;
+    }
+  for (uint32_t p = WEFT_PHASE_PRE_RENDER + 1; s && p <= s->nphases; p++)
+    if (strcmp(s->phases[p].name, name) == 0) {
+      *out = p;
+      return 0;
+    }
+  return WEFT_ENONAME;
+}
+
+int weft_phase_enable(weft_world_t *w, weft_phase_t phase, bool enabled) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  weft__sched_t *s = weft__sched_get(w);
+  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  WEFT_CHECK(w, phase >= 1 && phase <= s->nphases, WEFT_ENONAME, "no phase %u",
+             phase);
+  s->phases[phase].enabled = enabled;
+  return 0;
+}
+
+uint32_t weft_phase_systems(weft_world_t *w, weft_phase_t phase,
+                            weft_system_t *out, uint32_t cap) {
+  weft__sched_t *s = w ? weft__sched_get(w) : NULL;
+  if (!s || phase < 1 || phase > s->nphases || weft__sched_build(w, s))
+    return 0;
+  const weft__phase_t *p = &s->phases[phase];
+  for (uint32_t i = 0; i < p->n && i < cap && out; i++)
+    out[i] = p->order[i]->id;
+  return p->n;
+}
+
+int weft_phase_stats(const weft_world_t *w, weft_phase_t phase,
+                     weft_phase_stats_t *out) {
+  const weft__sched_t *s = w ? w->sched : NULL;
+  if (!out)
+    return WEFT_EINVAL;
+  if (!w || phase < 1 || phase > (s ? s->nphases : WEFT_PHASE_PRE_RENDER))
+    return WEFT_ENONAME;
+  *out = s ? s->phases[phase].stats : (weft_phase_stats_t){0};
+  return 0;
+}
+
+int weft_schedule_build(weft_world_t *w) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  weft__sched_t *s = weft__sched_get(w);
+  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  return weft__sched_build(w, s);
+}
+
+/* ---- pipeline settings and small accessors ------------------------------ */
+
+int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {
+  WEFT_CHECK(w, w && c, WEFT_EINVAL, "NULL argument");
+  weft__sched_t *s = weft__sched_get(w);
+  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  WEFT_CHECK(w, !s->running, WEFT_EBUSY, "configure between frames");
+  WEFT_CHECK(w, isfinite(c->fixed_dt) && c->fixed_dt >= 0, WEFT_EINVAL,
+             "fixed_dt must be finite and >= 0");
+  WEFT_CHECK(w, isfinite(c->net_dt), WEFT_EINVAL, "net_dt must be finite");
+  WEFT_CHECK(w, c->overload <= WEFT_OVERLOAD_ACCUMULATE, WEFT_EINVAL,
+             "unknown overload policy %d", (int)c->overload);
+  s->cfg.fixed_dt = c->fixed_dt > 0 ? c->fixed_dt : 1.0 / 60.0;
+  s->cfg.max_steps = c->max_steps ? c->max_steps : 8;
+  s->cfg.overload = c->overload;
+  s->cfg.net_dt = c->net_dt != 0 ? c->net_dt : 1.0 / 30.0;
+  s->cfg.inline_rows = c->inline_rows ? c->inline_rows : 4096;
+  return 0;
+}
+
+void weft_pipeline_state(const weft_world_t *w, weft_pipeline_state_t *out) {
+  if (!out)
+    return;
+  *out = (w && w->sched) ? w->sched->state : (weft_pipeline_state_t){0};
+}
+
+uint32_t weft_pipeline_slots(const weft_world_t *w) {
+  if (!w)
+    return 0;
+  if (w->sched)
+    return w->sched->nslots;
+  return (w->pool ? weft_pool_workers(w->pool) : 0) + 1;
+}
+
+uint32_t weft_world_change_version(const weft_world_t *w) {
+  return w ? w->change_version : 0;
+}
+
+uint64_t weft_sysctx_random(const weft_sysctx_t *ctx, weft_entity_t e,
+                            uint32_t stream, uint32_t n) {
+  return weft_random_at(weft_random_world_seed(ctx->world), e, ctx->tick,
+                        stream, n);
+}
+
+uint32_t weft_iter_version(const weft_iter_t *it, weft_component_t c) {
+  const weft__chunk_t *ch = it ? it->chunk_ : NULL;
+  if (!ch)
+    return 0;
+  const weft__column_t *col = weft__archetype_col(ch->arch, c);
+  if (!col)
+    return 0;
+  uint32_t v = ch->versions[col - ch->arch->cols];
+  return v > ch->sversion ? v : ch->sversion;
+}
