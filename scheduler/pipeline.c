@@ -29,6 +29,25 @@ uint64_t weft__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+double weft__ns_per_tick(const weft__sched_t *s) {
+#if WEFT__TICKS_ARE_NS
+  (void)s;
+  return 1.0;
+#else
+  if (s->ns_per_tick > 0)
+    return s->ns_per_tick;
+  uint64_t n, t;
+  do {
+    n = weft__now_ns();
+    t = weft__ticks();
+  } while (n - s->cal_ns < 2000000 || t == s->cal_ticks);
+  double f = (double)(n - s->cal_ns) / (double)(t - s->cal_ticks);
+  if (n - s->cal_ns > 1000000000u)
+    ((weft__sched_t *)s)->ns_per_tick = f; /* good to 1 ppm: keep it */
+  return f;
+#endif
+}
+
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -75,6 +94,16 @@ static int push_job(weft_world_t *w, weft__sys_t *y, uint32_t first,
   return 0;
 }
 
+/* A task makes one call; its one job never changes. */
+static inline int plan_task(weft_world_t *w, weft__sys_t *y) {
+  y->nvisits = 0;
+  y->rows = 0;
+  if (!y->jobs_cap)
+    return push_job(w, y, 0, 0);
+  y->njobs = 1;
+  return 0;
+}
+
 /*
  * Lists the chunks the system visits this run and cuts them into jobs of
  * about `batch` rows, also cutting where the home node changes. Only the
@@ -83,8 +112,6 @@ static int push_job(weft_world_t *w, weft__sys_t *y, uint32_t first,
 static int plan_system(weft_world_t *w, weft__sys_t *y) {
   y->nvisits = y->njobs = 0;
   y->rows = 0;
-  if (!y->query)
-    return push_job(w, y, 0, 0); /* a task: one call */
   const weft_query_t *q = y->query;
   uint32_t seq = 0;
   for (uint32_t m = 0; m < q->nmatches; m++) {
@@ -198,9 +225,9 @@ static void job_main(void *arg, uint32_t worker) {
   weft__sys_t *y = j->sys;
   weft__sched_t *s = y->world->sched;
   uint32_t k = slot_of(s, worker);
-  uint64_t t0 = weft__now_ns();
+  uint64_t t0 = weft__ticks();
   run_visits(s, y, j->first, j->count, k);
-  uint64_t t1 = weft__now_ns();
+  uint64_t t1 = weft__ticks();
   note_time(y, t0, t1);
   weft__trace_span(s, k, WEFT__SPAN_JOB, y->id, j->count, t0, t1);
   if (atomic_fetch_sub_explicit(&y->jobs_left, 1, memory_order_acq_rel) == 1)
@@ -226,11 +253,38 @@ static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
 /* Runs a whole system on the driving thread. */
 static void run_inline(weft__sched_t *s, weft__sys_t *y) {
   uint32_t k = slot_of(s, s->main_self);
-  uint64_t t0 = weft__now_ns();
+  uint64_t t0 = weft__ticks();
   run_visits(s, y, 0, y->nvisits, k);
-  uint64_t t1 = weft__now_ns();
+  uint64_t t1 = weft__ticks();
   note_time(y, t0, t1);
   weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, y->nvisits, t0, t1);
+}
+
+/* Runs a segment's systems one after the other on the driving thread.
+ * One timestamp per system: each run ends where the next begins. */
+static void run_serial(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
+  uint32_t k = slot_of(s, s->main_self);
+  if (!s->cfg.time_inline && !s->tracing) {
+    /* A timestamp costs more than a small system (about 35 ns in a VM):
+     * untimed unless asked for. */
+    for (uint32_t i = 0; i < n; i++)
+      if (l[i]->active && l[i]->njobs)
+        run_visits(s, l[i], 0, l[i]->nvisits, k);
+    return;
+  }
+  uint64_t t0 = weft__ticks();
+  for (uint32_t i = 0; i < n; i++) {
+    weft__sys_t *y = l[i];
+    if (!y->active || !y->njobs)
+      continue;
+    run_visits(s, y, 0, y->nvisits, k);
+    uint64_t t1 = weft__ticks();
+    atomic_store_explicit(&y->start_ns, t0, memory_order_relaxed);
+    atomic_store_explicit(&y->end_ns, t1, memory_order_relaxed);
+    atomic_store_explicit(&y->busy_ns, t1 - t0, memory_order_relaxed);
+    weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, y->nvisits, t0, t1);
+    t0 = t1;
+  }
 }
 
 static void run_parallel(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
@@ -286,7 +340,7 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     atomic_store_explicit(&y->start_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&y->end_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&y->busy_ns, 0, memory_order_relaxed);
-    if (plan_system(w, y))
+    if (y->query ? plan_system(w, y) : plan_task(w, y))
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
     *rows += y->query ? y->rows : 1;
@@ -329,7 +383,7 @@ static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   uint32_t events = weft__events_staged(w);
   if (cmds == 0 && events == 0)
     return 0;
-  uint64_t t0 = weft__now_ns();
+  uint64_t t0 = weft__ticks();
   w->change_version++; /* rows the merge moves get a fresh version */
   int rc = cmds ? weft_world_apply(w, s->bufs, s->nslots) : 0;
   if (events)
@@ -338,7 +392,7 @@ static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   p->stats.commands += cmds;
   s->state.sync_points++;
   weft__trace_span(s, slot_of(s, s->main_self), WEFT__SPAN_SYNC, ph, cmds, t0,
-                   weft__now_ns());
+                   weft__ticks());
   return rc;
 }
 
@@ -349,7 +403,7 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
   weft_sysctx_t ctx = {w,          s->slots[k].cmd, y->user, s->dt,
                        s->tick,    y->id,           k,       0,
                        y->version, y->last_run,     0,       s};
-  uint64_t t0 = weft__now_ns();
+  uint64_t t0 = weft__ticks();
   if (!y->query) {
     ctx.key_ = WEFT_CMD_KEY(y->order, 0, 0);
     weft_cmd_key(ctx.cmd, ctx.key_);
@@ -370,7 +424,7 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
       stamp(y, it.chunk_);
     }
   }
-  uint64_t t1 = weft__now_ns();
+  uint64_t t1 = weft__ticks();
   note_time(y, t0, t1);
   weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, 1, t0, t1);
 }
@@ -389,9 +443,7 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
      * instead of moving rows under the chunks being visited. */
     weft_world_defer_begin(w);
     if (!s->pool || rows < s->cfg.inline_rows) {
-      for (uint32_t i = 0; i < n; i++)
-        if (l[i]->active && l[i]->njobs)
-          run_inline(s, l[i]);
+      run_serial(s, l, n);
     } else {
       run_parallel(s, l, n);
     }
@@ -406,7 +458,7 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
 static int run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
                      double dt) {
   weft__phase_t *p = &s->phases[ph];
-  uint64_t t0 = weft__now_ns();
+  uint64_t t0 = weft__ticks();
   int rc = 0;
   s->dt = dt;
   for (uint32_t g = 0, b = 0; g < p->nseg; g++) {
@@ -422,7 +474,7 @@ static int run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
       worker +=
           atomic_load_explicit(&p->order[i]->busy_ns, memory_order_relaxed);
   p->stats.runs++;
-  p->stats.wall_ns += weft__now_ns() - t0;
+  p->stats.wall_ns += weft__ticks() - t0;
   p->stats.worker_ns += worker;
   /* User phases anchored here follow, in registration order. */
   for (weft_phase_t q = WEFT_PHASE_PRE_RENDER + 1; q <= s->nphases && !rc; q++)

@@ -73,8 +73,10 @@ weft__sched_t *weft__sched_get(weft_world_t *w) {
     }
   }
   s->nphases = WEFT_PHASE_PRE_RENDER;
-  s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8, WEFT_OVERLOAD_DROP,
-                                    1.0 / 30.0, 4096};
+  s->cal_ns = weft__now_ns();
+  s->cal_ticks = weft__ticks();
+  s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8,    WEFT_OVERLOAD_DROP,
+                                    1.0 / 30.0, 4096, false};
   s->dirty = true;
   if (make_slots(w, s)) {
     weft__sched_fini(w);
@@ -360,7 +362,10 @@ int weft_system_stats(const weft_world_t *w, weft_system_t id,
   const weft__sys_t *y = sys_of(w, id);
   if (!y || !out)
     return WEFT_ENONAME;
-  *out = y->stats;
+  *out = y->stats; /* times are kept in ticks */
+  double ns = weft__ns_per_tick(w->sched);
+  out->wall_ns = (uint64_t)((double)out->wall_ns * ns);
+  out->worker_ns = (uint64_t)((double)out->worker_ns * ns);
   return 0;
 }
 
@@ -437,6 +442,11 @@ int weft_phase_stats(const weft_world_t *w, weft_phase_t phase,
   if (!w || phase < 1 || phase > (s ? s->nphases : WEFT_PHASE_PRE_RENDER))
     return WEFT_ENONAME;
   *out = s ? s->phases[phase].stats : (weft_phase_stats_t){0};
+  if (s) { /* times are kept in ticks */
+    double ns = weft__ns_per_tick(s);
+    out->wall_ns = (uint64_t)((double)out->wall_ns * ns);
+    out->worker_ns = (uint64_t)((double)out->worker_ns * ns);
+  }
   return 0;
 }
 
@@ -464,6 +474,7 @@ int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {
   s->cfg.overload = c->overload;
   s->cfg.net_dt = c->net_dt != 0 ? c->net_dt : 1.0 / 30.0;
   s->cfg.inline_rows = c->inline_rows ? c->inline_rows : 4096;
+  s->cfg.time_inline = c->time_inline;
   return 0;
 }
 

@@ -16,10 +16,8 @@
 /* Gaps longer than this are between frames, not idle time inside one. */
 #define IDLE_GAP_MAX_NS 5000000u
 
-void weft__trace_span(weft__sched_t *s, uint32_t k, uint32_t kind, uint32_t id,
-                      uint32_t n, uint64_t t0, uint64_t t1) {
-  if (!s->tracing)
-    return;
+void weft__trace_record(weft__sched_t *s, uint32_t k, uint32_t kind,
+                        uint32_t id, uint32_t n, uint64_t t0, uint64_t t1) {
   weft__slot_t *sl = &s->slots[k];
   if (sl->nspans == s->trace_cap) {
     sl->dropped++;
@@ -58,7 +56,7 @@ int weft_trace_start(weft_world_t *w, uint32_t events_per_worker) {
     }
   }
   s->trace_cap = events_per_worker;
-  s->trace_t0 = weft__now_ns();
+  s->trace_t0 = weft__ticks();
   s->tracing = true;
   return 0;
 }
@@ -91,18 +89,19 @@ static void put_str(FILE *f, const char *str) {
 
 static void put_span(FILE *f, bool *first, const char *name, const char *cat,
                      uint32_t tid, uint64_t t0, uint64_t t1, uint64_t base,
-                     uint32_t n) {
+                     uint32_t n, double ns) {
   fprintf(f, "%s\n{\"name\":", *first ? "" : ",");
   *first = false;
   put_str(f, name);
   fprintf(f,
           ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,"
           "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"n\":%u}}",
-          cat, tid, (double)(t0 - base) / 1e3, (double)(t1 - t0) / 1e3, n);
+          cat, tid, (double)(t0 - base) * ns / 1e3,
+          (double)(t1 - t0) * ns / 1e3, n);
 }
 
-static void write_slot(FILE *f, const weft__sched_t *s, uint32_t k,
-                       bool *first) {
+static void write_slot(FILE *f, const weft__sched_t *s, uint32_t k, bool *first,
+                       double ns) {
   const weft__slot_t *sl = &s->slots[k];
   fprintf(f,
           "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
@@ -114,14 +113,14 @@ static void write_slot(FILE *f, const weft__sched_t *s, uint32_t k,
     uint64_t t0 = sp->t0 < s->trace_t0 ? s->trace_t0 : sp->t0;
     if (i > 0) {
       uint64_t prev = sl->spans[i - 1].t1;
-      if (t0 > prev && t0 - prev < IDLE_GAP_MAX_NS)
-        put_span(f, first, "idle", "idle", k, prev, t0, s->trace_t0, 0);
+      if (t0 > prev && (double)(t0 - prev) * ns < IDLE_GAP_MAX_NS)
+        put_span(f, first, "idle", "idle", k, prev, t0, s->trace_t0, 0, ns);
     }
     const char *cat = sp->kind == WEFT__SPAN_SYNC     ? "sync"
                       : sp->kind == WEFT__SPAN_INLINE ? "inline"
                                                       : "job";
-    put_span(f, first, span_name(s, sp), cat, k, t0, sp->t1, s->trace_t0,
-             sp->n);
+    put_span(f, first, span_name(s, sp), cat, k, t0, sp->t1, s->trace_t0, sp->n,
+             ns);
   }
 }
 
@@ -135,8 +134,9 @@ int weft_trace_write(weft_world_t *w, const char *path) {
   bool first = true;
   uint64_t dropped = 0;
   fputs("{\"traceEvents\":[", f);
+  double ns = weft__ns_per_tick(s);
   for (uint32_t k = 0; k < s->nslots; k++) {
-    write_slot(f, s, k, &first);
+    write_slot(f, s, k, &first, ns);
     dropped += s->slots[k].dropped;
   }
   fprintf(f,
