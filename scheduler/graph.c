@@ -261,7 +261,7 @@ static int build_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph) {
       rc = weft__grow(&w->alloc, &a->succ, &a->succ_cap, a->nsucc + 1,
                       sizeof(*a->succ), 4);
       if (!rc)
-        a->succ[a->nsucc++] = l[j]->id;
+        a->succ[a->nsucc++] = l[j];
     }
     for (uint32_t j = 0; j < n; j++)
       a->npred += bit(&m, j, i) && l[j]->segment == a->segment;
@@ -294,7 +294,9 @@ out:
 int weft__sched_build(weft_world_t *w, weft__sched_t *s) {
   if (!s)
     return WEFT_ENOMEM;
-  if (!s->dirty)
+  /* A frame keeps the schedule it started with (seed 004: changes apply
+   * from the next dispatch). */
+  if (!s->dirty || s->running)
     return s->build_rc;
   int rc = 0;
   s->state.builds++;

@@ -212,7 +212,7 @@ static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self);
 /* A system finished: start the same-segment successors it unblocked. */
 static void complete(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
   for (uint32_t i = 0; i < y->nsucc; i++) {
-    weft__sys_t *t = s->sys[y->succ[i] - 1];
+    weft__sys_t *t = y->succ[i];
     if (t->segment == y->segment &&
         atomic_fetch_sub_explicit(&t->preds_left, 1, memory_order_acq_rel) == 1)
       launch(s, t, self);

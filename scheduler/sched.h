@@ -62,7 +62,9 @@ typedef struct weft__sys_t {
   /* Built (graph.c), for the phase's current schedule. */
   uint32_t order;   /* position in the phase's final order */
   uint32_t segment; /* sync segment in its phase */
-  uint32_t *succ;   /* direct successors (sys ids), any segment */
+  /* Direct successors, any segment; pointers, because a registration
+   * during a frame may move the id table while workers follow them. */
+  struct weft__sys_t **succ;
   uint32_t nsucc, succ_cap;
   uint32_t npred; /* direct predecessors in the same segment */
 

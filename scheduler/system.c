@@ -352,7 +352,7 @@ bool weft_system_edge(weft_world_t *w, weft_system_t a, weft_system_t b) {
   if (x->phase != y->phase)
     return false;
   for (uint32_t i = 0; i < x->nsucc; i++)
-    if (x->succ[i] == b)
+    if (x->succ[i] == y)
       return true;
   return false;
 }
