@@ -244,6 +244,11 @@ static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
     return;
   }
   atomic_store_explicit(&y->jobs_left, y->njobs, memory_order_relaxed);
+  if (y->query && y->njobs == 1 && y->rows < s->cfg.inline_rows) {
+    /* Too small to be worth a queue round trip: run it here. */
+    job_main(&y->jobs[0], self);
+    return;
+  }
   y->stats.jobs += y->njobs;
   for (uint32_t j = 0; j < y->njobs; j++)
     weft_pool_submit(s->pool, self, job_main, &y->jobs[j], NULL,
