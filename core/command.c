@@ -217,7 +217,8 @@ static bool same_as_run(const weft_cmdbuf_t *b, const weft_component_t *comps) {
   const weft__spawn_run_t *r = b->run;
   if (!r)
     return false;
-  const weft_component_t *l = comps ? comps : (const weft_component_t *)"\0";
+  static const weft_component_t none[1] = {0};
+  const weft_component_t *l = comps ? comps : none;
   for (uint32_t i = 0; i <= r->n; i++)
     if (l[i] != r->comps[i])
       return false;

@@ -507,3 +507,7 @@ uint32_t weft__events_publish(weft_world_t *w) {
   }
   return published;
 }
+
+bool weft__channel_exists(const weft_world_t *w, weft_channel_t ch) {
+  return chan_at(w, ch) != NULL;
+}

@@ -14,6 +14,7 @@
 #ifndef WEFT_CORE_RESOURCE_INTERNAL_H
 #define WEFT_CORE_RESOURCE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "weft/resource.h"
@@ -50,5 +51,8 @@ uint32_t weft__events_publish(weft_world_t *w);
 
 /* Events currently staged, all slots. Owner thread, no thread staging. */
 uint32_t weft__events_staged(const weft_world_t *w);
+
+/* True for a registered channel id. Any thread while none registers. */
+bool weft__channel_exists(const weft_world_t *w, weft_channel_t ch);
 
 #endif /* WEFT_CORE_RESOURCE_INTERNAL_H */

@@ -66,8 +66,10 @@ static bool conflict(const weft__sys_t *a, const weft__sys_t *b) {
     return true;
   if (meets(&a->emit, &b->receive) || meets(&b->emit, &a->receive))
     return true;
-  /* Access through the extra lists may reach any entity: no exemption. */
-  if (meets(&a->xwrites, &b->touch) || meets(&b->xwrites, &a->touch) ||
+  /* Access through the extra lists may reach any entity: no exemption.
+   * Only data access counts; a filter term (WEFT_ACCESS_NONE) reads none. */
+  if (meets(&a->xwrites, &b->reads) || meets(&a->xwrites, &b->writes) ||
+      meets(&b->xwrites, &a->reads) || meets(&b->xwrites, &a->writes) ||
       meets(&a->writes, &b->xreads) || meets(&b->writes, &a->xreads))
     return true;
   return rw(&a->reads, &a->writes, &b->reads, &b->writes) && !disjoint(a, b);
@@ -78,7 +80,7 @@ static bool needs_sync(const weft__sys_t *a, const weft__sys_t *b) {
   if (meets(&a->cmd, &b->touch) || meets(&a->emit, &b->receive))
     return true;
   return (a->flags & WEFT_SYSTEM_DESPAWNS) && !disjoint(a, b) &&
-         (meets(&a->q_include, &b->touch) || !b->query);
+         meets(&a->q_include, &b->touch);
 }
 
 static weft__sys_t *find(weft__sys_t **l, uint32_t n, const char *name) {

@@ -141,8 +141,8 @@ static int comp_list(weft_world_t *w, const weft_component_t *l,
 static int res_list(weft_world_t *w, const uint32_t *l, weft__mask_t *m,
                     bool channel, const char *what) {
   for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ACCESS && l[i]; i++) {
-    bool ok =
-        channel ? l[i] <= WEFT_MAX_CHANNELS : weft_resource_size(w, l[i]) != 0;
+    bool ok = channel ? weft__channel_exists(w, l[i])
+                      : weft_resource_size(w, l[i]) != 0;
     WEFT_CHECK(w, ok, WEFT_ENONAME, "system %s list names unknown id %u", what,
                l[i]);
     weft__mask_set(m, l[i]);
@@ -159,6 +159,9 @@ static int fill_access(weft_world_t *w, weft__sys_t *y,
   for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS && q->include[t]; t++) {
     weft_component_t c = q->include[t];
     uint8_t acc = d->term_access[t];
+    /* The masks are indexed by the id: check it before the query does. */
+    WEFT_CHECK(w, weft__registry_get(&w->registry, c), WEFT_ENOCOMP,
+               "system %s: query names unknown component %u", d->name, c);
     WEFT_CHECK(w, acc <= WEFT_ACCESS_NONE, WEFT_EINVAL,
                "system %s: bad access %u on term %u", d->name, acc, t);
     weft__mask_set(&y->q_include, c);
@@ -170,6 +173,11 @@ static int fill_access(weft_world_t *w, weft__sys_t *y,
   }
   /* any/disabled terms are read through column_of: read and write. */
   for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS; t++) {
+    const weft_component_t ids[3] = {q->any[t], q->disabled[t], q->exclude[t]};
+    for (uint32_t k = 0; k < 3; k++)
+      WEFT_CHECK(w, !ids[k] || weft__registry_get(&w->registry, ids[k]),
+                 WEFT_ENOCOMP, "system %s: query names unknown component %u",
+                 d->name, ids[k]);
     if (q->any[t]) {
       weft__mask_set(&y->reads, q->any[t]);
       weft__mask_set(&y->writes, q->any[t]);
