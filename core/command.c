@@ -136,6 +136,34 @@ static void restart(weft_cmdbuf_t *b) {
   weft__arena_reset(&b->arena);
 }
 
+void weft__cmdbuf_usage(const weft_cmdbuf_t *b, weft__cmdbuf_usage_t *u) {
+  u->cmds = b->ncmds;
+  u->spawns = b->nspawns;
+  u->bytes = b->arena.taken;
+}
+
+int weft__cmdbuf_reserve(weft_cmdbuf_t *b, const weft__cmdbuf_usage_t *u) {
+  int rc = 0;
+  if (u->cmds > b->cmds_cap)
+    rc = weft__grow(&b->alloc, &b->cmds, &b->cmds_cap, u->cmds,
+                    sizeof(*b->cmds), 1024);
+  if (!rc && u->cmds > b->order_cap) {
+    uint32_t cap = b->order_cap, cap2 = b->order_cap;
+    rc =
+        weft__grow(&b->alloc, &b->order, &cap, u->cmds, sizeof(uint32_t), 1024);
+    if (!rc)
+      rc = weft__grow(&b->alloc, &b->scratch, &cap2, u->cmds, sizeof(uint32_t),
+                      1024);
+    b->order_cap = cap < cap2 ? cap : cap2;
+  }
+  if (!rc && u->spawns > b->spawned_cap)
+    rc = weft__grow(&b->alloc, &b->spawned, &b->spawned_cap, u->spawns,
+                    sizeof(*b->spawned), 256);
+  if (!rc && u->bytes)
+    rc = weft__arena_reserve(&b->arena, &b->alloc, u->bytes);
+  return rc;
+}
+
 void weft_cmdbuf_clear(weft_cmdbuf_t *b) {
   if (b)
     restart(b);
@@ -229,31 +257,35 @@ static bool same_as_run(const weft_cmdbuf_t *b, const weft_component_t *comps) {
  * list so that long streams of one shape make few, large runs. */
 static int open_run(weft_cmdbuf_t *b, const weft_component_t *comps, uint32_t n,
                     bool same, const weft_entity_t e) {
+  /* Grow only a stream that filled its run under one key: a run closed
+   * by a key change says nothing about the next key's spawns, and sizing
+   * by it would make the memory a buffer needs depend on which jobs it
+   * happened to record. */
   const weft__spawn_run_t *prev = b->run;
-  uint32_t cap = same && prev ? prev->cap * 2 : RUN_FIRST;
+  bool stream = same && prev && prev->count == prev->cap &&
+                b->cmds[b->run_cmd].key == b->key;
+  uint32_t cap = stream ? prev->cap * 2 : RUN_FIRST;
   if (cap > RUN_MAX)
     cap = RUN_MAX;
   weft__spawn_run_t *r = weft__arena_take(&b->arena, &b->alloc,
                                           sizeof(*r) + n * sizeof(r->cols[0]));
   if (!r)
     return WEFT_ENOMEM;
-  if (same) {
-    r->comps = prev->comps;
-    r->sizes = prev->sizes;
-  } else {
-    weft_component_t *l =
-        weft__arena_take(&b->arena, &b->alloc, (n + 1) * sizeof(*l));
-    uint32_t *sz = weft__arena_take(&b->arena, &b->alloc, n * sizeof(*sz) + 1);
-    if (!l || !sz)
-      return WEFT_ENOMEM;
-    for (uint32_t i = 0; i < n; i++) {
-      l[i] = comps[i];
-      sz[i] = b->world->registry.items[comps[i] - 1].size;
-    }
-    l[n] = WEFT_COMPONENT_NONE;
-    r->comps = l;
-    r->sizes = sz;
+  /* Every run keeps its own copy of the list, even when the previous run
+   * had the same one: the bytes a run takes then do not depend on what the
+   * buffer recorded before it. */
+  weft_component_t *l =
+      weft__arena_take(&b->arena, &b->alloc, (n + 1) * sizeof(*l));
+  uint32_t *sz = weft__arena_take(&b->arena, &b->alloc, n * sizeof(*sz) + 1);
+  if (!l || !sz)
+    return WEFT_ENOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    l[i] = same ? prev->comps[i] : comps[i];
+    sz[i] = same ? prev->sizes[i] : b->world->registry.items[comps[i] - 1].size;
   }
+  l[n] = WEFT_COMPONENT_NONE;
+  r->comps = l;
+  r->sizes = sz;
   r->n = n;
   r->count = 0;
   r->cap = cap;

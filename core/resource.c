@@ -353,6 +353,32 @@ int weft__event_stage(weft_world_t *w, uint32_t slot, uint64_t key,
   return 0;
 }
 
+int weft__events_reserve(weft_world_t *w) {
+  weft__resources_t *s = w ? w->resources : NULL;
+  uint64_t count = 0, used = 0;
+  for (uint32_t i = 0; s && i < s->nslots; i++) {
+    count += s->slots[i].count;
+    used += s->slots[i].used;
+  }
+  if (count == 0)
+    return 0;
+  if (count > UINT32_MAX || used > UINT32_MAX)
+    return WEFT_ENOMEM;
+  /* Which slot stages how much depends on timing: give every slot room
+   * for all of it, and the sort its scratch. */
+  int rc = weft__grow(&w->alloc, &s->scratch, &s->scratch_cap, (uint32_t)count,
+                      sizeof(*s->scratch), 64);
+  for (uint32_t i = 0; !rc && i < s->nslots; i++) {
+    slot_t *sl = &s->slots[i];
+    rc = weft__grow(&w->alloc, &sl->recs, &sl->cap, (uint32_t)count,
+                    sizeof(rec_t), 64);
+    if (!rc)
+      rc = weft__grow(&w->alloc, &sl->bytes, &sl->bytes_cap, (uint32_t)used, 1,
+                      4096);
+  }
+  return rc;
+}
+
 uint32_t weft__events_staged(const weft_world_t *w) {
   const weft__resources_t *s = w ? w->resources : NULL;
   uint64_t n = 0;

@@ -55,4 +55,12 @@ uint32_t weft__events_staged(const weft_world_t *w);
 /* True for a registered channel id. Any thread while none registers. */
 bool weft__channel_exists(const weft_world_t *w, weft_channel_t ch);
 
+/*
+ * Grows every slot (and the publish scratch) to hold all the events staged
+ * right now, in all slots, so that staging as much again, spread over the
+ * slots in any way, allocates nothing. Call before publishing. Owner
+ * thread, no thread staging. 0 or WEFT_ENOMEM.
+ */
+int weft__events_reserve(weft_world_t *w);
+
 #endif /* WEFT_CORE_RESOURCE_INTERNAL_H */

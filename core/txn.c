@@ -56,12 +56,35 @@ void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n) {
   }
   void *p = a->cur->data + a->used;
   a->used += n;
+  a->taken += n;
   return p;
+}
+
+int weft__arena_reserve(weft__arena_t *a, weft__alloc_stats_t *st,
+                        size_t bytes) {
+  bytes = (bytes + 7) & ~(size_t)7;
+  for (weft__ablock_t *b = a->head; b; b = b->next)
+    if (b->size >= bytes)
+      return 0;
+  /* One block that holds it all, at the tail: the requests walk the
+   * smaller blocks first and finish in it. */
+  weft__ablock_t *b = weft__alloc(st, sizeof(*b) + bytes, 16);
+  if (!b)
+    return WEFT_ENOMEM;
+  b->next = NULL;
+  b->size = bytes;
+  if (a->tail)
+    a->tail->next = b;
+  else
+    a->head = a->cur = b;
+  a->tail = b;
+  return 0;
 }
 
 void weft__arena_reset(weft__arena_t *a) {
   a->cur = a->head;
   a->used = 0;
+  a->taken = 0;
 }
 
 void weft__arena_fini(weft__arena_t *a) {

@@ -39,7 +39,8 @@ typedef struct weft__arena_t {
   weft__ablock_t *head;
   weft__ablock_t *tail;
   weft__ablock_t *cur;
-  size_t used; /* bytes used in cur */
+  size_t used;  /* bytes used in cur */
+  size_t taken; /* bytes handed out since the last reset, all blocks */
 } weft__arena_t;
 
 void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n);
@@ -52,10 +53,16 @@ static inline void *weft__arena_take(weft__arena_t *a, weft__alloc_stats_t *st,
   if (a->cur && a->used + n <= a->cur->size) {
     void *p = a->cur->data + a->used;
     a->used += n;
+    a->taken += n;
     return p;
   }
   return weft__arena_alloc(a, st, n);
 }
+
+/* Makes sure that, after a reset, @p bytes in requests of at most that
+ * size fit without allocating: some block holds @p bytes. */
+int weft__arena_reserve(weft__arena_t *a, weft__alloc_stats_t *st,
+                        size_t bytes);
 
 /* A copy of a size-byte component value in an arena: *out is NULL when
  * there is nothing to copy (no value, or a tag). 0 or WEFT_ENOMEM. */
@@ -268,5 +275,26 @@ void weft__unreserve_slot(struct weft_world_t *w, uint32_t slot);
 /* Adds the command buffers' allocation counters (command.c). */
 void weft__cmdbuf_alloc_stats(const struct weft_world_t *w, uint64_t *allocs,
                               uint64_t *bytes);
+
+/* What a command buffer holds right now (before its apply). */
+typedef struct weft__cmdbuf_usage_t {
+  uint32_t cmds;   /* command records */
+  uint32_t spawns; /* pending spawns */
+  size_t bytes;    /* arena bytes: values, spawn columns, members */
+} weft__cmdbuf_usage_t;
+
+struct weft_cmdbuf_t;
+
+/* Reads a buffer's usage. Owner thread, no thread recording into it. */
+void weft__cmdbuf_usage(const struct weft_cmdbuf_t *b, weft__cmdbuf_usage_t *u);
+
+/*
+ * Grows a buffer so that recording @p u (or less) and applying it later
+ * allocates nothing: the scheduler gives every worker's buffer room for a
+ * whole segment's commands, because which worker records how much depends
+ * on timing. Owner thread. 0 or WEFT_ENOMEM.
+ */
+int weft__cmdbuf_reserve(struct weft_cmdbuf_t *b,
+                         const weft__cmdbuf_usage_t *u);
 
 #endif /* WEFT_CORE_TXN_H */

@@ -186,7 +186,6 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
     int rc = y->run(&ctx, &it);
     if (rc)
       record_error(y, rc, v->seq);
-    stamp(y, v->chunk);
   }
 }
 
@@ -348,6 +347,11 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     if (y->query ? plan_system(w, y) : plan_task(w, y))
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
+    /* Stamp what it will write now, not as its chunks run: a later system
+     * of this segment that depends on it plans its `changed` filter before
+     * it runs, and must not miss these writes. */
+    for (uint32_t v = 0; v < y->nvisits; v++)
+      stamp(y, y->visits[v].chunk);
     *rows += y->query ? y->rows : 1;
   }
   return 0;
@@ -380,6 +384,32 @@ static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
   return rc;
 }
 
+/*
+ * True when this segment's commands, summed over the slots, exceed what
+ * every slot has room for; the high-water mark is then raised. The sum
+ * does not depend on timing, its split over the slots does: giving every
+ * slot room for the sum is what makes steady-state frames allocation-free.
+ */
+static bool usage_grew(weft__sched_t *s) {
+  weft__cmdbuf_usage_t sum = {0, 0, 0};
+  for (uint32_t k = 0; k < s->nslots; k++) {
+    weft__cmdbuf_usage_t u;
+    weft__cmdbuf_usage(s->bufs[k], &u);
+    sum.cmds += u.cmds;
+    sum.spawns += u.spawns;
+    sum.bytes += u.bytes;
+  }
+  bool grew = sum.cmds > s->high.cmds || sum.spawns > s->high.spawns ||
+              sum.bytes > s->high.bytes;
+  if (sum.cmds > s->high.cmds)
+    s->high.cmds = sum.cmds;
+  if (sum.spawns > s->high.spawns)
+    s->high.spawns = sum.spawns;
+  if (sum.bytes > s->high.bytes)
+    s->high.bytes = sum.bytes;
+  return grew;
+}
+
 static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
                       weft_phase_t ph) {
   uint32_t cmds = 0;
@@ -390,7 +420,13 @@ static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     return 0;
   uint64_t t0 = weft__ticks();
   w->change_version++; /* rows the merge moves get a fresh version */
+  bool grow = cmds && usage_grew(s);
   int rc = cmds ? weft_world_apply(w, s->bufs, s->nslots) : 0;
+  if (grow)
+    for (uint32_t k = 0; k < s->nslots && !rc; k++)
+      rc = weft__cmdbuf_reserve(s->bufs[k], &s->high);
+  if (events && !rc)
+    rc = weft__events_reserve(w);
   if (events)
     weft__events_publish(w);
   p->stats.sync_points++;
@@ -536,6 +572,8 @@ static int fixed_steps(weft_world_t *w, weft__sched_t *s) {
     weft_event_clear(w, 0); /* events live for one fixed tick */
     st->tick++;
     st->accumulator -= c->fixed_dt;
+    if (c->net_dt > 0)
+      s->net_acc += c->fixed_dt; /* network time is simulated time */
     if (!rc && c->net_dt > 0 && s->net_acc >= c->net_dt) {
       rc = run_phase(w, s, WEFT_PHASE_NETWORK_TICK, c->net_dt);
       s->net_acc -= c->net_dt;
@@ -552,7 +590,6 @@ int weft_world_progress(weft_world_t *w, double dt) {
   s->tick = s->state.tick;
   rc = run_phase(w, s, WEFT_PHASE_PRE_UPDATE, dt);
   s->state.accumulator += dt;
-  s->net_acc += dt;
   if (!rc)
     rc = fixed_steps(w, s);
   s->state.alpha = s->state.accumulator / s->cfg.fixed_dt;

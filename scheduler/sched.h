@@ -12,6 +12,7 @@
 
 #include "core/bitset.h"
 #include "core/chunk.h"
+#include "core/txn.h"
 #include "weft/pool.h"
 #include "weft/system.h"
 
@@ -137,7 +138,8 @@ typedef struct weft__sched_t {
   weft_pool_t *pool;
   uint32_t main_self; /* the driving thread's pool worker index */
   weft__slot_t *slots;
-  weft_cmdbuf_t **bufs; /* the slots' buffers, for weft_world_apply() */
+  weft_cmdbuf_t **bufs;      /* the slots' buffers, for weft_world_apply() */
+  weft__cmdbuf_usage_t high; /* the most one segment recorded, all slots */
   uint32_t nslots;
 
   uint64_t cal_ns, cal_ticks; /* clock and ticks at creation */
