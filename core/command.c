@@ -731,9 +731,11 @@ int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
   WEFT_CHECK(w, n <= WEFT_CMDBUF_MAX, WEFT_EINVAL, "too many buffers");
   uint32_t pos[64];
   uint32_t *cursor = pos;
-  if (n > 64) {
-    cursor = weft__alloc(&w->alloc, n * sizeof(*cursor), 16);
-    WEFT_CHECK(w, cursor != NULL, WEFT_ENOMEM, "out of memory merging");
+  if (n > 64) { /* kept by the world: a big pool applies every frame */
+    int grc = weft__grow(&w->alloc, &w->txn.merge_pos, &w->txn.merge_pos_cap,
+                         n, sizeof(uint32_t), 128);
+    WEFT_CHECK(w, grc == 0, WEFT_ENOMEM, "out of memory merging");
+    cursor = w->txn.merge_pos;
   }
   int rc = prepare(w, bufs, n);
   if (rc) {
@@ -763,8 +765,6 @@ int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
                  (unsigned)w->txn.dropped);
   }
   finish(bufs, n);
-  if (cursor != pos)
-    weft__free(cursor, n * sizeof(*cursor), 16);
   return rc;
 }
 

@@ -113,6 +113,7 @@ void weft__txn_fini(weft__txn_t *t) {
   weft__free(t->fast, 0, 16);
   weft__free(t->group_rows, 0, 16);
   weft__arena_fini(&t->arena);
+  weft__free(t->merge_pos, 0, 16);
   memset(t, 0, sizeof(*t));
 }
 

@@ -193,6 +193,8 @@ typedef struct weft__txn_t {
   uint32_t *group_rows;
   uint32_t group_cap;
   weft__arena_t arena; /* values staged through scopes and observers */
+  uint32_t *merge_pos; /* weft_world_apply() cursors beyond 64 buffers */
+  uint32_t merge_pos_cap;
   uint32_t reserved;   /* slots held by staged spawns */
   uint32_t batch_hold; /* slots a running batch spawn still needs */
   uint32_t depth;      /* open deferred scopes */
