@@ -50,6 +50,7 @@ struct weft_cmdbuf_t {
   uint32_t ncmds;
   uint32_t cmds_cap;
   uint32_t nspawns; /* pending spawns recorded this epoch */
+  uint32_t nruns;   /* spawn runs (each one command record) */
   /* Merge order when not sorted: command indices. */
   uint32_t *order;
   uint32_t *scratch;
@@ -128,6 +129,7 @@ void weft_cmdbuf_destroy(weft_cmdbuf_t *b) {
 static void restart(weft_cmdbuf_t *b) {
   b->ncmds = 0;
   b->nspawns = 0;
+  b->nruns = 0;
   b->sorted = true;
   b->refs_pending = false;
   b->run = NULL;
@@ -170,7 +172,8 @@ void weft_cmdbuf_clear(weft_cmdbuf_t *b) {
 }
 
 uint32_t weft_cmdbuf_count(const weft_cmdbuf_t *b) {
-  return b ? b->ncmds : 0;
+  /* A run of spawns is one record: count its spawns instead. */
+  return b ? b->ncmds - b->nruns + b->nspawns : 0;
 }
 
 void weft__cmdbuf_alloc_stats(const weft_world_t *w, uint64_t *allocs,
@@ -301,6 +304,7 @@ static int open_run(weft_cmdbuf_t *b, const weft_component_t *comps, uint32_t n,
     return rc;
   b->run = r;
   b->run_cmd = b->ncmds - 1;
+  b->nruns++;
   return 0;
 }
 
@@ -732,8 +736,8 @@ int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
   uint32_t pos[64];
   uint32_t *cursor = pos;
   if (n > 64) { /* kept by the world: a big pool applies every frame */
-    int grc = weft__grow(&w->alloc, &w->txn.merge_pos, &w->txn.merge_pos_cap,
-                         n, sizeof(uint32_t), 128);
+    int grc = weft__grow(&w->alloc, &w->txn.merge_pos, &w->txn.merge_pos_cap, n,
+                         sizeof(uint32_t), 128);
     WEFT_CHECK(w, grc == 0, WEFT_ENOMEM, "out of memory merging");
     cursor = w->txn.merge_pos;
   }

@@ -456,6 +456,8 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
     weft_iter_t it;
     weft_query_iter(y->query, &it);
     for (uint32_t seq = 0; weft_iter_next(&it); seq++) {
+      if (y->nchanged && !chunk_changed(y, it.chunk_))
+        continue; /* as the plan decided */
       ctx.chunk = seq;
       ctx.key_ = WEFT_CMD_KEY(y->order, seq, 0);
       weft_cmd_key(ctx.cmd, ctx.key_);
