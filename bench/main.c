@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_systems.h"
 #include "harness.h"
 
 typedef struct bench_scenario_t {
@@ -33,6 +34,10 @@ static const bench_scenario_t bench_registry[] = {
     {"get", bench_get},
     {"memory", bench_memory},
     {"jobs", bench_jobs},
+    {"schedule", bench_schedule},
+    {"heavy_compute", bench_heavy_compute},
+    {"frame", bench_frame},
+    {"update", bench_update},
 };
 
 static void usage(FILE *out) {
