@@ -561,6 +561,9 @@ static void upd_system(upd_state_t *s, const char *name, weft_system_fn fn,
                        void *user) {
   weft_system_desc_t d = {.name = name, .run = fn, .flags = flags};
   d.user = user;
+  /* Streaming loops: one call per run of chunks whose arrays continue each
+   * other, as ecs_benchmark's contenders iterate their storage. */
+  d.query.flags = WEFT_QUERY_CHUNK_RUNS;
   for (uint32_t t = 0; terms[t] >= 0; ++t) {
     d.query.include[t] = s->comp[terms[t]];
     d.term_access[t] = access[t];

@@ -74,13 +74,53 @@ static bool chunk_changed(const weft__sys_t *y, const weft__chunk_t *c) {
 }
 
 static int push_visit(weft_world_t *w, weft__sys_t *y, weft__chunk_t *c,
-                      uint32_t seq) {
+                      uint32_t seq, uint32_t ai, uint32_t rows, uint32_t nch) {
   if (y->nvisits == y->visits_cap &&
       weft__grow(&w->alloc, &y->visits, &y->visits_cap, y->nvisits + 1,
                  sizeof(*y->visits), 16))
     return WEFT_ENOMEM;
-  y->visits[y->nvisits++] = (weft__visit_t){c, seq};
-  y->rows += c->count;
+  y->visits[y->nvisits++] =
+      (weft__visit_t){c, seq, ai, (uint32_t)y->rows, rows, nch};
+  y->rows += rows;
+  return 0;
+}
+
+/* How many chunks from a->chunks[k] one visit covers: with CHUNK_RUNS,
+ * full chunks whose arrays continue each other, up to `batch` rows (so
+ * that lazy halving still has something to split); else one. */
+static uint32_t run_length(const weft__sys_t *y, const weft__archetype_t *a,
+                           uint32_t k, uint32_t *rows) {
+  const weft__chunk_t *cur = a->chunks[k];
+  uint32_t n = 1;
+  *rows = cur->count;
+  if (!(y->query->flags & WEFT_QUERY_CHUNK_RUNS) || !a->contiguous ||
+      y->nchanged)
+    return 1;
+  while (k + n < a->nchunks && cur->count == a->row_cap) {
+    const weft__chunk_t *next = a->chunks[k + n];
+    if (next->entities != cur->entities + a->row_cap ||
+        *rows + next->count > y->batch)
+      break;
+    *rows += next->count;
+    cur = next;
+    n++;
+  }
+  return n;
+}
+
+/* Records archetype match m for the visits that follow: its arrays and the
+ * columns the system stamps, resolved once per archetype, not per chunk. */
+static int push_arch(weft_world_t *w, weft__sys_t *y, uint32_t mi) {
+  const weft__match_t *m = &y->query->matches[mi];
+  if (y->narch == y->arch_cap && weft__grow(&w->alloc, &y->arch, &y->arch_cap,
+                                            y->narch + 1, sizeof(*y->arch), 8))
+    return WEFT_ENOMEM;
+  weft__ainfo_t *ai = &y->arch[y->narch++];
+  ai->match = mi;
+  for (uint32_t i = 0; i < y->nwcols; i++) {
+    const weft__column_t *col = weft__archetype_col(m->arch, y->wcols[i]);
+    ai->stamp[i] = col ? (uint16_t)(col - m->arch->cols) : UINT16_MAX;
+  }
   return 0;
 }
 
@@ -104,39 +144,82 @@ static inline int plan_task(weft_world_t *w, weft__sys_t *y) {
   return 0;
 }
 
+/* Stamps the columns the system writes, in every chunk it visits, with its
+ * version. Done when the run is planned, before any system of the segment
+ * runs, so that a later system's `changed` filter sees the writes. */
+static void stamp_visits(weft__sys_t *y) {
+  if (!y->nwcols)
+    return;
+  for (uint32_t v = 0; v < y->nvisits; v++) {
+    const weft__visit_t *vi = &y->visits[v];
+    const weft__ainfo_t *ai = &y->arch[vi->ai];
+    weft__chunk_t *const *chunks = vi->chunk->arch->chunks + vi->chunk->index;
+    for (uint32_t c = 0; c < vi->nch; c++) {
+      uint32_t *vers = chunks[c]->versions;
+      for (uint32_t i = 0; i < y->nwcols; i++)
+        if (ai->stamp[i] != UINT16_MAX)
+          vers[ai->stamp[i]] = y->version;
+    }
+  }
+}
+
 /*
- * Lists the chunks the system visits this run and cuts them into jobs of
- * about `batch` rows, also cutting where the home node changes. Only the
- * data decides the cut. Allocates only when the world grew.
+ * Lists the chunks the system visits this run and cuts them into jobs at
+ * every change of home node; a job splits further, in halves down to
+ * `batch` rows, only while some worker is idle (job_main). Every cut falls
+ * between chunks, and commands and events are keyed per chunk, so where
+ * the cuts fall never changes the result. A plan is kept while the world
+ * has not changed structurally (and the system has no `changed` filter).
+ * Allocates only when the world grew.
  */
 static int plan_system(weft_world_t *w, weft__sys_t *y) {
-  y->nvisits = y->njobs = 0;
+  if (y->plan_version == w->version && y->planned && !y->nchanged &&
+      y->plan_matches == y->query->nmatches) {
+    y->njobs = y->nplanned; /* drop last run's splits */
+    stamp_visits(y);
+    return 0;
+  }
+  y->planned = false;
+  y->nvisits = y->njobs = y->narch = 0;
   y->rows = 0;
   const weft_query_t *q = y->query;
   uint32_t seq = 0;
   for (uint32_t m = 0; m < q->nmatches; m++) {
     const weft__archetype_t *a = q->matches[m].arch;
-    for (uint32_t k = 0; a->count && k < a->nchunks; k++, seq++) {
+    if (!a->count) {
+      seq += a->nchunks;
+      continue;
+    }
+    if (push_arch(w, y, m))
+      return WEFT_ENOMEM;
+    for (uint32_t k = 0, n; k < a->nchunks; k += n, seq += n) {
       weft__chunk_t *c = a->chunks[k];
+      n = 1;
       if (c->count == 0 || (y->nchanged && !chunk_changed(y, c)))
         continue;
-      if (push_visit(w, y, c, seq))
+      uint32_t rows;
+      n = run_length(y, a, k, &rows);
+      if (push_visit(w, y, c, seq, y->narch - 1, rows, n))
         return WEFT_ENOMEM;
     }
   }
+  /* Room for every split: at most one job per visit. */
+  if (y->nvisits > y->jobs_cap && weft__grow(&w->alloc, &y->jobs, &y->jobs_cap,
+                                             y->nvisits, sizeof(*y->jobs), 8))
+    return WEFT_ENOMEM;
   uint32_t first = 0;
-  uint64_t rows = 0;
-  for (uint32_t i = 0; i < y->nvisits; i++) {
-    rows += y->visits[i].chunk->count;
-    bool last = i + 1 == y->nvisits;
-    if (last || rows >= y->batch ||
+  for (uint32_t i = 0; i < y->nvisits; i++)
+    if (i + 1 == y->nvisits ||
         y->visits[i + 1].chunk->node != y->visits[first].chunk->node) {
       if (push_job(w, y, first, i + 1 - first))
         return WEFT_ENOMEM;
       first = i + 1;
-      rows = 0;
     }
-  }
+  y->nplanned = y->njobs;
+  y->plan_version = w->version;
+  y->plan_matches = q->nmatches;
+  y->planned = true;
+  stamp_visits(y);
   return 0;
 }
 
@@ -151,42 +234,39 @@ static void record_error(weft__sys_t *y, int rc, uint32_t seq) {
     ;
 }
 
-/* Marks the components the system writes as changed in chunk c. */
-static void stamp(const weft__sys_t *y, weft__chunk_t *c) {
-  for (uint32_t i = 0; i < y->nwcols; i++) {
-    const weft__column_t *col = weft__archetype_col(c->arch, y->wcols[i]);
-    if (col)
-      c->versions[col - c->arch->cols] = y->version;
+/* Points the callback's view at chunk c through its cached match m: the
+ * same fields a query iterator fills, so weft_iter_field() and friends take
+ * their fast paths. */
+static inline void view_chunk(weft_iter_t *it, const weft__match_t *m,
+                              weft__chunk_t *c, uint32_t rows,
+                              uint32_t nterms) {
+  it->count = rows;
+  it->home_node = c->node;
+  it->entities = c->entities;
+  it->chunk_ = c;
+  it->match_ = m;
+  it->chunks_ = (void *const *)m->arch->chunks;
+  it->nchunks_ = m->arch->nchunks;
+  it->chunk_index_ = c->index + 1; /* nonzero: "on a chunk" */
+  for (uint32_t t = 0; t < nterms; t++) {
+    uint32_t k = m->term_array[t];
+    it->columns[t] = k ? c->bases[k - 1] : NULL;
   }
 }
 
-/* Runs visits [first, first + count) of y (a task when y has no query)
- * on slot k. */
+/* Runs visits [first, *end) of y (a task when y has no query) on slot k.
+ * With @p split, before each chunk the back half of what is left goes to
+ * an idle worker when there is one (lazy halving), shrinking *end. */
 static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
-                       uint32_t count, uint32_t k) {
-  weft_world_t *w = y->world;
-  weft_sysctx_t ctx = {w,          s->slots[k].cmd, y->user, s->dt,
-                       s->tick,    y->id,           k,       0,
-                       y->version, y->last_run,     0,       s};
-  if (!y->query) {
-    ctx.key_ = WEFT_CMD_KEY(y->order, 0, 0);
-    weft_cmd_key(ctx.cmd, ctx.key_);
-    int rc = y->run(&ctx, NULL);
-    if (rc)
-      record_error(y, rc, 0);
-    return;
-  }
-  weft_iter_t it;
-  for (uint32_t i = first; i < first + count; i++) {
-    const weft__visit_t *v = &y->visits[i];
-    ctx.chunk = v->seq;
-    ctx.key_ = WEFT_CMD_KEY(y->order, v->seq, 0);
-    weft_cmd_key(ctx.cmd, ctx.key_);
-    weft__iter_view(w, v->chunk, 0, v->chunk->count, y->terms, y->nterms, &it);
-    int rc = y->run(&ctx, &it);
-    if (rc)
-      record_error(y, rc, v->seq);
-  }
+                       uint32_t *end, uint32_t k, uint32_t split);
+
+/* No splitting: the run stays on this thread. */
+#define NO_SPLIT (UINT32_MAX - 1)
+
+static void run_range(weft__sched_t *s, weft__sys_t *y, uint32_t first,
+                      uint32_t count, uint32_t k) {
+  uint32_t end = first + count;
+  run_visits(s, y, first, &end, k, NO_SPLIT);
 }
 
 static void note_time(weft__sys_t *y, uint64_t t0, uint64_t t1) {
@@ -219,18 +299,81 @@ static void complete(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
   atomic_fetch_sub_explicit(&s->pending.pending, 1, memory_order_release);
 }
 
+/* The rows of visits before visit i (all of them at i == nvisits). */
+static inline uint64_t rows_before(const weft__sys_t *y, uint32_t i) {
+  return i < y->nvisits ? y->visits[i].cum : y->rows;
+}
+
 static void job_main(void *arg, uint32_t worker) {
   weft__job_t *j = arg;
   weft__sys_t *y = j->sys;
   weft__sched_t *s = y->world->sched;
-  uint32_t k = slot_of(s, worker);
+  uint32_t k = slot_of(s, worker), end = j->first + j->count;
   uint64_t t0 = weft__ticks();
-  run_visits(s, y, j->first, j->count, k);
+  run_visits(s, y, j->first, &end, k, worker);
   uint64_t t1 = weft__ticks();
   note_time(y, t0, t1);
-  weft__trace_span(s, k, WEFT__SPAN_JOB, y->id, j->count, t0, t1);
+  weft__trace_span(s, k, WEFT__SPAN_JOB, y->id, end - j->first, t0, t1);
   if (atomic_fetch_sub_explicit(&y->jobs_left, 1, memory_order_acq_rel) == 1)
     complete(s, y, worker);
+}
+
+/* Hands [mid, *end) of y to the pool as a new job when some worker is
+ * idle and both halves of [i, *end) hold a batch. Each thread keeps a long
+ * forward run of chunks (the prefetchers like that), and a busy pool pays
+ * two loads per chunk for splits it does not need. */
+static void maybe_split(weft__sched_t *s, weft__sys_t *y, uint32_t i,
+                        uint32_t *end, uint32_t worker) {
+  if (*end - i < 2 || !weft__pool_hungry(s->pool, worker))
+    return;
+  uint32_t mid = i + (*end - i) / 2;
+  if (rows_before(y, mid) - rows_before(y, i) < y->batch ||
+      rows_before(y, *end) - rows_before(y, mid) < y->batch)
+    return;
+  uint32_t idx =
+      atomic_fetch_add_explicit(&y->job_next, 1, memory_order_relaxed);
+  uint32_t node = y->visits[mid].chunk->node;
+  y->jobs[idx] = (weft__job_t){y, mid, *end - mid, node};
+  atomic_fetch_add_explicit(&y->jobs_left, 1, memory_order_relaxed);
+  *end = mid;
+  weft_pool_submit(s->pool, worker, job_main, &y->jobs[idx], NULL, node);
+}
+
+static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
+                       uint32_t *end, uint32_t k, uint32_t split) {
+  weft_world_t *w = y->world;
+  weft_sysctx_t ctx = {w,          s->slots[k].cmd, y->user, s->dt,
+                       s->tick,    y->id,           k,       0,
+                       y->version, y->last_run,     0,       s};
+  if (!y->query) {
+    ctx.key_ = WEFT_CMD_KEY(y->order, 0, 0);
+    weft_cmd_key(ctx.cmd, ctx.key_);
+    int rc = y->run(&ctx, NULL);
+    if (rc)
+      record_error(y, rc, 0);
+    return;
+  }
+  weft_iter_t it;
+  memset(&it, 0, sizeof it);
+  it.world_ = w;
+  it.world_version_ = &w->version;
+  it.version_ = w->version;
+  it.terms_ = y->terms;
+  it.term_count_ = y->nterms;
+  const weft__match_t *matches = y->query->matches;
+  for (uint32_t i = first; i < *end; i++) {
+    if (split != NO_SPLIT)
+      maybe_split(s, y, i, end, split);
+    const weft__visit_t *v = &y->visits[i];
+    ctx.chunk = v->seq;
+    ctx.key_ = WEFT_CMD_KEY(y->order, v->seq, 0);
+    weft_cmd_key(ctx.cmd, ctx.key_);
+    view_chunk(&it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
+               y->nterms);
+    int rc = y->run(&ctx, &it);
+    if (rc)
+      record_error(y, rc, v->seq);
+  }
 }
 
 static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
@@ -243,12 +386,13 @@ static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
     return;
   }
   atomic_store_explicit(&y->jobs_left, y->njobs, memory_order_relaxed);
+  atomic_store_explicit(&y->job_next, y->njobs, memory_order_relaxed);
   if (y->query && y->njobs == 1 && y->rows < s->cfg.inline_rows) {
     /* Too small to be worth a queue round trip: run it here. */
     job_main(&y->jobs[0], self);
     return;
   }
-  y->stats.jobs += y->njobs;
+  y->dispatched = true;
   for (uint32_t j = 0; j < y->njobs; j++)
     weft_pool_submit(s->pool, self, job_main, &y->jobs[j], NULL,
                      y->jobs[j].node);
@@ -258,7 +402,7 @@ static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
 static void run_inline(weft__sched_t *s, weft__sys_t *y) {
   uint32_t k = slot_of(s, s->main_self);
   uint64_t t0 = weft__ticks();
-  run_visits(s, y, 0, y->nvisits, k);
+  run_range(s, y, 0, y->nvisits, k);
   uint64_t t1 = weft__ticks();
   note_time(y, t0, t1);
   weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, y->nvisits, t0, t1);
@@ -273,7 +417,7 @@ static void run_serial(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
      * untimed unless asked for. */
     for (uint32_t i = 0; i < n; i++)
       if (l[i]->active && l[i]->njobs)
-        run_visits(s, l[i], 0, l[i]->nvisits, k);
+        run_range(s, l[i], 0, l[i]->nvisits, k);
     return;
   }
   uint64_t t0 = weft__ticks();
@@ -281,7 +425,7 @@ static void run_serial(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
     weft__sys_t *y = l[i];
     if (!y->active || !y->njobs)
       continue;
-    run_visits(s, y, 0, y->nvisits, k);
+    run_range(s, y, 0, y->nvisits, k);
     uint64_t t1 = weft__ticks();
     atomic_store_explicit(&y->start_ns, t0, memory_order_relaxed);
     atomic_store_explicit(&y->end_ns, t1, memory_order_relaxed);
@@ -347,11 +491,6 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     if (y->query ? plan_system(w, y) : plan_task(w, y))
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
-    /* Stamp what it will write now, not as its chunks run: a later system
-     * of this segment that depends on it plans its `changed` filter before
-     * it runs, and must not miss these writes. */
-    for (uint32_t v = 0; v < y->nvisits; v++)
-      stamp(y, y->visits[v].chunk);
     *rows += y->query ? y->rows : 1;
   }
   return 0;
@@ -367,6 +506,9 @@ static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
     uint64_t t0 = atomic_load_explicit(&y->start_ns, memory_order_relaxed);
     uint64_t t1 = atomic_load_explicit(&y->end_ns, memory_order_relaxed);
     y->stats.runs++;
+    if (y->dispatched)
+      y->stats.jobs += atomic_load_explicit(&y->job_next, memory_order_relaxed);
+    y->dispatched = false;
     y->stats.entities += y->rows;
     y->stats.chunks += y->query ? y->nvisits : 1;
     y->stats.wall_ns += t1 > t0 ? t1 - t0 : 0;
@@ -464,7 +606,6 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
       int rc = y->run(&ctx, &it);
       if (rc)
         record_error(y, rc, seq);
-      stamp(y, it.chunk_);
     }
   }
   uint64_t t1 = weft__ticks();

@@ -248,6 +248,12 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
     atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
 }
 
+static bool hungry(weft_pool_t *p, uint32_t self);
+
+bool weft__pool_hungry(weft_pool_t *p, uint32_t self) {
+  return p && hungry(p, self);
+}
+
 bool weft__pool_help(weft_pool_t *p, uint32_t self) {
   job_t j;
   if (!find_work(p, self, &j))

@@ -84,4 +84,8 @@ struct weft_pool_t {
  * false when none was found. */
 bool weft__pool_help(weft_pool_t *p, uint32_t self);
 
+/* True when some thread is idle and worker self has no queued job of its
+ * own: splitting work now would get it picked up. */
+bool weft__pool_hungry(weft_pool_t *p, uint32_t self);
+
 #endif /* WEFT_SCHEDULER_POOL_INTERNAL_H */

@@ -27,8 +27,20 @@ typedef struct weft__job_t {
 /* A chunk a system will visit this run, with its sequence number. */
 typedef struct weft__visit_t {
   weft__chunk_t *chunk;
-  uint32_t seq;
+  uint32_t seq;  /* among all the chunks the query matches */
+  uint32_t ai;   /* its archetype's entry in sys->arch */
+  uint32_t cum;  /* rows of the visits before it */
+  uint32_t rows; /* rows it covers */
+  uint32_t nch;  /* chunks it covers: more than one for a run of chunks
+                    whose arrays continue each other (CHUNK_RUNS) */
 } weft__visit_t;
+
+/* An archetype a system visits: its query cache entry, and the column of
+ * each component the system stamps (UINT16_MAX: absent). */
+typedef struct weft__ainfo_t {
+  uint32_t match; /* index into the query's cache (which may move) */
+  uint16_t stamp[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
+} weft__ainfo_t;
 
 typedef struct weft__sys_t {
   weft_system_t id; /* index + 1 into sched->sys */
@@ -74,9 +86,17 @@ typedef struct weft__sys_t {
   bool retire; /* an after() condition fired: remove after the frame */
   weft__visit_t *visits;
   uint32_t nvisits, visits_cap;
-  weft__job_t *jobs;
+  weft__ainfo_t *arch;
+  uint32_t narch, arch_cap;
+  weft__job_t *jobs; /* planned jobs, then the splits of this run */
   uint32_t njobs, jobs_cap;
-  uint64_t rows; /* rows this run visits */
+  uint32_t nplanned;     /* jobs the plan made */
+  uint64_t plan_version; /* the world's structural version it was made at */
+  uint32_t plan_matches; /* and the query's cache size then */
+  bool planned;
+  bool dispatched;           /* this run went to the pool */
+  _Atomic uint32_t job_next; /* next free job record (splits) */
+  uint64_t rows;             /* rows this run visits */
   _Atomic uint32_t preds_left;
   _Atomic uint32_t jobs_left;
   /* The failure with the lowest chunk sequence: (seq + 1) << 32 | -code;

@@ -95,6 +95,7 @@ static void sys_free(weft_world_t *w, weft__sys_t *y) {
   weft__free(y->succ, 0, 16);
   weft__free(y->visits, 0, 16);
   weft__free(y->jobs, 0, 16);
+  weft__free(y->arch, 0, 16);
   weft__free(y, sizeof(*y), 64);
   (void)w;
 }

@@ -2183,7 +2183,10 @@ static void test_pipeline_system_stats(void **state) {
     assert_int_equal(s.entities, 4ull * (BIG_N + 100));
     assert_int_equal(s.chunks, 4ull * nbig);
     if (workers) {
-      assert_true(s.jobs >= 4ull * jobs_min);
+      /* At least one job per run; more when idle workers split them
+       * (down to the batch, never inside a chunk). */
+      assert_true(s.jobs >= 4ull);
+      (void)jobs_min;
       assert_true(s.jobs <= 4ull * nbig);
     } else {
       assert_int_equal(s.jobs, 0);

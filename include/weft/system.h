@@ -20,12 +20,14 @@
  * points are computed once per change of the schedule, never per frame.
  *
  * **Execution.** Systems whose dependencies are done run concurrently on
- * the world's pool (weft_world_config_t.pool); each system's matching
- * chunks are cut into jobs of about `batch` rows by walking the chunks in
- * order — a rule that depends on the data, never on the thread count — and
- * each job is queued first to the workers of its chunk's NUMA node. A
- * stretch of systems that together match fewer than
- * weft_pipeline_config_t.inline_rows rows runs inline on the calling
+ * the world's pool (weft_world_config_t.pool). A system's matching chunks
+ * make one job per run of chunks with the same home NUMA node, queued
+ * first to that node's workers; while some worker is idle, a job hands the
+ * back half of its chunks to it, down to about `batch` rows (lazy
+ * halving: each thread keeps long forward runs). Cuts fall only between
+ * chunks and commands and events are keyed per chunk, so where they fall
+ * never changes the result. A stretch of systems that together match fewer
+ * than weft_pipeline_config_t.inline_rows rows runs inline on the calling
  * thread without any dispatch. Without a pool everything runs inline.
  *
  * **Commands and sync points.** A callback must not change the world's
@@ -154,7 +156,10 @@ typedef int (*weft_system_fn)(weft_sysctx_t *ctx, const weft_iter_t *chunk);
 typedef struct weft_system_desc_t {
   const char *name;   /**< required, unique in the world; copied */
   weft_phase_t phase; /**< 0: WEFT_PHASE_FIXED_UPDATE */
-  /** The chunks to process; all-zero: a task called once per run. */
+  /** The chunks to process; all-zero: a task called once per run. With
+   * WEFT_QUERY_CHUNK_RUNS in query.flags a call may cover a run of
+   * consecutive chunks whose arrays continue each other (up to `batch`
+   * rows), so a streaming loop pays the per-call cost once per run. */
   weft_query_desc_t query;
   /** Access of include term i (WEFT_ACCESS_*); default read and write. */
   uint8_t term_access[WEFT_QUERY_MAX_TERMS];
@@ -176,9 +181,9 @@ typedef struct weft_system_desc_t {
   const char *before[WEFT_SYSTEM_MAX_ORDER + 1];
   const char *after[WEFT_SYSTEM_MAX_ORDER + 1];
   weft_runif_t *run_if; /**< NULL: always */
-  uint32_t batch;       /**< rows per job; 0: WEFT_SYSTEM_BATCH_DEFAULT */
-  uint32_t flags;       /**< WEFT_SYSTEM_* */
-  weft_system_fn run;   /**< required */
+  uint32_t batch; /**< smallest job, in rows; 0: WEFT_SYSTEM_BATCH_DEFAULT */
+  uint32_t flags; /**< WEFT_SYSTEM_* */
+  weft_system_fn run; /**< required */
   void *user;
 } weft_system_desc_t;
 
@@ -236,7 +241,8 @@ typedef struct weft_system_stats_t {
   uint64_t skipped;   /**< turns skipped by the run condition */
   uint64_t entities;  /**< rows handed to the callback */
   uint64_t chunks;    /**< chunk calls (or task calls) */
-  uint64_t jobs;      /**< jobs dispatched to the pool (0: ran inline) */
+  uint64_t jobs;      /**< jobs run on the pool, splits included (0: ran
+                           inline) */
   uint64_t wall_ns;   /**< first job start to last job end, summed (inline
                            runs only with time_inline or a trace) */
   uint64_t worker_ns; /**< time inside jobs, summed over workers */
