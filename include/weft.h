@@ -25,5 +25,6 @@
 #include "weft/resource.h"
 #include "weft/runif.h"
 #include "weft/system.h"
+#include "weft/systems.h"
 
 #endif /* WEFT_H */

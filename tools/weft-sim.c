@@ -1,10 +1,14 @@
 /*
- * weft-sim: the main demo. Spawns a particle world in one batch, advances
- * it for a number of ticks (position += velocity * dt, with a bounce at the
- * box walls) and prints spawn and update throughput plus a checksum of the
- * final state.
+ * weft-sim: the main demo. Runs one of the built-in scenarios (arena,
+ * boids, particles; see sim_scenarios.c) on a pool of workers for a number
+ * of fixed ticks, then prints a per-phase and per-system timing table,
+ * entity updates per second, worker utilisation and steals, sync points and
+ * the final world digest — the same digest for any --threads.
  *
- * Usage: weft-sim [--entities N] [--ticks K] [--seed S] [--chunk BYTES]
+ *   weft-sim [--scenario arena|boids|particles] [--entities N] [--threads T]
+ *            [--ticks K] [--seed S] [--trace FILE.json] [--json FILE]
+ *
+ * Bad arguments print a message and exit with status 2.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,18 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <weft.h>
 
-typedef struct sim_vec3_t {
-  float x, y, z;
-} sim_vec3_t;
+#include "sim_scenarios.h"
+
+#define SIM_DT (1.0 / 60.0)
 
 typedef struct sim_args_t {
+  sim_kind_t kind;
   uint32_t entities;
+  int32_t threads; /* -1: one worker per core; 0: no pool */
   uint32_t ticks;
   uint64_t seed;
-  uint32_t chunk;
+  const char *trace;
+  const char *json;
 } sim_args_t;
 
 static double now_s(void) {
@@ -33,19 +41,27 @@ static double now_s(void) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: weft-sim [--entities N] [--ticks K] [--seed S] "
-             "[--chunk BYTES]\n"
-             "  --entities N   particles to spawn (default 1000000)\n"
-             "  --ticks K      update ticks to run (default 200)\n"
-             "  --seed S       initial-state seed (default 1)\n"
-             "  --chunk BYTES  chunk size, power of two 4096..1048576\n");
+  fprintf(f,
+          "usage: weft-sim [--scenario arena|boids|particles] [--entities N]\n"
+          "                [--threads T] [--ticks K] [--seed S]\n"
+          "                [--trace FILE.json] [--json FILE]\n"
+          "  --scenario S   arena (default): units, turrets, projectiles,\n"
+          "                 collisions and damage; boids: flocking over a\n"
+          "                 grid; particles: gravity and bouncing walls\n"
+          "  --entities N   initial entities (default 200000)\n"
+          "  --threads T    workers, the calling thread included (default:\n"
+          "                 one per core; 0: no pool, everything inline)\n"
+          "  --ticks K      fixed ticks of 1/60 s to run (default 300)\n"
+          "  --seed S       initial-state seed (default 1)\n"
+          "  --trace FILE   write a Chrome trace of the run (Perfetto)\n"
+          "  --json FILE    write the results as JSON\n");
 }
 
 /* Parses an unsigned decimal in [lo, hi]; false when it is not one. */
 static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   char *end;
   errno = 0;
-  if (!s || !*s || *s == '-')
+  if (!s || !*s || *s == '-' || *s == '+')
     return false;
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || v < lo || v > hi)
@@ -54,91 +70,76 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   return true;
 }
 
+static int bad(const char *opt, const char *val, const char *why) {
+  fprintf(stderr, "weft-sim: %s%s%s: %s\n", opt, val ? " " : "", val ? val : "",
+          why);
+  usage(stderr);
+  return 2;
+}
+
 static int parse_args(int argc, char **argv, sim_args_t *a) {
-  *a = (sim_args_t){.entities = 1000000, .ticks = 200, .seed = 1};
+  *a = (sim_args_t){SIM_ARENA, 200000, -1, 300, 1, NULL, NULL};
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t v;
     if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
       usage(stdout);
       exit(0);
-    } else if (!strcmp(opt, "--entities") && parse_u64(val, 1, 100000000, &v))
+    }
+    if (!val)
+      return bad(opt, NULL, "needs a value");
+    if (!strcmp(opt, "--scenario")) {
+      if (!sim_kind_parse(val, &a->kind))
+        return bad(opt, val, "unknown scenario");
+    } else if (!strcmp(opt, "--entities")) {
+      if (!parse_u64(val, 1, 50000000, &v))
+        return bad(opt, val, "expected 1..50000000");
       a->entities = (uint32_t)v;
-    else if (!strcmp(opt, "--ticks") && parse_u64(val, 0, 1000000, &v))
+    } else if (!strcmp(opt, "--threads")) {
+      if (!parse_u64(val, 0, 1024, &v))
+        return bad(opt, val, "expected 0..1024");
+      a->threads = (int32_t)v;
+    } else if (!strcmp(opt, "--ticks")) {
+      if (!parse_u64(val, 0, 10000000, &v))
+        return bad(opt, val, "expected 0..10000000");
       a->ticks = (uint32_t)v;
-    else if (!strcmp(opt, "--seed") && parse_u64(val, 0, UINT64_MAX, &v))
+    } else if (!strcmp(opt, "--seed")) {
+      if (!parse_u64(val, 0, UINT64_MAX, &v))
+        return bad(opt, val, "expected an unsigned 64-bit integer");
       a->seed = v;
-    else if (!strcmp(opt, "--chunk") && parse_u64(val, 4096, 1048576, &v))
-      a->chunk = (uint32_t)v;
-    else {
-      fprintf(stderr, "weft-sim: bad argument '%s'%s%s\n", opt,
-              val ? " with value " : "", val ? val : "");
-      usage(stderr);
-      return 2;
+    } else if (!strcmp(opt, "--trace")) {
+      a->trace = val;
+    } else if (!strcmp(opt, "--json")) {
+      a->json = val;
+    } else {
+      return bad(opt, NULL, "unknown option");
     }
     i++;
   }
   return 0;
 }
 
-/* splitmix64: a tiny, well-mixed generator for the initial state. */
-static uint64_t sim_rand(uint64_t *s) {
-  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
+/* A progress bar on stderr when it is a terminal; nothing otherwise. */
+static void progress(bool tty, uint32_t done, uint32_t total, double t0) {
+  if (!tty || total == 0)
+    return;
+  if (done != total && done % (total / 100 + 1) != 0)
+    return;
+  int width = 40, filled = (int)((uint64_t)done * width / total);
+  fprintf(stderr, "\r  [%.*s%*s] %3u%%  tick %u/%u  %.1f s", filled,
+          "########################################", width - filled, "",
+          (unsigned)((uint64_t)done * 100 / total), done, total, now_s() - t0);
+  if (done == total)
+    fputc('\n', stderr);
+  fflush(stderr);
 }
 
-static float sim_unit(uint64_t *s) {
-  return (float)(sim_rand(s) >> 40) * (1.0f / 16777216.0f);
-}
-
-/* Fills one chunk range of the batch with seeded positions and velocities. */
-static void fill_particles(void *user, const weft_iter_t *v, uint32_t first) {
-  uint64_t seed = *(const uint64_t *)user;
-  for (uint32_t f = 0; f < 3; f++) {
-    float *p = weft_iter_field(v, 0, f), *vel = weft_iter_field(v, 1, f);
-    for (uint32_t i = 0; i < v->count; i++) {
-      uint64_t s = seed ^ ((uint64_t)(first + i) << 2 | f);
-      p[i] = sim_unit(&s) * 100.0f;
-      vel[i] = sim_unit(&s) * 2.0f - 1.0f;
-    }
-  }
-}
-
-/* One tick: integrate, and reflect velocities at the walls of the box. */
-static void tick(const weft_query_t *q, float dt) {
-  weft_iter_t it;
-  weft_query_iter(q, &it);
-  while (weft_iter_next(&it)) {
-    void *pf[WEFT_MAX_FIELDS], *vf[WEFT_MAX_FIELDS];
-    weft_iter_fields(&it, 0, pf);
-    weft_iter_fields(&it, 1, vf);
-    for (uint32_t f = 0; f < 3; f++) {
-      float *restrict p = pf[f];
-      float *restrict v = vf[f];
-      for (uint32_t i = 0; i < it.count; i++) {
-        float np = p[i] + v[i] * dt;
-        float out = (np < 0.0f) | (np > 100.0f) ? -1.0f : 1.0f;
-        v[i] *= out;
-        p[i] = np;
-      }
-    }
-  }
-}
-
-static double checksum(const weft_query_t *q) {
-  double s = 0;
-  weft_iter_t it;
-  weft_query_iter(q, &it);
-  while (weft_iter_next(&it))
-    for (uint32_t f = 0; f < 3; f++) {
-      const float *p = weft_iter_field(&it, 0, f);
-      for (uint32_t i = 0; i < it.count; i++)
-        s += p[i] * (double)(f + 1);
-    }
-  return s;
-}
+typedef struct sim_run_t {
+  double spawn_s, run_s;
+  uint64_t updates; /* rows handed to system callbacks */
+  uint64_t digest;
+  uint32_t final_entities;
+} sim_run_t;
 
 static int fail(const weft_world_t *w, int rc, const char *what) {
   fprintf(stderr, "weft-sim: %s: %s (%s)\n", what, weft_strerror(rc),
@@ -146,53 +147,174 @@ static int fail(const weft_world_t *w, int rc, const char *what) {
   return 1;
 }
 
-static int run(const sim_args_t *a, weft_world_t *w) {
-  weft_field_desc_t xyz[3] = {WEFT_FIELD(sim_vec3_t, x),
-                              WEFT_FIELD(sim_vec3_t, y),
-                              WEFT_FIELD(sim_vec3_t, z)};
-  weft_component_desc_t dp = {.name = "Position",
-                              .size = sizeof(sim_vec3_t),
-                              .fields = xyz,
-                              .field_count = 3,
-                              .flags = WEFT_COMPONENT_SOA};
-  weft_component_desc_t dv = dp;
-  dv.name = "Velocity";
-  weft_component_t pos, vel;
-  int rc = weft_component_register(w, &dp, &pos);
-  if (!rc)
-    rc = weft_component_register(w, &dv, &vel);
+/* Every registered system, in phase order. */
+static uint32_t all_systems(weft_world_t *w, weft_system_t *ids, uint32_t cap,
+                            weft_phase_t *phase_of) {
+  uint32_t n = 0;
+  for (weft_phase_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++) {
+    weft_system_t tmp[256];
+    uint32_t k = weft_phase_systems(w, p, tmp, 256);
+    for (uint32_t i = 0; i < k && i < 256 && n < cap; i++) {
+      phase_of[n] = p;
+      ids[n++] = tmp[i];
+    }
+  }
+  return n;
+}
+
+static void report(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
+                   const sim_run_t *r) {
+  static const char *const phase_names[] = {
+      "",         "PreUpdate", "FixedUpdate", "PostFixedUpdate", "NetworkTick",
+      "PreRender"};
+  printf("weft-sim: %s, %u entities, %d threads, %u ticks, seed %" PRIu64 "\n",
+         sim_kind_name(a->kind), a->entities,
+         pool ? (int)weft_pool_workers(pool) : 0, a->ticks, a->seed);
+  printf("  spawn %.3f s, run %.3f s (%.3f ms/tick), %u entities at the end\n",
+         r->spawn_s, r->run_s, a->ticks ? r->run_s * 1e3 / a->ticks : 0.0,
+         r->final_entities);
+  printf("  %.1f M entity-updates/s\n",
+         r->run_s > 0 ? (double)r->updates / r->run_s / 1e6 : 0.0);
+  printf("\n  %-16s %6s %12s %12s %9s\n", "phase", "runs", "wall ms",
+         "worker ms", "syncs");
+  for (weft_phase_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++) {
+    weft_phase_stats_t ps;
+    if (weft_phase_stats(w, p, &ps) == 0 && ps.runs)
+      printf("  %-16s %6" PRIu64 " %12.2f %12.2f %9" PRIu64 "\n",
+             phase_names[p], ps.runs, ps.wall_ns / 1e6, ps.worker_ns / 1e6,
+             ps.sync_points);
+  }
+  weft_system_t ids[256];
+  weft_phase_t ph[256];
+  uint32_t n = all_systems(w, ids, 256, ph);
+  printf("\n  %-20s %6s %12s %10s %10s %8s %10s\n", "system", "runs",
+         "entities", "wall ms", "worker ms", "jobs", "ns/entity");
+  for (uint32_t i = 0; i < n; i++) {
+    weft_system_info_t in;
+    weft_system_stats_t st;
+    if (weft_system_info(w, ids[i], &in) || weft_system_stats(w, ids[i], &st))
+      continue;
+    printf("  %-20s %6" PRIu64 " %12" PRIu64 " %10.2f %10.2f %8" PRIu64
+           " %10.2f\n",
+           in.name, st.runs, st.entities, st.wall_ns / 1e6, st.worker_ns / 1e6,
+           st.jobs,
+           st.entities ? (double)st.worker_ns / (double)st.entities : 0.0);
+  }
+  if (pool) {
+    printf("\n  %-8s %10s %10s %8s %8s %8s\n", "worker", "jobs", "busy %",
+           "local", "remote", "sleeps");
+    for (uint32_t k = 0; k < weft_pool_workers(pool); k++) {
+      weft_worker_stats_t ws;
+      if (weft_pool_worker_stats(pool, k, &ws))
+        continue;
+      /* Worker 0 is this thread (it takes part): the pool does not time
+       * it, so its share is the frame time the others did not fill. */
+      double all = (double)(ws.busy_ns + ws.idle_ns);
+      char busy[16] = "driver";
+      if (k > 0 || all > 0)
+        snprintf(busy, sizeof busy, "%.1f",
+                 all > 0 ? 100.0 * ws.busy_ns / all : 0.0);
+      printf("  %-8u %10" PRIu64 " %10s %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+             "\n",
+             k, ws.jobs, busy, ws.local_steals, ws.remote_steals, ws.sleeps);
+    }
+  }
+  weft_pipeline_state_t ps;
+  weft_pipeline_state(w, &ps);
+  printf("\n  sync points %" PRIu64 ", schedule builds %" PRIu64 "\n",
+         ps.sync_points, ps.builds);
+  printf("  digest %016" PRIx64 "\n", r->digest);
+}
+
+static int write_json(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
+                      const sim_run_t *r) {
+  FILE *f = fopen(a->json, "w");
+  if (!f) {
+    fprintf(stderr, "weft-sim: cannot write %s: %s\n", a->json,
+            strerror(errno));
+    return 1;
+  }
+  fprintf(f,
+          "{\"scenario\":\"%s\",\"entities\":%u,\"threads\":%d,"
+          "\"ticks\":%u,\"seed\":%" PRIu64 ",\"spawn_s\":%.6f,"
+          "\"run_s\":%.6f,\"updates\":%" PRIu64 ",\"updates_per_s\":%.1f,"
+          "\"final_entities\":%u,\"digest\":\"%016" PRIx64 "\",\"systems\":[",
+          sim_kind_name(a->kind), a->entities,
+          pool ? (int)weft_pool_workers(pool) : 0, a->ticks, a->seed,
+          r->spawn_s, r->run_s, r->updates,
+          r->run_s > 0 ? (double)r->updates / r->run_s : 0.0, r->final_entities,
+          r->digest);
+  weft_system_t ids[256];
+  weft_phase_t ph[256];
+  uint32_t n = all_systems(w, ids, 256, ph);
+  for (uint32_t i = 0; i < n; i++) {
+    weft_system_info_t in;
+    weft_system_stats_t st;
+    if (weft_system_info(w, ids[i], &in) || weft_system_stats(w, ids[i], &st))
+      continue;
+    fprintf(f,
+            "%s{\"name\":\"%s\",\"phase\":%u,\"runs\":%" PRIu64
+            ",\"entities\":%" PRIu64 ",\"wall_ns\":%" PRIu64
+            ",\"worker_ns\":%" PRIu64 ",\"jobs\":%" PRIu64 "}",
+            i ? "," : "", in.name, ph[i], st.runs, st.entities, st.wall_ns,
+            st.worker_ns, st.jobs);
+  }
+  weft_pipeline_state_t ps;
+  weft_pipeline_state(w, &ps);
+  fprintf(f, "],\"sync_points\":%" PRIu64 "}\n", ps.sync_points);
+  bool ok = !ferror(f);
+  ok &= fclose(f) == 0;
+  if (!ok)
+    fprintf(stderr, "weft-sim: cannot write %s\n", a->json);
+  return ok ? 0 : 1;
+}
+
+static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool) {
+  weft_pipeline_config_t pc = {.fixed_dt = SIM_DT, .time_inline = true};
+  int rc = weft_pipeline_configure(w, &pc);
   if (rc)
-    return fail(w, rc, "register");
+    return fail(w, rc, "configure");
+  sim_scene_t scene;
   double t0 = now_s();
-  uint64_t seed = a->seed;
-  rc = weft_spawn_batch(w, a->entities, (weft_component_t[]){pos, vel, 0},
-                        fill_particles, &seed, NULL);
-  if (rc)
-    return fail(w, rc, "spawn");
+  rc = sim_scene_build(&scene, w, a->kind, a->entities, a->seed);
+  if (rc) {
+    sim_scene_free(&scene);
+    return fail(w, rc, "building the scenario");
+  }
+  sim_run_t r = {.spawn_s = now_s() - t0};
+  if (a->trace && (rc = weft_trace_start(w, 1u << 16)) != 0) {
+    sim_scene_free(&scene);
+    return fail(w, rc, "starting the trace");
+  }
+  bool tty = isatty(STDERR_FILENO);
   double t1 = now_s();
-  weft_query_t *q;
-  rc = weft_query_create(w, &(weft_query_desc_t){.include = {pos, vel}}, &q);
-  if (rc)
-    return fail(w, rc, "query");
-  double t2 = now_s();
-  for (uint32_t k = 0; k < a->ticks; k++)
-    tick(q, 1.0f / 60.0f);
-  double t3 = now_s();
-  weft_world_stats_t st;
-  weft_world_stats(w, &st);
-  double updates = (double)a->entities * a->ticks;
-  printf("weft-sim: particles, %u entities, %u ticks, seed %" PRIu64 "\n",
-         a->entities, a->ticks, a->seed);
-  printf("  spawn   %10.3f ms  %8.2f ns/entity\n", (t1 - t0) * 1e3,
-         (t1 - t0) * 1e9 / a->entities);
-  printf("  update  %10.3f ms  %8.2f ns/entity-update  %.1f M updates/s\n",
-         (t3 - t2) * 1e3, a->ticks ? (t3 - t2) * 1e9 / updates : 0.0,
-         a->ticks ? updates / (t3 - t2) / 1e6 : 0.0);
-  printf("  memory  %u chunks of %u B, %.1f MiB chunks + %.1f MiB index\n",
-         st.chunks_live, st.chunk_size, st.chunk_bytes / 1048576.0,
-         st.index_bytes / 1048576.0);
-  printf("  checksum %.6f\n", checksum(q));
-  return 0;
+  for (uint32_t k = 0; k < a->ticks && !rc; k++) {
+    rc = weft_world_progress(w, SIM_DT);
+    progress(tty, k + 1, a->ticks, t1);
+  }
+  r.run_s = now_s() - t1;
+  if (rc) {
+    sim_scene_free(&scene);
+    return fail(w, rc, "running");
+  }
+  weft_system_t ids[256];
+  weft_phase_t ph[256];
+  uint32_t n = all_systems(w, ids, 256, ph);
+  for (uint32_t i = 0; i < n; i++) {
+    weft_system_stats_t st;
+    if (weft_system_stats(w, ids[i], &st) == 0)
+      r.updates += st.entities;
+  }
+  r.digest = weft_world_digest(w);
+  r.final_entities = weft_world_count(w);
+  report(a, w, pool, &r);
+  int out = 0;
+  if (a->trace && (rc = weft_trace_write(w, a->trace)) != 0)
+    out = fail(w, rc, "writing the trace");
+  if (a->json && write_json(a, w, pool, &r))
+    out = 1;
+  sim_scene_free(&scene);
+  return out;
 }
 
 int main(int argc, char **argv) {
@@ -200,15 +322,29 @@ int main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc)
     return rc;
-  weft_world_t *w = NULL;
-  weft_world_config_t cfg = {.chunk_size = a.chunk};
-  rc = weft_world_create(&cfg, &w);
-  if (rc) {
-    fprintf(stderr, "weft-sim: bad --chunk %u: %s\n", a.chunk,
-            weft_strerror(rc));
-    return 2;
+  weft_pool_t *pool = NULL;
+  if (a.threads != 0) {
+    weft_pool_config_t pc = {0};
+    pc.placement.workers = a.threads > 0 ? (uint32_t)a.threads : 0;
+    pc.placement.caller_participates = true;
+    rc = weft_pool_create(&pc, &pool);
+    if (rc) {
+      fprintf(stderr, "weft-sim: cannot start %d workers: %s\n", a.threads,
+              weft_strerror(rc));
+      return 1;
+    }
   }
-  rc = run(&a, w);
+  weft_world_t *w = NULL;
+  weft_world_config_t wc = {.pool = pool};
+  rc = weft_world_create(&wc, &w);
+  if (rc) {
+    fprintf(stderr, "weft-sim: cannot create the world: %s\n",
+            weft_strerror(rc));
+    weft_pool_destroy(pool);
+    return 1;
+  }
+  rc = simulate(&a, w, pool);
   weft_world_destroy(w);
+  weft_pool_destroy(pool);
   return rc;
 }

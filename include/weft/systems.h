@@ -1,0 +1,370 @@
+/**
+ * @file systems.h
+ * Built-in simulation systems (2D), written against the public API only.
+ *
+ * weft_std_register() registers the standard components, resources and the
+ * collision channel the built-in systems share; each weft_sys_*()
+ * registers one or more systems with their access declared, so they
+ * schedule like any user system (system.h). Positions and velocities are
+ * stored field-level SoA (x and y are separate arrays), so the arithmetic
+ * systems are branch-free loops over columns that the compiler vectorizes;
+ * control flow (collisions, health, spawning) lives in callbacks.
+ *
+ * Every system is deterministic: the same world gives the same digest on
+ * any number of workers (random draws use weft_sysctx_random(), events and
+ * commands are keyed per chunk).
+ *
+ * Threads: every function here is owner-thread API. Objects created here
+ * (grids) belong to the caller and must outlive the systems that use them.
+ */
+#ifndef WEFT_SYSTEMS_H
+#define WEFT_SYSTEMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/component.h"
+#include "weft/resource.h"
+#include "weft/system.h"
+#include "weft/world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A 2D vector; Position and Velocity values have this layout. */
+typedef struct weft_vec2_t {
+  float x, y;
+} weft_vec2_t;
+
+/** Collider shapes. */
+enum { WEFT_SHAPE_CIRCLE = 0, WEFT_SHAPE_BOX = 1 };
+
+/** Collider: a circle of radius `r` or an axis-aligned box of half extents
+ * (hx, hy), centred on the Position. Colliders collide when their
+ * `layer & other.mask` or `other.layer & mask` is nonzero (0 and 0: no
+ * filtering). */
+typedef struct weft_collider_t {
+  uint32_t shape; /**< WEFT_SHAPE_* */
+  float r;        /**< circle radius */
+  float hx, hy;   /**< box half extents */
+  uint32_t layer;
+  uint32_t mask;
+} weft_collider_t;
+
+/** Health: dies (gets the Dead tag) when hp reaches 0. */
+typedef struct weft_health_t {
+  float hp;
+  float max_hp;
+} weft_health_t;
+
+/** Armor: flat reduction of each hit, then a fraction (0..1) of the rest. */
+typedef struct weft_armor_t {
+  float flat;
+  float fraction;
+} weft_armor_t;
+
+/** Damage dealt by this entity to what it touches, per contact event. */
+typedef struct weft_damage_t {
+  float amount;
+} weft_damage_t;
+
+/** Seconds left before the entity is despawned. */
+typedef struct weft_lifetime_t {
+  float remaining;
+} weft_lifetime_t;
+
+/** A spawner fires `burst` projectiles every `interval` seconds in random
+ * directions at `speed`; each projectile gets a circle collider of
+ * `radius`, `damage`, and `lifetime` seconds. */
+typedef struct weft_spawner_t {
+  float interval;
+  float timer; /**< seconds until the next burst */
+  float speed;
+  float lifetime;
+  float damage;
+  float radius;
+  uint32_t burst;
+  uint32_t layer; /**< collider layer/mask of the projectiles */
+  uint32_t mask;
+} weft_spawner_t;
+
+/** A collision event: a < b (handle order), the normal points from a to b,
+ * depth is the overlap. Published in the std collisions channel. */
+typedef struct weft_collision_t {
+  weft_entity_t a, b;
+  float nx, ny;
+  float depth;
+} weft_collision_t;
+
+/** Integration bounds modes. */
+typedef enum weft_bounds_mode_t {
+  WEFT_BOUNDS_NONE = 0, /**< no bounds system */
+  WEFT_BOUNDS_WRAP,     /**< leaving one side re-enters on the other */
+  WEFT_BOUNDS_CLAMP,    /**< clamped to the box, velocity kept */
+  WEFT_BOUNDS_BOUNCE    /**< clamped, and the velocity component reversed */
+} weft_bounds_mode_t;
+
+/** Ids of the standard components, resources and channel. */
+typedef struct weft_std_t {
+  weft_component_t position; /**< weft_vec2_t, SoA fields x, y */
+  weft_component_t velocity; /**< weft_vec2_t, SoA fields x, y */
+  weft_component_t collider; /**< weft_collider_t */
+  weft_component_t health;   /**< weft_health_t */
+  weft_component_t armor;    /**< weft_armor_t */
+  weft_component_t damage;   /**< weft_damage_t */
+  weft_component_t lifetime; /**< weft_lifetime_t */
+  weft_component_t spawner;  /**< weft_spawner_t */
+  weft_component_t boid;     /**< tag: takes part in flocking */
+  weft_component_t dead;     /**< tag: added when health reaches 0 */
+  weft_channel_t collisions; /**< weft_collision_t events */
+} weft_std_t;
+
+/**
+ * Registers the standard components ("weft.Position", "weft.Velocity",
+ * ...) and the "weft.collisions" channel, or looks them up when a previous
+ * call registered them. Owner thread. Returns 0 or the registration's
+ * error (WEFT_ETOOMANY, WEFT_ENOMEM).
+ */
+int weft_std_register(weft_world_t *world, weft_std_t *out);
+
+/* ---- integration -------------------------------------------------------- */
+
+/** Integration settings; zero means default for every field. */
+typedef struct weft_integrate_config_t {
+  weft_phase_t phase;      /**< 0: WEFT_PHASE_FIXED_UPDATE */
+  weft_vec2_t gravity;     /**< added to velocity per second; 0: none */
+  float damping;           /**< velocity *= max(0, 1 - damping * dt);
+                                0: none */
+  weft_bounds_mode_t mode; /**< bounds behaviour; NONE: no bounds system */
+  weft_vec2_t min, max;    /**< the bounds box (mode != NONE) */
+} weft_integrate_config_t;
+
+/** The systems weft_sys_integrate() registered (0 where not registered). */
+typedef struct weft_integrate_systems_t {
+  weft_system_t gravity, damping, move, bounds;
+} weft_integrate_systems_t;
+
+/**
+ * Registers, in this order: "weft.gravity" (velocity += gravity * dt, only
+ * when gravity is nonzero), "weft.damping" (only when damping > 0),
+ * "weft.move" (position += velocity * dt) and "weft.bounds" (mode !=
+ * NONE). Entities need Position and Velocity; a disabled Velocity stops
+ * them. @p config (NULL: all defaults) is copied into a resource
+ * ("weft.integrate.N") that the systems read. Returns 0, WEFT_EINVAL (bad
+ * config: min >= max, negative damping, a value that is not finite, an
+ * unknown mode; the box is ignored with mode NONE), WEFT_EEXIST (the
+ * systems exist already), or a registration error; on error no system
+ * stays registered.
+ */
+int weft_sys_integrate(weft_world_t *world, const weft_std_t *std,
+                       const weft_integrate_config_t *config,
+                       weft_integrate_systems_t *out);
+
+/* ---- the spatial grid ---------------------------------------------------- */
+
+/** An opaque uniform spatial hash grid, rebuilt each tick by its system. */
+typedef struct weft_grid_t weft_grid_t;
+
+/** Grid settings; zero means default. */
+typedef struct weft_grid_config_t {
+  float cell;           /**< cell size; 0: 1.0. Must be >= the largest
+                             interaction distance (collider diameter,
+                             boids radius) for 3x3 neighbourhoods to be
+                             complete. */
+  weft_vec2_t min, max; /**< the area covered; positions outside fall in
+                             the border cells. Required: min < max. */
+} weft_grid_config_t;
+
+/** One entity in the grid: a snapshot taken when the grid was built. */
+typedef struct weft_grid_item_t {
+  weft_entity_t e;
+  float x, y;               /**< position */
+  float vx, vy;             /**< velocity (0 without Velocity) */
+  weft_collider_t collider; /**< zero when the entity has none (absent,
+                                 disabled, or the entity has the Dead tag) */
+} weft_grid_item_t;
+
+/**
+ * Creates a grid for @p world. The caller owns it (weft_grid_destroy())
+ * and must keep it alive while systems using it are registered. It
+ * registers a resource ("weft.grid.N", N = 1, 2, ... the first free
+ * number) that its builder writes and its readers read, which orders them.
+ * Returns WEFT_EINVAL (min >= max, a cell that is not positive and finite,
+ * more than 2^24 cells), WEFT_ENOMEM or the resource's registration error.
+ */
+int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
+                     weft_grid_t **out);
+
+/** Frees a grid and the queries its builder made. Owner thread; NULL is a
+ * no-op. Destroy it before its world (the queries belong to the world),
+ * and run no frame after it while systems using it are registered. */
+void weft_grid_destroy(weft_grid_t *grid);
+
+/** The resource that orders the grid's builder before its readers. */
+weft_resource_t weft_grid_resource(const weft_grid_t *grid);
+
+/**
+ * Registers "weft.grid.build" (name suffixed with the grid's number for
+ * grids after the first): a task that rebuilds @p grid from every entity
+ * with Position matching @p with (an extra include component, 0: none),
+ * in @p phase (0: FixedUpdate). Entities are stored by cell in handle
+ * order, so the grid does not depend on chunk order or thread count. The
+ * rebuild allocates only when the grid must grow. WEFT_EEXIST when the
+ * grid already has a builder.
+ */
+int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *grid,
+                  weft_component_t with, weft_phase_t phase,
+                  weft_system_t *out);
+
+/** Cell size and dimensions (cells along x and y). Reader threads. */
+float weft_grid_cell_size(const weft_grid_t *grid);
+void weft_grid_dims(const weft_grid_t *grid, int32_t *nx, int32_t *ny);
+
+/** The cell holding point (x, y) (clamped to the grid). */
+void weft_grid_cell_of(const weft_grid_t *grid, float x, float y, int32_t *cx,
+                       int32_t *cy);
+
+/**
+ * The items of cell (cx, cy) in handle order, *n of them; NULL with *n = 0
+ * outside the grid. Valid until the next rebuild. Any thread while no
+ * rebuild runs (systems that declare the grid's resource as read).
+ */
+const weft_grid_item_t *weft_grid_cell(const weft_grid_t *grid, int32_t cx,
+                                       int32_t cy, uint32_t *n);
+
+/** Items in the grid after the last rebuild. */
+uint32_t weft_grid_count(const weft_grid_t *grid);
+
+/* ---- collisions ---------------------------------------------------------- */
+
+/**
+ * Registers "weft.collide": for every entity with Position and Collider,
+ * looks up the 3x3 cells around it in @p grid, and for every pair (a, b)
+ * with a < b whose layers match and whose shapes overlap (circle/circle,
+ * circle/box, box/box) emits one weft_collision_t to std->collisions. Each
+ * pair is reported once per tick, by the chunk of a. Runs after the grid's
+ * builder (it reads the grid's resource). Entities with the Dead tag take
+ * no part. A collider whose layer and mask are both 0 matches every other.
+ * The pairs are complete when the grid's cell is at least twice the
+ * largest circle radius or box half extent, and the grid holds every
+ * collider (build it with `with` 0 or Collider). WEFT_EEXIST when
+ * "weft.collide" is registered already.
+ */
+int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
+                     weft_grid_t *grid, weft_phase_t phase, weft_system_t *out);
+
+/**
+ * The narrowphase used by weft_sys_collide(), exposed for tests and custom
+ * systems: true when colliders @p a at (ax, ay) and @p b at (bx, by)
+ * overlap (depth > 0: touching is no contact), with the unit normal from a
+ * to b and the depth. Box/box and a circle centred inside a box separate
+ * along the axis of least overlap; a zero delta on that axis takes its
+ * sign from the other axis, and coincident centres give (1, 0). Shapes
+ * without area (radius or a half extent <= 0, so a zeroed collider) never
+ * overlap; layers are not looked at. Any thread. The out-pointers may be
+ * NULL.
+ */
+bool weft_collide_test(const weft_collider_t *a, float ax, float ay,
+                       const weft_collider_t *b, float bx, float by, float *nx,
+                       float *ny, float *depth);
+
+/* ---- health and damage -------------------------------------------------- */
+
+/**
+ * Registers "weft.health": reads the collision events published since its
+ * last run; for each event, an entity with Damage hurts the other one if
+ * it has Health (after Armor: max(0, amount - flat) * (1 - fraction)).
+ * Events are applied in their published order. An entity whose hp reaches
+ * 0 gets the Dead tag and its Velocity and Collider disabled through
+ * commands (seed 000's HealthSystem), once. Stale handles, entities with
+ * the Dead tag and entities at hp <= 0 (killed earlier in the run) neither
+ * take nor deal damage; the two hits of one event are simultaneous; the
+ * fraction is clamped to [0, 1] and hp is not floored. The events are the
+ * channel's contents at the run: the pipeline clears channels after each
+ * fixed tick. WEFT_EEXIST when "weft.health" is registered already.
+ */
+int weft_sys_health(weft_world_t *world, const weft_std_t *std,
+                    weft_phase_t phase, weft_system_t *out);
+
+/* ---- lifetime and spawners ---------------------------------------------- */
+
+/**
+ * Registers "weft.lifetime": remaining -= dt; entities whose lifetime ran
+ * out (remaining <= 0) are despawned through commands. WEFT_EINVAL (NULL
+ * argument), WEFT_EEXIST, or a registration error.
+ */
+int weft_sys_lifetime(weft_world_t *world, const weft_std_t *std,
+                      weft_phase_t phase, weft_system_t *out);
+
+/** The weft_sysctx_random() stream of the spawners' directions. */
+#define WEFT_SPAWNER_STREAM 0x53504157u
+
+/**
+ * Registers "weft.spawners": each entity with Spawner and Position counts
+ * its timer down and, when it expires, spawns `burst` projectiles through
+ * commands (Position, Velocity in a direction drawn with
+ * weft_sysctx_random(), Lifetime, Collider, Damage) and restarts the
+ * timer. Dead spawners (with the Dead tag) do not fire. Projectile n
+ * (0 .. burst - 1) of a burst flies at angle 2 pi u, where u is the top 53
+ * bits of weft_sysctx_random(ctx, spawner, WEFT_SPAWNER_STREAM, n) scaled
+ * to [0, 1). The timer restarts at timer + interval, or at interval when
+ * that is still <= 0. WEFT_EINVAL (NULL argument), WEFT_EEXIST, or a
+ * registration error.
+ */
+int weft_sys_spawners(weft_world_t *world, const weft_std_t *std,
+                      weft_phase_t phase, weft_system_t *out);
+
+/* ---- boids -------------------------------------------------------------- */
+
+/** Flocking settings; zero means default. */
+typedef struct weft_boids_config_t {
+  weft_phase_t phase; /**< 0: FixedUpdate */
+  float radius;       /**< neighbour radius; 0: the grid's cell size */
+  float separation;   /**< weights; all three 0: 1.5, 1.0, 1.0 */
+  float alignment;
+  float cohesion;
+  float min_distance; /**< separation acts closer than this; 0: radius/2 */
+  float max_speed;    /**< 0: 10 */
+} weft_boids_config_t;
+
+/**
+ * Registers "weft.boids": for every entity with Position, Velocity and
+ * the Boid tag, reads its neighbours within `radius` from @p grid (the
+ * snapshot taken at the grid's rebuild, so every boid sees the same
+ * state), and sets velocity += dt * (separation + alignment + cohesion
+ * steering), clamped to max_speed. The neighbour sums run in handle
+ * order, so the result does not depend on threads. Neighbours are the
+ * grid's items (those its builder's `with` admits) strictly closer than
+ * the radius, self excluded; self's own position and velocity are read
+ * from its chunk. Register the grid's builder (weft_sys_grid()) first, so
+ * that it runs before. Returns WEFT_EINVAL (NULL argument, a radius above
+ * the grid's cell size or not positive, a negative min_distance or
+ * max_speed, a value that is not finite), WEFT_EEXIST ("weft.boids"
+ * registered already), or a registration error.
+ */
+int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
+                   weft_grid_t *grid, const weft_boids_config_t *config,
+                   weft_system_t *out);
+
+/**
+ * One boid's velocity after a step, computed from its neighbours: the
+ * kernel of weft_sys_boids(), exposed for tests and custom systems.
+ * @p self is the boid; @p nb its @p n neighbours within the radius (self
+ * excluded), in handle order. With d = self - other: separation sums
+ * d / |d|^2 over the neighbours with 0 < |d| < min_distance, alignment is
+ * the mean neighbour velocity minus self's, cohesion the mean of
+ * (other - self); v' = v + dt * (weighted sum), scaled down to max_speed.
+ * Defaults as in weft_boids_config_t, except that a zero radius stays 0
+ * here (there is no grid), so a zero min_distance then means none. Any
+ * thread.
+ */
+weft_vec2_t weft_boids_steer(const weft_boids_config_t *config,
+                             const weft_grid_item_t *self,
+                             const weft_grid_item_t *nb, uint32_t n, float dt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_SYSTEMS_H */

@@ -1,0 +1,259 @@
+/*
+ * "weft.boids": separation, alignment and cohesion over a grid snapshot.
+ *
+ * Every boid reads its neighbours from the grid's snapshot (positions and
+ * velocities as they were when the grid was rebuilt), never from the
+ * chunks other jobs are writing, so the boids of one tick see one state
+ * and the system can write velocities in place, chunk by chunk, on any
+ * number of threads.
+ *
+ * The kernel (weft_boids_steer), for boid s with neighbours o_1 .. o_n in
+ * handle order, d_i = s - o_i (positions), all in float:
+ *
+ *   sep = sum over i with 0 < |d_i|^2 < min_distance^2 of d_i / |d_i|^2
+ *         (the unnormalized inverse-distance push: magnitude 1 / |d_i|;
+ *         coincident boids give no direction and are left out)
+ *   ali = (sum of o_i.v) / n - s.v
+ *   coh = (sum of (o_i - s)) / n   (offsets, not absolute positions, so
+ *         large coordinates lose no precision)
+ *   v'  = s.v + dt * (ws * sep + wa * ali + wc * coh), per component,
+ *         then scaled down to max_speed when faster.
+ *
+ * With no neighbour, v' is s.v (clamped). The sums run in the order the
+ * neighbours are given; the system merges the 3x3 cells (each sorted by
+ * handle) on the fly into handle order, filtering self and the boids at
+ * radius or farther, and feeds the same accumulator as
+ * weft_boids_steer(), so a system step equals the kernel on the neighbour
+ * list in handle order, bit for bit. Streaming the merge needs no
+ * neighbour buffer, however dense the flock.
+ *
+ * The resolved settings and the grid pointer live in a world resource
+ * ("weft.boids.config"), so the caller's config may be temporary.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <weft.h>
+#include <weft/systems.h>
+
+#define BOIDS_NAME "weft.boids"
+#define BOIDS_CONFIG "weft.boids.config"
+#define BOIDS_BATCH 256u
+
+typedef struct boids_cfg_t {
+  weft_grid_t *grid;
+  weft_boids_config_t c; /* resolved: no zero defaults left */
+} boids_cfg_t;
+
+/* The neighbour sums of one boid. */
+typedef struct acc_t {
+  float sx, sy; /* separation */
+  float vx, vy; /* neighbour velocities */
+  float ox, oy; /* offsets other - self */
+  uint32_t n;
+} acc_t;
+
+/* Fills the defaults; @p cell stands in for a zero radius. */
+static weft_boids_config_t resolve(const weft_boids_config_t *in, float cell) {
+  weft_boids_config_t c;
+  memset(&c, 0, sizeof c);
+  if (in)
+    c = *in;
+  if (c.radius == 0.0f)
+    c.radius = cell;
+  if (c.separation == 0.0f && c.alignment == 0.0f && c.cohesion == 0.0f) {
+    c.separation = 1.5f;
+    c.alignment = 1.0f;
+    c.cohesion = 1.0f;
+  }
+  if (c.min_distance == 0.0f)
+    c.min_distance = c.radius * 0.5f;
+  if (c.max_speed == 0.0f)
+    c.max_speed = 10.0f;
+  return c;
+}
+
+/* Adds neighbour @p o; (dx, dy) = self - o and d2 its squared length. */
+static inline void acc_add(acc_t *a, const weft_grid_item_t *o, float dx,
+                           float dy, float d2, float min2) {
+  if (d2 > 0.0f && d2 < min2) {
+    a->sx += dx / d2;
+    a->sy += dy / d2;
+  }
+  a->vx += o->vx;
+  a->vy += o->vy;
+  a->ox -= dx;
+  a->oy -= dy;
+  a->n++;
+}
+
+static inline weft_vec2_t acc_finish(const acc_t *a,
+                                     const weft_boids_config_t *c,
+                                     const weft_grid_item_t *self, float dt) {
+  weft_vec2_t v = {self->vx, self->vy};
+  if (a->n) {
+    float n = (float)a->n;
+    float ax = a->vx / n - self->vx, ay = a->vy / n - self->vy;
+    float cx = a->ox / n, cy = a->oy / n;
+    float fx = c->separation * a->sx + c->alignment * ax + c->cohesion * cx;
+    float fy = c->separation * a->sy + c->alignment * ay + c->cohesion * cy;
+    v.x += dt * fx;
+    v.y += dt * fy;
+  }
+  float s2 = v.x * v.x + v.y * v.y;
+  if (s2 > c->max_speed * c->max_speed) {
+    float k = c->max_speed / sqrtf(s2);
+    v.x *= k;
+    v.y *= k;
+  }
+  return v;
+}
+
+weft_vec2_t weft_boids_steer(const weft_boids_config_t *config,
+                             const weft_grid_item_t *self,
+                             const weft_grid_item_t *nb, uint32_t n, float dt) {
+  weft_vec2_t zero = {0.0f, 0.0f};
+  if (!self)
+    return zero;
+  weft_boids_config_t c = resolve(config, 0.0f);
+  float min2 = c.min_distance * c.min_distance;
+  acc_t a;
+  memset(&a, 0, sizeof a);
+  for (uint32_t i = 0; nb && i < n; i++) {
+    float dx = self->x - nb[i].x, dy = self->y - nb[i].y;
+    acc_add(&a, &nb[i], dx, dy, dx * dx + dy * dy, min2);
+  }
+  return acc_finish(&a, &c, self, dt);
+}
+
+/* One cell's items not merged yet. */
+typedef struct cursor_t {
+  const weft_grid_item_t *p, *end;
+} cursor_t;
+
+static weft_vec2_t steer_one(const boids_cfg_t *cfg,
+                             const weft_grid_item_t *self, float dt) {
+  const weft_boids_config_t *c = &cfg->c;
+  const float r2 = c->radius * c->radius;
+  const float min2 = c->min_distance * c->min_distance;
+  int32_t cx, cy;
+  weft_grid_cell_of(cfg->grid, self->x, self->y, &cx, &cy);
+  cursor_t cur[9];
+  uint32_t k = 0;
+  for (int32_t j = -1; j <= 1; j++) {
+    for (int32_t i = -1; i <= 1; i++) {
+      uint32_t n = 0;
+      const weft_grid_item_t *it =
+          weft_grid_cell(cfg->grid, cx + i, cy + j, &n);
+      if (it && n) {
+        cur[k].p = it;
+        cur[k].end = it + n;
+        k++;
+      }
+    }
+  }
+  acc_t a;
+  memset(&a, 0, sizeof a);
+  /* A k-way merge by handle: the cells are disjoint and each sorted. */
+  while (k) {
+    uint32_t m = 0;
+    for (uint32_t j = 1; j < k; j++)
+      if (cur[j].p->e < cur[m].p->e)
+        m = j;
+    const weft_grid_item_t *o = cur[m].p++;
+    if (cur[m].p == cur[m].end)
+      cur[m] = cur[--k];
+    if (o->e == self->e)
+      continue;
+    float dx = self->x - o->x, dy = self->y - o->y;
+    float d2 = dx * dx + dy * dy;
+    if (d2 < r2)
+      acc_add(&a, o, dx, dy, d2, min2);
+  }
+  return acc_finish(&a, c, self, dt);
+}
+
+static int boids_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  const boids_cfg_t *cfg = ctx->user;
+  void *pos[WEFT_MAX_FIELDS], *vel[WEFT_MAX_FIELDS];
+  if (weft_iter_fields(chunk, 0, pos) != 2 ||
+      weft_iter_fields(chunk, 1, vel) != 2)
+    return WEFT_ELAYOUT; /* not the std Position / Velocity */
+  const float *px = pos[0], *py = pos[1];
+  float *vx = vel[0], *vy = vel[1];
+  const float dt = (float)ctx->dt;
+  weft_grid_item_t self;
+  memset(&self, 0, sizeof self);
+  for (uint32_t r = 0; r < chunk->count; r++) {
+    self.e = chunk->entities[r];
+    self.x = px[r];
+    self.y = py[r];
+    self.vx = vx[r];
+    self.vy = vy[r];
+    weft_vec2_t v = steer_one(cfg, &self, dt);
+    vx[r] = v.x;
+    vy[r] = v.y;
+  }
+  return 0;
+}
+
+static bool finite_nonneg(float x) {
+  return isfinite(x) && x >= 0.0f;
+}
+
+int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
+                   weft_grid_t *grid, const weft_boids_config_t *config,
+                   weft_system_t *out) {
+  if (!world || !std || !grid)
+    return WEFT_EINVAL;
+  const float cell = weft_grid_cell_size(grid);
+  weft_boids_config_t c = resolve(config, cell);
+  /* A radius past the cell size would miss neighbours two cells away. */
+  if (!finite_nonneg(c.radius) || !(c.radius > 0.0f) || c.radius > cell ||
+      !finite_nonneg(c.min_distance) || !finite_nonneg(c.max_speed) ||
+      !isfinite(c.separation) || !isfinite(c.alignment) ||
+      !isfinite(c.cohesion))
+    return WEFT_EINVAL;
+  weft_system_t sys = 0;
+  if (weft_system_lookup(world, BOIDS_NAME, &sys) == 0)
+    return WEFT_EEXIST;
+  boids_cfg_t init;
+  memset(&init, 0, sizeof init);
+  init.grid = grid;
+  init.c = c;
+  /* A previous, removed registration left the resource; reuse it. */
+  weft_resource_t res = 0;
+  int rc;
+  if (weft_resource_lookup(world, BOIDS_CONFIG, &res) == 0) {
+    if (weft_resource_size(world, res) != sizeof init)
+      return WEFT_EEXIST;
+    rc = weft_resource_set(world, res, &init);
+  } else {
+    rc = weft_resource_register(world, BOIDS_CONFIG, sizeof init, 0, &init,
+                                &res);
+  }
+  if (rc)
+    return rc;
+
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = BOIDS_NAME;
+  d.phase = c.phase;
+  d.query.include[0] = std->position;
+  d.query.include[1] = std->velocity;
+  d.query.include[2] = std->boid;
+  d.term_access[0] = WEFT_ACCESS_READ;
+  d.term_access[1] = WEFT_ACCESS_WRITE;
+  d.term_access[2] = WEFT_ACCESS_NONE;
+  d.res_read[0] = weft_grid_resource(grid);
+  d.batch = BOIDS_BATCH;
+  d.run = boids_run;
+  d.user = weft_resource_get(world, res);
+  rc = weft_system_register(world, &d, &sys);
+  if (rc)
+    return rc;
+  if (out)
+    *out = sys;
+  return 0;
+}

@@ -1,0 +1,403 @@
+/*
+ * The uniform spatial grid: a snapshot of every entity with Position,
+ * bucketed by cell and, within a cell, ordered by handle.
+ *
+ * The builder is a task (one call per run) that walks two cached queries,
+ * Position without an enabled Velocity and Position with one: Velocity is
+ * stored SoA, and the public iterator only hands out the field arrays of
+ * include terms, so the two queries are how an optional SoA component is
+ * read. Their chunk order does not matter: items are gathered in any
+ * order, counting-sorted by cell and then sorted by handle inside each
+ * cell, so the grid is the same whatever the chunk layout or thread count.
+ *
+ * Every array is kept between rebuilds and grows geometrically, so a
+ * steady world rebuilds without allocating. The grid's memory is its own
+ * (malloc), not the world's; the queries belong to the world, which is why
+ * the grid must be destroyed before the world.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <weft.h>
+#include <weft/systems.h>
+
+/* More cells than this is a configuration mistake (a cell far too small
+ * for the area), not a grid: the cell table alone would take 64 MiB. */
+#define GRID_MAX_CELLS (1u << 24)
+
+/* Cells up to this size are sorted by insertion, bigger ones by heapsort
+ * (in place: no allocation, n log n at worst). */
+#define GRID_SMALL_CELL 24u
+
+struct weft_grid_t {
+  weft_world_t *world;
+  weft_resource_t res;
+  uint32_t number; /* 1 for the world's first grid, then 2, ... */
+  float cell, inv_cell;
+  float minx, miny;
+  int32_t nx, ny;
+  uint32_t ncells;
+  uint32_t *starts; /* ncells + 1 offsets into items */
+  weft_grid_item_t *items;
+  weft_grid_item_t *scratch; /* gathered items, before the sort */
+  uint32_t *cells;           /* cell index of scratch[i] */
+  uint32_t count, cap;
+  /* Set by weft_sys_grid(). */
+  weft_query_t *still;  /* Position, no (enabled) Velocity */
+  weft_query_t *moving; /* Position and Velocity */
+  weft_component_t collider, dead;
+};
+
+int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
+                     weft_grid_t **out) {
+  if (!world || !config || !out)
+    return WEFT_EINVAL;
+  float cell = config->cell == 0.0f ? 1.0f : config->cell;
+  const weft_vec2_t lo = config->min, hi = config->max;
+  /* Written so that NaN fails every test. */
+  if (!(cell > 0.0f) || !isfinite(cell) || !isfinite(lo.x) || !isfinite(lo.y) ||
+      !isfinite(hi.x) || !isfinite(hi.y) || !(lo.x < hi.x) || !(lo.y < hi.y))
+    return WEFT_EINVAL;
+  double fx = ceil(((double)hi.x - (double)lo.x) / (double)cell);
+  double fy = ceil(((double)hi.y - (double)lo.y) / (double)cell);
+  if (fx < 1.0)
+    fx = 1.0;
+  if (fy < 1.0)
+    fy = 1.0;
+  if (fx * fy > (double)GRID_MAX_CELLS)
+    return WEFT_EINVAL;
+
+  weft_grid_t *g = calloc(1, sizeof *g);
+  if (!g)
+    return WEFT_ENOMEM;
+  g->world = world;
+  g->cell = cell;
+  g->inv_cell = 1.0f / cell;
+  g->minx = lo.x;
+  g->miny = lo.y;
+  g->nx = (int32_t)fx;
+  g->ny = (int32_t)fy;
+  g->ncells = (uint32_t)g->nx * (uint32_t)g->ny;
+  g->starts = calloc((size_t)g->ncells + 1, sizeof *g->starts);
+  if (!g->starts) {
+    free(g);
+    return WEFT_ENOMEM;
+  }
+
+  /* The first free "weft.grid.N": resources are never unregistered, so a
+   * destroyed grid's number stays taken and names never repeat. */
+  char name[WEFT_NAME_MAX];
+  int rc = WEFT_ETOOMANY;
+  for (uint32_t n = 1; n <= WEFT_MAX_RESOURCES + 1; n++) {
+    weft_resource_t found;
+    snprintf(name, sizeof name, "weft.grid.%u", n);
+    if (weft_resource_lookup(world, name, &found) == 0)
+      continue;
+    uint64_t zero = 0;
+    rc = weft_resource_register(world, name, sizeof zero, 0, &zero, &g->res);
+    g->number = n;
+    break;
+  }
+  if (rc) {
+    free(g->starts);
+    free(g);
+    return rc;
+  }
+  *out = g;
+  return 0;
+}
+
+void weft_grid_destroy(weft_grid_t *g) {
+  if (!g)
+    return;
+  weft_query_destroy(g->still);
+  weft_query_destroy(g->moving);
+  free(g->starts);
+  free(g->items);
+  free(g->scratch);
+  free(g->cells);
+  free(g);
+}
+
+weft_resource_t weft_grid_resource(const weft_grid_t *g) {
+  return g ? g->res : 0;
+}
+
+float weft_grid_cell_size(const weft_grid_t *g) {
+  return g ? g->cell : 0.0f;
+}
+
+void weft_grid_dims(const weft_grid_t *g, int32_t *nx, int32_t *ny) {
+  if (nx)
+    *nx = g ? g->nx : 0;
+  if (ny)
+    *ny = g ? g->ny : 0;
+}
+
+/* The clamped cell coordinate of offset d along an axis of n cells. The
+ * comparisons come before the conversion so that NaN and infinities never
+ * reach it (NaN lands in cell 0). */
+static inline int32_t axis_cell(float d, float inv, int32_t n) {
+  float f = d * inv;
+  if (!(f >= 1.0f))
+    return 0;
+  if (f >= (float)n)
+    return n - 1;
+  return (int32_t)f;
+}
+
+void weft_grid_cell_of(const weft_grid_t *g, float x, float y, int32_t *cx,
+                       int32_t *cy) {
+  int32_t a = 0, b = 0;
+  if (g) {
+    a = axis_cell(x - g->minx, g->inv_cell, g->nx);
+    b = axis_cell(y - g->miny, g->inv_cell, g->ny);
+  }
+  if (cx)
+    *cx = a;
+  if (cy)
+    *cy = b;
+}
+
+const weft_grid_item_t *weft_grid_cell(const weft_grid_t *g, int32_t cx,
+                                       int32_t cy, uint32_t *n) {
+  if (!g || cx < 0 || cy < 0 || cx >= g->nx || cy >= g->ny) {
+    if (n)
+      *n = 0;
+    return NULL;
+  }
+  uint32_t c = (uint32_t)cy * (uint32_t)g->nx + (uint32_t)cx;
+  uint32_t first = g->starts[c];
+  if (n)
+    *n = g->starts[c + 1] - first;
+  return g->items ? g->items + first : NULL;
+}
+
+uint32_t weft_grid_count(const weft_grid_t *g) {
+  return g ? g->count : 0;
+}
+
+/* ---- the rebuild --------------------------------------------------------- */
+
+/* Makes room for @p need items in every per-item array, doubling. Nothing
+ * changes on failure. */
+static int reserve(weft_grid_t *g, uint32_t need) {
+  if (need <= g->cap)
+    return 0;
+  uint32_t cap = g->cap ? g->cap : 256;
+  while (cap < need)
+    cap = cap > UINT32_MAX / 2 ? need : cap * 2;
+  weft_grid_item_t *items = malloc((size_t)cap * sizeof *items);
+  weft_grid_item_t *scratch = malloc((size_t)cap * sizeof *scratch);
+  uint32_t *cells = malloc((size_t)cap * sizeof *cells);
+  if (!items || !scratch || !cells) {
+    free(items);
+    free(scratch);
+    free(cells);
+    return WEFT_ENOMEM;
+  }
+  /* The rebuild that asked for room refills everything. */
+  free(g->items);
+  free(g->scratch);
+  free(g->cells);
+  g->items = items;
+  g->scratch = scratch;
+  g->cells = cells;
+  g->cap = cap;
+  return 0;
+}
+
+/* Appends the rows of one chunk to scratch at *n. */
+static void gather(weft_grid_t *g, const weft_iter_t *it, bool moving,
+                   uint32_t *n) {
+  void *pos[WEFT_MAX_FIELDS] = {0}, *vel[WEFT_MAX_FIELDS] = {0};
+  weft_iter_fields(it, 0, pos);
+  const float *px = pos[0], *py = pos[1];
+  const float *vx = NULL, *vy = NULL;
+  if (moving) {
+    weft_iter_fields(it, 1, vel);
+    vx = vel[0];
+    vy = vel[1];
+  }
+  /* A disabled Collider, or a Dead entity's, counts as none. */
+  const weft_collider_t *col = NULL;
+  if (g->collider && weft_iter_enabled(it, g->collider) &&
+      !(g->dead && weft_iter_enabled(it, g->dead)))
+    col = weft_iter_column_of(it, g->collider);
+  weft_grid_item_t *out = g->scratch + *n;
+  uint32_t *cells = g->cells + *n;
+  const uint32_t nx = (uint32_t)g->nx;
+  for (uint32_t r = 0; r < it->count; r++) {
+    weft_grid_item_t *item = &out[r];
+    memset(item, 0, sizeof *item);
+    item->e = it->entities[r];
+    item->x = px[r];
+    item->y = py[r];
+    if (vx) {
+      item->vx = vx[r];
+      item->vy = vy[r];
+    }
+    if (col)
+      item->collider = col[r];
+    int32_t cx = axis_cell(item->x - g->minx, g->inv_cell, g->nx);
+    int32_t cy = axis_cell(item->y - g->miny, g->inv_cell, g->ny);
+    cells[r] = (uint32_t)cy * nx + (uint32_t)cx;
+  }
+  *n += it->count;
+}
+
+static void sort_small(weft_grid_item_t *a, uint32_t n) {
+  for (uint32_t i = 1; i < n; i++) {
+    weft_grid_item_t v = a[i];
+    uint32_t j = i;
+    for (; j > 0 && a[j - 1].e > v.e; j--)
+      a[j] = a[j - 1];
+    a[j] = v;
+  }
+}
+
+static void sift_down(weft_grid_item_t *a, uint32_t root, uint32_t n) {
+  weft_grid_item_t v = a[root];
+  for (;;) {
+    uint32_t child = 2 * root + 1;
+    if (child >= n)
+      break;
+    if (child + 1 < n && a[child + 1].e > a[child].e)
+      child++;
+    if (a[child].e <= v.e)
+      break;
+    a[root] = a[child];
+    root = child;
+  }
+  a[root] = v;
+}
+
+/* Handles are unique, so an unstable sort gives one order. */
+static void sort_by_handle(weft_grid_item_t *a, uint32_t n) {
+  if (n <= GRID_SMALL_CELL) {
+    sort_small(a, n);
+    return;
+  }
+  for (uint32_t i = n / 2; i-- > 0;)
+    sift_down(a, i, n);
+  for (uint32_t end = n - 1; end > 0; end--) {
+    weft_grid_item_t t = a[0];
+    a[0] = a[end];
+    a[end] = t;
+    sift_down(a, 0, end);
+  }
+}
+
+static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  weft_grid_t *g = ctx->user;
+  uint32_t need = weft_query_count(g->still) + weft_query_count(g->moving);
+  int rc = reserve(g, need);
+  if (rc)
+    return rc;
+
+  uint32_t n = 0;
+  weft_iter_t it;
+  weft_query_iter(g->still, &it); /* a NULL query yields nothing */
+  while (weft_iter_next(&it))
+    gather(g, &it, false, &n);
+  weft_query_iter(g->moving, &it);
+  while (weft_iter_next(&it))
+    gather(g, &it, true, &n);
+
+  /* Counting sort by cell: starts[c + 1] counts cell c, then the prefix
+   * sums turn starts[c] into the first slot of cell c. */
+  uint32_t *starts = g->starts;
+  memset(starts, 0, ((size_t)g->ncells + 1) * sizeof *starts);
+  for (uint32_t i = 0; i < n; i++)
+    starts[g->cells[i] + 1]++;
+  for (uint32_t c = 0; c < g->ncells; c++)
+    starts[c + 1] += starts[c];
+  for (uint32_t i = 0; i < n; i++) {
+    /* starts[c] is used as the cursor of cell c, then restored below. */
+    g->items[starts[g->cells[i]]++] = g->scratch[i];
+  }
+  for (uint32_t c = g->ncells; c > 0; c--)
+    starts[c] = starts[c - 1];
+  starts[0] = 0;
+  for (uint32_t c = 0; c < g->ncells; c++) {
+    uint32_t k = starts[c + 1] - starts[c];
+    if (k > 1)
+      sort_by_handle(g->items + starts[c], k);
+  }
+  g->count = n;
+  return 0;
+}
+
+int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *g,
+                  weft_component_t with, weft_phase_t phase,
+                  weft_system_t *out) {
+  if (!world || !std || !g || g->world != world)
+    return WEFT_EINVAL;
+  if (g->still || g->moving)
+    return WEFT_EEXIST; /* one builder per grid */
+  if (with == std->position)
+    with = 0;
+
+  char name[WEFT_NAME_MAX];
+  if (g->number == 1)
+    snprintf(name, sizeof name, "weft.grid.build");
+  else
+    snprintf(name, sizeof name, "weft.grid.build.%u", g->number);
+  weft_system_t found;
+  if (weft_system_lookup(world, name, &found) == 0)
+    return WEFT_EEXIST;
+
+  /* Position without an enabled Velocity (a disabled one counts as
+   * absent for an exclude term), unless `with` requires Velocity. */
+  weft_query_t *still = NULL, *moving = NULL;
+  weft_query_desc_t qd;
+  int rc = 0;
+  if (with != std->velocity) {
+    memset(&qd, 0, sizeof qd);
+    qd.include[0] = std->position;
+    qd.include[1] = with;
+    qd.exclude[0] = std->velocity;
+    rc = weft_query_create(world, &qd, &still);
+  }
+  if (!rc) {
+    memset(&qd, 0, sizeof qd);
+    qd.include[0] = std->position;
+    qd.include[1] = std->velocity;
+    qd.include[2] = with == std->velocity ? 0 : with;
+    rc = weft_query_create(world, &qd, &moving);
+  }
+
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.phase = phase;
+  d.run = build;
+  d.user = g;
+  d.read[0] = std->position;
+  d.read[1] = std->velocity;
+  d.read[2] = std->collider;
+  d.read[3] = std->dead;
+  d.read[4] =
+      with == std->velocity || with == std->collider || with == std->dead
+          ? 0
+          : with;
+  d.res_write[0] = g->res;
+  weft_system_t id = 0;
+  if (!rc)
+    rc = weft_system_register(world, &d, &id);
+  if (rc) {
+    weft_query_destroy(still);
+    weft_query_destroy(moving);
+    return rc;
+  }
+  g->still = still;
+  g->moving = moving;
+  g->collider = std->collider;
+  g->dead = std->dead;
+  if (out)
+    *out = id;
+  return 0;
+}

@@ -1,0 +1,169 @@
+/*
+ * Lifetimes and spawners: the two built-in systems that change the
+ * world's structure, both through commands, so that their effects land at
+ * the phase's sync point in key order (system, chunk, row) and the world
+ * comes out the same on any number of workers.
+ *
+ * Neither uses WEFT_QUERY_CHUNK_RUNS: their work per row is control flow
+ * (a despawn, a burst of spawns), not a streaming loop.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <weft.h>
+#include <weft/systems.h>
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+static int lifetime_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  weft_lifetime_t *lt = it->columns[0];
+  float dt = (float)ctx->dt;
+  for (uint32_t i = 0; i < it->count; i++)
+    lt[i].remaining -= dt;
+  for (uint32_t i = 0; i < it->count; i++) {
+    if (lt[i].remaining > 0.0f)
+      continue;
+    int rc = weft_cmd_despawn(ctx->cmd, it->entities[i]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+int weft_sys_lifetime(weft_world_t *w, const weft_std_t *std,
+                      weft_phase_t phase, weft_system_t *out) {
+  if (!w || !std)
+    return WEFT_EINVAL;
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "weft.lifetime";
+  d.phase = phase;
+  d.query.include[0] = std->lifetime;
+  d.term_access[0] = WEFT_ACCESS_WRITE;
+  d.flags = WEFT_SYSTEM_DESPAWNS;
+  d.run = lifetime_run;
+  weft_system_t id = 0;
+  int rc = weft_system_register(w, &d, &id);
+  if (!rc && out)
+    *out = id;
+  return rc;
+}
+
+/* ---- spawners ------------------------------------------------------------ */
+
+/* What a projectile is spawned with, in this order (zero-terminated). The
+ * list lives in a resource so that it outlives the caller's weft_std_t. */
+enum { P_POS, P_VEL, P_LIFETIME, P_COLLIDER, P_DAMAGE, P_COUNT };
+
+typedef struct spawn_list_t {
+  weft_component_t comps[P_COUNT + 1];
+} spawn_list_t;
+
+/* Records one burst of spawner @p s at (x, y) for entity @p e. */
+static int burst(weft_sysctx_t *ctx, const spawn_list_t *l, weft_entity_t e,
+                 const weft_spawner_t *s, float x, float y) {
+  weft_vec2_t pos = {x, y};
+  weft_lifetime_t lt = {s->lifetime};
+  weft_collider_t col;
+  memset(&col, 0, sizeof col);
+  col.shape = WEFT_SHAPE_CIRCLE;
+  col.r = s->radius;
+  col.layer = s->layer;
+  col.mask = s->mask;
+  weft_damage_t dmg = {s->damage};
+  for (uint32_t n = 0; n < s->burst; n++) {
+    /* The draw is keyed by (spawner, tick, n): the same on every thread. */
+    uint64_t r = weft_sysctx_random(ctx, e, WEFT_SPAWNER_STREAM, n);
+    double a = 6.283185307179586 * ((double)(r >> 11) * 0x1.0p-53);
+    weft_vec2_t vel = {(float)(s->speed * cos(a)), (float)(s->speed * sin(a))};
+    const void *values[P_COUNT] = {&pos, &vel, &lt, &col, &dmg};
+    weft_entity_t p;
+    int rc = weft_cmd_spawn(ctx->cmd, l->comps, values, &p);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int spawners_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  const spawn_list_t *l = ctx->user;
+  weft_spawner_t *sp = it->columns[0];
+  void *f[WEFT_MAX_FIELDS];
+  if (weft_iter_fields(it, 1, f) != 2)
+    return WEFT_EINVAL;
+  const float *px = f[0], *py = f[1];
+  float dt = (float)ctx->dt;
+  for (uint32_t i = 0; i < it->count; i++) {
+    weft_spawner_t *s = &sp[i];
+    s->timer -= dt;
+    if (s->timer > 0.0f)
+      continue;
+    int rc = burst(ctx, l, it->entities[i], s, px[i], py[i]);
+    if (rc)
+      return rc;
+    s->timer += s->interval;
+    if (s->timer <= 0.0f) /* more than one interval late: no catching up */
+      s->timer = s->interval;
+  }
+  return 0;
+}
+
+/* Copies the projectile's component list into a fresh resource
+ * "weft.spawners.N"; the world keeps it alive as long as the system. */
+static int keep_list(weft_world_t *w, const weft_std_t *std,
+                     weft_resource_t *res, const spawn_list_t **kept) {
+  spawn_list_t l;
+  memset(&l, 0, sizeof l);
+  l.comps[P_POS] = std->position;
+  l.comps[P_VEL] = std->velocity;
+  l.comps[P_LIFETIME] = std->lifetime;
+  l.comps[P_COLLIDER] = std->collider;
+  l.comps[P_DAMAGE] = std->damage;
+  char name[48];
+  weft_resource_t r;
+  for (uint32_t n = 0;; n++) {
+    snprintf(name, sizeof name, "weft.spawners.%u", n);
+    if (weft_resource_lookup(w, name, &r) != 0)
+      break;
+  }
+  int rc =
+      weft_resource_register(w, name, sizeof l, _Alignof(spawn_list_t), &l, &r);
+  if (rc)
+    return rc;
+  *res = r;
+  *kept = weft_resource_get(w, r);
+  return *kept ? 0 : WEFT_ENOMEM;
+}
+
+int weft_sys_spawners(weft_world_t *w, const weft_std_t *std,
+                      weft_phase_t phase, weft_system_t *out) {
+  if (!w || !std)
+    return WEFT_EINVAL;
+  weft_system_t id = 0;
+  if (weft_system_lookup(w, "weft.spawners", &id) == 0)
+    return WEFT_EEXIST; /* before keep_list() adds a resource */
+  weft_resource_t res;
+  const spawn_list_t *l;
+  int rc = keep_list(w, std, &res, &l);
+  if (rc)
+    return rc;
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "weft.spawners";
+  d.phase = phase;
+  d.query.include[0] = std->spawner;
+  d.query.include[1] = std->position;
+  d.query.exclude[0] = std->dead;
+  d.term_access[0] = WEFT_ACCESS_WRITE;
+  d.term_access[1] = WEFT_ACCESS_READ;
+  for (uint32_t i = 0; i < P_COUNT; i++)
+    d.cmd_write[i] = l->comps[i];
+  d.res_read[0] = res;
+  d.run = spawners_run;
+  d.user = (void *)l;
+  rc = weft_system_register(w, &d, &id);
+  if (!rc && out)
+    *out = id;
+  return rc;
+}

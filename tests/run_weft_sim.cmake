@@ -1,0 +1,62 @@
+# Runs weft-sim once per thread count and checks that every run succeeds
+# and prints the same world digest (ctest label "unit"):
+#
+#   cmake -DWEFT_SIM=<path to weft-sim> -DWEFT_THREADS=1,2
+#         -P run_weft_sim.cmake -- <weft-sim arguments...>
+#
+# With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text> it instead
+# runs once and checks the exit status and that the text appears.
+cmake_minimum_required(VERSION 3.20)
+
+if(NOT WEFT_SIM)
+  message(FATAL_ERROR "run_weft_sim.cmake: -DWEFT_SIM is required")
+endif()
+
+set(args "")
+set(after_dashes FALSE)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(after_dashes)
+    list(APPEND args "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
+    set(after_dashes TRUE)
+  endif()
+endforeach()
+
+if(DEFINED WEFT_EXPECT_RC)
+  execute_process(COMMAND "${WEFT_SIM}" ${args}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT "${rc}" STREQUAL "${WEFT_EXPECT_RC}")
+    message(FATAL_ERROR "weft-sim ${args}: exit status '${rc}', expected "
+                        "${WEFT_EXPECT_RC}\n${out}${err}")
+  endif()
+  string(FIND "${out}${err}" "${WEFT_EXPECT_OUT}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "weft-sim ${args}: output lacks "
+                        "'${WEFT_EXPECT_OUT}'\n${out}${err}")
+  endif()
+  return()
+endif()
+
+set(first "")
+string(REPLACE "," ";" threads "${WEFT_THREADS}")
+foreach(t IN LISTS threads)
+  execute_process(COMMAND "${WEFT_SIM}" ${args} --threads ${t}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "weft-sim ${args} --threads ${t}: exit status "
+                        "'${rc}'\n${out}${err}")
+  endif()
+  string(REGEX MATCH "digest ([0-9a-f]+)" m "${out}")
+  if(NOT m)
+    message(FATAL_ERROR "weft-sim ${args} --threads ${t}: no digest\n${out}")
+  endif()
+  set(d "${CMAKE_MATCH_1}")
+  message(STATUS "--threads ${t}: digest ${d}")
+  if(first STREQUAL "")
+    set(first "${d}")
+  elseif(NOT d STREQUAL first)
+    message(FATAL_ERROR "weft-sim ${args}: digest ${d} with --threads ${t} "
+                        "differs from ${first}\n${out}")
+  endif()
+endforeach()

@@ -1,0 +1,604 @@
+/*
+ * "weft.health" (systems.h) through the public API: collision events
+ * pushed onto the std channel become damage after armour, checked against
+ * hand computations and against an oracle over plain arrays; death adds
+ * Dead once and disables Velocity and Collider; the dead, stale handles and
+ * self contacts take and deal nothing; event order decides the outcome;
+ * a pool gives the same world; the declared access orders the system
+ * after an emitter and before readers. Every test builds and destroys its
+ * own world (and pool).
+ */
+#include "support/weft_test.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <weft/systems.h>
+
+#define DT 0.1
+
+typedef struct hx_t {
+  weft_world_t *w;
+  weft_pool_t *pool;
+  weft_std_t s;
+  weft_system_t sys;
+} hx_t;
+
+/* A world (with a pool of @p workers, inline_rows 1 so that the task runs
+ * on it) and the std components; the health system when @p health. */
+static hx_t hx_new(uint32_t workers, bool health) {
+  hx_t h;
+  memset(&h, 0, sizeof h);
+  if (workers) {
+    weft_pool_config_t pc;
+    memset(&pc, 0, sizeof pc);
+    pc.placement.workers = workers;
+    assert_int_equal(weft_pool_create(&pc, &h.pool), WEFT_OK);
+  }
+  weft_world_config_t wc;
+  memset(&wc, 0, sizeof wc);
+  wc.world_tag = 42; /* equal handles across worlds: digests compare */
+  wc.pool = h.pool;
+  h.w = wt_world_new(&wc);
+  if (workers) {
+    weft_pipeline_config_t c;
+    memset(&c, 0, sizeof c);
+    c.inline_rows = 1;
+    assert_int_equal(weft_pipeline_configure(h.w, &c), WEFT_OK);
+  }
+  assert_int_equal(weft_std_register(h.w, &h.s), WEFT_OK);
+  if (health) {
+    assert_int_equal(
+        weft_sys_health(h.w, &h.s, WEFT_PHASE_FIXED_UPDATE, &h.sys), WEFT_OK);
+    assert_int_not_equal(h.sys, 0);
+  }
+  return h;
+}
+
+static void hx_free(hx_t *h) {
+  weft_world_destroy(h->w); /* before the pool it uses */
+  if (h->pool)
+    weft_pool_destroy(h->pool);
+  memset(h, 0, sizeof *h);
+}
+
+/* What a unit carries; NULL pointers: component absent. */
+typedef struct unit_t {
+  const float *hp;
+  const float *damage;
+  const weft_armor_t *armor;
+  bool dead;
+} unit_t;
+
+/* Spawns a unit with Position, Velocity, Collider and what @p u says. */
+static weft_entity_t spawn_unit(hx_t *h, unit_t u) {
+  weft_component_t comps[9];
+  const void *vals[9];
+  uint32_t n = 0;
+  static const weft_vec2_t pos = {1.0f, 2.0f}, vel = {3.0f, -4.0f};
+  static const weft_collider_t col = {WEFT_SHAPE_CIRCLE, 0.5f, 0, 0, 1, 1};
+  weft_health_t hp;
+  weft_damage_t dmg;
+  comps[n] = h->s.position;
+  vals[n++] = &pos;
+  comps[n] = h->s.velocity;
+  vals[n++] = &vel;
+  comps[n] = h->s.collider;
+  vals[n++] = &col;
+  if (u.hp) {
+    hp.hp = *u.hp;
+    hp.max_hp = 100.0f;
+    comps[n] = h->s.health;
+    vals[n++] = &hp;
+  }
+  if (u.damage) {
+    dmg.amount = *u.damage;
+    comps[n] = h->s.damage;
+    vals[n++] = &dmg;
+  }
+  if (u.armor) {
+    comps[n] = h->s.armor;
+    vals[n++] = u.armor;
+  }
+  if (u.dead) {
+    comps[n] = h->s.dead;
+    vals[n++] = NULL;
+  }
+  comps[n] = 0;
+  vals[n] = NULL;
+  weft_entity_t e = WEFT_ENTITY_NULL;
+  assert_int_equal(weft_spawn_with(h->w, comps, vals, &e), WEFT_OK);
+  return e;
+}
+
+static float hp_of(const hx_t *h, weft_entity_t e) {
+  const weft_health_t *v = weft_get(h->w, e, h->s.health);
+  assert_non_null(v);
+  return v->hp;
+}
+
+#define assert_float_exact(a, b)                                               \
+  do {                                                                         \
+    float a_ = (a), b_ = (b);                                                  \
+    if (!(a_ == b_))                                                           \
+      fail_msg("%s = %.9g, expected %.9g", #a, (double)a_, (double)b_);        \
+  } while (0)
+
+static void push(hx_t *h, weft_entity_t a, weft_entity_t b) {
+  weft_collision_t ev;
+  memset(&ev, 0, sizeof ev);
+  ev.a = a;
+  ev.b = b;
+  ev.nx = 1.0f;
+  ev.depth = 0.1f;
+  assert_int_equal(weft_event_push(h->w, h->s.collisions, &ev), WEFT_OK);
+}
+
+/* Runs FixedUpdate once (sync point included) and clears the channel, as
+ * the fixed loop does after each tick. */
+static void tick(hx_t *h) {
+  int rc = weft_world_run_phase(h->w, WEFT_PHASE_FIXED_UPDATE, DT);
+  if (rc != WEFT_OK)
+    fail_msg("run_phase: %s (%s)", weft_strerror(rc),
+             weft_world_last_error(h->w));
+  weft_event_clear(h->w, h->s.collisions);
+}
+
+static uint64_t commands(const hx_t *h) {
+  weft_phase_stats_t ps;
+  memset(&ps, 0, sizeof ps);
+  assert_int_equal(weft_phase_stats(h->w, WEFT_PHASE_FIXED_UPDATE, &ps),
+                   WEFT_OK);
+  return ps.commands;
+}
+
+/* Dead, with Velocity and Collider present but disabled. */
+static void assert_killed(const hx_t *h, weft_entity_t e) {
+  assert_true(weft_has(h->w, e, h->s.dead));
+  assert_true(weft_has(h->w, e, h->s.velocity));
+  assert_true(weft_has(h->w, e, h->s.collider));
+  assert_false(weft_is_enabled(h->w, e, h->s.velocity));
+  assert_false(weft_is_enabled(h->w, e, h->s.collider));
+}
+
+static void assert_untouched(const hx_t *h, weft_entity_t e) {
+  assert_false(weft_has(h->w, e, h->s.dead));
+  assert_true(weft_is_enabled(h->w, e, h->s.velocity));
+  assert_true(weft_is_enabled(h->w, e, h->s.collider));
+}
+
+/* --- tests ---------------------------------------------------------------- */
+
+static void test_health_register_rejects_bad_calls(void **state) {
+  (void)state;
+  hx_t h = hx_new(0, false);
+  weft_system_t sys = 0;
+  assert_int_equal(weft_sys_health(NULL, &h.s, 0, &sys), WEFT_EINVAL);
+  assert_int_equal(weft_sys_health(h.w, NULL, 0, &sys), WEFT_EINVAL);
+  assert_int_equal(weft_sys_health(h.w, &h.s, 0, NULL), WEFT_OK);
+  assert_int_equal(weft_system_lookup(h.w, "weft.health", &sys), WEFT_OK);
+  weft_system_info_t info;
+  assert_int_equal(weft_system_info(h.w, sys, &info), WEFT_OK);
+  assert_int_equal(info.phase, WEFT_PHASE_FIXED_UPDATE); /* 0: FixedUpdate */
+  weft_system_t again = 0;
+  assert_int_equal(weft_sys_health(h.w, &h.s, 0, &again), WEFT_EEXIST);
+  /* Removed, it registers again (the kept config is reused). */
+  assert_int_equal(weft_system_remove(h.w, sys), WEFT_OK);
+  assert_int_equal(weft_sys_health(h.w, &h.s, WEFT_PHASE_PRE_UPDATE, &again),
+                   WEFT_OK);
+  assert_int_not_equal(again, sys);
+  assert_int_equal(weft_system_info(h.w, again, &info), WEFT_OK);
+  assert_int_equal(info.phase, WEFT_PHASE_PRE_UPDATE);
+  hx_free(&h);
+}
+
+/* Hand-computed hits: armour flat then fraction, both ways, zero hits. */
+static void test_health_damage_after_armor(void **state) {
+  (void)state;
+  hx_t h = hx_new(0, true);
+  const float d10 = 10.0f, d5 = 5.0f, d7 = 7.0f, d3 = 3.0f;
+  const float h100 = 100.0f, h50 = 50.0f, h30 = 30.0f, h40 = 40.0f;
+  const weft_armor_t light = {2.0f, 0.25f}, thick = {10.0f, 0.0f};
+  const weft_armor_t half = {0.0f, 0.5f};
+  weft_entity_t gun = spawn_unit(&h, (unit_t){.damage = &d10});
+  weft_entity_t tank = spawn_unit(&h, (unit_t){.hp = &h100, .armor = &light});
+  weft_entity_t bare = spawn_unit(&h, (unit_t){.hp = &h50});
+  weft_entity_t m1 = spawn_unit(&h, (unit_t){.hp = &h30, .damage = &d5});
+  weft_entity_t m2 =
+      spawn_unit(&h, (unit_t){.hp = &h40, .damage = &d7, .armor = &thick});
+  weft_entity_t soft = spawn_unit(&h, (unit_t){.hp = &h50, .armor = &half});
+  weft_entity_t rock = spawn_unit(&h, (unit_t){.damage = &d3}); /* no hp */
+
+  push(&h, gun, tank);  /* tank: (10 - 2) * 0.75 = 6 */
+  push(&h, bare, gun);  /* b has the damage: bare takes 10 */
+  push(&h, m1, m2);     /* m2: 5 - 10 < 0: 0; m1: 7 */
+  push(&h, tank, gun);  /* tank: 6 more */
+  push(&h, soft, gun);  /* soft: 10 * 0.5 = 5 */
+  push(&h, gun, rock);  /* neither has Health */
+  push(&h, soft, bare); /* neither has Damage */
+  push(&h, rock, m1);   /* m1: 3 */
+  tick(&h);
+  assert_float_exact(hp_of(&h, tank), 88.0f);
+  assert_float_exact(hp_of(&h, bare), 40.0f);
+  assert_float_exact(hp_of(&h, m1), 20.0f);
+  assert_float_exact(hp_of(&h, m2), 40.0f);
+  assert_float_exact(hp_of(&h, soft), 45.0f);
+  /* max_hp is not touched; nobody died, no command recorded. */
+  const weft_health_t *t = weft_get(h.w, tank, h.s.health);
+  assert_float_exact(t->max_hp, 100.0f);
+  assert_int_equal(commands(&h), 0);
+  weft_entity_t all[] = {gun, tank, bare, m1, m2, soft, rock};
+  for (uint32_t i = 0; i < 7; i++)
+    assert_untouched(&h, all[i]);
+
+  /* The channel was cleared: the next run applies nothing again. */
+  tick(&h);
+  assert_float_exact(hp_of(&h, tank), 88.0f);
+  assert_float_exact(hp_of(&h, m1), 20.0f);
+
+  /* A fraction outside [0, 1] is clamped: armour never heals nor
+   * amplifies. */
+  const weft_armor_t over = {0.0f, 1.5f}, under = {1.0f, -0.5f};
+  weft_entity_t o = spawn_unit(&h, (unit_t){.hp = &h50, .armor = &over});
+  weft_entity_t u = spawn_unit(&h, (unit_t){.hp = &h50, .armor = &under});
+  push(&h, gun, o);
+  push(&h, gun, u);
+  tick(&h);
+  assert_float_exact(hp_of(&h, o), 50.0f);
+  assert_float_exact(hp_of(&h, u), 41.0f);
+  hx_free(&h);
+}
+
+/* Two lethal hits in one run: one Dead tag, one pair of disables; the
+ * corpse then takes nothing, neither this run nor the next. */
+static void test_health_death_tags_once(void **state) {
+  (void)state;
+  hx_t h = hx_new(0, true);
+  const float d6 = 6.0f, h10 = 10.0f, h3 = 3.0f;
+  weft_entity_t gun = spawn_unit(&h, (unit_t){.damage = &d6});
+  weft_entity_t t = spawn_unit(&h, (unit_t){.hp = &h10});
+  weft_entity_t u = spawn_unit(&h, (unit_t){.hp = &h3});
+  push(&h, gun, t); /* 4 */
+  push(&h, t, gun); /* -2: dies */
+  push(&h, gun, t); /* dead within the run: nothing */
+  push(&h, gun, t);
+  tick(&h);
+  assert_float_exact(hp_of(&h, t), -2.0f); /* not floored */
+  assert_killed(&h, t);
+  assert_untouched(&h, gun);
+  assert_untouched(&h, u);
+  assert_int_equal(commands(&h), 3); /* add Dead, disable x2: once */
+
+  /* Tagged now: further contacts change nothing. */
+  push(&h, gun, t);
+  push(&h, t, u);
+  tick(&h);
+  assert_float_exact(hp_of(&h, t), -2.0f);
+  assert_int_equal(commands(&h), 3);
+
+  /* Exactly 0 is dead too. */
+  const float d3 = 3.0f;
+  weft_entity_t g3 = spawn_unit(&h, (unit_t){.damage = &d3});
+  push(&h, g3, u);
+  tick(&h);
+  assert_float_exact(hp_of(&h, u), 0.0f);
+  assert_killed(&h, u);
+  assert_int_equal(commands(&h), 6);
+  hx_free(&h);
+}
+
+/* A Dead entity neither takes nor deals damage; nor does one killed by an
+ * earlier event of the same run; an entity without Dead but out of hp
+ * counts as dead already. The two hits of one event are simultaneous. */
+static void test_health_dead_take_and_deal_nothing(void **state) {
+  (void)state;
+  hx_t h = hx_new(0, true);
+  const float d5 = 5.0f, d20 = 20.0f, h50 = 50.0f, h10 = 10.0f, h0 = 0.0f;
+  weft_entity_t corpse =
+      spawn_unit(&h, (unit_t){.hp = &h50, .damage = &d20, .dead = true});
+  weft_entity_t spent = spawn_unit(&h, (unit_t){.hp = &h0, .damage = &d20});
+  weft_entity_t a = spawn_unit(&h, (unit_t){.hp = &h10, .damage = &d20});
+  weft_entity_t b = spawn_unit(&h, (unit_t){.hp = &h10, .damage = &d5});
+  weft_entity_t c = spawn_unit(&h, (unit_t){.hp = &h50});
+  push(&h, corpse, c); /* the corpse deals nothing */
+  push(&h, c, corpse); /* and takes nothing */
+  push(&h, spent, c);  /* hp 0, no tag: dead already */
+  push(&h, a, b);      /* b: -10 dies; a still takes b's 5 (simultaneous) */
+  push(&h, b, c);      /* b died in this run: deals nothing */
+  push(&h, a, c);      /* a is alive: c takes 20 */
+  tick(&h);
+  assert_float_exact(hp_of(&h, corpse), 50.0f);
+  assert_float_exact(hp_of(&h, spent), 0.0f);
+  assert_float_exact(hp_of(&h, a), 5.0f);
+  assert_float_exact(hp_of(&h, b), -10.0f);
+  assert_float_exact(hp_of(&h, c), 30.0f);
+  assert_killed(&h, b);
+  assert_untouched(&h, a);
+  assert_untouched(&h, c);
+  assert_untouched(&h, spent); /* never reached 0 by a hit */
+  /* The pre-tagged corpse keeps its enabled components. */
+  assert_true(weft_is_enabled(h.w, corpse, h.s.velocity));
+  assert_int_equal(commands(&h), 3);
+  hx_free(&h);
+}
+
+/* Stale, forged, foreign and self handles are ignored; a reused slot's new
+ * occupant is not hit through the old handle. */
+static void test_health_stale_handles_ignored(void **state) {
+  (void)state;
+  hx_t h = hx_new(0, true);
+  const float d9 = 9.0f, h20 = 20.0f;
+  weft_entity_t gun = spawn_unit(&h, (unit_t){.hp = &h20, .damage = &d9});
+  weft_entity_t gone = spawn_unit(&h, (unit_t){.hp = &h20, .damage = &d9});
+  assert_int_equal(weft_despawn(h.w, gone), WEFT_OK);
+  weft_entity_t heir = spawn_unit(&h, (unit_t){.hp = &h20, .damage = &d9});
+  assert_int_equal(weft_entity_index(heir), weft_entity_index(gone));
+  assert_true(heir != gone);
+  weft_entity_t forged =
+      wt_handle(weft_entity_index(gun), weft_entity_generation(gun) + 5, 42);
+  weft_entity_t foreign =
+      wt_handle(weft_entity_index(gun), weft_entity_generation(gun), 7);
+  push(&h, gun, gone);
+  push(&h, gone, heir);
+  push(&h, forged, gun);
+  push(&h, gun, foreign);
+  push(&h, WEFT_ENTITY_NULL, gun);
+  push(&h, gun, gun); /* a self contact is not a contact */
+  push(&h, wt_handle(123456, 1, 42), heir);
+  tick(&h);
+  assert_float_exact(hp_of(&h, gun), 20.0f);
+  assert_float_exact(hp_of(&h, heir), 20.0f);
+  assert_int_equal(commands(&h), 0);
+  /* The system still works on live handles after the noise. */
+  push(&h, gun, heir);
+  tick(&h);
+  assert_float_exact(hp_of(&h, gun), 11.0f);
+  assert_float_exact(hp_of(&h, heir), 11.0f);
+  hx_free(&h);
+}
+
+/* The same contacts in another order give another outcome: a kill first
+ * silences the victim's later hit. */
+static void test_health_event_order_matters(void **state) {
+  (void)state;
+  float u_hp[2];
+  uint64_t digest[2][2];
+  for (uint32_t order = 0; order < 2; order++) {
+    for (uint32_t rep = 0; rep < 2; rep++) {
+      hx_t h = hx_new(0, true);
+      const float d10 = 10.0f, d4 = 4.0f, h10 = 10.0f;
+      weft_entity_t a = spawn_unit(&h, (unit_t){.damage = &d10});
+      weft_entity_t t = spawn_unit(&h, (unit_t){.hp = &h10, .damage = &d4});
+      weft_entity_t u = spawn_unit(&h, (unit_t){.hp = &h10});
+      if (order == 0) {
+        push(&h, a, t); /* t dies ... */
+        push(&h, t, u); /* ... and cannot hurt u */
+      } else {
+        push(&h, t, u); /* u: 6 */
+        push(&h, a, t); /* then t dies */
+      }
+      tick(&h);
+      assert_float_exact(hp_of(&h, t), 0.0f);
+      assert_killed(&h, t);
+      u_hp[order] = hp_of(&h, u);
+      digest[order][rep] = weft_world_digest(h.w);
+      hx_free(&h);
+    }
+    assert_int_equal(digest[order][0], digest[order][1]); /* deterministic */
+  }
+  assert_float_exact(u_hp[0], 10.0f);
+  assert_float_exact(u_hp[1], 6.0f);
+  assert_int_not_equal(digest[0][0], digest[1][0]);
+}
+
+/* --- the oracle -------------------------------------------------------------
+ */
+
+typedef struct ent_t {
+  weft_entity_t e;
+  bool stale, has_h, has_d, has_a, dead, killed, corpse;
+  float hp, amount, flat, frac;
+} ent_t;
+
+static float oracle_hit(const ent_t *to, float amount) {
+  float flat = to->has_a ? to->flat : 0.0f;
+  float frac = to->has_a ? to->frac : 0.0f;
+  frac = frac < 0.0f ? 0.0f : frac > 1.0f ? 1.0f : frac;
+  float rest = amount - flat;
+  return rest > 0.0f ? rest * (1.0f - frac) : 0.0f;
+}
+
+static bool oracle_alive(const ent_t *x) {
+  return x && !x->stale && !x->dead && !x->killed &&
+         (!x->has_h || x->hp > 0.0f);
+}
+
+static uint32_t oracle_apply(ent_t *from, ent_t *to) {
+  if (!from->has_d || !to->has_h || !(to->hp > 0.0f))
+    return 0;
+  to->hp -= oracle_hit(to, from->amount);
+  if (to->hp <= 0.0f) {
+    to->killed = true;
+    return 1;
+  }
+  return 0;
+}
+
+#define ORACLE_N 300u
+#define ORACLE_EVENTS 1500u
+#define ORACLE_ROUNDS 3u
+
+static float frand(wt_rng_t *r, float lo, float hi) {
+  return lo + (hi - lo) * (float)wt_below(r, 1001) / 1000.0f;
+}
+
+/* Random units and contacts (stale, forged, repeated, self) over three
+ * runs, against the rules computed over plain arrays; the same on a pool
+ * of two (the task runs there), to the digest. */
+static void test_health_random_matches_oracle(void **state) {
+  (void)state;
+  uint64_t digest[2] = {0, 0};
+  for (uint32_t cfg = 0; cfg < 2; cfg++) {
+    hx_t h = hx_new(cfg ? 2 : 0, true);
+    wt_rng_t r = wt_rng(2024);
+    ent_t *ents = calloc(ORACLE_N, sizeof *ents);
+    assert_non_null(ents);
+    for (uint32_t i = 0; i < ORACLE_N; i++) {
+      ent_t *x = &ents[i];
+      x->has_h = wt_chance(&r, 7, 10);
+      x->has_d = wt_chance(&r, 1, 2);
+      x->has_a = x->has_h && wt_chance(&r, 3, 10);
+      x->dead = wt_chance(&r, 1, 10);
+      x->hp = wt_chance(&r, 1, 20) ? 0.0f : frand(&r, 1.0f, 40.0f);
+      x->amount = frand(&r, -1.0f, 15.0f);
+      x->flat = frand(&r, 0.0f, 5.0f);
+      x->frac = frand(&r, -0.2f, 1.2f);
+      weft_armor_t ar = {x->flat, x->frac};
+      x->e = spawn_unit(&h, (unit_t){.hp = x->has_h ? &x->hp : NULL,
+                                     .damage = x->has_d ? &x->amount : NULL,
+                                     .armor = x->has_a ? &ar : NULL,
+                                     .dead = x->dead});
+    }
+    for (uint32_t i = 0; i < ORACLE_N; i++) {
+      if (wt_chance(&r, 1, 10)) {
+        assert_int_equal(weft_despawn(h.w, ents[i].e), WEFT_OK);
+        ents[i].stale = true;
+      }
+    }
+    uint64_t kills = 0;
+    for (uint32_t round = 0; round < ORACLE_ROUNDS; round++) {
+      for (uint32_t k = 0; k < ORACLE_EVENTS; k++) {
+        uint32_t i = wt_below(&r, ORACLE_N), j = wt_below(&r, ORACLE_N);
+        weft_entity_t a = ents[i].e, b = ents[j].e;
+        ent_t *xa = &ents[i], *xb = &ents[j];
+        if (wt_chance(&r, 1, 50)) { /* a forged handle */
+          a = wt_handle(ORACLE_N + 7, 3, 42);
+          xa = NULL;
+        }
+        push(&h, a, b);
+        if (i == j && xa)
+          continue; /* a self contact */
+        if (oracle_alive(xa) && oracle_alive(xb)) {
+          kills += oracle_apply(xa, xb);
+          kills += oracle_apply(xb, xa);
+        }
+      }
+      tick(&h);
+      for (uint32_t i = 0; i < ORACLE_N; i++) {
+        ent_t *x = &ents[i];
+        if (x->stale)
+          continue;
+        if (x->has_h &&
+            !(weft_get(h.w, x->e, h.s.health) && hp_of(&h, x->e) == x->hp))
+          fail_msg("round %u, unit %u: hp %.9g, oracle %.9g", round, i,
+                   (double)hp_of(&h, x->e), (double)x->hp);
+        if (x->killed) {
+          x->dead = x->corpse = true;
+          x->killed = false;
+        }
+        if (x->corpse) {
+          assert_killed(&h, x->e);
+        } else if (!x->dead) {
+          assert_untouched(&h, x->e);
+        } else { /* tagged at spawn: the system did not touch it */
+          assert_true(weft_is_enabled(h.w, x->e, h.s.velocity));
+        }
+      }
+      assert_int_equal(commands(&h), 3 * kills);
+    }
+    assert_true(kills > 20); /* the run did kill, and not everyone at once */
+    assert_true(kills < ORACLE_N / 2 + ORACLE_N / 4);
+    weft_system_stats_t st;
+    assert_int_equal(weft_system_stats(h.w, h.sys, &st), WEFT_OK);
+    assert_int_equal(st.runs, ORACLE_ROUNDS);
+    if (cfg)
+      assert_true(st.jobs > 0); /* it ran on the pool */
+    digest[cfg] = weft_world_digest(h.w);
+    free(ents);
+    hx_free(&h);
+  }
+  assert_int_equal(digest[0], digest[1]);
+}
+
+/* --- declared access ------------------------------------------------------ */
+
+typedef struct emit_t {
+  weft_collision_t ev[4];
+  uint32_t n;
+} emit_t;
+
+static int emit_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  const emit_t *e = ctx->user;
+  weft_channel_t ch = 0;
+  if (weft_channel_lookup(ctx->world, "weft.collisions", &ch) != 0)
+    return WEFT_ENONAME;
+  for (uint32_t i = 0; i < e->n; i++) {
+    int rc = weft_sysctx_emit(ctx, ch, &e->ev[i]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int noop_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)ctx;
+  (void)chunk;
+  return 0;
+}
+
+/* An emitter registered before it is read in the same phase (a sync point
+ * publishes its events first); a Health reader comes after it. */
+static void test_health_declared_access_orders(void **state) {
+  (void)state;
+  hx_t h = hx_new(0, false);
+  emit_t em;
+  memset(&em, 0, sizeof em);
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "test.emit";
+  d.emit[0] = h.s.collisions;
+  d.run = emit_run;
+  d.user = &em;
+  weft_system_t emitter = 0, reader = 0;
+  assert_int_equal(weft_system_register(h.w, &d, &emitter), WEFT_OK);
+  assert_int_equal(weft_sys_health(h.w, &h.s, 0, &h.sys), WEFT_OK);
+  memset(&d, 0, sizeof d);
+  d.name = "test.reader";
+  d.read[0] = h.s.health;
+  d.run = noop_run;
+  assert_int_equal(weft_system_register(h.w, &d, &reader), WEFT_OK);
+
+  assert_true(weft_system_edge(h.w, emitter, h.sys));
+  assert_true(weft_system_edge(h.w, h.sys, reader));
+  assert_false(weft_system_edge(h.w, reader, h.sys));
+  weft_system_info_t ie, ih;
+  assert_int_equal(weft_system_info(h.w, emitter, &ie), WEFT_OK);
+  assert_int_equal(weft_system_info(h.w, h.sys, &ih), WEFT_OK);
+  assert_true(ih.segment > ie.segment);
+
+  const float d8 = 8.0f, h10 = 10.0f;
+  weft_entity_t a = spawn_unit(&h, (unit_t){.damage = &d8});
+  weft_entity_t b = spawn_unit(&h, (unit_t){.hp = &h10});
+  em.ev[0] = (weft_collision_t){a, b, 1.0f, 0.0f, 0.1f};
+  em.ev[1] = (weft_collision_t){a, b, 1.0f, 0.0f, 0.1f};
+  em.n = 2;
+  tick(&h); /* one run: emitted, published, applied, committed */
+  assert_float_exact(hp_of(&h, b), -6.0f);
+  assert_killed(&h, b);
+  hx_free(&h);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_health_register_rejects_bad_calls),
+      cmocka_unit_test(test_health_damage_after_armor),
+      cmocka_unit_test(test_health_death_tags_once),
+      cmocka_unit_test(test_health_dead_take_and_deal_nothing),
+      cmocka_unit_test(test_health_stale_handles_ignored),
+      cmocka_unit_test(test_health_event_order_matters),
+      cmocka_unit_test(test_health_random_matches_oracle),
+      cmocka_unit_test(test_health_declared_access_orders),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

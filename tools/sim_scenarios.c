@@ -1,0 +1,223 @@
+/*
+ * weft-sim's scenarios, built from the built-in systems only:
+ *
+ * - particles: gravity, movement and bouncing walls — the streaming,
+ *   memory-bound case;
+ * - boids: flocking over a spatial grid — compute-heavy, every boid reads
+ *   its neighbours;
+ * - arena: units wandering a walled arena, turrets firing projectiles,
+ *   collisions through the grid, damage and armor, deaths, projectile
+ *   lifetimes — every kind of structural change, every tick.
+ *
+ * Initial values are counter-based draws keyed by the seed and the spawn
+ * index, so a scenario's world does not depend on how it is run.
+ */
+#include "sim_scenarios.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const names[] = {"arena", "boids", "particles"};
+
+const char *sim_kind_name(sim_kind_t kind) {
+  return (unsigned)kind < 3 ? names[kind] : NULL;
+}
+
+bool sim_kind_parse(const char *name, sim_kind_t *out) {
+  for (unsigned k = 0; name && k < 3; k++)
+    if (strcmp(name, names[k]) == 0) {
+      *out = (sim_kind_t)k;
+      return true;
+    }
+  return false;
+}
+
+/* A uniform float in [0, 1) for spawn index i, draw n. */
+static float draw(uint64_t seed, uint32_t i, uint32_t n) {
+  return (float)(weft_random_at(seed, i, 0, 7, n) >> 40) * (1.0f / 16777216.0f);
+}
+
+typedef struct fill_t {
+  const sim_scene_t *scene;
+  uint64_t seed;
+  float speed; /* initial speed range: [-speed, speed) per axis */
+  /* Every `every`-th spawn (0: none) becomes a turret (arena). */
+  uint32_t every;
+  uint32_t base; /* spawn index of the batch's first entity */
+} fill_t;
+
+/* Fills Position (term 0) and Velocity (term 1) of a batch range. */
+static void fill_motion(void *user, const weft_iter_t *v, uint32_t first) {
+  const fill_t *f = user;
+  float *px = weft_iter_field(v, 0, 0), *py = weft_iter_field(v, 0, 1);
+  float *vx = weft_iter_field(v, 1, 0), *vy = weft_iter_field(v, 1, 1);
+  float side = f->scene->side;
+  for (uint32_t i = 0; i < v->count; i++) {
+    uint32_t k = f->base + first + i;
+    px[i] = draw(f->seed, k, 0) * side;
+    py[i] = draw(f->seed, k, 1) * side;
+    vx[i] = (draw(f->seed, k, 2) * 2 - 1) * f->speed;
+    vy[i] = (draw(f->seed, k, 3) * 2 - 1) * f->speed;
+  }
+}
+
+static int particles(sim_scene_t *s, uint32_t n, uint64_t seed) {
+  s->side = 1000.0f;
+  weft_integrate_config_t ic = {.gravity = {0.0f, -9.81f},
+                                .damping = 0.01f,
+                                .mode = WEFT_BOUNDS_BOUNCE,
+                                .min = {0, 0},
+                                .max = {s->side, s->side}};
+  weft_integrate_systems_t is;
+  int rc = weft_sys_integrate(s->world, &s->std, &ic, &is);
+  if (rc)
+    return rc;
+  fill_t f = {s, seed, 20.0f, 0, 0};
+  return weft_spawn_batch(
+      s->world, n, (weft_component_t[]){s->std.position, s->std.velocity, 0},
+      fill_motion, &f, NULL);
+}
+
+static int boids(sim_scene_t *s, uint32_t n, uint64_t seed) {
+  const float radius = 4.0f;
+  s->side = ceilf(sqrtf((float)n * 16.0f)); /* ~1 boid per 16 units^2 */
+  weft_integrate_config_t ic = {
+      .mode = WEFT_BOUNDS_WRAP, .min = {0, 0}, .max = {s->side, s->side}};
+  weft_integrate_systems_t is;
+  int rc = weft_sys_integrate(s->world, &s->std, &ic, &is);
+  weft_grid_config_t gc = {
+      .cell = radius, .min = {0, 0}, .max = {s->side, s->side}};
+  if (!rc)
+    rc = weft_grid_create(s->world, &gc, &s->grid);
+  weft_system_t id;
+  if (!rc)
+    rc = weft_sys_grid(s->world, &s->std, s->grid, s->std.boid, 0, &id);
+  weft_boids_config_t bc = {.radius = radius, .max_speed = 10.0f};
+  if (!rc)
+    rc = weft_sys_boids(s->world, &s->std, s->grid, &bc, &id);
+  if (rc)
+    return rc;
+  fill_t f = {s, seed, 5.0f, 0, 0};
+  return weft_spawn_batch(
+      s->world, n,
+      (weft_component_t[]){s->std.position, s->std.velocity, s->std.boid, 0},
+      fill_motion, &f, NULL);
+}
+
+/* Arena values for units and turrets, written after the motion fill. */
+typedef struct arena_vals_t {
+  weft_collider_t unit_col, turret_col;
+  weft_health_t unit_hp, turret_hp;
+  weft_armor_t unit_armor, turret_armor;
+  weft_damage_t unit_dmg;
+  weft_spawner_t turret;
+} arena_vals_t;
+
+static int spawn_arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
+  const weft_std_t *d = &s->std;
+  arena_vals_t a = {.unit_col = {WEFT_SHAPE_CIRCLE, 0.5f, 0, 0, 1, 1 | 2},
+                    .turret_col = {WEFT_SHAPE_BOX, 0, 1.0f, 1.0f, 1, 2},
+                    .unit_hp = {100.0f, 100.0f},
+                    .turret_hp = {400.0f, 400.0f},
+                    .unit_armor = {1.0f, 0.1f},
+                    .turret_armor = {2.0f, 0.5f},
+                    .unit_dmg = {0.25f},
+                    .turret = {.interval = 0.5f,
+                               .speed = 25.0f,
+                               .lifetime = 1.5f,
+                               .damage = 12.0f,
+                               .radius = 0.25f,
+                               .burst = 4,
+                               .layer = 2,
+                               .mask = 1}};
+  uint32_t turrets = n / 200, units = n - turrets;
+  /* Units: moving, colliding, hurting each other a little. */
+  weft_component_t uc[] = {
+      d->position, d->velocity, d->collider, d->health, d->armor, d->damage, 0};
+  fill_t f = {s, seed, 3.0f, 0, 0};
+  weft_entity_t e;
+  int rc = weft_spawn_batch(s->world, units, uc, fill_motion, &f, NULL);
+  /* The batch zero-filled the rest: set it per entity, in spawn order. */
+  weft_query_t *q = NULL;
+  if (!rc)
+    rc = weft_query_create(
+        s->world, &(weft_query_desc_t){.include = {d->collider, d->health}},
+        &q);
+  if (!rc) {
+    weft_iter_t it;
+    for (weft_query_iter(q, &it); weft_iter_next(&it);) {
+      weft_collider_t *c = weft_iter_column_of(&it, d->collider);
+      weft_health_t *h = weft_iter_column_of(&it, d->health);
+      weft_armor_t *ar = weft_iter_column_of(&it, d->armor);
+      weft_damage_t *dm = weft_iter_column_of(&it, d->damage);
+      for (uint32_t i = 0; i < it.count; i++) {
+        c[i] = a.unit_col;
+        h[i] = a.unit_hp;
+        ar[i] = a.unit_armor;
+        dm[i] = a.unit_dmg;
+      }
+    }
+    weft_query_destroy(q);
+  }
+  /* Turrets: static, boxy, firing bursts on staggered timers. */
+  for (uint32_t t = 0; !rc && t < turrets; t++) {
+    uint32_t k = units + t;
+    weft_vec2_t p = {draw(seed, k, 0) * s->side, draw(seed, k, 1) * s->side};
+    weft_spawner_t sp = a.turret;
+    sp.timer = draw(seed, k, 4) * sp.interval;
+    weft_component_t tc[] = {d->position, d->collider, d->health,
+                             d->armor,    d->spawner,  0};
+    const void *tv[] = {&p, &a.turret_col, &a.turret_hp, &a.turret_armor, &sp};
+    rc = weft_spawn_with(s->world, tc, tv, &e);
+  }
+  return rc;
+}
+
+static int arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
+  s->side = ceilf(sqrtf((float)n * 25.0f)); /* ~1 entity per 25 units^2 */
+  weft_integrate_config_t ic = {
+      .mode = WEFT_BOUNDS_BOUNCE, .min = {0, 0}, .max = {s->side, s->side}};
+  weft_integrate_systems_t is;
+  int rc = weft_sys_integrate(s->world, &s->std, &ic, &is);
+  weft_grid_config_t gc = {.cell = 2.0f, /* the largest collider: 2x2 */
+                           .min = {0, 0},
+                           .max = {s->side, s->side}};
+  if (!rc)
+    rc = weft_grid_create(s->world, &gc, &s->grid);
+  weft_system_t id;
+  if (!rc)
+    rc = weft_sys_grid(s->world, &s->std, s->grid, s->std.collider, 0, &id);
+  if (!rc)
+    rc = weft_sys_collide(s->world, &s->std, s->grid, 0, &id);
+  if (!rc)
+    rc = weft_sys_health(s->world, &s->std, 0, &id);
+  if (!rc)
+    rc = weft_sys_lifetime(s->world, &s->std, 0, &id);
+  if (!rc)
+    rc = weft_sys_spawners(s->world, &s->std, 0, &id);
+  return rc ? rc : spawn_arena(s, n, seed);
+}
+
+int sim_scene_build(sim_scene_t *s, weft_world_t *w, sim_kind_t kind,
+                    uint32_t entities, uint64_t seed) {
+  memset(s, 0, sizeof *s);
+  s->kind = kind;
+  s->world = w;
+  int rc = weft_std_register(w, &s->std);
+  if (rc)
+    return rc;
+  switch (kind) {
+  case SIM_PARTICLES:
+    return particles(s, entities, seed);
+  case SIM_BOIDS:
+    return boids(s, entities, seed);
+  case SIM_ARENA:
+    return arena(s, entities, seed);
+  }
+  return WEFT_EINVAL;
+}
+
+void sim_scene_free(sim_scene_t *s) {
+  weft_grid_destroy(s->grid);
+  s->grid = NULL;
+}
