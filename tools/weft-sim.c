@@ -48,10 +48,10 @@ static void usage(FILE *f) {
           "  --scenario S   arena (default): units, turrets, projectiles,\n"
           "                 collisions and damage; boids: flocking over a\n"
           "                 grid; particles: gravity and bouncing walls\n"
-          "  --entities N   initial entities (default 200000)\n"
+          "  --entities N   initial entities (default 100000)\n"
           "  --threads T    workers, the calling thread included (default:\n"
           "                 one per core; 0: no pool, everything inline)\n"
-          "  --ticks K      fixed ticks of 1/60 s to run (default 300)\n"
+          "  --ticks K      fixed ticks of 1/60 s to run (default 200)\n"
           "  --seed S       initial-state seed (default 1)\n"
           "  --trace FILE   write a Chrome trace of the run (Perfetto)\n"
           "  --json FILE    write the results as JSON\n");
@@ -78,7 +78,7 @@ static int bad(const char *opt, const char *val, const char *why) {
 }
 
 static int parse_args(int argc, char **argv, sim_args_t *a) {
-  *a = (sim_args_t){SIM_ARENA, 200000, -1, 300, 1, NULL, NULL};
+  *a = (sim_args_t){SIM_ARENA, 100000, -1, 200, 1, NULL, NULL};
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t v;
