@@ -300,6 +300,7 @@ static void hc_compare(bench_ctx_t *ctx, hc_state_t *s, const char *name,
       .base = base,
       .target_kind = kind,
       .target = target,
+      .workers = work.fn == hc_weft_1w ? 1u : 2u, /* all others: 2 */
   };
   bench_compare(ctx, &c);
   if (workers) {

@@ -284,6 +284,7 @@ static void jobs_run(bench_ctx_t *ctx, jobs_state_t *s, const char *name,
       .base = {omp_name, omp, s, ops, false},
       .target_kind = kind,
       .target = target,
+      .workers = s->workers,
   };
   bench_compare(ctx, &c);
 }

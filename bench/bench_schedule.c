@@ -230,6 +230,7 @@ static void sched_run(bench_ctx_t *ctx, const char *name, uint32_t n,
                                    1.0, false}
                   : (bench_side_t){"c_loops", sched_base_st, &s, 1.0, false},
       .target_kind = BENCH_TARGET_NONE,
+      .workers = workers ? workers : 1,
   };
   bench_compare(ctx, &c);
   sched_teardown(&s);

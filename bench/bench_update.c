@@ -696,6 +696,7 @@ static void upd_run(bench_ctx_t *ctx, const char *name, uint32_t n, bool seven,
                       : (bench_side_t){"c_loops", upd_base_st, &s, n, false},
       .target_kind = BENCH_TARGET_RATIO,
       .target = 1.05,
+      .workers = workers ? workers : 1,
   };
   bench_compare(ctx, &c);
   upd_teardown(&s);

@@ -164,6 +164,7 @@ void bench_compare(bench_ctx_t *ctx, const bench_case_t *c) {
   res.ratio_max = q[rounds - 1];
   res.target_kind = c->target_kind;
   res.target = c->target;
+  res.workers = c->workers;
   res.efficiency = NAN;
   bench_record(ctx, &res);
   free(w);
@@ -310,6 +311,12 @@ int bench_write_json(const bench_ctx_t *ctx, const char *path) {
     if (r->workers > 0) {
       fprintf(f, ", \"workers\": %u, \"efficiency\": ", r->workers);
       json_number(f, r->efficiency);
+    }
+    if (r->bytes > 0) {
+      fputs(", \"gbps\": ", f);
+      json_number(f, r->bytes / r->value);
+      fputs(", \"baseline_gbps\": ", f);
+      json_number(f, r->bytes / r->baseline_value);
     }
     fprintf(f, "}%s\n", i + 1 < ctx->count ? "," : "");
   }

@@ -67,6 +67,7 @@ typedef struct bench_result_t {
   double target;
   uint32_t workers;  /* parallel workloads only; 0: not set */
   double efficiency; /* parallel workloads only; emitted when workers > 0 */
+  double bytes;      /* memory traffic per operation; > 0: the JSON adds GB/s */
 } bench_result_t;
 
 /* One side (workload or baseline) of a comparison. */
@@ -90,6 +91,10 @@ typedef struct bench_case_t {
   bench_side_t base;
   bench_target_kind_t target_kind;
   double target;
+  /* Threads the workload side runs on (the pool's workers, 1 for a world
+   * without a pool); 0: not a parallel workload. Copied into the result;
+   * --svg charts rows named .../<w>w (or .../st for 1) by it. */
+  uint32_t workers;
 } bench_case_t;
 
 /* Run-wide settings and the collected results. Owned by main(). */
@@ -143,6 +148,10 @@ size_t bench_print_table(const bench_ctx_t *ctx, FILE *out);
 
 /* Writes the results as a JSON array. 0 or -1 (errno set). */
 int bench_write_json(const bench_ctx_t *ctx, const char *path);
+
+/* Writes an SVG scaling chart of the parallel workloads (svg.c). 0 or -1
+ * (errno set). */
+int bench_write_svg(const bench_ctx_t *ctx, const char *path);
 
 /* 64-byte aligned, zero-filled (so pages are touched before timing).
  * Exits on failure. Free with bench_free(). */

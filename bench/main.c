@@ -1,7 +1,8 @@
 /*
  * weft-bench: weft's workloads against plain-C baselines.
  *
- *   weft-bench [--quick] [--rounds N] [--filter REGEX] [--json FILE] [--list]
+ *   weft-bench [--quick] [--rounds N] [--filter REGEX] [--json FILE]
+ *              [--svg FILE] [--list]
  *
  * Progress goes to stderr, the result table to stdout. Exit status: 0 when
  * every selected workload ran (missed targets are printed, not fatal), 1 on
@@ -38,6 +39,7 @@ static const bench_scenario_t bench_registry[] = {
     {"heavy_compute", bench_heavy_compute},
     {"frame", bench_frame},
     {"update", bench_update},
+    {"bandwidth", bench_bandwidth},
 };
 
 static void usage(FILE *out) {
@@ -49,6 +51,10 @@ static void usage(FILE *out) {
         "extended\n"
         "                   regular expression\n"
         "  --json FILE      also write the results to FILE as JSON\n"
+        "  --svg FILE       also write a scaling chart of the parallel "
+        "workloads\n"
+        "                   to FILE (SVG: time against workers, and the "
+        "ideal)\n"
         "  --list           print the selected workload names and exit\n"
         "  --help           show this help\n",
         out);
@@ -97,7 +103,7 @@ static int parse_rounds(const char *s, uint32_t *out) {
 int main(int argc, char **argv) {
   bool quick = false, list = false;
   uint32_t rounds = 0;
-  const char *filter = NULL, *json = NULL;
+  const char *filter = NULL, *json = NULL, *svg = NULL;
 
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -122,16 +128,23 @@ int main(int argc, char **argv) {
       json = option_value(argc, argv, &i, "--json");
       if (!json || !*json)
         return bad_usage("%s needs a file name", "--json");
+    } else if (is_option(a, "--svg")) {
+      svg = option_value(argc, argv, &i, "--svg");
+      if (!svg || !*svg)
+        return bad_usage("%s needs a file name", "--svg");
     } else {
       return bad_usage("unknown argument '%s'", a);
     }
   }
 
-  if (json && !list) {
-    FILE *f = fopen(json, "w"); /* fail now, not after the whole run */
+  const char *outs[2][2] = {{"--json", json}, {"--svg", svg}};
+  for (int k = 0; k < 2 && !list; ++k) {
+    if (!outs[k][1])
+      continue;
+    FILE *f = fopen(outs[k][1], "w"); /* fail now, not after the whole run */
     if (!f) {
-      fprintf(stderr, "weft-bench: cannot write --json file %s: %s\n", json,
-              strerror(errno));
+      fprintf(stderr, "weft-bench: cannot write %s file %s: %s\n", outs[k][0],
+              outs[k][1], strerror(errno));
       return 2;
     }
     fclose(f);
@@ -174,6 +187,10 @@ int main(int argc, char **argv) {
   int status = 0;
   if (json && bench_write_json(&ctx, json) != 0) {
     fprintf(stderr, "weft-bench: cannot write %s: %s\n", json, strerror(errno));
+    status = 1;
+  }
+  if (svg && bench_write_svg(&ctx, svg) != 0) {
+    fprintf(stderr, "weft-bench: cannot write %s: %s\n", svg, strerror(errno));
     status = 1;
   }
   if (misses)
