@@ -14,5 +14,6 @@ void bench_heavy_compute(bench_ctx_t *ctx);
 void bench_frame(bench_ctx_t *ctx);
 void bench_update(bench_ctx_t *ctx);
 void bench_bandwidth(bench_ctx_t *ctx);
+void bench_arena(bench_ctx_t *ctx);
 
 #endif /* WEFT_BENCH_SYSTEMS_H */

@@ -40,6 +40,7 @@ static const bench_scenario_t bench_registry[] = {
     {"frame", bench_frame},
     {"update", bench_update},
     {"bandwidth", bench_bandwidth},
+    {"arena", bench_arena},
 };
 
 static void usage(FILE *out) {
