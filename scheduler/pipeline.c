@@ -339,18 +339,36 @@ static void maybe_split(weft__sched_t *s, weft__sys_t *y, uint32_t i,
   weft_pool_submit(s->pool, worker, job_main, &y->jobs[idx], NULL, node);
 }
 
+/* The context a callback of y gets on slot k. */
+static inline weft_sysctx_t make_ctx(weft__sched_t *s, weft__sys_t *y,
+                                     uint32_t k) {
+  return (weft_sysctx_t){y->world,   s->slots[k].cmd, y->user, s->dt,
+                         s->tick,    y->id,           k,       0,
+                         y->version, y->last_run,     0,       s};
+}
+
+/* Keys the context's buffer for chunk sequence seq (0 for a task). */
+static inline void key_ctx(weft_sysctx_t *ctx, const weft__sys_t *y,
+                           uint32_t seq) {
+  ctx->chunk = seq;
+  ctx->key_ = WEFT_CMD_KEY(y->order, seq, 0);
+  weft_cmd_key(ctx->cmd, ctx->key_);
+}
+
+/* A task: one call with no chunk. */
+static void run_task(weft__sys_t *y, weft_sysctx_t *ctx) {
+  key_ctx(ctx, y, 0);
+  int rc = y->run(ctx, NULL);
+  if (rc)
+    record_error(y, rc, 0);
+}
+
 static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
                        uint32_t *end, uint32_t k, uint32_t split) {
   weft_world_t *w = y->world;
-  weft_sysctx_t ctx = {w,          s->slots[k].cmd, y->user, s->dt,
-                       s->tick,    y->id,           k,       0,
-                       y->version, y->last_run,     0,       s};
+  weft_sysctx_t ctx = make_ctx(s, y, k);
   if (!y->query) {
-    ctx.key_ = WEFT_CMD_KEY(y->order, 0, 0);
-    weft_cmd_key(ctx.cmd, ctx.key_);
-    int rc = y->run(&ctx, NULL);
-    if (rc)
-      record_error(y, rc, 0);
+    run_task(y, &ctx);
     return;
   }
   weft_iter_t it;
@@ -365,9 +383,7 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
     if (split != NO_SPLIT)
       maybe_split(s, y, i, end, split);
     const weft__visit_t *v = &y->visits[i];
-    ctx.chunk = v->seq;
-    ctx.key_ = WEFT_CMD_KEY(y->order, v->seq, 0);
-    weft_cmd_key(ctx.cmd, ctx.key_);
+    key_ctx(&ctx, y, v->seq);
     view_chunk(&it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
                y->nterms);
     int rc = y->run(&ctx, &it);
@@ -581,18 +597,11 @@ static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
 
 /* An exclusive system: alone, on this thread, with direct world access. */
 static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
-  weft_world_t *w = y->world;
   uint32_t k = slot_of(s, s->main_self);
-  weft_sysctx_t ctx = {w,          s->slots[k].cmd, y->user, s->dt,
-                       s->tick,    y->id,           k,       0,
-                       y->version, y->last_run,     0,       s};
+  weft_sysctx_t ctx = make_ctx(s, y, k);
   uint64_t t0 = weft__ticks();
   if (!y->query) {
-    ctx.key_ = WEFT_CMD_KEY(y->order, 0, 0);
-    weft_cmd_key(ctx.cmd, ctx.key_);
-    int rc = y->run(&ctx, NULL);
-    if (rc)
-      record_error(y, rc, 0);
+    run_task(y, &ctx);
   } else {
     /* Iterating opens a scope: structural calls stage until it ends. */
     weft_iter_t it;
@@ -600,9 +609,7 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
     for (uint32_t seq = 0; weft_iter_next(&it); seq++) {
       if (y->nchanged && !chunk_changed(y, it.chunk_))
         continue; /* as the plan decided */
-      ctx.chunk = seq;
-      ctx.key_ = WEFT_CMD_KEY(y->order, seq, 0);
-      weft_cmd_key(ctx.cmd, ctx.key_);
+      key_ctx(&ctx, y, seq);
       int rc = y->run(&ctx, &it);
       if (rc)
         record_error(y, rc, seq);

@@ -349,6 +349,12 @@ static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
 /* Closes the open busy or idle period and opens the other kind (or none,
  * at exit), so that a stats reader can add the open period's time. */
 static void switch_period(stats_t *s, bool busy, bool open) {
+  /* A seqlock write (the worker is the only writer). The clock is read
+   * inside it, as the reader reads its own: a snapshot taken before the
+   * switch then never counts time past the switch. */
+  uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+  atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
   uint64_t t = now_ns();
   uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
   if (since)
@@ -357,6 +363,7 @@ static void switch_period(stats_t *s, bool busy, bool open) {
          t - since);
   atomic_store_explicit(&s->busy, busy, memory_order_relaxed);
   atomic_store_explicit(&s->since, open ? t : 0, memory_order_relaxed);
+  atomic_store_explicit(&s->seq, q + 2, memory_order_release);
 }
 
 static void *worker_main(void *arg) {
@@ -555,6 +562,19 @@ int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
   if (!p || !out || w >= p->nworkers)
     return WEFT_EINVAL;
   const stats_t *s = &p->workers[w].stats;
+  uint32_t q0, q1;
+  uint64_t busy_ns, idle_ns, since, t;
+  bool busy;
+  do { /* a consistent snapshot of the period counters (seqlock read) */
+    q0 = atomic_load_explicit(&s->seq, memory_order_acquire);
+    busy_ns = atomic_load_explicit(&s->busy_ns, memory_order_relaxed);
+    idle_ns = atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
+    since = atomic_load_explicit(&s->since, memory_order_relaxed);
+    busy = atomic_load_explicit(&s->busy, memory_order_relaxed);
+    t = now_ns();
+    atomic_thread_fence(memory_order_acquire);
+    q1 = atomic_load_explicit(&s->seq, memory_order_relaxed);
+  } while ((q0 & 1) || q0 != q1);
   out->jobs = atomic_load_explicit(&s->jobs, memory_order_relaxed);
   out->inline_jobs =
       atomic_load_explicit(&s->inline_jobs, memory_order_relaxed);
@@ -563,13 +583,11 @@ int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
   out->remote_steals =
       atomic_load_explicit(&s->remote_steals, memory_order_relaxed);
   out->sleeps = atomic_load_explicit(&s->sleeps, memory_order_relaxed);
-  out->busy_ns = atomic_load_explicit(&s->busy_ns, memory_order_relaxed);
-  out->idle_ns = atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
-  /* Add the period in progress (a racy snapshot, as documented). */
-  uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
-  uint64_t t = now_ns();
+  out->busy_ns = busy_ns;
+  out->idle_ns = idle_ns;
+  /* Add the period in progress. */
   if (since && t > since) {
-    if (atomic_load_explicit(&s->busy, memory_order_relaxed))
+    if (busy)
       out->busy_ns += t - since;
     else
       out->idle_ns += t - since;

@@ -29,6 +29,9 @@ typedef struct stats_t {
   _Atomic uint64_t busy_ns, idle_ns; /* closed periods */
   _Atomic uint64_t since;            /* start of the open period, 0: none */
   _Atomic uint32_t busy;             /* the open period is busy */
+  /* Odd while the worker switches periods: readers retry, so that two
+   * snapshots never see the time go backwards. */
+  _Atomic uint32_t seq;
 } stats_t;
 
 typedef struct worker_t {

@@ -37,6 +37,8 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "sys_internal.h"
+
 #define BOIDS_NAME "weft.boids"
 #define BOIDS_CONFIG "weft.boids.config"
 #define BOIDS_BATCH 256u
@@ -224,15 +226,7 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
   init.c = c;
   /* A previous, removed registration left the resource; reuse it. */
   weft_resource_t res = 0;
-  int rc;
-  if (weft_resource_lookup(world, BOIDS_CONFIG, &res) == 0) {
-    if (weft_resource_size(world, res) != sizeof init)
-      return WEFT_EEXIST;
-    rc = weft_resource_set(world, res, &init);
-  } else {
-    rc = weft_resource_register(world, BOIDS_CONFIG, sizeof init, 0, &init,
-                                &res);
-  }
+  int rc = weft__sys_state(world, BOIDS_CONFIG, &init, sizeof init, &res);
   if (rc)
     return rc;
 

@@ -19,6 +19,8 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "sys_internal.h"
+
 /* What the system's callback needs; stored in a world resource, so the
  * world owns it and it lives as long as the system can run. */
 typedef struct collide_ctx_t {
@@ -219,13 +221,7 @@ int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
    * separate namespace), reused if an earlier registration left one. */
   collide_ctx_t cc = {grid, std->collisions};
   weft_resource_t res = 0;
-  int rc = weft_resource_lookup(world, name, &res);
-  if (rc == 0 && weft_resource_size(world, res) == sizeof cc)
-    rc = weft_resource_set(world, res, &cc);
-  else if (rc == WEFT_ENONAME)
-    rc = weft_resource_register(world, name, sizeof cc, 0, &cc, &res);
-  else if (rc == 0)
-    rc = WEFT_EEXIST; /* the name is taken by something else */
+  int rc = weft__sys_state(world, name, &cc, sizeof cc, &res);
   if (rc)
     return rc;
 

@@ -32,6 +32,8 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "sys_internal.h"
+
 #define HEALTH_NAME "weft.health"
 #define HEALTH_CONFIG "weft.health.config"
 
@@ -119,15 +121,7 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   /* The ids live in the world: the resource outlives any caller's copy. A
    * previous, removed registration left the resource; reuse it. */
   weft_resource_t res = 0;
-  int rc;
-  if (weft_resource_lookup(world, HEALTH_CONFIG, &res) == 0) {
-    if (weft_resource_size(world, res) != sizeof init)
-      return WEFT_EEXIST;
-    rc = weft_resource_set(world, res, &init);
-  } else {
-    rc = weft_resource_register(world, HEALTH_CONFIG, sizeof init, 0, &init,
-                                &res);
-  }
+  int rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
   if (rc)
     return rc;
 

@@ -9,6 +9,8 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "sys_internal.h"
+
 /* Registers a component or, when the name is taken, finds it. */
 static int comp(weft_world_t *w, const weft_component_desc_t *d,
                 weft_component_t *out) {
@@ -71,4 +73,13 @@ int weft_std_register(weft_world_t *w, weft_std_t *out) {
     return rc;
   *out = s;
   return 0;
+}
+
+int weft__sys_state(weft_world_t *w, const char *name, const void *init,
+                    size_t size, weft_resource_t *res) {
+  if (weft_resource_lookup(w, name, res) == 0)
+    return weft_resource_size(w, *res) == size
+               ? weft_resource_set(w, *res, init)
+               : WEFT_EEXIST;
+  return weft_resource_register(w, name, size, 0, init, res);
 }

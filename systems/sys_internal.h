@@ -1,0 +1,22 @@
+/*
+ * Helpers shared by the built-in systems (the files of systems/), on top
+ * of the public API.
+ */
+#ifndef WEFT_SYSTEMS_SYS_INTERNAL_H
+#define WEFT_SYSTEMS_SYS_INTERNAL_H
+
+#include <stddef.h>
+
+#include <weft.h>
+
+/*
+ * Stores a system's settings in the world resource @p name (the callback's
+ * user pointer is then weft_resource_get() of *res, which lives as long
+ * as the world): registered with @p init, or overwritten when an earlier,
+ * since removed, registration left it. WEFT_EEXIST when the name holds a
+ * resource of another size; otherwise 0 or the registration's error.
+ */
+int weft__sys_state(weft_world_t *world, const char *name, const void *init,
+                    size_t size, weft_resource_t *res);
+
+#endif /* WEFT_SYSTEMS_SYS_INTERNAL_H */
