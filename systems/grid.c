@@ -175,6 +175,25 @@ const weft_grid_item_t *weft_grid_cell(const weft_grid_t *g, int32_t cx,
   return g->items ? g->items + first : NULL;
 }
 
+const weft_grid_item_t *weft_grid_row(const weft_grid_t *g, int32_t x0,
+                                      int32_t x1, int32_t cy, uint32_t *n) {
+  if (n)
+    *n = 0;
+  if (!g || cy < 0 || cy >= g->ny || !g->items)
+    return NULL;
+  x0 = x0 < 0 ? 0 : x0;
+  x1 = x1 >= g->nx ? g->nx - 1 : x1;
+  if (x0 > x1)
+    return NULL;
+  /* Cells are stored cell-major, row by row: cells x0..x1 of one row are
+   * one stretch of the items array. */
+  uint32_t row = (uint32_t)cy * (uint32_t)g->nx;
+  uint32_t first = g->starts[row + (uint32_t)x0];
+  if (n)
+    *n = g->starts[row + (uint32_t)x1 + 1] - first;
+  return g->items + first;
+}
+
 uint32_t weft_grid_count(const weft_grid_t *g) {
   return g ? g->count : 0;
 }

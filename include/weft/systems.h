@@ -233,6 +233,16 @@ void weft_grid_cell_of(const weft_grid_t *grid, float x, float y, int32_t *cx,
 const weft_grid_item_t *weft_grid_cell(const weft_grid_t *grid, int32_t cx,
                                        int32_t cy, uint32_t *n);
 
+/**
+ * The items of cells x0..x1 (clamped to the grid) of row cy, as one array:
+ * cell by cell, each cell in handle order; *n of them. Cells are stored
+ * row-major, so a row's stretch is contiguous: a 3x3 neighbourhood is
+ * three calls instead of nine. NULL with *n = 0 when empty. Same lifetime
+ * and threads as weft_grid_cell().
+ */
+const weft_grid_item_t *weft_grid_row(const weft_grid_t *grid, int32_t x0,
+                                      int32_t x1, int32_t cy, uint32_t *n);
+
 /** Items in the grid after the last rebuild. */
 uint32_t weft_grid_count(const weft_grid_t *grid);
 
