@@ -235,3 +235,7 @@ void weft__panic(const weft_world_t *w, const char *file, int line,
   if (w && w->checked)
     w->panic(w->panic_user, file, line, msg);
 }
+
+struct weft_pool_t *weft_world_pool(const weft_world_t *w) {
+  return w ? w->pool : NULL;
+}

@@ -772,3 +772,12 @@ int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event) {
     return WEFT_EINVAL;
   return weft__event_stage(ctx->world, ctx->worker, ctx->key_, ch, event);
 }
+
+uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {
+  const weft__sched_t *s = ctx ? ctx->sched_ : NULL;
+  if (!s || !s->pool)
+    return WEFT_WORKER_EXTERNAL;
+  /* Slots are worker indices, except the last one: the driving thread
+   * when it does not take part in the pool. */
+  return ctx->worker + 1 == s->nslots ? WEFT_WORKER_EXTERNAL : ctx->worker;
+}

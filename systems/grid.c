@@ -31,6 +31,23 @@
  * (in place: no allocation, n log n at worst). */
 #define GRID_SMALL_CELL 24u
 
+/* Most bands of cells the scatter is split into; each band is one job and
+ * reads every item's cell, so there are as many as the pool has workers.
+ * The output does not depend on the number. */
+#define GRID_BANDS 16u
+
+/* Chunks per gather job. */
+#define GRID_GATHER_GRAIN 16u
+
+/* One chunk of the rebuild: its arrays and where its items go. */
+typedef struct grid_chunk_t {
+  const weft_entity_t *entities;
+  const float *px, *py, *vx, *vy;
+  const weft_collider_t *col;
+  uint32_t count;
+  uint32_t first; /* index of its first item in scratch/cells */
+} grid_chunk_t;
+
 struct weft_grid_t {
   weft_world_t *world;
   weft_resource_t res;
@@ -44,6 +61,12 @@ struct weft_grid_t {
   weft_grid_item_t *scratch; /* gathered items, before the sort */
   uint32_t *cells;           /* cell index of scratch[i] */
   uint32_t count, cap;
+  uint32_t *cursor; /* ncells: per-cell counts, then scatter cursors */
+  /* The rebuild's chunks, gathered in parallel (see build()). */
+  struct grid_chunk_t *chunks;
+  uint32_t nchunks, chunks_cap;
+  uint32_t band_total[GRID_BANDS], band_base[GRID_BANDS];
+  uint32_t nbands;
   /* Set by weft_sys_grid(). */
   weft_query_t *still;  /* Position, no (enabled) Velocity */
   weft_query_t *moving; /* Position and Velocity */
@@ -81,7 +104,10 @@ int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
   g->ny = (int32_t)fy;
   g->ncells = (uint32_t)g->nx * (uint32_t)g->ny;
   g->starts = calloc((size_t)g->ncells + 1, sizeof *g->starts);
-  if (!g->starts) {
+  g->cursor = calloc((size_t)g->ncells + 1, sizeof *g->cursor);
+  if (!g->starts || !g->cursor) {
+    free(g->starts);
+    free(g->cursor);
     free(g);
     return WEFT_ENOMEM;
   }
@@ -115,6 +141,8 @@ void weft_grid_destroy(weft_grid_t *g) {
   weft_query_destroy(g->still);
   weft_query_destroy(g->moving);
   free(g->starts);
+  free(g->cursor);
+  free(g->chunks);
   free(g->items);
   free(g->scratch);
   free(g->cells);
@@ -229,42 +257,58 @@ static int reserve(weft_grid_t *g, uint32_t need) {
 }
 
 /* Appends the rows of one chunk to scratch at *n. */
-static void gather(weft_grid_t *g, const weft_iter_t *it, bool moving,
-                   uint32_t *n) {
+/* Notes one chunk of a query for the gather, at item index *n. */
+static int note_chunk(weft_grid_t *g, const weft_iter_t *it, bool moving,
+                      uint32_t *n) {
+  if (g->nchunks == g->chunks_cap) {
+    uint32_t cap = g->chunks_cap ? g->chunks_cap * 2 : 64;
+    grid_chunk_t *c = realloc(g->chunks, (size_t)cap * sizeof *c);
+    if (!c)
+      return WEFT_ENOMEM;
+    g->chunks = c;
+    g->chunks_cap = cap;
+  }
   void *pos[WEFT_MAX_FIELDS] = {0}, *vel[WEFT_MAX_FIELDS] = {0};
   weft_iter_fields(it, 0, pos);
-  const float *px = pos[0], *py = pos[1];
-  const float *vx = NULL, *vy = NULL;
-  if (moving) {
+  if (moving)
     weft_iter_fields(it, 1, vel);
-    vx = vel[0];
-    vy = vel[1];
-  }
   /* A disabled Collider, or a Dead entity's, counts as none. */
   const weft_collider_t *col = NULL;
   if (g->collider && weft_iter_enabled(it, g->collider) &&
       !(g->dead && weft_iter_enabled(it, g->dead)))
     col = weft_iter_column_of(it, g->collider);
-  weft_grid_item_t *out = g->scratch + *n;
-  uint32_t *cells = g->cells + *n;
-  const uint32_t nx = (uint32_t)g->nx;
-  for (uint32_t r = 0; r < it->count; r++) {
-    weft_grid_item_t *item = &out[r];
-    memset(item, 0, sizeof *item);
-    item->e = it->entities[r];
-    item->x = px[r];
-    item->y = py[r];
-    if (vx) {
-      item->vx = vx[r];
-      item->vy = vy[r];
-    }
-    if (col)
-      item->collider = col[r];
-    int32_t cx = axis_cell(item->x - g->minx, g->inv_cell, g->nx);
-    int32_t cy = axis_cell(item->y - g->miny, g->inv_cell, g->ny);
-    cells[r] = (uint32_t)cy * nx + (uint32_t)cx;
-  }
+  g->chunks[g->nchunks++] = (grid_chunk_t){
+      it->entities, pos[0], pos[1], vel[0], vel[1], col, it->count, *n};
   *n += it->count;
+  return 0;
+}
+
+/* Gathers chunks [begin, end) into scratch and cells at their places. */
+static void gather(void *arg, uint32_t begin, uint32_t end, uint32_t worker) {
+  (void)worker;
+  weft_grid_t *g = arg;
+  const uint32_t nx = (uint32_t)g->nx;
+  for (uint32_t k = begin; k < end; k++) {
+    const grid_chunk_t *c = &g->chunks[k];
+    weft_grid_item_t *out = g->scratch + c->first;
+    uint32_t *cells = g->cells + c->first;
+    for (uint32_t r = 0; r < c->count; r++) {
+      weft_grid_item_t *item = &out[r];
+      memset(item, 0, sizeof *item);
+      item->e = c->entities[r];
+      item->x = c->px[r];
+      item->y = c->py[r];
+      if (c->vx) {
+        item->vx = c->vx[r];
+        item->vy = c->vy[r];
+      }
+      if (c->col)
+        item->collider = c->col[r];
+      int32_t cx = axis_cell(item->x - g->minx, g->inv_cell, g->nx);
+      int32_t cy = axis_cell(item->y - g->miny, g->inv_cell, g->ny);
+      cells[r] = (uint32_t)cy * nx + (uint32_t)cx;
+    }
+  }
 }
 
 static void sort_small(weft_grid_item_t *a, uint32_t n) {
@@ -309,6 +353,84 @@ static void sort_by_handle(weft_grid_item_t *a, uint32_t n) {
   }
 }
 
+/* The cells of band b: [lo, hi). */
+static void band_cells(const weft_grid_t *g, uint32_t b, uint32_t *lo,
+                       uint32_t *hi) {
+  *lo = (uint32_t)((uint64_t)g->ncells * b / g->nbands);
+  *hi = (uint32_t)((uint64_t)g->ncells * (b + 1) / g->nbands);
+}
+
+/* Pass 1 of the scatter, per band: counts the items of each of its cells
+ * (every band reads all the cell indices, in order, and keeps its own).
+ * The band's total goes to starts[lo] until pass 2. */
+static void band_count(void *arg, uint32_t begin, uint32_t end,
+                       uint32_t worker) {
+  (void)worker;
+  weft_grid_t *g = arg;
+  for (uint32_t b = begin; b < end; b++) {
+    uint32_t lo, hi;
+    band_cells(g, b, &lo, &hi);
+    memset(g->cursor + lo, 0, (size_t)(hi - lo) * sizeof *g->cursor);
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < g->count; i++) {
+      uint32_t c = g->cells[i];
+      if (c - lo < hi - lo) {
+        g->cursor[c]++;
+        total++;
+      }
+    }
+    g->band_total[b] = total;
+  }
+}
+
+/* Pass 2, per band: first slots of its cells from the band's base, the
+ * stable scatter (item order, hence chunk order), then each cell sorted by
+ * handle. The items of a band are a stretch of their own, so the bands
+ * never write the same memory. */
+static void band_scatter(void *arg, uint32_t begin, uint32_t end,
+                         uint32_t worker) {
+  (void)worker;
+  weft_grid_t *g = arg;
+  for (uint32_t b = begin; b < end; b++) {
+    uint32_t lo, hi, at = g->band_base[b];
+    band_cells(g, b, &lo, &hi);
+    for (uint32_t c = lo; c < hi; c++) {
+      uint32_t k = g->cursor[c];
+      g->starts[c] = at;
+      g->cursor[c] = at;
+      at += k;
+    }
+    for (uint32_t i = 0; i < g->count; i++) {
+      uint32_t c = g->cells[i];
+      if (c - lo < hi - lo)
+        g->items[g->cursor[c]++] = g->scratch[i];
+    }
+    for (uint32_t c = lo; c < hi; c++) {
+      uint32_t k = g->cursor[c] - g->starts[c]; /* cursor: the cell's end */
+      if (k > 1)
+        sort_by_handle(g->items + g->starts[c], k);
+    }
+  }
+}
+
+/* Runs fn over [0, n) on the world's pool when there is one (nested in the
+ * calling job), else here. */
+static void split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
+                  weft_range_fn fn, void *arg) {
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  if (pool && n > 1)
+    weft_pool_parallel_for(pool, weft_sysctx_pool_worker(ctx), 0, n, grain, fn,
+                           arg);
+  else if (n)
+    fn(arg, 0, n, WEFT_WORKER_EXTERNAL);
+}
+
+/*
+ * The rebuild: note every chunk and its place (one pass over the chunk
+ * lists), gather the chunks in parallel, then a counting sort by cell split
+ * into bands of cells, each band a job. Every step writes places fixed by
+ * the data, so the grid is the same on any number of threads.
+ */
 static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   (void)chunk;
   weft_grid_t *g = ctx->user;
@@ -316,37 +438,31 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   int rc = reserve(g, need);
   if (rc)
     return rc;
-
   uint32_t n = 0;
+  g->nchunks = 0;
   weft_iter_t it;
   weft_query_iter(g->still, &it); /* a NULL query yields nothing */
-  while (weft_iter_next(&it))
-    gather(g, &it, false, &n);
+  while (!rc && weft_iter_next(&it))
+    rc = note_chunk(g, &it, false, &n);
+  weft_iter_close(&it);
   weft_query_iter(g->moving, &it);
-  while (weft_iter_next(&it))
-    gather(g, &it, true, &n);
-
-  /* Counting sort by cell: starts[c + 1] counts cell c, then the prefix
-   * sums turn starts[c] into the first slot of cell c. */
-  uint32_t *starts = g->starts;
-  memset(starts, 0, ((size_t)g->ncells + 1) * sizeof *starts);
-  for (uint32_t i = 0; i < n; i++)
-    starts[g->cells[i] + 1]++;
-  for (uint32_t c = 0; c < g->ncells; c++)
-    starts[c + 1] += starts[c];
-  for (uint32_t i = 0; i < n; i++) {
-    /* starts[c] is used as the cursor of cell c, then restored below. */
-    g->items[starts[g->cells[i]]++] = g->scratch[i];
-  }
-  for (uint32_t c = g->ncells; c > 0; c--)
-    starts[c] = starts[c - 1];
-  starts[0] = 0;
-  for (uint32_t c = 0; c < g->ncells; c++) {
-    uint32_t k = starts[c + 1] - starts[c];
-    if (k > 1)
-      sort_by_handle(g->items + starts[c], k);
-  }
+  while (!rc && weft_iter_next(&it))
+    rc = note_chunk(g, &it, true, &n);
+  weft_iter_close(&it);
+  if (rc)
+    return rc;
   g->count = n;
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  uint32_t workers = pool ? weft_pool_workers(pool) : 1;
+  g->nbands = workers < 1 ? 1 : workers > GRID_BANDS ? GRID_BANDS : workers;
+  split(ctx, g->nchunks, GRID_GATHER_GRAIN, gather, g);
+  split(ctx, g->nbands, 1, band_count, g);
+  for (uint32_t b = 0, at = 0; b < g->nbands; b++) {
+    g->band_base[b] = at;
+    at += g->band_total[b];
+  }
+  split(ctx, g->nbands, 1, band_scatter, g);
+  g->starts[g->ncells] = n;
   return 0;
 }
 

@@ -375,6 +375,16 @@ int weft_world_run_phase(weft_world_t *world, weft_phase_t phase, double dt);
 int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event);
 
 /**
+ * The pool worker index of the thread running this callback, as
+ * weft_pool_submit() and weft_pool_parallel_for() take it (with the
+ * world's pool, weft_world_pool()): a callback may split its own work on
+ * the pool, nested parallel-fors being fine. WEFT_WORKER_EXTERNAL for the
+ * driving thread when it is not one of the pool's workers. Callback
+ * threads.
+ */
+uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx);
+
+/**
  * A counter-based random draw for @p entity in this tick on stream
  * @p stream (see weft_random_at()), keyed by the world seed, so it is the
  * same on any thread. Callback threads.

@@ -191,6 +191,12 @@ uint64_t weft_world_digest(const weft_world_t *world);
  */
 int weft_world_last_drain(const weft_world_t *world);
 
+/**
+ * The pool the world was created with (weft_world_config_t.pool), or NULL.
+ * Any thread. The caller does not own it; it outlives the world.
+ */
+struct weft_pool_t *weft_world_pool(const weft_world_t *world);
+
 /** True if checked mode is on for this world. */
 bool weft_world_checked(const weft_world_t *world);
 
