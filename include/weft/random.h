@@ -124,7 +124,7 @@ static inline uint64_t weft_random_at(uint64_t seed, uint64_t entity,
   return h;
 }
 
-/** weft_random_at() scaled to a double in [0, 1). */
+/** weft_random_at() scaled to a double in [0, 1). Any thread. */
 static inline double weft_random_at_double(uint64_t seed, uint64_t entity,
                                            uint64_t tick, uint32_t stream,
                                            uint32_t n) {

@@ -85,7 +85,8 @@ void *weft_resource_get(const weft_world_t *world, weft_resource_t res);
 int weft_resource_set(weft_world_t *world, weft_resource_t res,
                       const void *value);
 
-/** The size a resource was registered with (0 for an unknown id). */
+/** The size a resource was registered with (0 for an unknown id). Any
+ * thread. */
 size_t weft_resource_size(const weft_world_t *world, weft_resource_t res);
 
 /**

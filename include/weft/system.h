@@ -198,12 +198,14 @@ typedef struct weft_system_desc_t {
 int weft_system_register(weft_world_t *world, const weft_system_desc_t *desc,
                          weft_system_t *out);
 
-/** Removes a system (from the next dispatch). Owner. WEFT_ENONAME. */
+/** Removes a system (from the next dispatch). Owner thread, between
+ * frames (WEFT_EBUSY during one). WEFT_ENONAME. */
 int weft_system_remove(weft_world_t *world, weft_system_t sys);
 
 /**
  * Enables or disables a system. A disabled system keeps its place and
- * edges; it does not run and its run condition is not evaluated. Owner.
+ * edges; it does not run and its run condition is not evaluated. Owner
+ * thread.
  * WEFT_ENONAME.
  */
 int weft_system_enable(weft_world_t *world, weft_system_t sys, bool enabled);
@@ -224,7 +226,8 @@ typedef struct weft_system_info_t {
 
 /**
  * Describes a system as of the last build (building first if the schedule
- * changed). Owner. WEFT_ENONAME, or the build's WEFT_ECYCLE.
+ * changed). Owner thread; the name lives as long as the system.
+ * WEFT_ENONAME, or the build's WEFT_ECYCLE.
  */
 int weft_system_info(weft_world_t *world, weft_system_t sys,
                      weft_system_info_t *out);
@@ -262,7 +265,8 @@ int weft_phase_register(weft_world_t *world, const char *name,
                         weft_phase_t after, weft_phase_t *out);
 
 /** Finds a phase by name (built-ins: "PreUpdate", "FixedUpdate",
- * "PostFixedUpdate", "NetworkTick", "PreRender"). WEFT_ENONAME. */
+ * "PostFixedUpdate", "NetworkTick", "PreRender"). Owner thread.
+ * WEFT_ENONAME. */
 int weft_phase_lookup(const weft_world_t *world, const char *name,
                       weft_phase_t *out);
 
@@ -361,8 +365,8 @@ int weft_world_progress(weft_world_t *world, double dt);
 
 /**
  * Runs one phase (and the user phases anchored to it) with delta time
- * @p dt, sync point included, outside the frame loop. Same rules and
- * returns as weft_world_progress().
+ * @p dt, sync point included, outside the frame loop. Owner thread; same
+ * rules and returns as weft_world_progress().
  */
 int weft_world_run_phase(weft_world_t *world, weft_phase_t phase, double dt);
 
@@ -410,7 +414,8 @@ uint32_t weft_world_change_version(const weft_world_t *world);
  */
 int weft_trace_start(weft_world_t *world, uint32_t events_per_worker);
 
-/** Stops recording (the spans recorded stay until the next start). */
+/** Stops recording (the spans recorded stay until the next start).
+ * Owner thread. */
 void weft_trace_stop(weft_world_t *world);
 
 /**
