@@ -415,7 +415,9 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   }
   uint8_t **bases = (uint8_t **)((uint8_t *)headers + hdr);
   carve_segment(a, mem, headers, bases, n);
-  /* Column change versions follow the base pointers; zero = never. */
+  /* Column change versions follow the base pointers, one row of ncols
+   * words per chunk, in chunk order: the scheduler stamps a run of chunks
+   * by walking them (scheduler/pipeline.c). Zero = never. */
   uint32_t *vers =
       (uint32_t *)(bases + (size_t)n * (a->narrays ? a->narrays : 1));
   memset(vers, 0, (size_t)n * a->ncols * sizeof(uint32_t));

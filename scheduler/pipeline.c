@@ -153,13 +153,14 @@ static void stamp_visits(weft__sys_t *y) {
   for (uint32_t v = 0; v < y->nvisits; v++) {
     const weft__visit_t *vi = &y->visits[v];
     const weft__ainfo_t *ai = &y->arch[vi->ai];
-    weft__chunk_t *const *chunks = vi->chunk->arch->chunks + vi->chunk->index;
-    for (uint32_t c = 0; c < vi->nch; c++) {
-      uint32_t *vers = chunks[c]->versions;
+    /* The chunks of a visit are consecutive chunks of one segment, whose
+     * version rows are consecutive too (ncols words each): no chunk
+     * header but the first is read. */
+    uint32_t *vers = vi->chunk->versions, ncols = vi->chunk->arch->ncols;
+    for (uint32_t c = 0; c < vi->nch; c++, vers += ncols)
       for (uint32_t i = 0; i < y->nwcols; i++)
         if (ai->stamp[i] != UINT16_MAX)
           vers[ai->stamp[i]] = y->version;
-    }
   }
 }
 
