@@ -311,8 +311,14 @@ int weft_system_remove(weft_world_t *w, weft_system_t id) {
   weft__sys_t *y = sys_of(w, id);
   WEFT_CHECK(w, y, WEFT_ENONAME, "no system %u", id);
   weft__sched_t *s = w->sched;
-  WEFT_CHECK(w, !s->running, WEFT_EBUSY,
-             "systems are removed between dispatches");
+  if (s->running) {
+    /* During a frame (from a callback): the system stops running now and
+     * goes when the frame ends (seed 004: removals affect the remaining
+     * dispatches at once; the running schedule keeps its record). */
+    y->enabled = false;
+    y->retire = true;
+    return 0;
+  }
   s->sys[id - 1] = NULL;
   s->live--;
   s->dirty = true;

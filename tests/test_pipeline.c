@@ -2592,6 +2592,48 @@ static void test_pipeline_steady_state_parallel_recording(void **state) {
   steady_free(sw);
 }
 
+/* A callback removes a later system during the frame: the removal
+ * succeeds, the victim runs no more in that frame (not in PreRender), and
+ * it is gone once the frame ends. */
+typedef struct remover_t {
+  weft_system_t victim;
+  int rc;
+  uint32_t calls;
+} remover_t;
+
+static int remove_victim(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  remover_t *r = ctx->user;
+  if (r->calls++ == 0)
+    r->rc = weft_system_remove(ctx->world, r->victim);
+  return 0;
+}
+
+static void test_pipeline_remove_during_frame(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  configure(f.w, 0.1, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+  probe_t victim_probe;
+  memset(&victim_probe, 0, sizeof victim_probe);
+  remover_t r = {0, -1, 0};
+  weft_system_desc_t d =
+      sys_desc("remover", WEFT_PHASE_PRE_UPDATE, remove_victim, &r);
+  d.flags = WEFT_SYSTEM_MAIN_THREAD;
+  sys_add(f.w, &d);
+  d = sys_desc("victim", WEFT_PHASE_PRE_RENDER, probe_run, &victim_probe);
+  r.victim = sys_add(f.w, &d);
+  progress_ok(f.w, 0.1);
+  assert_int_equal(r.rc, WEFT_OK);
+  assert_int_equal(victim_probe.calls, 0); /* stopped within the frame */
+  weft_system_t id;
+  assert_int_equal(weft_system_lookup(f.w, "victim", &id), WEFT_ENONAME);
+  assert_int_equal(weft_system_remove(f.w, r.victim), WEFT_ENONAME);
+  progress_ok(f.w, 0.1);
+  assert_int_equal(victim_probe.calls, 0);
+  assert_int_equal(r.calls, 2);
+  fx_free(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_fixed_steps_follow_accumulator),
@@ -2625,6 +2667,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_trace_errors),
       cmocka_unit_test(test_pipeline_steady_state_allocates_nothing),
       cmocka_unit_test(test_pipeline_steady_state_parallel_recording),
+      cmocka_unit_test(test_pipeline_remove_during_frame),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,8 +198,11 @@ typedef struct weft_system_desc_t {
 int weft_system_register(weft_world_t *world, const weft_system_desc_t *desc,
                          weft_system_t *out);
 
-/** Removes a system (from the next dispatch). Owner thread, between
- * frames (WEFT_EBUSY during one). WEFT_ENONAME. */
+/**
+ * Removes a system. Owner thread. Called during a frame (from a
+ * callback on the driving thread), the system runs no more in that frame
+ * and is removed when the frame ends. WEFT_ENONAME.
+ */
 int weft_system_remove(weft_world_t *world, weft_system_t sys);
 
 /**
