@@ -109,12 +109,7 @@ static int bw_system(weft_sysctx_t *ctx, const weft_iter_t *ch) {
 
 static uint64_t bw_weft(void *p, uint64_t reps) {
   bw_state_t *s = p;
-  for (uint64_t r = 0; r < reps; ++r) {
-    int rc = weft_world_run_phase(s->world, WEFT_PHASE_FIXED_UPDATE, BW_DT);
-    if (rc != 0)
-      bench_die("weft_world_run_phase", rc);
-  }
-  return reps;
+  return bench_fixed_phases(s->world, BW_DT, reps);
 }
 
 /* This thread's static share [*lo, *hi) of n items, cut at multiples of 16

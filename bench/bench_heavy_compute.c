@@ -139,12 +139,7 @@ static int hc_system(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
  */
 
 static uint64_t hc_weft(weft_world_t *w, uint64_t reps) {
-  for (uint64_t r = 0; r < reps; ++r) {
-    int rc = weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, HC_DT);
-    if (rc != 0)
-      bench_die("weft_world_run_phase", rc);
-  }
-  return reps;
+  return bench_fixed_phases(w, HC_DT, reps);
 }
 
 static uint64_t hc_weft_1w(void *p, uint64_t reps) {

@@ -63,12 +63,7 @@ static int sched_swap_system(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
 
 static uint64_t sched_weft(void *p, uint64_t reps) {
   sched_state_t *s = p;
-  for (uint64_t r = 0; r < reps; ++r) {
-    int rc = weft_world_run_phase(s->world, WEFT_PHASE_FIXED_UPDATE, SCHED_DT);
-    if (rc != 0)
-      bench_die("weft_world_run_phase", rc);
-  }
-  return reps;
+  return bench_fixed_phases(s->world, SCHED_DT, reps);
 }
 
 /* ---- baselines -------------------------------------------------------------

@@ -337,12 +337,7 @@ static int upd_sys_render(weft_sysctx_t *ctx, const weft_iter_t *ch) {
 
 static uint64_t upd_weft(void *p, uint64_t reps) {
   upd_state_t *s = p;
-  for (uint64_t r = 0; r < reps; ++r) {
-    int rc = weft_world_run_phase(s->world, WEFT_PHASE_FIXED_UPDATE, UPD_DT);
-    if (rc != 0)
-      bench_die("weft_world_run_phase", rc);
-  }
-  return reps;
+  return bench_fixed_phases(s->world, UPD_DT, reps);
 }
 
 /* ---- baselines ------------------------------------------------------------

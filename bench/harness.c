@@ -382,3 +382,10 @@ uint64_t bench_f32_bits(float f) {
   memcpy(&u, &f, sizeof u);
   return u;
 }
+
+uint64_t bench_fixed_phases(weft_world_t *world, double dt, uint64_t reps) {
+  for (uint64_t r = 0; r < reps; ++r)
+    bench_check(weft_world_run_phase(world, WEFT_PHASE_FIXED_UPDATE, dt),
+                "weft_world_run_phase");
+  return reps;
+}

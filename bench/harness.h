@@ -166,6 +166,13 @@ static inline void bench_check(int rc, const char *what) {
     bench_die(what, rc);
 }
 
+struct weft_world_t;
+
+/* Runs @p reps FixedUpdate phases of @p world with delta time @p dt (one
+ * repetition of the system workloads); exits on an error. Returns reps. */
+uint64_t bench_fixed_phases(struct weft_world_t *world, double dt,
+                            uint64_t reps);
+
 /* Formats an entity count as 10k, 1M, 16M or a plain number. */
 void bench_size_label(char *buf, size_t size, uint64_t n);
 
