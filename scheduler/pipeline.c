@@ -444,9 +444,7 @@ static void run_serial(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
       continue;
     run_range(s, y, 0, y->nvisits, k);
     uint64_t t1 = weft__ticks();
-    atomic_store_explicit(&y->start_ns, t0, memory_order_relaxed);
-    atomic_store_explicit(&y->end_ns, t1, memory_order_relaxed);
-    atomic_store_explicit(&y->busy_ns, t1 - t0, memory_order_relaxed);
+    note_time(y, t0, t1);
     weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, y->nvisits, t0, t1);
     t0 = t1;
   }

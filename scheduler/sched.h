@@ -146,8 +146,7 @@ typedef struct weft__sched_t {
   uint32_t live;
   weft__phase_t phases[WEFT_MAX_PHASES + 1]; /* by id; [0] unused */
   uint32_t nphases;
-  weft_phase_t run_order[WEFT_MAX_PHASES]; /* per-anchor expansion */
-  bool dirty;                              /* the schedule must be rebuilt */
+  bool dirty; /* the schedule must be rebuilt */
   int build_rc;
   bool running; /* a dispatch is in progress */
 
