@@ -8,6 +8,13 @@
  * get_many: the same walk through weft_get_many() in blocks of
  * GET_BLOCK handles (resolve a block, then sum it), the API meant for
  * random access at scale: it overlaps the misses of independent lookups.
+ *
+ * get_floor: no weft at all. The least any handle table costs: the same
+ * walk through an 8-byte record per entity (as weft's index keeps) that
+ * holds the row, then the row's data, as plain C against the same
+ * one-level baseline. Both loads miss at 1M, and the second depends on the
+ * first, so this ratio is the floor under get and get_many on this
+ * machine; it has no target and is there to read theirs against.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +38,7 @@ typedef struct get_state_t {
   weft_entity_t *handles; /* shuffled */
   get_data_t *data;       /* baseline array of structs */
   uint32_t *order;        /* baseline: the same shuffled permutation */
+  uint64_t *records;      /* get_floor: entity -> row, 8 bytes each */
 } get_state_t;
 
 static uint64_t get_weft(void *p, uint64_t reps) {
@@ -80,6 +88,27 @@ static uint64_t get_sum(uint32_t n, const get_data_t *restrict data,
   return sum;
 }
 
+/* The floor: entity -> record -> row. gcc 12 -O3 -fopt-info-vec-optimized:
+ * "loop vectorized using 16 byte vectors", as get_sum. */
+static uint64_t get_two_level(uint32_t n, const get_data_t *restrict data,
+                              const uint64_t *restrict records,
+                              const uint32_t *restrict order) {
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    sum += data[(uint32_t)records[order[i]]].id;
+  return sum;
+}
+
+static uint64_t get_floor(void *p, uint64_t reps) {
+  get_state_t *s = p;
+  uint64_t sum = 0;
+  for (uint64_t r = 0; r < reps; ++r) {
+    sum += get_two_level(s->n, s->data, s->records, s->order);
+    bench_clobber();
+  }
+  return sum;
+}
+
 static uint64_t get_base(void *p, uint64_t reps) {
   get_state_t *s = p;
   uint64_t sum = 0;
@@ -101,10 +130,12 @@ void bench_get(bench_ctx_t *ctx) {
   uint32_t n = ctx->quick ? 100000 : 1000000;
   char label[16], name[64];
   bench_size_label(label, sizeof label, n);
-  char many[64];
+  char many[64], floor_name[64];
   snprintf(name, sizeof name, "get/%s", label);
   snprintf(many, sizeof many, "get_many/%s", label);
-  if (!bench_selected(ctx, name) && !bench_selected(ctx, many))
+  snprintf(floor_name, sizeof floor_name, "get_floor/%s", label);
+  if (!bench_selected(ctx, name) && !bench_selected(ctx, many) &&
+      !bench_selected(ctx, floor_name))
     return;
 
   get_state_t s = {.n = n};
@@ -121,9 +152,11 @@ void bench_get(bench_ctx_t *ctx) {
 
   s.data = bench_alloc((size_t)n * sizeof *s.data);
   s.order = bench_alloc((size_t)n * sizeof *s.order);
+  s.records = bench_alloc((size_t)n * sizeof *s.records);
   for (uint32_t i = 0; i < n; ++i) {
     s.data[i] = (get_data_t){i, 1.0f, 2.0f, 3.0f};
     s.order[i] = i;
+    s.records[i] = (uint64_t)1 << 32 | i; /* a generation, and the row */
   }
   /* Shuffle the permutation, then apply it to the handles so that both
    * sides visit entities in the same order. */
@@ -150,9 +183,16 @@ void bench_get(bench_ctx_t *ctx) {
     c.work = (bench_side_t){"weft_get_many", get_weft_many, &s, n, false};
     bench_compare(ctx, &c);
   }
+  if (bench_selected(ctx, floor_name)) {
+    c.name = floor_name;
+    c.work = (bench_side_t){"c_two_level", get_floor, &s, n, false};
+    c.target_kind = BENCH_TARGET_NONE;
+    bench_compare(ctx, &c);
+  }
 
   bench_free(s.handles);
   bench_free(s.data);
   bench_free(s.order);
+  bench_free(s.records);
   weft_world_destroy(s.world);
 }

@@ -24,11 +24,13 @@
 #define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define WEFT__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define WEFT__COLD __attribute__((cold, noinline))
+#define WEFT__NOINLINE __attribute__((noinline))
 #else
 #define WEFT__LIKELY(x) (x)
 #define WEFT__UNLIKELY(x) (x)
 #define WEFT__PRINTF(a, b)
 #define WEFT__COLD
+#define WEFT__NOINLINE
 #endif
 
 /*

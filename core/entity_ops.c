@@ -60,13 +60,17 @@ static WEFT__COLD int room_slow(weft_world_t *w) {
   return 0;
 }
 
-/* Makes sure the index can issue one more slot without failing. */
-static inline int room_for_one(weft_world_t *w) {
-  const weft__index_t *ix = &w->index;
+/* Whether the index can issue one more slot without growing. */
+static inline bool index_has_room(const weft__index_t *ix) {
   bool room = weft__index_remaining(ix) > 0;
   bool paged = ix->free_head != WEFT__NIL || ix->hwm < ix->page_count
                                                            << WEFT__PAGE_BITS;
-  return WEFT__LIKELY(room && paged) ? 0 : room_slow(w);
+  return room && paged;
+}
+
+/* Makes sure the index can issue one more slot without failing. */
+static inline int room_for_one(weft_world_t *w) {
+  return WEFT__LIKELY(index_has_room(&w->index)) ? 0 : room_slow(w);
 }
 
 /* Places a new entity in archetype a; its row data is left to the caller. */
@@ -174,22 +178,25 @@ static inline int spawn_archetype(weft_world_t *w,
     weft__spawn_memo_t *memo = &w->spawn_cache[slot];
     memo->arch = *out;
     memo->n = *count;
+    memo->plain = true;
     for (uint32_t i = 0; i < *count; i++) {
+      const weft__column_t *col = weft__archetype_col(*out, comps[i]);
       memo->ids[i] = comps[i];
-      memo->cols[i] = weft__archetype_col(*out, comps[i]);
+      memo->cols[i] = col;
+      memo->plain = memo->plain && col && !col->soa;
+      memo->arr[i] = col ? col->first_array : 0;
+      memo->size[i] = col ? col->size : 0;
     }
     *memo_out = memo;
   }
   return rc;
 }
 
-int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
-                    const void *const *values, weft_entity_t *out) {
-  WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
-  if (WEFT__UNLIKELY(weft__routing(w)))
-    return weft__staged_spawn(w, comps, values, out);
-  if (!comps)
-    comps = no_components;
+/* Any spawn outside a scope: looks up the list, makes room, writes. */
+static WEFT__NOINLINE int spawn_general(weft_world_t *w,
+                                        const weft_component_t *comps,
+                                        const void *const *values,
+                                        weft_entity_t *out) {
   weft__archetype_t *a;
   const weft__spawn_memo_t *memo;
   uint32_t n;
@@ -208,6 +215,61 @@ int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
       write_or_zero(a, col, chunk, row, values ? values[i] : NULL);
   }
   return 0;
+}
+
+/* Whether the remembered list m is comps, terminator included. */
+static inline bool memo_is(const weft__spawn_memo_t *m,
+                           const weft_component_t *comps) {
+  uint32_t i = 0;
+  while (i < m->n && comps[i] == m->ids[i])
+    i++;
+  return i == m->n && comps[i] == WEFT_COMPONENT_NONE;
+}
+
+/*
+ * The one-by-one spawn as code that spawns in a loop makes it: the list it
+ * spawned last, every column array-of-structs, room in the archetype's last
+ * chunk and a slot the index can issue without growing. Everything else
+ * returns false and takes the general path, which handles it all.
+ */
+static inline bool spawn_fast(weft_world_t *w, const weft_component_t *comps,
+                              const void *const *values, weft_entity_t *out) {
+  const weft__spawn_memo_t *m = w->spawn_last;
+  if (!m || !m->plain || !values || !memo_is(m, comps))
+    return false;
+  weft__archetype_t *a = m->arch;
+  weft__chunk_t *c = a->nchunks ? a->chunks[a->nchunks - 1] : NULL;
+  if (WEFT__UNLIKELY(!c || c->count == a->row_cap ||
+                     !index_has_room(&w->index)))
+    return false;
+  uint32_t row = c->count++;
+  a->count++;
+  c->sversion = *a->change_version;
+  weft_entity_t e = weft__index_issue(&w->index, false, c->id, row);
+  c->entities[row] = e;
+  for (uint32_t i = 0; i < m->n; i++) {
+    uint8_t *dst = weft__chunk_at(c, m->arr[i], m->size[i], row);
+    if (values[i])
+      weft__copy_elem(dst, values[i], m->size[i]);
+    else
+      memset(dst, 0, m->size[i]);
+  }
+  w->spawns++;
+  w->version++;
+  *out = e;
+  return true;
+}
+
+int weft_spawn_with(weft_world_t *w, const weft_component_t *comps,
+                    const void *const *values, weft_entity_t *out) {
+  WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_spawn(w, comps, values, out);
+  if (!comps)
+    comps = no_components;
+  if (WEFT__LIKELY(spawn_fast(w, comps, values, out)))
+    return 0;
+  return spawn_general(w, comps, values, out);
 }
 
 /* Reserves index pages and chunks so that a batch cannot fail midway. */

@@ -27,6 +27,11 @@ typedef struct weft__spawn_memo_t {
   weft_component_t ids[WEFT__SPAWN_FAST];
   /* The column of ids[i] in arch (NULL for tags), in list order. */
   const weft__column_t *cols[WEFT__SPAWN_FAST];
+  /* For plain lists, the array and element size of ids[i]: the one-by-one
+   * spawn fast path writes values through them without the column. */
+  uint32_t arr[WEFT__SPAWN_FAST];
+  uint32_t size[WEFT__SPAWN_FAST];
+  bool plain; /* every id is a data component stored array-of-structs */
 } weft__spawn_memo_t;
 
 struct weft_world_t {
