@@ -31,47 +31,61 @@ static void write_run(const weft__archetype_t *b, weft__chunk_t *dc,
                       uint32_t dr, uint32_t m0, uint32_t n,
                       const weft__group_values_t *v) {
   const weft__column_t *col = v->col;
+  const unsigned char *src = v->base + (size_t)m0 * v->stride;
+  size_t stride = v->stride;
+  if (col->soa) {
+    for (uint32_t q = 0; q < n; q++) {
+      const void *val = weft__op_value((const weft__op_t *)(src + q * stride));
+      if (val)
+        weft__column_write(b, col, dc, dr + q, val);
+    }
+    return;
+  }
+  uint32_t size = col->size;
+  uint8_t *dst = weft__chunk_at(dc, col->first_array, size, dr);
   for (uint32_t q = 0; q < n; q++) {
-    const void *val;
-    memcpy(&val, v->base + (size_t)(m0 + q) * v->stride, sizeof(val));
-    if (!val)
-      continue;
-    if (!col->soa)
-      weft__copy_elem(weft__chunk_at(dc, col->first_array, col->size, dr + q),
-                      val, col->size);
-    else
-      weft__column_write(b, col, dc, dr + q, val);
+    const void *val = weft__op_value((const weft__op_t *)(src + q * stride));
+    if (val)
+      weft__copy_elem(dst + (size_t)q * size, val, size);
   }
 }
 
 /* Appends the rows to b, run by run, and points their records there. */
 static void append_rows(weft_world_t *w, const weft__archetype_t *a,
                         weft__archetype_t *b, weft__record_t *const *recs,
-                        uint32_t k, uint32_t *old_rows,
-                        const weft__group_values_t *vals) {
+                        uint32_t k, const weft__group_run_t *runs,
+                        uint32_t *old_rows, const weft__group_values_t *vals) {
+  const weft__group_run_t *run = runs;
+  uint32_t off = 0; /* rows of *run already appended */
   for (uint32_t done = 0; done < k;) {
     weft__chunk_t *dc;
     uint32_t dr0, m;
     /* Cannot fail: the caller reserved the rows. */
     weft__archetype_push_range(w, b, k - done, &dc, &dr0, &m);
+    /* The destination range ends mid-run or a run ends mid-range: copy
+     * the overlap of each. */
     for (uint32_t i = 0; i < m;) {
-      const weft__record_t *r = recs[done + i];
-      uint32_t cid = weft__rec_chunk(r), sr = weft__rec_row(r);
-      const weft__chunk_t *sc = w->chunks.table[cid].chunk;
-      uint32_t run = 1;
-      while (i + run < m && weft__rec_chunk(recs[done + i + run]) == cid &&
-             weft__rec_row(recs[done + i + run]) == sr + run)
-        run++;
+      const weft__chunk_t *sc = run->chunk;
+      uint32_t sr = run->row + off, len = run->n - off;
+      if (len > m - i)
+        len = m - i;
       if (old_rows)
-        for (uint32_t q = 0; q < run; q++)
+        for (uint32_t q = 0; q < len; q++)
           old_rows[done + i + q] = sc->index * a->row_cap + sr + q;
-      weft__copy_rows(a, b, sc, sr, dc, dr0 + i, run);
+      weft__copy_rows(a, b, sc, sr, dc, dr0 + i, len);
       if (vals && vals->col)
-        write_run(b, dc, dr0 + i, done + i, run, vals);
-      i += run;
+        write_run(b, dc, dr0 + i, done + i, len, vals);
+      i += len;
+      off += len;
+      if (off == run->n) {
+        run++;
+        off = 0;
+      }
     }
+    weft__record_t *const *r = recs + done;
+    uint32_t cid = dc->id;
     for (uint32_t i = 0; i < m; i++)
-      weft__rec_set_loc(recs[done + i], dc->id, dr0 + i);
+      weft__rec_set_loc(r[i], cid, dr0 + i);
     done += m;
   }
 }
@@ -126,18 +140,22 @@ static void compact(weft_world_t *w, weft__archetype_t *a,
   a->count = n2;
 }
 
-int weft__move_group(weft_world_t *w, weft__archetype_t *a,
-                     weft__archetype_t *b, weft__record_t *const *recs,
-                     uint32_t k, uint32_t *old_rows,
-                     const weft__group_values_t *vals) {
+int weft__move_group_rows(weft_world_t *w, weft__archetype_t *a,
+                          weft__archetype_t *b, weft__record_t *const *recs,
+                          uint32_t k, const weft__group_run_t *runs,
+                          uint32_t *old_rows,
+                          const weft__group_values_t *vals) {
   int rc = weft__archetype_reserve_rows(w, b, k);
   if (rc)
     return rc;
-  /* When every row leaves, nothing needs closing: a just empties. */
-  bool all = k == a->count;
-  append_rows(w, a, b, recs, k, all ? NULL : old_rows, vals);
-  compact(w, a, all ? NULL : old_rows, k);
+  append_rows(w, a, b, recs, k, runs, old_rows, vals);
   w->moves += k;
-  w->version++;
   return 0;
+}
+
+void weft__move_group_close(weft_world_t *w, weft__archetype_t *a, uint32_t k,
+                            const uint32_t *old_rows) {
+  /* When every row left, nothing needs closing: a just empties. */
+  compact(w, a, k == a->count ? NULL : old_rows, k);
+  w->version++;
 }

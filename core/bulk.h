@@ -19,15 +19,6 @@ struct weft_world_t;
 struct weft__archetype_t;
 
 /*
- * Moves the k live rows whose records are recs[0..k), all in archetype a,
- * to archetype b (b != a). They become b's last k rows in that order;
- * components b has and a lacks are zero-filled. Rows of a left behind keep
- * a dense: holes below the new count are filled from the tail in order.
- * vals, when not NULL, gives values to write into the moved rows.
- * old_rows is scratch for k entries. 0, or WEFT_ENOMEM / WEFT_ELIMIT with
- * nothing moved.
- */
-/*
  * Copies `run` consecutive rows (handles and data) from rows sr.. of chunk
  * sc, of archetype a, to rows dr.. of chunk dc, of archetype b: every array
  * b has, zero-filled where a lacks the component.
@@ -38,16 +29,47 @@ void weft__copy_rows(const struct weft__archetype_t *a,
                      struct weft__chunk_t *dc, uint32_t dr, uint32_t run);
 
 /* Values to write into one column of the moved rows: the value of row m
- * is the pointer stored at base + m * stride (NULL: keep the zero fill). */
+ * is that of the op (core/txn.h) at base + m * stride (none: keep the zero
+ * fill). */
 typedef struct weft__group_values_t {
   const struct weft__column_t *col; /* NULL: nothing to write */
   const unsigned char *base;
   size_t stride;
 } weft__group_values_t;
 
-int weft__move_group(struct weft_world_t *w, struct weft__archetype_t *a,
-                     struct weft__archetype_t *b, weft__record_t *const *recs,
-                     uint32_t k, uint32_t *old_rows,
-                     const weft__group_values_t *vals);
+/* Consecutive rows of a group that sit next to each other in their source
+ * chunk: rows [row, row + n) of chunk. The caller finds them while it
+ * collects the group, so the move copies them without looking again. */
+typedef struct weft__group_run_t {
+  const struct weft__chunk_t *chunk;
+  uint32_t row;
+  uint32_t n;
+} weft__group_run_t;
+
+/*
+ * Moves the k live rows whose records are recs[0..k), all in archetype a,
+ * to archetype b (b != a), in two steps so that a caller can move a long
+ * group slice by slice while the slice is in cache.
+ *
+ * weft__move_group_rows() appends them: runs[0..nruns) are the same rows in
+ * the same order, as source runs (their n add up to k). They become b's
+ * last k rows in that order and their records point there; components b
+ * has and a lacks are zero-filled; vals, when not NULL, gives values to
+ * write into them. Their old places in a become holes (a's rows are not
+ * touched) and old_rows[0..k) gets their positions. 0, or WEFT_ENOMEM /
+ * WEFT_ELIMIT with nothing moved.
+ *
+ * weft__move_group_close() then closes the holes of all k rows appended
+ * since the last close (old_rows[0..k) their positions): rows of a left
+ * behind keep a dense; holes below the new count are filled from the tail
+ * in order.
+ */
+int weft__move_group_rows(struct weft_world_t *w, struct weft__archetype_t *a,
+                          struct weft__archetype_t *b,
+                          weft__record_t *const *recs, uint32_t k,
+                          const weft__group_run_t *runs, uint32_t *old_rows,
+                          const weft__group_values_t *vals);
+void weft__move_group_close(struct weft_world_t *w, struct weft__archetype_t *a,
+                            uint32_t k, const uint32_t *old_rows);
 
 #endif /* WEFT_CORE_BULK_H */

@@ -354,13 +354,13 @@ int weft_cmd_despawn(weft_cmdbuf_t *b, weft_entity_t e) {
   return push(b, WEFT__OP_DESPAWN, e, 0, NULL, 0);
 }
 
-static inline __attribute__((always_inline)) int
-record_value_op(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
-                weft_component_t c, const void *value) {
-  if (!b)
-    return WEFT_EINVAL;
-  if (!comp_ok(b, c))
-    return WEFT_ENOCOMP;
+/* The rare cases of a value op: a full command array, or a value too big
+ * to ride in the command. Out of line, so that the common path below
+ * saves no registers. */
+static __attribute__((noinline)) int record_slow(weft_cmdbuf_t *b, uint32_t op,
+                                                 weft_entity_t e,
+                                                 weft_component_t c,
+                                                 const void *value) {
   b->refs_pending |= weft_entity_is_pending(e);
   uint32_t size = b->world->registry.items[c - 1].size;
   if (value && size && size <= sizeof(void *)) {
@@ -377,6 +377,38 @@ record_value_op(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
   const void *copy;
   int rc = copy_value(b, c, value, &copy);
   return rc ? rc : push(b, op, e, c, copy, 0);
+}
+
+/* Records a component op. Every command of a system's inner loop comes
+ * through here, so the common case (room in the array, a value of at most
+ * 8 bytes or none) writes the command directly. */
+static inline __attribute__((always_inline)) int
+record_value_op(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
+                weft_component_t c, const void *value) {
+  if (!b)
+    return WEFT_EINVAL;
+  if (!comp_ok(b, c))
+    return WEFT_ENOCOMP;
+  uint32_t size = b->world->registry.items[c - 1].size;
+  if (WEFT__UNLIKELY(b->ncmds == b->cmds_cap ||
+                     (value && size > sizeof(void *))))
+    return record_slow(b, op, e, c, value);
+  b->refs_pending |= weft_entity_is_pending(e);
+  uint64_t key = b->key;
+  if (key < b->last_key)
+    b->sorted = false;
+  b->last_key = key;
+  weft__cmd_t *cmd = &b->cmds[b->ncmds++];
+  /* Long streams of commands write far ahead of the cache: ask for the
+   * lines early, so that the stores do not wait for them one by one. */
+  __builtin_prefetch(cmd + 16, 1);
+  *cmd =
+      (weft__cmd_t){.key = key, .e = e, .comp = (uint16_t)c, .op = (uint8_t)op};
+  if (value && size) {
+    weft__copy_elem((uint8_t *)&cmd->data, value, size);
+    cmd->inl = 1;
+  }
+  return 0;
 }
 
 int weft_cmd_add(weft_cmdbuf_t *b, weft_entity_t e, weft_component_t c,
@@ -448,6 +480,8 @@ static int record_query(weft_cmdbuf_t *b, uint32_t op, const weft_query_t *q,
     /* A set carries both the value and the members: the members go in a
      * second slot right behind it. */
     rc = push(b, 0, WEFT_ENTITY_NULL, c, members, n);
+    if (rc)
+      b->ncmds--; /* both slots or neither: the merge reads them as one */
   }
   return rc;
 }
@@ -508,18 +542,20 @@ static int sort_buffer(weft_cmdbuf_t *b) {
   return 0;
 }
 
-/* A k-way merge over the buffers' commands in (key, position) order. */
+/*
+ * A k-way merge over the buffers' commands in (key, position) order, handed
+ * out as spans: positions [p0, p1) of one buffer that come next in merge
+ * order, one after the other. Buffers usually hold disjoint key ranges (one
+ * job's chunks each), so a span is usually a whole buffer and the commands
+ * in it are walked as a plain array.
+ */
 typedef struct merge_t {
   weft_cmdbuf_t *const *bufs;
   uint32_t n;
   uint32_t *pos; /* per buffer */
-  /* The buffer being drained and the smallest (key, buffer) among the
-   * others' heads: cur keeps winning while its head stays below that. */
-  uint32_t cur;
-  uint32_t other;
-  uint64_t other_key;
 } merge_t;
 
+/* The command at merge position p of a buffer. */
 static inline const weft__cmd_t *cmd_at(const weft_cmdbuf_t *b, uint32_t p) {
   return &b->cmds[b->sorted ? p : b->order[p]];
 }
@@ -529,8 +565,10 @@ static inline bool before(uint64_t ka, uint32_t a, uint64_t kb, uint32_t b) {
   return ka < kb || (ka == kb && a < b);
 }
 
-/* Finds the buffer whose head comes first, and the runner-up. */
-static void merge_pick(merge_t *m) {
+/* The next span in merge order; false when every buffer is spent. Ties on
+ * the key go to the buffer listed first. */
+static bool merge_span(merge_t *m, const weft_cmdbuf_t **out, uint32_t *p0,
+                       uint32_t *p1) {
   uint32_t best = UINT32_MAX, second = UINT32_MAX;
   uint64_t best_key = 0, second_key = 0;
   for (uint32_t i = 0; i < m->n; i++) {
@@ -548,38 +586,28 @@ static void merge_pick(merge_t *m) {
       second_key = k;
     }
   }
-  m->cur = best;
-  m->other = second;
-  m->other_key = second_key;
-}
-
-/* The next command in merge order, or NULL. Ties on the key go to the
- * buffer listed first. Buffers usually hold disjoint key ranges (one job's
- * chunks each), so the current buffer keeps winning and the others are
- * looked at again only when it stops. */
-static const weft__cmd_t *merge_next(merge_t *m) {
-  if (m->n == 1) { /* one buffer: its own order */
-    const weft_cmdbuf_t *b = m->bufs[0];
-    return m->pos[0] < b->ncmds ? cmd_at(b, m->pos[0]++) : NULL;
+  if (best == UINT32_MAX)
+    return false;
+  const weft_cmdbuf_t *b = m->bufs[best];
+  uint32_t p = m->pos[best], end = b->ncmds;
+  if (second != UINT32_MAX) {
+    /* The buffer keeps winning while its head stays before the
+     * runner-up's: the others' heads do not move meanwhile. */
+    uint32_t q = p + 1;
+    while (q < end && before(cmd_at(b, q)->key, best, second_key, second))
+      q++;
+    end = q;
   }
-  uint32_t c = m->cur;
-  if (c != UINT32_MAX && m->pos[c] < m->bufs[c]->ncmds) {
-    const weft__cmd_t *cmd = cmd_at(m->bufs[c], m->pos[c]);
-    if (m->other == UINT32_MAX || before(cmd->key, c, m->other_key, m->other)) {
-      m->pos[c]++;
-      return cmd;
-    }
-  }
-  merge_pick(m);
-  if (m->cur == UINT32_MAX)
-    return NULL;
-  return cmd_at(m->bufs[m->cur], m->pos[m->cur]++);
+  m->pos[best] = end;
+  *out = b;
+  *p0 = p;
+  *p1 = end;
+  return true;
 }
 
 /* Starts (or restarts) a merge over the buffers. */
 static void merge_start(merge_t *m) {
   memset(m->pos, 0, m->n * sizeof(*m->pos));
-  m->cur = m->other = UINT32_MAX;
 }
 
 /* The buffer that issued pending handle e (NULL if none of this world),
@@ -606,10 +634,11 @@ static weft_entity_t target_of(weft_world_t *w, weft_entity_t e) {
   return b->spawned[seq];
 }
 
-/* Pass 0: every pending spawn gets its slot and a stage, in merge order. */
-static int place_pending(weft_world_t *w, merge_t *m) {
-  int err = 0;
-  for (const weft__cmd_t *c; (c = merge_next(m));) {
+/* Pass 0 over one span: its pending spawns get their slots and stages. */
+static int place_span(weft_world_t *w, const weft_cmdbuf_t *sb, uint32_t p0,
+                      uint32_t p1, int err) {
+  for (uint32_t p = p0; p < p1; p++) {
+    const weft__cmd_t *c = cmd_at(sb, p);
     if (c->op != WEFT__OP_SPAWN)
       continue;
     uint32_t epoch, seq;
@@ -631,6 +660,16 @@ static int place_pending(weft_world_t *w, merge_t *m) {
       b->spawned[r->seq0 + j] = e;
     }
   }
+  return err;
+}
+
+/* Pass 0: every pending spawn gets its slot and a stage, in merge order. */
+static int place_pending(weft_world_t *w, merge_t *m) {
+  int err = 0;
+  const weft_cmdbuf_t *b;
+  uint32_t p0, p1;
+  while (merge_span(m, &b, &p0, &p1))
+    err = place_span(w, b, p0, p1, err);
   return err;
 }
 
@@ -682,14 +721,111 @@ static int dispatch(weft_world_t *w, const weft__cmd_t *c,
   return 0;
 }
 
+/*
+ * Stages commands [p, p1) of a span as long as each is a component op on a
+ * live entity that has no open stage yet: a new stage with that one op.
+ * That is the usual apply (one command per entity), so the loop keeps the
+ * transaction's state and a copy of the index header in locals, which the
+ * stores to the stages cannot alias. `order` is NULL for a sorted buffer;
+ * inlined once for each case. Returns the position of the first command it
+ * left for dispatch().
+ */
+static inline __attribute__((always_inline)) uint32_t
+stage_fresh_in(weft_world_t *w, const weft__cmd_t *cmds, const uint32_t *order,
+               uint32_t p, uint32_t p1) {
+  weft__txn_t *t = &w->txn;
+  const weft__index_t ix = w->index;
+  const uint32_t n0 = t->nstages;
+  /* Stages of a wave being drained never exist here (apply runs outside
+   * drains): every stage found is open. The slot map covers every live
+   * slot, so the lookup's bound check covers the map's too. */
+  if (t->open_from != 0 || weft__stage_of_reserve(w, ix.hwm))
+    return p;
+  if (p1 - p > t->stages_cap - n0)
+    p1 = p + (t->stages_cap - n0); /* dispatch() grows the stages */
+  weft__stage_t *stages = t->stages;
+  uint32_t *stage_of = t->stage_of;
+  uint32_t n = n0;
+  for (; p < p1; p++) {
+    const weft__cmd_t *c = order ? &cmds[order[p]] : &cmds[p];
+    uint32_t op = c->op;
+    weft_entity_t e = c->e;
+    uint32_t slot = (uint32_t)e;
+    /* Pending handles fail the lookup (their index has the top bit set)
+     * and go through dispatch(), as do stale and reserved ones. */
+    if (op < WEFT__OP_ADD || op > WEFT__OP_DISABLE ||
+        !weft__index_lookup(&ix, e))
+      break;
+    uint32_t i = stage_of[slot];
+    if (i < n && (uint32_t)stages[i].e == slot)
+      break; /* the entity has a stage: add to it */
+    /* The stage array is written ahead of any read: ask for its lines
+     * early, or the store waits for each one. */
+    __builtin_prefetch(&stages[n + 16], 1);
+    stage_of[slot] = n;
+    /* An inline value moves into the stage with the command's bytes. */
+    stages[n++] = (weft__stage_t){
+        .e = e,
+        .op0 = {.value = c->data,
+                .next = WEFT__TXN_NIL,
+                .comp = c->comp,
+                .op = (uint8_t)op,
+                .flags = c->inl ? (uint8_t)WEFT__OPF_INLINE : 0},
+        .tail = WEFT__TXN_NIL,
+        .kind = WEFT__ST_MUTATE};
+  }
+  t->nstages = n;
+  t->kinds[WEFT__ST_MUTATE] += n - n0;
+  t->commands += n - n0;
+  return p;
+}
+
+static __attribute__((noinline)) uint32_t
+stage_fresh_sorted(weft_world_t *w, const weft_cmdbuf_t *b, uint32_t p,
+                   uint32_t p1) {
+  return stage_fresh_in(w, b->cmds, NULL, p, p1);
+}
+
+static __attribute__((noinline)) uint32_t
+stage_fresh_ordered(weft_world_t *w, const weft_cmdbuf_t *b, uint32_t p,
+                    uint32_t p1) {
+  return stage_fresh_in(w, b->cmds, b->order, p, p1);
+}
+
+static uint32_t stage_fresh(weft_world_t *w, const weft_cmdbuf_t *b, uint32_t p,
+                            uint32_t p1) {
+  return b->sorted ? stage_fresh_sorted(w, b, p, p1)
+                   : stage_fresh_ordered(w, b, p, p1);
+}
+
+/* Pass 1 over one span. */
+static int stage_span(weft_world_t *w, const weft_cmdbuf_t *b, uint32_t p,
+                      uint32_t p1) {
+  int err = 0;
+  while ((p = stage_fresh(w, b, p, p1)) < p1) {
+    const weft__cmd_t *c = cmd_at(b, p++);
+    /* A query set's members sit in the slot right after it, in the same
+     * buffer and with the same key, so they are in the same span. */
+    const weft__cmd_t *next = NULL;
+    if (c->op == WEFT__OP_SET_Q) {
+      if (p == p1)
+        break; /* cannot happen: recording pushes both or neither */
+      next = cmd_at(b, p++);
+    }
+    int rc = dispatch(w, c, next);
+    if (rc && !err)
+      err = rc;
+  }
+  return err;
+}
+
 /* Pass 1: every other command, in merge order. */
 static int stage_all(weft_world_t *w, merge_t *m) {
   int err = 0;
-  for (const weft__cmd_t *c; (c = merge_next(m));) {
-    /* A query set's members sit in the slot right after it, in the same
-     * buffer and with the same key, so they are next in merge order. */
-    const weft__cmd_t *next = c->op == WEFT__OP_SET_Q ? merge_next(m) : NULL;
-    int rc = dispatch(w, c, next);
+  const weft_cmdbuf_t *b;
+  uint32_t p0, p1;
+  while (merge_span(m, &b, &p0, &p1)) {
+    int rc = stage_span(w, b, p0, p1);
     if (rc && !err)
       err = rc;
   }
@@ -747,7 +883,7 @@ int weft_world_apply(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
       if (bufs[i] && bufs[i]->world == w)
         bufs[i]->applying = false; /* nothing applied, nothing dropped */
   } else {
-    merge_t m = {bufs, n, cursor, UINT32_MAX, UINT32_MAX, 0};
+    merge_t m = {bufs, n, cursor};
     uint64_t spawns = 0;
     for (uint32_t i = 0; i < n; i++)
       spawns += bufs[i]->nspawns;

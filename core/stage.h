@@ -32,21 +32,30 @@ static inline weft__stage_t *weft__stage_find(weft__txn_t *t, uint32_t slot) {
   return NULL;
 }
 
+/* Makes the slot -> stage map cover slots [0, slots). 0 or WEFT_ENOMEM. */
+static inline int weft__stage_of_reserve(weft_world_t *w, uint32_t slots) {
+  weft__txn_t *t = &w->txn;
+  if (slots <= t->stage_of_cap)
+    return 0;
+  uint32_t old = t->stage_of_cap;
+  if (weft__grow(&w->alloc, &t->stage_of, &t->stage_of_cap, slots,
+                 sizeof(*t->stage_of), 1024))
+    return WEFT_ENOMEM;
+  /* Any value works (entries are checked against the stage), but defined
+   * memory keeps memory checkers quiet. */
+  memset(t->stage_of + old, 0xff,
+         (size_t)(t->stage_of_cap - old) * sizeof(*t->stage_of));
+  return 0;
+}
+
 static inline __attribute__((always_inline)) int
 weft__stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
                 weft__stage_t **out) {
   weft__txn_t *t = &w->txn;
   uint32_t slot = (uint32_t)e;
-  if (slot >= t->stage_of_cap) {
-    uint32_t old = t->stage_of_cap;
-    if (weft__grow(&w->alloc, &t->stage_of, &t->stage_of_cap, slot + 1,
-                   sizeof(*t->stage_of), 1024))
-      return WEFT_ENOMEM;
-    /* Any value works (entries are checked against the stage), but
-     * defined memory keeps memory checkers quiet. */
-    memset(t->stage_of + old, 0xff,
-           (size_t)(t->stage_of_cap - old) * sizeof(*t->stage_of));
-  }
+  if (WEFT__UNLIKELY(slot >= t->stage_of_cap) &&
+      weft__stage_of_reserve(w, slot + 1))
+    return WEFT_ENOMEM;
   if (WEFT__UNLIKELY(t->nstages == t->stages_cap) &&
       weft__grow(&w->alloc, &t->stages, &t->stages_cap, t->nstages + 1,
                  sizeof(*t->stages), 256))

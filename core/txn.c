@@ -112,6 +112,7 @@ void weft__txn_fini(weft__txn_t *t) {
   weft__free(t->group_recs, 0, 16);
   weft__free(t->fast, 0, 16);
   weft__free(t->group_rows, 0, 16);
+  weft__free(t->group_runs, 0, 16);
   weft__arena_fini(&t->arena);
   weft__free(t->merge_pos, 0, 16);
   memset(t, 0, sizeof(*t));
@@ -174,7 +175,7 @@ static void kill_writes(weft__txn_t *t, weft__op_t *first,
                         const weft__op_t *until, weft_component_t c) {
   for (weft__op_t *op = first; op != until; op = op_next(t, op))
     if (op->comp == c)
-      op->live = 0;
+      weft__op_set_live(op, false);
 }
 
 static int follow(weft_world_t *w, weft__archetype_t **a, uint32_t op,
@@ -198,15 +199,15 @@ static int fold_ops(weft_world_t *w, weft__archetype_t *base, weft__op_t *first,
   for (weft__op_t *op = first; op && rc == 0; op = op_next(t, op)) {
     weft_component_t c = op->comp;
     bool has = weft__mask_test(&a->present, c);
-    op->live = 0;
+    weft__op_set_live(op, false);
     switch (op->op) {
     case WEFT__OP_ADD:
-      op->live = !has;
+      weft__op_set_live(op, !has);
       if (!has)
         rc = follow(w, &a, WEFT__EDGE_ADD, c);
       break;
     case WEFT__OP_SET:
-      op->live = 1;
+      weft__op_set_live(op, true);
       if (!has)
         rc = follow(w, &a, WEFT__EDGE_ADD, c);
       break;
@@ -238,13 +239,14 @@ static void write_values(weft_world_t *w, weft__archetype_t *a,
                          weft__chunk_t *c, uint32_t row, weft__op_t *first) {
   weft__txn_t *t = &w->txn;
   for (const weft__op_t *op = first; op; op = op_next(t, op)) {
-    if (!op->live)
+    if (!weft__op_live(op))
       continue;
     const weft__column_t *col = weft__archetype_col(a, op->comp);
     if (!col)
       continue; /* a tag */
-    if (op->value)
-      weft__column_write(a, col, c, row, op->value);
+    const void *value = weft__op_value(op);
+    if (value)
+      weft__column_write(a, col, c, row, value);
     else
       weft__column_zero(a, col, c, row);
   }
@@ -348,7 +350,7 @@ static int spawn_target(weft_world_t *w, weft__op_t *first,
       return 1;
   for (weft__op_t *op = first; op; op = op_next(t, op)) {
     bool has = weft__mask_test(&m, op->comp);
-    op->live = op->op == WEFT__OP_SET || !has;
+    weft__op_set_live(op, op->op == WEFT__OP_SET || !has);
     weft__mask_set(&m, op->comp);
   }
   return weft__archetype_get(w, &m, &none, target);
@@ -405,6 +407,9 @@ static const weft__op_t *single_op(const weft__stage_t *s) {
 }
 
 #define WEFT__GROUP_MIN 16u
+/* Stages collected and moved at a time (their records, runs and stages
+ * stay in cache in between). */
+#define WEFT__GROUP_SLICE 2048u
 
 /* The record of live entity e if it is in archetype a, else NULL. Reads
  * the owner from the chunk table entry, not from the chunk header. */
@@ -439,14 +444,65 @@ static int group_scratch(weft_world_t *w, uint32_t n) {
   weft__txn_t *t = &w->txn;
   if (n <= t->group_cap)
     return 0;
-  uint32_t cap = t->group_cap, cap2 = t->group_cap;
+  uint32_t cap = t->group_cap, cap2 = t->group_cap, cap3 = t->group_cap;
   if (weft__grow(&w->alloc, &t->group_recs, &cap, n, sizeof(*t->group_recs),
                  1024) ||
       weft__grow(&w->alloc, &t->group_rows, &cap2, n, sizeof(*t->group_rows),
+                 1024) ||
+      weft__grow(&w->alloc, &t->group_runs, &cap3, n, sizeof(*t->group_runs),
                  1024))
     return WEFT_ENOMEM;
-  t->group_cap = cap < cap2 ? cap : cap2;
+  cap = cap < cap2 ? cap : cap2;
+  t->group_cap = cap < cap3 ? cap : cap3;
   return 0;
+}
+
+/*
+ * Collects the part of a group in stages [i, s1): the stages from i on that
+ * make op0 (the group's single op) to live entities of archetype a. Their
+ * records go to the group scratch and their rows, as runs of consecutive source
+ * rows, to the run scratch (*nruns of them). Returns the group's size. The
+ * index header is copied to a local that the stores cannot alias, so the loop
+ * keeps it in registers; out of line so that it has them to itself.
+ */
+static __attribute__((noinline)) uint32_t
+collect_group(weft_world_t *w, const weft__op_t *op0, uint32_t i, uint32_t s1,
+              const weft__archetype_t *a, uint32_t *nruns) {
+  weft__txn_t *t = &w->txn;
+  const weft__index_t ix = w->index;
+  const weft__chunk_slot_t *table = w->chunks.table;
+  const weft__stage_t *st = t->stages;
+  weft__record_t **recs = t->group_recs;
+  weft__group_run_t *runs = t->group_runs;
+  const uint32_t op = op0->op, comp = op0->comp;
+  uint32_t k = 0, nr = 0, k0 = 0, run_cid = UINT32_MAX, run_end = 0;
+  for (uint32_t j = i; j < s1; j++, k++) {
+    const weft__stage_t *s = &st[j];
+    if (s->kind != WEFT__ST_MUTATE || s->op0.op != op || s->op0.comp != comp ||
+        s->op0.next != WEFT__TXN_NIL)
+      break;
+    weft__record_t *r = weft__index_lookup(&ix, s->e);
+    if (!r)
+      break;
+    uint32_t cid = weft__rec_chunk(r);
+    if (table[cid].arch != a)
+      break;
+    uint32_t row = weft__rec_row(r);
+    __builtin_prefetch(&recs[k + 32], 1);
+    recs[k] = r;
+    if (cid != run_cid || row != run_end) {
+      if (nr)
+        runs[nr - 1].n = k - k0;
+      runs[nr++] = (weft__group_run_t){table[cid].chunk, row, 0};
+      run_cid = cid;
+      k0 = k;
+    }
+    run_end = row + 1;
+  }
+  if (nr)
+    runs[nr - 1].n = k - k0;
+  *nruns = nr;
+  return k;
 }
 
 /*
@@ -462,9 +518,6 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   if (w->obs_events || !op0 || s1 - i < WEFT__GROUP_MIN ||
       group_scratch(w, s1 - i))
     return 0;
-  weft__record_t **recs = t->group_recs;
-  uint32_t *old_rows = t->group_rows;
-  uint32_t k = 0, j = i;
   weft__where_t at;
   if (!weft__locate(w, t->stages[i].e, &at))
     return 0;
@@ -474,29 +527,39 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   if (fold_ops(w, a, &t->stages[i].op0, &b))
     return 0;
   if (b == a)
-    return t->stages[i].op0.live ? 0 : noop_run(w, i, s1, a);
-  for (j = i; j < s1; j++, k++) {
-    const weft__op_t *op = single_op(&t->stages[j]);
-    if (!op || op->op != op0->op || op->comp != op0->comp ||
-        !(recs[k] = live_in(w, t->stages[j].e, a)))
+    return weft__op_live(&t->stages[i].op0) ? 0 : noop_run(w, i, s1, a);
+  /* Slice by slice, so that a slice's records and stages are still in
+   * cache when its rows move; a's holes are closed once, at the end. */
+  uint32_t k = 0;
+  for (;;) {
+    uint32_t end =
+        s1 - (i + k) > WEFT__GROUP_SLICE ? i + k + WEFT__GROUP_SLICE : s1;
+    uint32_t nruns;
+    uint32_t m = collect_group(w, op0, i + k, end, a, &nruns);
+    if (k == 0 && m < WEFT__GROUP_MIN)
+      return 0;
+    /* fold_ops marked whether the op writes; every op of the group is the
+     * same kind on the same component, so the answer holds for all. The
+     * values sit in the stages' inline ops, one stage apart. */
+    weft__group_values_t vals = {NULL, NULL, 0};
+    if (weft__op_live(&t->stages[i].op0)) {
+      vals.col = weft__archetype_col(b, op0->comp);
+      vals.base = (const unsigned char *)&t->stages[i + k].op0;
+      vals.stride = sizeof(weft__stage_t);
+    }
+    int rc = m ? weft__move_group_rows(w, a, b, t->group_recs, m, t->group_runs,
+                                       t->group_rows + k, &vals)
+               : 0;
+    if (rc) {
+      *err = rc;
       break;
+    }
+    k += m;
+    if (i + k < end || end == s1)
+      break; /* the group ended */
   }
-  if (k < WEFT__GROUP_MIN)
-    return 0;
-  /* fold_ops marked whether the op writes; every op of the group is the
-   * same kind on the same component, so the answer holds for all. The
-   * values sit in the stages' inline ops, one stage apart. */
-  weft__group_values_t vals = {NULL, NULL, 0};
-  if (t->stages[i].op0.live) {
-    vals.col = weft__archetype_col(b, op0->comp);
-    vals.base = (const unsigned char *)&t->stages[i].op0.value;
-    vals.stride = sizeof(weft__stage_t);
-  }
-  int rc = weft__move_group(w, a, b, recs, k, old_rows, &vals);
-  if (rc) {
-    *err = rc;
-    return 0;
-  }
+  if (k)
+    weft__move_group_close(w, a, k, t->group_rows);
   return k;
 }
 

@@ -138,12 +138,32 @@ typedef struct weft__fast_spawn_t {
 
 /* One component operation of a stage. */
 typedef struct weft__op_t {
-  const void *value; /* bytes to write; NULL zero-fills */
-  uint32_t next;     /* next op of the stage or WEFT__TXN_NIL */
+  /* Bytes to write (NULL zero-fills), or with WEFT__OPF_INLINE the bytes
+   * themselves: a value of at most 8 bytes recorded in a command rides
+   * here, so the drain does not read the command again. */
+  const void *value;
+  uint32_t next; /* next op of the stage or WEFT__TXN_NIL */
   uint16_t comp;
   uint8_t op;
-  uint8_t live; /* set by the drain: this op's write survives */
+  uint8_t flags; /* WEFT__OPF_* */
 } weft__op_t;
+
+#define WEFT__OPF_LIVE 1u   /* set by the drain: this op's write survives */
+#define WEFT__OPF_INLINE 2u /* value holds the bytes */
+
+static inline bool weft__op_live(const weft__op_t *op) {
+  return (op->flags & WEFT__OPF_LIVE) != 0;
+}
+
+static inline void weft__op_set_live(weft__op_t *op, bool live) {
+  op->flags =
+      (uint8_t)((op->flags & ~WEFT__OPF_LIVE) | (live ? WEFT__OPF_LIVE : 0u));
+}
+
+/* The bytes an op writes, or NULL to zero-fill. */
+static inline const void *weft__op_value(const weft__op_t *op) {
+  return (op->flags & WEFT__OPF_INLINE) ? (const void *)&op->value : op->value;
+}
 
 typedef struct weft__stage_t {
   weft_entity_t e; /* the real handle (alive, or reserved for a spawn) */
@@ -191,6 +211,7 @@ typedef struct weft__txn_t {
   uint32_t batches_from;
   struct weft__record_t **group_recs; /* scratch of group moves */
   uint32_t *group_rows;
+  struct weft__group_run_t *group_runs;
   uint32_t group_cap;
   weft__arena_t arena; /* values staged through scopes and observers */
   uint32_t *merge_pos; /* weft_world_apply() cursors beyond 64 buffers */

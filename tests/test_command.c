@@ -1680,6 +1680,54 @@ static void test_command_bulk_spawns_match_staged_spawns(void **state) {
   }
 }
 
+/* A group move longer than the drain's slices (2048 stages), that leaves
+ * rows behind (holes closed from the tail), broken by a stale handle and by
+ * an entity with two commands, then undone in reverse order (runs of one
+ * row): every entity ends with the right components and values. */
+#define GS_N 6000u
+static void test_command_long_group_moves_keep_values(void **state) {
+  (void)state;
+  fx_t f = fx_new(2 * GS_N, 0);
+  static weft_entity_t e[GS_N];
+  for (uint32_t i = 0; i < GS_N; i++)
+    e[i] = spawn1(f.w, f.a, i);
+  const uint32_t dead = 3000, twice = 4100, stop = 5000;
+  assert_int_equal(weft_despawn(f.w, e[dead]), WEFT_OK);
+  weft_cmdbuf_t *b = buf_new(f.w);
+  for (uint32_t i = 0; i < stop; i++) {
+    uint64_t v = 3 * i + 1;
+    assert_int_equal(weft_cmd_add(b, e[i], f.b, &v), WEFT_OK);
+  }
+  uint64_t v2 = 7;
+  assert_int_equal(weft_cmd_set(b, e[twice], f.b, &v2), WEFT_OK);
+  weft_world_stats_t s0, s1;
+  weft_world_stats(f.w, &s0);
+  assert_int_equal(weft_world_apply(f.w, &b, 1), WEFT_OK);
+  weft_world_stats(f.w, &s1);
+  assert_int_equal(s1.commands_stale - s0.commands_stale, 1);
+  assert_int_equal(s1.moves - s0.moves, stop - 1);
+  assert_int_equal(weft_world_count(f.w), GS_N - 1);
+  for (uint32_t i = 0; i < GS_N; i++) {
+    if (i == dead)
+      continue;
+    assert_int_equal(val(f.w, e[i], f.a), i);
+    if (i < stop)
+      assert_int_equal(val(f.w, e[i], f.b), i == twice ? 7 : 3 * i + 1);
+    else
+      assert_false(weft_has(f.w, e[i], f.b));
+  }
+  for (uint32_t i = GS_N; i-- > 0;)
+    assert_int_equal(weft_cmd_remove(b, e[i], f.b), WEFT_OK);
+  assert_int_equal(weft_world_apply(f.w, &b, 1), WEFT_OK);
+  for (uint32_t i = 0; i < GS_N; i++) {
+    if (i == dead)
+      continue;
+    assert_int_equal(val(f.w, e[i], f.a), i);
+    assert_false(weft_has(f.w, e[i], f.b));
+  }
+  weft_world_destroy(f.w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_command_spawn_returns_pending_handle),
@@ -1717,6 +1765,7 @@ int main(void) {
       cmocka_unit_test(test_command_reused_buffer_id_keeps_old_handles_stale),
       cmocka_unit_test(test_command_unwind_detaches_old_iterators),
       cmocka_unit_test(test_command_bulk_spawns_match_staged_spawns),
+      cmocka_unit_test(test_command_long_group_moves_keep_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
