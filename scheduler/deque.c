@@ -38,6 +38,7 @@
 int weft__deque_init(weft__deque_t *d, uint32_t capacity_pow2) {
   atomic_init(&d->top, 0);
   atomic_init(&d->bottom, 0);
+  d->top_seen = 0;
   d->buf = NULL;
   d->mask = 0;
   if (capacity_pow2 == 0 || capacity_pow2 > WEFT__DEQUE_MAX_CAPACITY ||
@@ -61,16 +62,22 @@ void weft__deque_fini(weft__deque_t *d) {
   d->mask = 0;
   atomic_store_explicit(&d->top, 0, memory_order_relaxed);
   atomic_store_explicit(&d->bottom, 0, memory_order_relaxed);
+  d->top_seen = 0;
 }
 
 bool weft__deque_push(weft__deque_t *d, void *item) {
   assert(item != NULL); /* NULL is how pop and steal say "empty" */
   int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
-  /* Acquire pairs with the thieves' CAS on top: a thief that took slot
-   * t - capacity finished reading it before we overwrite it below. */
-  int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);
-  if (b - t > (int64_t)d->mask)
-    return false;
+  if (b - d->top_seen > (int64_t)d->mask) {
+    /* Acquire pairs with the thieves' CAS on top (every later CAS carries
+     * its release sequence on): a thief that took slot b - capacity
+     * finished reading it before we overwrite it below. That holds for
+     * any top loaded this way since, so a stale top_seen is safe; it only
+     * makes the deque look fuller than it is. */
+    d->top_seen = atomic_load_explicit(&d->top, memory_order_acquire);
+    if (b - d->top_seen > (int64_t)d->mask)
+      return false;
+  }
   atomic_store_explicit(&d->buf[b & d->mask], item, memory_order_relaxed);
   /* Release: the slot (and the job behind it) before the new bottom, for
    * the thief whose acquire load of bottom sees it. */

@@ -38,6 +38,10 @@
 typedef struct weft__deque_t {
   alignas(64) _Atomic int64_t top;
   alignas(64) _Atomic int64_t bottom;
+  /* Owner only: a value of top that push loaded with acquire. Top never
+   * decreases, so this is a lower bound that push trusts until the deque
+   * looks full; push then does not pull the thieves' line on every call. */
+  int64_t top_seen;
   alignas(64) _Atomic(void *) *buf;
   uint32_t mask; /* capacity - 1 */
 } weft__deque_t;

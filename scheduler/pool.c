@@ -23,6 +23,13 @@
 
 #define WEFT__POOL_CAP_DEFAULT 4096u
 #define WEFT__SPIN_US_DEFAULT 50u
+/* Stolen jobs that ran faster than this each (moving them included) were
+ * not worth moving; and the least a thief then waits before it steals
+ * again. See patient(). */
+#define WEFT__TINY_JOB_NS 500u
+#define WEFT__STEAL_BACKOFF_NS 2000u
+/* The most jobs one steal takes (see steal_more()). */
+#define WEFT__STEAL_MAX 32u
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -61,15 +68,51 @@ static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
                       void *arg, uint32_t b, uint32_t e, uint32_t grain,
                       weft_counter_t *done);
 
-/* Runs a job taken from a queue (already copied out of its slot). */
-static void run_job(weft_pool_t *p, uint32_t self, const job_t *j) {
+/*
+ * Finished jobs are subtracted from their counter in batches. A thread in
+ * the pool's own loops (a worker between jobs, a waiter) owes each finished
+ * job to its counter and pays the sum in one atomic later, so that many
+ * small jobs on one counter do not move its cache line between cores once
+ * per job.
+ *
+ * A debt never hides zero from a waiter for long: a thread owes to one
+ * counter at a time, and pays before anything but one more job on that
+ * same counter: before a job of another counter (or of none), when its
+ * own queue is empty (before it steals, spins or sleeps), on entering and
+ * leaving weft_pool_wait(), in weft__pool_help(). So while a debt is held its
+ * thread is either in the pool's non-blocking code or running a job that
+ * counts on the owed counter, which that counter's waiters wait for
+ * anyway. Jobs run inline by a submit, by an outsider or by stop pay at
+ * once: their thread returns to code that may block.
+ */
+static void pay(worker_t *w) {
+  if (w->owed_n)
+    atomic_fetch_sub_explicit(&w->owed->pending, w->owed_n,
+                              memory_order_acq_rel);
+  w->owed_n = 0;
+  w->owed = NULL;
+}
+
+/* Runs a job taken from a queue (already copied out of its slot). With
+ * owe (the worker struct of self, in a pool loop) its completion is owed,
+ * otherwise paid at once. */
+static void run_job(weft_pool_t *p, uint32_t self, const job_t *j,
+                    worker_t *owe) {
+  if (owe && owe->owed_n && owe->owed != j->done)
+    pay(owe);
   if (j->range_fn)
     run_range(p, self, j->range_fn, j->arg, j->begin, j->end, j->grain,
               j->done);
   else
     j->fn(j->arg, self);
-  if (j->done)
+  if (!j->done)
+    return;
+  if (owe) {
+    owe->owed = j->done;
+    owe->owed_n++;
+  } else {
     atomic_fetch_sub_explicit(&j->done->pending, 1, memory_order_acq_rel);
+  }
 }
 
 /* Copies a job out of its ring slot and frees the slot. */
@@ -149,7 +192,7 @@ static void submit_counted(weft_pool_t *p, uint32_t self, const job_t *j,
     /* No room (or no workers): run it here; never fail. */
     if (self < p->nworkers)
       bump(&p->workers[self].stats.inline_jobs, 1);
-    run_job(p, self, j);
+    run_job(p, self, j, NULL);
     return;
   }
   wake(p);
@@ -174,11 +217,43 @@ void weft_pool_submit(weft_pool_t *p, uint32_t self, weft_job_fn fn, void *arg,
  * ------------------------------------------------------------ */
 
 /*
+ * After taking one job from v, moves up to half of what v still holds
+ * (WEFT__STEAL_MAX - 1 at most) into w's own deque, one steal at a time: a
+ * thief of many small jobs then comes back for more once per batch instead
+ * of once per job, and leaves the victim alone meanwhile. The jobs stay
+ * stealable where they land, and their slots stay in v's ring (freed by
+ * whoever takes them). Only within a group: work does not move across
+ * nodes in bulk.
+ */
+static uint32_t steal_more(weft_pool_t *p, worker_t *w, worker_t *v) {
+  uint32_t want = weft__deque_size(&v->dq) / 2;
+  if (want > WEFT__STEAL_MAX - 1)
+    want = WEFT__STEAL_MAX - 1;
+  /* Room: the owner's view of its own deque, never smaller than the
+   * truth, so every push below succeeds. */
+  uint32_t room = p->cap - weft__deque_size(&w->dq);
+  uint32_t n = 0;
+  for (; n < want && n < room; n++) {
+    job_t *slot = weft__deque_steal(&v->dq, NULL);
+    if (!slot)
+      break;
+    if (!weft__deque_push(&w->dq, slot)) {
+      job_t j = take(slot); /* cannot happen (see room); never lose it */
+      run_job(p, w->index, &j, NULL);
+    }
+  }
+  return n;
+}
+
+/*
  * Takes a job for worker self: its own deque, its group's injection
  * queue, then the others' deques in the plan's steal order, then the other
  * injection queues. Outsiders (self out of range) steal from everyone.
+ * Worker self must be the calling thread (or stopped).
+ * With batch, a steal may bring more jobs along (steal_more); never while
+ * holding the pool's lock, since a job may run there in the worst case.
  */
-static bool find_work(weft_pool_t *p, uint32_t self, job_t *out) {
+static bool find_work(weft_pool_t *p, uint32_t self, job_t *out, bool batch) {
   if (self < p->nworkers) {
     worker_t *w = &p->workers[self];
     job_t *slot = weft__deque_pop(&w->dq);
@@ -188,6 +263,9 @@ static bool find_work(weft_pool_t *p, uint32_t self, job_t *out) {
     }
     if (inject_pop(&p->inject[w->group], out))
       return true;
+    /* Out of local work: what it finished is paid before it goes after
+     * others' (so a debt never outlives the jobs at hand). */
+    pay(w);
     const uint32_t *order;
     uint32_t n = weft_plan_steal_order(p->plan, self, &order);
     for (uint32_t i = 0; i < n; i++) {
@@ -196,9 +274,14 @@ static bool find_work(weft_pool_t *p, uint32_t self, job_t *out) {
       slot = weft__deque_steal(&v->dq, &contended);
       if (slot) {
         *out = take(slot);
-        bump(v->group == w->group ? &w->stats.local_steals
-                                  : &w->stats.remote_steals,
-             1);
+        bool local = v->group == w->group;
+        uint32_t more = batch && local ? steal_more(p, w, v) : 0;
+        if (batch && self >= p->first_thread) { /* see patient() */
+          w->stole_at = now_ns();
+          w->stole_n = 1 + more;
+        }
+        bump(local ? &w->stats.local_steals : &w->stats.remote_steals,
+             1 + more);
         return true;
       }
     }
@@ -218,32 +301,82 @@ static bool find_work(weft_pool_t *p, uint32_t self, job_t *out) {
   return false;
 }
 
+/* A job from worker w's own deque or its group's injection queue. */
+static bool find_own(weft_pool_t *p, worker_t *w, job_t *out) {
+  job_t *slot = weft__deque_pop(&w->dq);
+  if (slot) {
+    *out = take(slot);
+    return true;
+  }
+  return inject_pop(&p->inject[w->group], out);
+}
+
+/*
+ * True while worker w, out of work of its own, should not steal yet.
+ * Stealing a job costs its submitter too: the job's ring slot, the deque
+ * slot and index lines move between cores, and the submitter pays to get
+ * them back when it queues the next job. For jobs that run in less time
+ * than that (many tiny jobs from one thread), a thief that keeps taking
+ * them, or worse keeps up and takes each as it appears, makes the
+ * submitter slower than running them all itself. So when the last batch
+ * ran faster than WEFT__TINY_JOB_NS a job, the thief waits as long as it
+ * took (WEFT__STEAL_BACKOFF_NS at least) before the next steal: jobs pile
+ * up meanwhile, run by their submitter or taken together later, and the
+ * thief moves at most half of them. Bigger jobs are stolen at once.
+ */
+static bool patient(worker_t *w) {
+  if (w->stole_n) { /* the batch just ran out: judge it */
+    uint64_t t = now_ns(), dt = t - w->stole_at;
+    w->steal_after = 0;
+    if (dt < (uint64_t)w->stole_n * WEFT__TINY_JOB_NS)
+      w->steal_after =
+          t + (dt > WEFT__STEAL_BACKOFF_NS ? dt : WEFT__STEAL_BACKOFF_NS);
+    w->stole_n = 0;
+  }
+  return w->steal_after && now_ns() < w->steal_after;
+}
+
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
 }
 
+/* What worker w (NULL: an outsider) owes to c. */
+static uint32_t owed_to(const worker_t *w, const weft_counter_t *c) {
+  return w && w->owed == c ? w->owed_n : 0;
+}
+
 void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
   if (!p || !c)
     return;
+  worker_t *w = self < p->nworkers ? &p->workers[self] : NULL;
+  if (w)
+    pay(w); /* owed by the job that waits: pay before it may stall */
   job_t j;
   bool idle = false; /* counted in p->idle while nothing to run */
-  while (atomic_load_explicit(&c->pending, memory_order_acquire) != 0) {
-    if (find_work(p, self, &j)) {
+  /* The jobs this thread owes to c are finished: done when they are all
+   * that is left. */
+  while (atomic_load_explicit(&c->pending, memory_order_acquire) !=
+         owed_to(w, c)) {
+    if (find_work(p, self, &j, true)) {
       if (idle)
         atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
       idle = false;
-      if (self < p->nworkers)
-        bump(&p->workers[self].stats.jobs, 1);
-      run_job(p, self, &j);
+      if (w)
+        bump(&w->stats.jobs, 1);
+      run_job(p, self, &j, w);
     } else {
+      if (w)
+        pay(w); /* nothing to run: let the others see what we finished */
       if (!idle)
         atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
       idle = true;
       cpu_relax();
     }
   }
+  if (w)
+    pay(w);
   if (idle)
     atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
 }
@@ -255,12 +388,14 @@ bool weft__pool_hungry(weft_pool_t *p, uint32_t self) {
 }
 
 bool weft__pool_help(weft_pool_t *p, uint32_t self) {
+  if (self < p->nworkers)
+    pay(&p->workers[self]);
   job_t j;
-  if (!find_work(p, self, &j))
+  if (!find_work(p, self, &j, true))
     return false;
   if (self < p->nworkers)
     bump(&p->workers[self].stats.jobs, 1);
-  run_job(p, self, &j);
+  run_job(p, self, &j, NULL);
   return true;
 }
 
@@ -333,7 +468,7 @@ static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
   pthread_mutex_lock(&p->mu);
   atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_seq_cst);
-  bool found = find_work(p, w->index, job);
+  bool found = find_work(p, w->index, job, false);
   if (!found) {
     bump(&w->stats.sleeps, 1);
     uint64_t seen = atomic_load_explicit(&p->epoch, memory_order_relaxed);
@@ -375,7 +510,8 @@ static void *worker_main(void *arg) {
   bool busy = false;
   job_t j;
   for (bool have = false;;) {
-    if (have || find_work(p, w->index, &j)) {
+    if (have || find_own(p, w, &j) ||
+        (!patient(w) && find_work(p, w->index, &j, true))) {
       have = false;
       if (!busy) {
         atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
@@ -383,9 +519,10 @@ static void *worker_main(void *arg) {
         busy = true;
       }
       bump(&w->stats.jobs, 1);
-      run_job(p, w->index, &j);
+      run_job(p, w->index, &j, w);
       continue;
     }
+    pay(w); /* out of work: before spinning or sleeping */
     if (busy) {
       switch_period(&w->stats, false, true);
       atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
@@ -393,13 +530,23 @@ static void *worker_main(void *arg) {
     }
     if (atomic_load_explicit(&p->stopping, memory_order_acquire))
       break;
+    if (patient(w)) {
+      /* Give the core away meanwhile: the submitter may need it more
+       * than a spinning thief (on a loaded machine it does). */
+      uint64_t t = now_ns();
+      if (t < w->steal_after) {
+        struct timespec ts = {0, (long)(w->steal_after - t)};
+        nanosleep(&ts, NULL);
+      }
+      continue;
+    }
     /* Spin a little, polling the queues: work often arrives right
      * behind. Then sleep. */
     uint64_t until = now_ns() + p->spin_ns;
     while (!have && now_ns() < until) {
       for (int k = 0; k < 32; k++)
         cpu_relax();
-      have = find_work(p, w->index, &j);
+      have = find_work(p, w->index, &j, true);
     }
     if (!have)
       have = worker_sleep(p, w, &j);
@@ -440,8 +587,8 @@ void weft_pool_stop(weft_pool_t *p) {
    * them, outsiders' jobs that raced the stop) runs here. */
   job_t j;
   for (uint32_t s = 0; s < p->nworkers; s++)
-    while (find_work(p, s, &j))
-      run_job(p, s, &j);
+    while (find_work(p, s, &j, false))
+      run_job(p, s, &j, NULL);
   p->running = false;
 }
 

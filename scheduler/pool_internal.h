@@ -38,6 +38,15 @@ typedef struct worker_t {
   weft__deque_t dq;
   job_t *ring;
   uint32_t ring_next; /* owner only */
+  /* Finished jobs not yet subtracted from their counter, all of them on
+   * owed (owner only; see pay() in pool.c). */
+  uint32_t owed_n;
+  weft_counter_t *owed;
+  /* The last steal (owner only; see patient() in pool.c): when, how many
+   * jobs it brought (0: judged already), and no stealing before
+   * steal_after. */
+  uint64_t stole_at, steal_after;
+  uint32_t stole_n;
   uint32_t index;
   uint32_t group;
   bool started;

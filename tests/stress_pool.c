@@ -13,6 +13,7 @@
 #include "support/weft_test.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -473,6 +474,165 @@ static void stress_pool_outside_submitters_and_parallel_for(void **state) {
   weft_pool_destroy(p);
 }
 
+/* --- batched completions ------------------------------------------------- */
+
+/*
+ * Workers subtract the jobs they finish from the jobs' counter in batches.
+ * Rounds of jobs on two interleaved counters, some of them waiting on
+ * counters of their own (nested waits and parallel-fors) or submitting jobs
+ * on the other counter, while watcher threads wait on the round's counters
+ * from outside: no wait may return before every job of its counter ran
+ * (everyone checks), and both counters end at exactly zero.
+ */
+enum { BAT_JOBS = 2048, BAT_INNER = 16, BAT_WATCHERS = 2 };
+
+typedef struct bat_t {
+  weft_pool_t *pool;
+  weft_counter_t a, b; /* job i counts on a when i is odd, b otherwise */
+  /* Runs of job i, and at BAT_JOBS + i of the job on b that job i
+   * submits when i % 8 == 5. */
+  _Atomic uint32_t hits[2 * BAT_JOBS];
+  _Atomic uint32_t go;       /* rounds released to the watchers */
+  _Atomic uint32_t finished; /* watchers' rounds checked */
+  _Atomic uint32_t wrong;
+  uint32_t rounds;
+} bat_t;
+
+static bat_t bat;
+
+static uint64_t bat_sum(uint32_t b, uint32_t e) {
+  uint64_t s = 0;
+  for (uint32_t i = b; i < e; i++)
+    s += i;
+  return s;
+}
+
+static void bat_hit(void *arg, uint32_t worker) {
+  (void)worker;
+  atomic_fetch_add_explicit((_Atomic uint32_t *)arg, 1, memory_order_relaxed);
+}
+
+static void bat_inner_range(void *arg, uint32_t b, uint32_t e,
+                            uint32_t worker) {
+  (void)worker;
+  atomic_fetch_add((_Atomic uint64_t *)arg, bat_sum(b, e));
+}
+
+static void bat_job(void *arg, uint32_t worker) {
+  _Atomic uint32_t *hit = arg;
+  uint32_t i = (uint32_t)(hit - bat.hits);
+  switch (i % 8) {
+  case 1: { /* a nested wait on a counter of its own */
+    _Atomic uint32_t inner[BAT_INNER];
+    weft_counter_t done;
+    counter_init(&done);
+    for (uint32_t k = 0; k < BAT_INNER; k++) {
+      atomic_init(&inner[k], 0);
+      weft_pool_submit(bat.pool, worker, bat_hit, &inner[k], &done,
+                       WEFT_WORKER_EXTERNAL);
+    }
+    weft_pool_wait(bat.pool, worker, &done);
+    for (uint32_t k = 0; k < BAT_INNER; k++)
+      if (atomic_load(&inner[k]) != 1)
+        atomic_fetch_add(&bat.wrong, 1);
+    break;
+  }
+  case 2: { /* a nested parallel-for */
+    _Atomic uint64_t sum;
+    atomic_init(&sum, 0);
+    weft_pool_parallel_for(bat.pool, worker, 0, 256, 8, bat_inner_range, &sum);
+    if (atomic_load(&sum) != bat_sum(0, 256))
+      atomic_fetch_add(&bat.wrong, 1);
+    break;
+  }
+  case 3: /* a slower one: the window for an early return */
+    for (volatile int k = 0; k < 2000; k++)
+      ;
+    break;
+  case 5: /* a job on the other counter */
+    weft_pool_submit(bat.pool, worker, bat_hit, &bat.hits[BAT_JOBS + i], &bat.b,
+                     WEFT_WORKER_EXTERNAL);
+    break;
+  default:
+    break;
+  }
+  atomic_fetch_add_explicit(hit, 1, memory_order_relaxed);
+}
+
+/* Waits on a, then b, as self, checking after each that round r ran. */
+static void bat_check(uint32_t self, uint32_t r) {
+  weft_pool_wait(bat.pool, self, &bat.a);
+  for (uint32_t i = 1; i < BAT_JOBS; i += 2)
+    if (atomic_load(&bat.hits[i]) != r + 1)
+      atomic_fetch_add(&bat.wrong, 1);
+  weft_pool_wait(bat.pool, self, &bat.b);
+  for (uint32_t i = 0; i < BAT_JOBS; i++)
+    if (atomic_load(&bat.hits[i]) != r + 1 ||
+        (i % 8 == 5 && atomic_load(&bat.hits[BAT_JOBS + i]) != r + 1))
+      atomic_fetch_add(&bat.wrong, 1);
+}
+
+static void *bat_watcher(void *arg) {
+  (void)arg;
+  for (uint32_t r = 0; r < bat.rounds; r++) {
+    while (atomic_load(&bat.go) <= r)
+      sched_yield();
+    bat_check(WEFT_WORKER_EXTERNAL, r);
+    atomic_fetch_add(&bat.finished, 1);
+  }
+  return NULL;
+}
+
+static void bat_run(weft_pool_t *p, uint32_t self, uint32_t rounds) {
+  memset(&bat, 0, sizeof bat);
+  bat.pool = p;
+  bat.rounds = rounds;
+  pthread_t th[BAT_WATCHERS];
+  for (uint32_t t = 0; t < BAT_WATCHERS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, bat_watcher, NULL), 0);
+  for (uint32_t r = 0; r < rounds; r++) {
+    /* Nobody waits on the counters between rounds. */
+    while (atomic_load(&bat.finished) < r * BAT_WATCHERS)
+      sched_yield();
+    counter_init(&bat.a);
+    counter_init(&bat.b);
+    for (uint32_t i = 0; i < BAT_JOBS; i++)
+      weft_pool_submit(p, self, bat_job, &bat.hits[i], i & 1 ? &bat.a : &bat.b,
+                       WEFT_WORKER_EXTERNAL);
+    atomic_store(&bat.go, r + 1);
+    bat_check(self, r);
+    assert_int_equal(atomic_load(&bat.a.pending), 0);
+  }
+  for (uint32_t t = 0; t < BAT_WATCHERS; t++)
+    assert_int_equal(pthread_join(th[t], NULL), 0);
+  assert_int_equal(atomic_load(&bat.wrong), 0);
+  assert_int_equal(atomic_load(&bat.a.pending), 0);
+  assert_int_equal(atomic_load(&bat.b.pending), 0);
+}
+
+static void stress_pool_batched_completions(void **state) {
+  (void)state;
+  double t0 = now_s();
+  /* Submitted and waited for from outside. */
+  weft_pool_t *p = pool_of(2);
+  bat_run(p, WEFT_WORKER_EXTERNAL, 60 * scale());
+  report("batched completions, outside", p, t0);
+  weft_pool_destroy(p);
+  /* From the caller as worker 0, with small queues: its jobs overflow
+   * inline and thieves take a few at a time. */
+  t0 = now_s();
+  weft_pool_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.placement.workers = 3;
+  cfg.placement.caller_participates = true;
+  cfg.queue_capacity = 64;
+  p = NULL;
+  assert_int_equal(weft_pool_create(&cfg, &p), WEFT_OK);
+  bat_run(p, 0, 60 * scale());
+  report("batched completions, worker 0", p, t0);
+  weft_pool_destroy(p);
+}
+
 /* --- stop and start with jobs in flight ---------------------------------- */
 
 enum { CYCLE_JOBS = 256 };
@@ -575,6 +735,7 @@ int main(void) {
       cmocka_unit_test(stress_pool_parallel_for_three_deep),
       cmocka_unit_test(stress_pool_chains_and_diamonds),
       cmocka_unit_test(stress_pool_outside_submitters_and_parallel_for),
+      cmocka_unit_test(stress_pool_batched_completions),
       cmocka_unit_test(stress_pool_stop_start_with_jobs_in_flight),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,13 @@ typedef void (*weft_range_fn)(void *arg, uint32_t begin, uint32_t end,
  * not finished. Zero-initialise it; any number of jobs may count on it;
  * wait on it with weft_pool_wait(). Padded to its own cache line because
  * workers decrement it concurrently.
+ *
+ * A worker that runs several jobs of one counter in a row may subtract them
+ * together, once it turns to anything else (another counter's job, an
+ * empty queue, a wait). So read directly, pending is an upper bound that
+ * may lag behind; it reaches zero exactly when every job finished, and
+ * weft_pool_wait() never misses that. A job must not wait, other than
+ * through weft_pool_wait(), for its own counter to drop.
  */
 typedef struct weft_counter_t {
   _Alignas(64) _Atomic uint32_t pending;
