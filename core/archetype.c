@@ -429,6 +429,7 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   a->chunk_total += n;
   w->chunks_spare += n;
   w->chunk_bytes += bytes + hdr + ptrs;
+  weft__queries_on_chunks(w, a, n);
   return 0;
 }
 

@@ -312,6 +312,9 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     uint32_t row0, k;
     /* Cannot fail: batch_reserve pooled every chunk this needs. */
     weft__archetype_push_range(w, a, n - done, &c, &row0, &k);
+    /* Each slice is a structural change of its own: the fill callback and
+     * observers may iterate queries, whose caches follow the version. */
+    w->version++;
     weft__index_issue_rows(&w->index, c->id, row0, k, c->entities,
                            out ? out + done : NULL);
     w->txn.batch_hold -= k;
@@ -330,7 +333,6 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     done += k;
   }
   w->spawns += n;
-  w->version++;
   weft__scope_close(w);
   return weft__txn_settle(w);
 }

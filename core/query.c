@@ -27,6 +27,7 @@ static int add_match(weft_query_t *q, const weft__archetype_t *a) {
   weft__match_t *m = &q->matches[q->nmatches++];
   memset(m, 0, sizeof(*m));
   m->arch = a;
+  q->flat_bound += a->chunk_total;
   for (uint32_t t = 0; t < q->nterms; t++) {
     const weft__column_t *col = weft__archetype_col(a, q->terms[t]);
     if (col && !col->soa)
@@ -39,15 +40,57 @@ static int add_match(weft_query_t *q, const weft__archetype_t *a) {
   return 0;
 }
 
+/*
+ * Makes the flat cache hold a slot for every chunk the matched archetypes
+ * own, spares included, so that a rebuild on a reader thread never
+ * allocates. Owner thread; @p more chunks were just added. flat_bound
+ * counts up as archetypes gain chunks and is recounted before growing
+ * (trimming frees chunks without telling the queries). Failure is not an
+ * error: a cache short of room is not used (iteration walks the matches).
+ */
+static void reserve_flat(weft_query_t *q, uint64_t more) {
+  q->flat_bound += more;
+  if (q->flat_bound <= q->flat_cap)
+    return;
+  uint64_t need = 0;
+  for (uint32_t i = 0; i < q->nmatches; i++)
+    need += q->matches[i].arch->chunk_total;
+  q->flat_bound = need;
+  if (need <= q->flat_cap || need > UINT32_MAX)
+    return;
+  /* weft__grow counts in elements: grow an array of slots. */
+  uint32_t cap = q->flat_cap;
+  if (weft__grow(&q->world->alloc, &q->flat, &cap, (uint32_t)need,
+                 weft__slot_bytes(q->nterms), 8) == 0)
+    q->flat_cap = cap;
+}
+
+/* The cache no longer describes the world (owner thread). */
+static void invalidate_flat(weft_query_t *q) {
+  atomic_store_explicit(&q->flat_version, 0, memory_order_relaxed);
+}
+
 int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a) {
   for (uint32_t i = 0; i < w->query_count; i++) {
     weft_query_t *q = w->queries[i];
     if (weft__query_matches(q, a)) {
       int rc = add_match(q, a);
       WEFT_CHECK(w, rc == 0, rc, "out of memory recording an archetype");
+      /* The slots point into the match list, which may have moved. */
+      invalidate_flat(q);
+      reserve_flat(q, 0);
     }
   }
   return 0;
+}
+
+void weft__queries_on_chunks(weft_world_t *w, const weft__archetype_t *a,
+                             uint32_t n) {
+  for (uint32_t i = 0; i < w->query_count; i++) {
+    weft_query_t *q = w->queries[i];
+    if (weft__query_matches(q, a))
+      reserve_flat(q, n);
+  }
 }
 
 /* Reads one zero-terminated term list into a mask. */
@@ -106,6 +149,7 @@ static int register_query(weft_world_t *w, weft_query_t *q) {
     }
   }
   w->queries[w->query_count++] = q;
+  reserve_flat(q, 0);
   return 0;
 }
 
@@ -115,6 +159,7 @@ int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
   weft_query_t *q = weft__calloc(&w->alloc, sizeof(*q), 64);
   WEFT_CHECK(w, q, WEFT_ENOMEM, "out of memory creating a query");
   q->world = w;
+  atomic_flag_clear(&q->flat_lock);
   int rc = parse_desc(w, d, q);
   if (!rc) {
     rc = register_query(w, q);
@@ -123,6 +168,7 @@ int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
   }
   if (rc) {
     weft__free(q->matches, 0, 16);
+    weft__free(q->flat, 0, 16);
     weft__free(q, sizeof(*q), 64);
     return rc;
   }
@@ -146,6 +192,7 @@ void weft_query_destroy(weft_query_t *q) {
     }
   }
   weft__free(q->matches, 0, 16);
+  weft__free(q->flat, 0, 16);
   weft__free(q, sizeof(*q), 64);
 }
 
@@ -160,25 +207,132 @@ uint32_t weft_query_archetype_count(const weft_query_t *q) {
   return q ? q->nmatches : 0;
 }
 
+/*
+ * Fills the flat cache from the matches: a slot per chunk with rows (per
+ * run of contiguous chunks for WEFT_QUERY_CHUNK_RUNS). False when the
+ * cache is too small (an allocation failed on the owner thread).
+ */
+static bool build_flat(weft_query_t *q) {
+  uint64_t need = 0;
+  for (uint32_t i = 0; i < q->nmatches; i++)
+    need += q->matches[i].arch->nchunks;
+  if (need > q->flat_cap)
+    return false;
+  bool runs = (q->flags & WEFT_QUERY_CHUNK_RUNS) != 0;
+  uint32_t nterms = q->nterms, n = 0;
+  size_t bytes = weft__slot_bytes(nterms);
+  unsigned char *at = q->flat;
+  for (uint32_t i = 0; i < q->nmatches; i++) {
+    const weft__match_t *m = &q->matches[i];
+    const weft__archetype_t *a = m->arch;
+    bool merge = runs && a->contiguous;
+    for (uint32_t k = 0; k < a->nchunks;) {
+      weft__chunk_t *c = a->chunks[k++];
+      uint32_t count = c->count;
+      if (!count)
+        continue;
+      /* A run grows over the following chunks while each one before is
+       * full and the next continues its arrays: within a segment of an
+       * archetype whose arrays need no padding, consecutive chunks'
+       * handles (and so every array) are adjacent. */
+      for (const weft__chunk_t *cur = c;
+           merge && k < a->nchunks && cur->count == a->row_cap; k++) {
+        const weft__chunk_t *next = a->chunks[k];
+        if (next->entities != cur->entities + a->row_cap)
+          break;
+        count += next->count;
+        cur = next;
+      }
+      weft_iter_slot_t_ *s = (weft_iter_slot_t_ *)at;
+      s->count = count;
+      s->home_node = c->node;
+      s->entities = c->entities;
+      s->chunk = c;
+      s->match = m;
+      void **cols = (void **)(s + 1);
+      cols[0] = NULL;
+      for (uint32_t t = 0; t < nterms; t++) {
+        uint32_t j = m->term_array[t];
+        cols[t] = j ? c->bases[j - 1] : NULL;
+      }
+      at += bytes;
+      n++;
+    }
+  }
+  q->flat_count = n;
+  return true;
+}
+
+/*
+ * True when the flat cache describes world version v, rebuilding it if
+ * needed. Reader threads: one rebuilds at a time; a reader that finds
+ * another rebuilding does not wait, it walks the matches.
+ */
+static bool flat_ready(const weft_query_t *cq, uint64_t v) {
+  weft_query_t *q = (weft_query_t *)cq; /* the cache is not the query */
+  if (WEFT__LIKELY(atomic_load_explicit(&q->flat_version,
+                                        memory_order_acquire) == v + 1))
+    return true;
+  if (atomic_flag_test_and_set_explicit(&q->flat_lock, memory_order_acquire))
+    return false;
+  bool ok =
+      atomic_load_explicit(&q->flat_version, memory_order_relaxed) == v + 1;
+  if (!ok && build_flat(q)) {
+    atomic_store_explicit(&q->flat_version, v + 1, memory_order_release);
+    ok = true;
+  }
+  atomic_flag_clear_explicit(&q->flat_lock, memory_order_release);
+  return ok;
+}
+
 void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   if (!it)
     return;
-  memset(it, 0, sizeof(*it));
-  if (!q)
+  if (!q) {
+    memset(it, 0, sizeof(*it));
     return; /* a zeroed iterator yields nothing */
-  it->world_ = q->world;
-  it->world_version_ = &q->world->version;
+  }
+  const weft_world_t *w = q->world;
+  uint64_t v = w->version;
+  /* Field by field rather than a memset of the whole iterator, and the
+   * columns in halves: compilers store those inline, where a memset that
+   * size becomes a `rep stos` whose start-up alone costs more than the
+   * rest of starting an iteration over a small query. */
+  it->count = 0;
+  it->home_node = 0;
+  it->entities = NULL;
+  memset(it->columns, 0, sizeof(it->columns) / 2);
+  memset(it->columns + WEFT_QUERY_MAX_TERMS / 2, 0, sizeof(it->columns) / 2);
+  it->slot0_ = it->slot_ = it->slot_end_ = it->slot_stop_ = NULL;
+  it->slot_bytes_ = 0;
+  it->world_ = w;
+  it->world_version_ = &w->version;
+  it->version_ = v;
   it->terms_ = q->terms;
   it->term_count_ = q->nterms;
-  it->version_ = q->world->version;
+  it->chunk_ = NULL;
+  it->chunks_ = NULL;
+  it->match_ = it->match_next_ = it->match_end_ = NULL;
+  it->nchunks_ = it->chunk_index_ = it->row0_ = 0;
   it->runs_ = (q->flags & WEFT_QUERY_CHUNK_RUNS) != 0;
-  it->scoped_ = q->world->txn.unwinds + 1;
-  weft__txn_iter_enter(q->world);
-  /* The first call to weft_iter_next() advances to the first entry. */
-  if (q->nmatches) {
-    it->match_next_ = q->matches;
-    it->match_end_ = q->matches + q->nmatches;
+  it->scoped_ = w->txn.unwinds + 1;
+  weft__txn_iter_enter(w);
+  if (!q->nmatches)
+    return;
+  if (flat_ready(q, v)) {
+    size_t bytes = weft__slot_bytes(q->nterms);
+    it->slot0_ = it->slot_ = (const weft_iter_slot_t_ *)q->flat;
+    it->slot_stop_ =
+        (const weft_iter_slot_t_ *)(q->flat + (size_t)q->flat_count * bytes);
+    /* Checked mode checks the world's version before every chunk, so no
+     * chunk is handed out inline (weft_iter_next). */
+    it->slot_end_ = w->checked ? it->slot_ : it->slot_stop_;
+    it->slot_bytes_ = (uint32_t)bytes;
+    return;
   }
+  /* The first call to weft_iter_next() advances to the first entry. */
+  it->match_next_ = q->matches;
+  it->match_end_ = q->matches + q->nmatches;
 }
 
 static WEFT__COLD void check_version(weft_iter_t *it) {
@@ -277,37 +431,71 @@ void weft__iter_view(const weft_world_t *w, weft__chunk_t *c, uint32_t row0,
   v->version_ = w->version;
 }
 
-bool weft_iter_next(weft_iter_t *it) {
+/* Hands out the next slot of the query's flat cache. */
+static inline bool emit_slot(weft_iter_t *it) {
+  const weft_iter_slot_t_ *s = it->slot_;
+  void *const *cols = (void *const *)(s + 1);
+  it->count = s->count;
+  it->home_node = s->home_node;
+  it->entities = s->entities;
+  for (uint32_t t = 0; t < it->term_count_; t++)
+    it->columns[t] = cols[t];
+  it->slot_ =
+      (const weft_iter_slot_t_ *)((const unsigned char *)s + it->slot_bytes_);
+  return true;
+}
+
+bool weft_iter_next_slow_(weft_iter_t *it) {
   if (WEFT__UNLIKELY(!it || !it->world_version_))
     return false; /* a zeroed iterator: nothing to walk */
   if (WEFT__UNLIKELY(it->version_ != *it->world_version_))
     check_version(it);
+  if (it->slot_ != it->slot_stop_) {
+    emit_slot(it);
+    if (it->slot_end_ != it->slot_stop_) /* checked: the next one here too */
+      it->slot_end_ = it->slot_;
+    return true;
+  }
   if (WEFT__LIKELY(it->chunk_index_ < it->nchunks_))
     return emit(it);
   return next_archetype(it);
 }
 
-/* The archetype of the iterator's current chunk. */
-static inline const weft__archetype_t *iter_arch(const weft_iter_t *it) {
-  return it->chunk_ ? ((const weft__chunk_t *)it->chunk_)->arch : NULL;
+/*
+ * The chunk an iterator is on and, for a query iterator or a scheduler
+ * view, its cache entry (*m; NULL for batch views). False when the
+ * iterator is on no chunk.
+ */
+static inline bool iter_at(const weft_iter_t *it, const weft__chunk_t **c,
+                           const weft__match_t **m) {
+  if (it->chunk_) { /* the walk over the matches; views */
+    *c = it->chunk_;
+    *m = it->chunk_index_ ? it->match_ : NULL;
+    return true;
+  }
+  const weft_iter_slot_t_ *s = weft__iter_slot(it);
+  if (!s)
+    return false;
+  *c = s->chunk;
+  *m = s->match;
+  return true;
 }
 
 void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
   if (!it)
     return NULL;
-  /* Fast path: a query iterator on a chunk (chunk_index_ > 0) whose cache
-   * entry lists the term's field arrays. */
-  if (WEFT__LIKELY(it->chunk_index_ && term < it->term_count_)) {
-    const weft__match_t *m = it->match_;
-    if (field < m->soa_count[term])
-      return ((const weft__chunk_t *)it->chunk_)
-          ->bases[m->soa_first[term] + field];
-  }
+  const weft__chunk_t *c = NULL;
+  const weft__match_t *m = NULL;
+  bool on = iter_at(it, &c, &m);
+  /* Fast path: a query iterator on a chunk whose cache entry lists the
+   * term's field arrays. */
+  if (WEFT__LIKELY(m && term < it->term_count_ && field < m->soa_count[term]))
+    return c->bases[m->soa_first[term] + field];
   const weft_world_t *w = it->world_;
-  if (!WEFT_ASSERT_CHECKED(w, term < it->term_count_ && it->chunk_,
+  if (!WEFT_ASSERT_CHECKED(w, term < it->term_count_ && on,
                            "weft_iter_field: term out of range"))
     return NULL;
-  const weft__archetype_t *a = iter_arch(it);
+  const weft__archetype_t *a = c->arch;
   const weft__column_t *col = weft__archetype_col(a, it->terms_[term]);
   if (!col || !col->soa)
     return NULL;
@@ -315,27 +503,26 @@ void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
                            "weft_iter_field: field out of range"))
     return NULL;
   const weft__array_t *ar = &a->arrays[col->first_array + field];
-  return weft__chunk_at(it->chunk_, col->first_array + field, ar->elem,
-                        it->row0_);
+  return weft__chunk_at(c, col->first_array + field, ar->elem, it->row0_);
 }
 
 uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term, void **out) {
   if (!it || !out)
     return 0;
-  if (WEFT__LIKELY(it->chunk_index_ && term < it->term_count_)) {
+  const weft__chunk_t *c = NULL;
+  const weft__match_t *m = NULL;
+  if (!iter_at(it, &c, &m) || term >= it->term_count_)
+    return 0;
+  if (WEFT__LIKELY(m)) {
     /* A query iterator on a chunk: the cache entry lists the arrays. */
-    const weft__match_t *m = it->match_;
-    uint8_t *const *bases = ((const weft__chunk_t *)it->chunk_)->bases;
+    uint8_t *const *bases = c->bases;
     uint32_t n = m->soa_count[term];
     for (uint32_t f = 0; f < n; f++)
       out[f] = bases[m->soa_first[term] + f];
     return n;
   }
   /* Batch views and the like: resolve through the archetype. */
-  const weft__archetype_t *a = iter_arch(it);
-  const weft__column_t *col = (a && term < it->term_count_)
-                                  ? weft__archetype_col(a, it->terms_[term])
-                                  : NULL;
+  const weft__column_t *col = weft__archetype_col(c->arch, it->terms_[term]);
   if (!col || !col->soa)
     return 0;
   for (uint32_t f = 0; f < col->array_count; f++)
@@ -344,12 +531,20 @@ uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term, void **out) {
 }
 
 void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
-  if (!it || !it->chunk_)
+  const weft__chunk_t *ch = NULL;
+  const weft__match_t *m = NULL;
+  if (!it || !iter_at(it, &ch, &m))
     return NULL;
-  const weft__column_t *col = weft__archetype_col(iter_arch(it), c);
+  const weft__column_t *col = weft__archetype_col(ch->arch, c);
   if (!col || col->soa)
     return NULL;
-  return weft__chunk_at(it->chunk_, col->first_array, col->size, it->row0_);
+  return weft__chunk_at(ch, col->first_array, col->size, it->row0_);
+}
+
+/* The archetype of the iterator's current chunk. */
+static inline const weft__archetype_t *iter_arch(const weft_iter_t *it) {
+  const weft__chunk_t *c = weft__iter_chunk(it);
+  return c ? c->arch : NULL;
 }
 
 bool weft_iter_enabled(const weft_iter_t *it, weft_component_t c) {

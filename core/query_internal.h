@@ -5,6 +5,8 @@
 #ifndef WEFT_CORE_QUERY_INTERNAL_H
 #define WEFT_CORE_QUERY_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "core/archetype.h"
 #include "core/bitset.h"
 #include "weft/query.h"
@@ -32,7 +34,48 @@ struct weft_query_t {
   weft__match_t *matches;
   uint32_t nmatches;
   uint32_t cap;
+  /*
+   * The flat cache: one slot (weft_iter_slot_t_, then nterms column
+   * pointers) per chunk, or run of chunks, that holds rows, in match order,
+   * so that weft_iter_next() hands out a chunk with a few loads from one
+   * place. Rebuilt lazily by weft_query_iter() when the world's structural
+   * version moved on. Readers may start iterations at once: the one that
+   * takes flat_lock rebuilds, the others walk the matches meanwhile. The
+   * capacity is grown on the owner thread only (as archetypes gain chunks),
+   * so a rebuild never allocates; a cache that cannot hold the chunks
+   * leaves iteration to the walk over the matches.
+   */
+  unsigned char *flat;
+  uint32_t flat_count; /* slots built */
+  uint32_t flat_cap;   /* slots allocated */
+  uint64_t flat_bound; /* at least the chunks of the matched archetypes */
+  /* World version + 1 the slots describe; 0: none (stale). Published with
+   * release after a rebuild. */
+  _Atomic uint64_t flat_version;
+  atomic_flag flat_lock;
 };
+
+/* Bytes of one flat-cache slot of a query with nterms include terms. */
+static inline size_t weft__slot_bytes(uint32_t nterms) {
+  return sizeof(weft_iter_slot_t_) + (nterms ? nterms : 1) * sizeof(void *);
+}
+
+/* The flat-cache slot an iterator handed out last, or NULL (not on the
+ * flat cache, or before its first chunk). */
+static inline const weft_iter_slot_t_ *weft__iter_slot(const weft_iter_t *it) {
+  return it->slot_ != it->slot0_
+             ? (const weft_iter_slot_t_ *)((const unsigned char *)it->slot_ -
+                                           it->slot_bytes_)
+             : NULL;
+}
+
+/* The chunk an iterator or view is on (a weft__chunk_t), or NULL. */
+static inline void *weft__iter_chunk(const weft_iter_t *it) {
+  if (it->chunk_)
+    return it->chunk_;
+  const weft_iter_slot_t_ *s = weft__iter_slot(it);
+  return s ? s->chunk : NULL;
+}
 
 /*
  * Fills a view of rows [row0, row0 + k) of chunk c for the given include

@@ -183,4 +183,10 @@ int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
 /* Tells every query about a new archetype (query.c). */
 int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a);
 
+/* Archetype a gained n chunks: the queries that match it make room for
+ * them in their flat caches (query.c). Cannot fail: a query short of room
+ * iterates through its matches instead. */
+void weft__queries_on_chunks(weft_world_t *w, const weft__archetype_t *a,
+                             uint32_t n);
+
 #endif /* WEFT_CORE_WORLD_H */

@@ -606,7 +606,7 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
     weft_iter_t it;
     weft_query_iter(y->query, &it);
     for (uint32_t seq = 0; weft_iter_next(&it); seq++) {
-      if (y->nchanged && !chunk_changed(y, it.chunk_))
+      if (y->nchanged && !chunk_changed(y, weft__iter_chunk(&it)))
         continue; /* as the plan decided */
       key_ctx(&ctx, y, seq);
       int rc = y->run(&ctx, &it);

@@ -518,7 +518,7 @@ uint64_t weft_sysctx_random(const weft_sysctx_t *ctx, weft_entity_t e,
 }
 
 uint32_t weft_iter_version(const weft_iter_t *it, weft_component_t c) {
-  const weft__chunk_t *ch = it ? it->chunk_ : NULL;
+  const weft__chunk_t *ch = it ? weft__iter_chunk(it) : NULL;
   if (!ch)
     return 0;
   const weft__column_t *col = weft__archetype_col(ch->arch, c);

@@ -1,7 +1,10 @@
 /* Unit tests for cached queries and chunk iteration. */
 #include "support/weft_test.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+
+#include "core/query_internal.h" /* the flat cache, to force the fallback */
 
 static weft_query_desc_t empty_desc(void) {
   weft_query_desc_t d;
@@ -896,6 +899,602 @@ static void test_query_chunk_runs_respect_padding(void **state) {
   weft_world_destroy(w);
 }
 
+/* ---- the flat cache of chunks ------------------------------------------ */
+
+/*
+ * Iteration hands out chunks from a per-query cache rebuilt when the world
+ * changes structurally. A model of the world is compared with every
+ * iteration while spawns, despawns, moves, batch spawns and trims change
+ * it, in checked mode (every chunk through the out-of-line path, with its
+ * version check) and unchecked (the inline path).
+ */
+
+typedef struct fc_pair_t {
+  uint32_t lo;
+  uint32_t hi;
+} fc_pair_t;
+
+enum { FC_MAX = 6000, FC_INDEX = 1u << 16, FC_QUERIES = 5 };
+
+typedef struct fc_world_t {
+  weft_world_t *w;
+  weft_component_t a, s, t, b; /* a: u64 id, s: SoA pair, t: tag, b: u32 */
+  weft_query_t *q[FC_QUERIES];
+  weft_entity_t live[FC_MAX];
+  uint32_t n;
+  uint32_t seen[FC_INDEX]; /* by entity index: pass that saw it */
+  uint32_t pass;
+} fc_world_t;
+
+static void fc_panic(void *user, const char *file, int line, const char *msg) {
+  (void)user;
+  fail_msg("unexpected panic at %s:%d: %s", file, line, msg);
+}
+
+static void fc_fill(void *user, const weft_iter_t *view, uint32_t first) {
+  (void)user;
+  (void)first;
+  uint64_t *a = view->columns[0];
+  uint32_t *lo = weft_iter_field(view, 1, 0);
+  uint32_t *hi = weft_iter_field(view, 1, 1);
+  for (uint32_t r = 0; r < view->count; r++) {
+    uint32_t idx = weft_entity_index(view->entities[r]);
+    a[r] = idx;
+    lo[r] = idx;
+    hi[r] = ~idx;
+  }
+}
+
+static void fc_init(fc_world_t *f, weft_checked_t checked) {
+  memset(f, 0, sizeof *f);
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.chunk_size = WEFT_CHUNK_SIZE_MIN; /* many chunks */
+  cfg.checked = checked;
+  cfg.panic = fc_panic;
+  f->w = wt_world_new(&cfg);
+  f->a = wt_register(f->w, "a", sizeof(uint64_t), 0);
+  weft_field_desc_t fields[2] = {WEFT_FIELD(fc_pair_t, lo),
+                                 WEFT_FIELD(fc_pair_t, hi)};
+  weft_component_desc_t sd = {.name = "s",
+                              .size = sizeof(fc_pair_t),
+                              .fields = fields,
+                              .field_count = 2,
+                              .flags = WEFT_COMPONENT_SOA};
+  assert_int_equal(weft_component_register(f->w, &sd, &f->s), WEFT_OK);
+  f->t = wt_register_tag(f->w, "t");
+  f->b = wt_register(f->w, "b", sizeof(uint32_t), 0);
+  /* Two queries before any archetype exists, the rest later. */
+  f->q[0] = make_query(f->w, &(weft_query_desc_t){.include = {f->a}});
+  f->q[1] =
+      make_query(f->w, &(weft_query_desc_t){.include = {f->a, f->s},
+                                            .flags = WEFT_QUERY_CHUNK_RUNS});
+}
+
+static bool fc_member(const fc_world_t *f, uint32_t qi, weft_entity_t e) {
+  bool a = weft_has(f->w, e, f->a), s = weft_has(f->w, e, f->s);
+  bool t = weft_has(f->w, e, f->t), b = weft_has(f->w, e, f->b);
+  switch (qi) {
+  case 0:
+    return a;
+  case 1:
+    return a && s;
+  case 2:
+    return s && !t;
+  case 3:
+    return t;
+  default:
+    return b && (a || t);
+  }
+}
+
+/* Checks one handed-out chunk of query qi against the model. */
+static uint32_t fc_check_chunk(fc_world_t *f, uint32_t qi,
+                               const weft_iter_t *it) {
+  assert_true(it->count > 0);
+  const uint64_t *a = NULL;
+  const uint32_t *lo = NULL, *hi = NULL;
+  if (qi == 0 || qi == 1 || qi == 4) {
+    a = qi == 4 ? weft_iter_column_of(it, f->a) : it->columns[0];
+    if (qi == 4)
+      assert_ptr_equal(weft_iter_column(it, 0), it->columns[0]);
+  }
+  if (qi == 1 || qi == 2) {
+    uint32_t term = qi == 1 ? 1 : 0;
+    void *fs[WEFT_MAX_FIELDS];
+    assert_int_equal(weft_iter_fields(it, term, fs), 2);
+    lo = weft_iter_field(it, term, 0);
+    hi = weft_iter_field(it, term, 1);
+    assert_ptr_equal(fs[0], lo);
+    assert_ptr_equal(fs[1], hi);
+    assert_null(it->columns[term]); /* SoA: no plain array */
+  }
+  if (qi == 3)
+    assert_null(it->columns[0]); /* a tag */
+  for (uint32_t r = 0; r < it->count; r++) {
+    weft_entity_t e = it->entities[r];
+    uint32_t idx = weft_entity_index(e);
+    assert_true(weft_is_alive(f->w, e));
+    assert_true(fc_member(f, qi, e));
+    assert_true(idx < FC_INDEX);
+    assert_int_not_equal(f->seen[idx], f->pass); /* once per pass */
+    f->seen[idx] = f->pass;
+    if (a) {
+      assert_int_equal(a[r], idx);
+      assert_ptr_equal(&a[r], weft_get(f->w, e, f->a));
+    }
+    if (lo) {
+      assert_int_equal(lo[r], idx);
+      assert_int_equal(hi[r], ~idx);
+      assert_ptr_equal(&lo[r], weft_get_field(f->w, e, f->s, 0));
+    }
+    assert_int_equal(weft_iter_enabled(it, f->t), weft_has(f->w, e, f->t));
+  }
+  return it->count;
+}
+
+/* Walks every query (the first ones twice at once, interleaved) and
+ * compares what they hand out with the model. */
+static void fc_check(fc_world_t *f) {
+  for (uint32_t qi = 0; qi < FC_QUERIES; qi++) {
+    if (!f->q[qi])
+      continue;
+    uint32_t expect = 0;
+    for (uint32_t i = 0; i < f->n; i++)
+      expect += fc_member(f, qi, f->live[i]);
+    assert_int_equal(weft_query_count(f->q[qi]), expect);
+    f->pass++;
+    uint32_t rows = 0, chunks = 0, rows2 = 0;
+    weft_iter_t it, it2;
+    weft_query_iter(f->q[qi], &it);
+    weft_query_iter(f->q[qi], &it2); /* a second walk, in lockstep */
+    while (weft_iter_next(&it)) {
+      rows += fc_check_chunk(f, qi, &it);
+      chunks++;
+      if (weft_iter_next(&it2)) {
+        assert_int_equal(it2.count, it.count);
+        assert_ptr_equal(it2.entities, it.entities);
+        assert_ptr_equal(it2.columns[0], it.columns[0]);
+        assert_int_equal(it2.home_node, it.home_node);
+        rows2 += it2.count;
+      }
+    }
+    assert_false(weft_iter_next(&it2));
+    assert_false(weft_iter_next(&it)); /* stays at the end */
+    assert_int_equal(it.count, 0);
+    assert_int_equal(rows, expect);
+    assert_int_equal(rows2, expect);
+    (void)chunks;
+  }
+  assert_int_equal(weft_world_defer_depth(f->w), 0); /* every scope closed */
+}
+
+static weft_entity_t fc_spawn(fc_world_t *f, const weft_component_t *comps) {
+  weft_entity_t e = wt_spawn_with(f->w, comps, NULL);
+  uint32_t idx = weft_entity_index(e);
+  uint64_t a = idx;
+  fc_pair_t s = {idx, ~idx};
+  if (weft_has(f->w, e, f->a))
+    assert_int_equal(weft_set(f->w, e, f->a, &a), WEFT_OK);
+  if (weft_has(f->w, e, f->s))
+    assert_int_equal(weft_set(f->w, e, f->s, &s), WEFT_OK);
+  return e;
+}
+
+static void fc_run(weft_checked_t checked, uint64_t seed) {
+  static fc_world_t f;
+  fc_init(&f, checked);
+  wt_rng_t rng = wt_rng(seed);
+  const weft_component_t lists[][4] = {
+      {f.a, 0},           {f.a, f.s, 0}, {f.s, 0},      {f.s, f.t, 0},
+      {f.a, f.s, f.t, 0}, {f.t, f.b, 0}, {f.a, f.b, 0}, {f.b, 0}};
+  const uint32_t nlists = sizeof lists / sizeof lists[0];
+  fc_check(&f);
+  for (uint32_t step = 0; step < 400; step++) {
+    uint32_t op = wt_below(&rng, 100);
+    if (op < 30 && f.n < FC_MAX) {
+      f.live[f.n++] = fc_spawn(&f, lists[wt_below(&rng, nlists)]);
+    } else if (op < 34 && f.n + 600 <= FC_MAX) {
+      /* A batch: fresh chunks, likely a fresh segment. */
+      const weft_component_t as[] = {f.a, f.s, 0};
+      uint32_t k = 1 + wt_below(&rng, 600);
+      assert_int_equal(
+          weft_spawn_batch(f.w, k, as, fc_fill, NULL, &f.live[f.n]), WEFT_OK);
+      f.n += k;
+    } else if (op < 60 && f.n) {
+      /* Despawn a run of entities (emptying chunks and archetypes). */
+      uint32_t k = 1 + wt_below(&rng, 40);
+      for (uint32_t j = 0; j < k && f.n; j++) {
+        uint32_t i = wt_below(&rng, f.n);
+        assert_int_equal(weft_despawn(f.w, f.live[i]), WEFT_OK);
+        f.live[i] = f.live[--f.n];
+      }
+    } else if (op < 80 && f.n) {
+      /* Moves: add or remove t or b. */
+      weft_entity_t e = f.live[wt_below(&rng, f.n)];
+      weft_component_t c = wt_chance(&rng, 1, 2) ? f.t : f.b;
+      if (weft_has(f.w, e, c))
+        assert_int_equal(weft_remove(f.w, e, c), WEFT_OK);
+      else
+        assert_int_equal(weft_add(f.w, e, c, NULL), WEFT_OK);
+    } else if (op < 83) {
+      weft_world_trim(f.w); /* frees emptied segments */
+    } else if (op < 86) {
+      /* Queries created late see archetypes that already have chunks. */
+      for (uint32_t qi = 2; qi < FC_QUERIES; qi++) {
+        if (f.q[qi])
+          continue;
+        weft_query_desc_t d = empty_desc();
+        if (qi == 2) {
+          d.include[0] = f.s;
+          d.exclude[0] = f.t;
+        } else if (qi == 3) {
+          d.include[0] = f.t;
+        } else {
+          d.include[0] = f.b;
+          d.any[0] = f.a;
+          d.any[1] = f.t;
+        }
+        f.q[qi] = make_query(f.w, &d);
+        break;
+      }
+    }
+    if (step % 3 == 0)
+      fc_check(&f);
+  }
+  fc_check(&f);
+  weft_world_destroy(f.w);
+}
+
+static void test_query_cache_follows_changes_unchecked(void **state) {
+  (void)state;
+  for (uint64_t seed = 1; seed <= 3; seed++)
+    fc_run(WEFT_CHECKED_OFF, seed);
+}
+
+static void test_query_cache_follows_changes_checked(void **state) {
+  (void)state;
+  for (uint64_t seed = 11; seed <= 13; seed++)
+    fc_run(WEFT_CHECKED_ON, seed);
+}
+
+/* Structural calls made during an iteration stage; the next iteration
+ * sees them (the cache is rebuilt), in both modes. */
+static void test_query_cache_sees_staged_changes(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 2; mode++) {
+    weft_world_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.checked = mode ? WEFT_CHECKED_ON : WEFT_CHECKED_OFF;
+    cfg.panic = fc_panic;
+    weft_world_t *w = wt_world_new(&cfg);
+    weft_component_t a = wt_register(w, "a", 4, 0);
+    weft_component_t t = wt_register_tag(w, "t");
+    const weft_component_t only_a[] = {a, 0};
+    for (int i = 0; i < 10; i++)
+      wt_spawn_with(w, only_a, NULL);
+    weft_query_t *q = make_query(w, &(weft_query_desc_t){.include = {a}});
+    weft_query_t *qt = make_query(w, &(weft_query_desc_t){.include = {t}});
+    assert_int_equal(iter_rows(qt), 0);
+    weft_iter_t it;
+    uint32_t rows = 0;
+    weft_query_iter(q, &it);
+    while (weft_iter_next(&it)) {
+      for (uint32_t r = 0; r < it.count; r++) {
+        /* Staged: the walk goes on over what it started with. */
+        assert_int_equal(weft_add(w, it.entities[r], t, NULL), WEFT_OK);
+        weft_entity_t pending;
+        assert_int_equal(weft_spawn_with(w, only_a, NULL, &pending), WEFT_OK);
+      }
+      rows += it.count;
+    }
+    assert_int_equal(rows, 10);
+    assert_int_equal(iter_rows(q), 20);
+    assert_int_equal(iter_rows(qt), 10);
+    /* An early exit closes the scope; a change after it shows too. */
+    weft_query_iter(q, &it);
+    assert_true(weft_iter_next(&it));
+    weft_iter_close(&it);
+    weft_entity_t e = wt_spawn_with(w, only_a, NULL);
+    assert_int_equal(iter_rows(q), 21);
+    assert_true(query_yields(q, e));
+    assert_int_equal(weft_despawn(w, e), WEFT_OK);
+    assert_false(query_yields(q, e));
+    assert_int_equal(iter_rows(q), 20);
+    weft_world_destroy(w);
+  }
+}
+
+/* Rebuilding the cache reuses its memory: iterating after changes that
+ * need no new chunks allocates nothing. */
+static void test_query_cache_rebuild_allocates_nothing(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  weft_component_t a = wt_register(w, "a", 8, 0);
+  weft_component_t t = wt_register_tag(w, "t");
+  const weft_component_t only_a[] = {a, 0};
+  const weft_component_t at[] = {a, t, 0};
+  enum { N = 3000 };
+  static weft_entity_t es[N];
+  assert_int_equal(weft_spawn_batch(w, N, only_a, NULL, NULL, es), WEFT_OK);
+  weft_query_t *q = make_query(w, &(weft_query_desc_t){.include = {a}});
+  weft_entity_t e = wt_spawn_with(w, at, NULL); /* archetype {a, t} */
+  assert_int_equal(weft_despawn(w, e), WEFT_OK);
+  assert_int_equal(iter_rows(q), N);
+  uint64_t allocs = 0;
+  for (uint32_t round = 0; round < 50; round++) {
+    if (round == 2) /* both archetypes have their chunks now */
+      allocs = wt_stats(w).allocs;
+    /* Empty chunks and fill them again, in turn with rows of {a} and of
+     * {a, t}. */
+    for (uint32_t i = 0; i < N; i += 7)
+      assert_int_equal(weft_despawn(w, es[i]), WEFT_OK);
+    assert_int_equal(iter_rows(q), N - (N + 6) / 7);
+    for (uint32_t i = 0; i < N; i += 7)
+      es[i] = wt_spawn_with(w, round % 2 ? at : only_a, NULL);
+    assert_int_equal(iter_rows(q), N);
+  }
+  assert_int_equal(wt_stats(w).allocs, allocs);
+  weft_world_destroy(w);
+}
+
+/* Several threads start iterating a query whose cache is stale at once:
+ * one rebuilds it while the others walk the matches, and all agree. The
+ * owner thread changes the world between rounds, while no reader runs. */
+enum { CT_THREADS = 4, CT_ROUNDS = 60, CT_MAX = 40000 };
+
+typedef struct ct_shared_t {
+  weft_world_t *w;
+  weft_query_t *q;
+  pthread_barrier_t go, done;
+  uint64_t expect_sum;
+  uint32_t expect_rows;
+} ct_shared_t;
+
+typedef struct ct_reader_t {
+  ct_shared_t *s;
+  uint32_t errors;
+} ct_reader_t;
+
+static void *ct_main(void *arg) {
+  ct_reader_t *r = arg;
+  ct_shared_t *s = r->s;
+  for (uint32_t round = 0; round < CT_ROUNDS; round++) {
+    pthread_barrier_wait(&s->go);
+    for (uint32_t pass = 0; pass < 2; pass++) {
+      uint64_t sum = 0;
+      uint32_t rows = 0;
+      weft_iter_t it;
+      weft_query_iter(s->q, &it);
+      while (weft_iter_next(&it)) {
+        const uint64_t *a = it.columns[0];
+        for (uint32_t i = 0; i < it.count; i++) {
+          r->errors += a[i] != weft_entity_index(it.entities[i]);
+          sum += a[i];
+        }
+        rows += it.count;
+      }
+      r->errors += rows != s->expect_rows;
+      r->errors += sum != s->expect_sum;
+    }
+    pthread_barrier_wait(&s->done);
+  }
+  return NULL;
+}
+
+static void ct_fill(void *user, const weft_iter_t *view, uint32_t first) {
+  (void)user;
+  (void)first;
+  uint64_t *a = view->columns[0];
+  for (uint32_t i = 0; i < view->count; i++)
+    a[i] = weft_entity_index(view->entities[i]);
+}
+
+static void test_query_cache_concurrent_rebuild(void **state) {
+  (void)state;
+  static ct_shared_t s;
+  static weft_entity_t live[CT_MAX];
+  uint32_t n = 0;
+  memset(&s, 0, sizeof s);
+  s.w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
+  weft_component_t a = wt_register(s.w, "a", 8, 0);
+  weft_component_t t = wt_register_tag(s.w, "t");
+  s.q = make_query(s.w, &(weft_query_desc_t){.include = {a}});
+  assert_int_equal(pthread_barrier_init(&s.go, NULL, CT_THREADS + 1), 0);
+  assert_int_equal(pthread_barrier_init(&s.done, NULL, CT_THREADS + 1), 0);
+  pthread_t th[CT_THREADS];
+  ct_reader_t rd[CT_THREADS];
+  for (uint32_t i = 0; i < CT_THREADS; i++) {
+    rd[i] = (ct_reader_t){.s = &s};
+    assert_int_equal(pthread_create(&th[i], NULL, ct_main, &rd[i]), 0);
+  }
+  wt_rng_t rng = wt_rng(5);
+  for (uint32_t round = 0; round < CT_ROUNDS; round++) {
+    /* Structural changes leave the cache stale for the readers. */
+    uint32_t k = wt_below(&rng, 1500);
+    if (n + k > CT_MAX)
+      k = CT_MAX - n;
+    const weft_component_t list[] = {a, round % 2 ? t : 0, 0};
+    assert_int_equal(weft_spawn_batch(s.w, k, list, ct_fill, NULL, &live[n]),
+                     WEFT_OK);
+    n += k;
+    for (uint32_t j = wt_below(&rng, 600); j && n; j--) {
+      uint32_t i = wt_below(&rng, n);
+      assert_int_equal(weft_despawn(s.w, live[i]), WEFT_OK);
+      live[i] = live[--n];
+    }
+    s.expect_rows = n;
+    s.expect_sum = 0;
+    for (uint32_t i = 0; i < n; i++)
+      s.expect_sum += weft_entity_index(live[i]);
+    uint64_t allocs = wt_stats(s.w).allocs;
+    pthread_barrier_wait(&s.go);
+    pthread_barrier_wait(&s.done);
+    /* Readers allocate nothing, rebuilding included. */
+    assert_int_equal(wt_stats(s.w).allocs, allocs);
+    assert_int_equal(weft_world_defer_depth(s.w), 0);
+  }
+  for (uint32_t i = 0; i < CT_THREADS; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(rd[i].errors, 0);
+  }
+  pthread_barrier_destroy(&s.go);
+  pthread_barrier_destroy(&s.done);
+  weft_world_destroy(s.w);
+}
+
+/* One hand-out of an iterator, for comparing two walks. */
+typedef struct fb_out_t {
+  uint32_t count;
+  const weft_entity_t *entities;
+  void *col0;
+  void *field1;
+} fb_out_t;
+
+/* Walks q, recording up to max hand-outs; *flat tells which way it went. */
+static uint32_t fb_walk(weft_query_t *q, weft_component_t tag, fb_out_t *out,
+                        uint32_t max, bool *flat) {
+  weft_iter_t it;
+  uint32_t n = 0;
+  weft_query_iter(q, &it);
+  *flat = it.slot0_ != NULL;
+  while (weft_iter_next(&it)) {
+    assert_true(n < max);
+    out[n].count = it.count;
+    out[n].entities = it.entities;
+    out[n].col0 = it.columns[0];
+    out[n].field1 = weft_iter_field(&it, 1, 1);
+    void *fs[WEFT_MAX_FIELDS];
+    assert_int_equal(weft_iter_fields(&it, 1, fs), 2);
+    assert_ptr_equal(fs[1], out[n].field1);
+    assert_null(weft_iter_column_of(&it, tag));
+    assert_ptr_equal(weft_iter_column_of(&it, q->terms[0]), it.columns[0]);
+    n++;
+  }
+  assert_int_equal(weft_world_defer_depth(q->world), 0);
+  return n;
+}
+
+/*
+ * An iterator that cannot use the flat cache (another thread is rebuilding
+ * it, or it lacks room after a failed allocation) walks the query's
+ * matches instead, handing out exactly the same chunks.
+ */
+static void test_query_cache_fallback_walks_matches(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 4; mode++) {
+    weft_world_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.chunk_size = WEFT_CHUNK_SIZE_MIN;
+    cfg.checked = mode & 1 ? WEFT_CHECKED_ON : WEFT_CHECKED_OFF;
+    cfg.panic = fc_panic;
+    weft_world_t *w = wt_world_new(&cfg);
+    weft_component_t a = wt_register(w, "a", 8, 0);
+    weft_field_desc_t fields[2] = {WEFT_FIELD(fc_pair_t, lo),
+                                   WEFT_FIELD(fc_pair_t, hi)};
+    weft_component_desc_t sd = {.name = "s",
+                                .size = sizeof(fc_pair_t),
+                                .fields = fields,
+                                .field_count = 2,
+                                .flags = WEFT_COMPONENT_SOA};
+    weft_component_t sc;
+    assert_int_equal(weft_component_register(w, &sd, &sc), WEFT_OK);
+    weft_component_t t = wt_register_tag(w, "t");
+    const weft_component_t as[] = {a, sc, 0}, ast[] = {a, sc, t, 0};
+    assert_int_equal(weft_spawn_batch(w, 900, as, NULL, NULL, NULL), WEFT_OK);
+    weft_query_t *q = make_query(
+        w, &(weft_query_desc_t){.include = {a, sc},
+                                .flags = mode & 2 ? WEFT_QUERY_CHUNK_RUNS : 0});
+    enum { MAX = 256 };
+    static fb_out_t flat[MAX], walk[MAX];
+    bool used_flat;
+    for (int change = 0; change < 2; change++) {
+      /* A structural change makes the cache stale... */
+      assert_int_equal(
+          weft_spawn_batch(w, 300, change ? as : ast, NULL, NULL, NULL),
+          WEFT_OK);
+      /* ...and another thread holds the rebuild (or the room is short). */
+      uint32_t cap = q->flat_cap;
+      if (change)
+        q->flat_cap = 0;
+      else
+        assert_false(atomic_flag_test_and_set(&q->flat_lock));
+      uint32_t nw = fb_walk(q, t, walk, MAX, &used_flat);
+      assert_false(used_flat);
+      uint32_t nw2 = fb_walk(q, t, walk, MAX, &used_flat); /* still stale */
+      assert_false(used_flat);
+      assert_int_equal(nw2, nw);
+      if (change)
+        q->flat_cap = cap;
+      else
+        atomic_flag_clear(&q->flat_lock);
+      uint32_t nf = fb_walk(q, t, flat, MAX, &used_flat);
+      assert_true(used_flat);
+      assert_int_equal(nf, nw);
+      uint32_t rows = 0;
+      for (uint32_t i = 0; i < nf; i++) {
+        assert_int_equal(flat[i].count, walk[i].count);
+        assert_ptr_equal(flat[i].entities, walk[i].entities);
+        assert_ptr_equal(flat[i].col0, walk[i].col0);
+        assert_ptr_equal(flat[i].field1, walk[i].field1);
+        assert_non_null(flat[i].field1);
+        rows += flat[i].count;
+      }
+      assert_int_equal(rows, weft_query_count(q));
+      if (mode & 2)
+        assert_true(nf < 10); /* runs span chunks */
+    }
+    weft_world_destroy(w);
+  }
+}
+
+typedef struct bf_state_t {
+  weft_query_t *q;
+  uint32_t before; /* rows the query had before the batch */
+  uint32_t calls;
+  uint32_t errors;
+} bf_state_t;
+
+static void bf_fill(void *user, const weft_iter_t *view, uint32_t first) {
+  bf_state_t *st = user;
+  /* Iterating from the fill callback sees every row the batch has placed
+   * so far, as weft_query_count() does. */
+  uint32_t rows = 0;
+  weft_iter_t it;
+  for (weft_query_iter(st->q, &it); weft_iter_next(&it);)
+    rows += it.count;
+  st->errors += rows != st->before + first + view->count;
+  st->errors += rows != weft_query_count(st->q);
+  st->calls++;
+}
+
+/* A batch spawn changes the world between its fill calls: the cache
+ * follows within the batch too. */
+static void test_query_cache_inside_batch_fill(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 2; mode++) {
+    weft_world_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.chunk_size = WEFT_CHUNK_SIZE_MIN;
+    cfg.checked = mode ? WEFT_CHECKED_ON : WEFT_CHECKED_OFF;
+    cfg.panic = fc_panic;
+    weft_world_t *w = wt_world_new(&cfg);
+    weft_component_t a = wt_register(w, "a", 8, 0);
+    const weft_component_t only_a[] = {a, 0};
+    for (int i = 0; i < 10; i++)
+      wt_spawn_with(w, only_a, NULL);
+    bf_state_t st = {.q = make_query(w, &(weft_query_desc_t){.include = {a}})};
+    st.before = iter_rows(st.q); /* the cache is fresh */
+    assert_int_equal(st.before, 10);
+    assert_int_equal(weft_spawn_batch(w, 2000, only_a, bf_fill, &st, NULL),
+                     WEFT_OK);
+    assert_true(st.calls > 2);
+    assert_int_equal(st.errors, 0);
+    assert_int_equal(iter_rows(st.q), 2010);
+    weft_world_destroy(w);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_query_chunk_runs_cover_contiguous_chunks),
@@ -908,6 +1507,13 @@ int main(void) {
       cmocka_unit_test(test_query_column_of_and_enabled),
       cmocka_unit_test(test_query_columns_are_writable),
       cmocka_unit_test(test_query_skips_empty_chunks),
+      cmocka_unit_test(test_query_cache_follows_changes_unchecked),
+      cmocka_unit_test(test_query_cache_follows_changes_checked),
+      cmocka_unit_test(test_query_cache_sees_staged_changes),
+      cmocka_unit_test(test_query_cache_rebuild_allocates_nothing),
+      cmocka_unit_test(test_query_cache_concurrent_rebuild),
+      cmocka_unit_test(test_query_cache_fallback_walks_matches),
+      cmocka_unit_test(test_query_cache_inside_batch_fill),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,6 +57,20 @@ typedef struct weft_query_desc_t {
 } weft_query_desc_t;
 
 /**
+ * Private: one entry of a query's flat cache of chunks, followed in memory
+ * by one array pointer per include term (at least one, NULL when there is
+ * no include term). weft_iter_next() copies it into the iterator. May
+ * change between releases.
+ */
+typedef struct weft_iter_slot_t_ {
+  void *chunk;
+  const void *match;
+  uint32_t count;
+  uint32_t home_node;
+  const weft_entity_t *entities;
+} weft_iter_slot_t_;
+
+/**
  * A chunk-at-a-time iterator. It lives on the caller's stack; starting and
  * advancing it allocates nothing. The public fields are valid after
  * weft_iter_next() returned true; the rest is private.
@@ -68,23 +82,31 @@ typedef struct weft_iter_t {
   void *columns[WEFT_QUERY_MAX_TERMS]; /**< include term i's array, NULL for
                                           tags and SoA components */
   /* Private: may change between releases. */
-  const weft_world_t *world_;
+  const weft_iter_slot_t_ *slot_; /* next flat-cache slot to hand out */
+  /* Where weft_iter_next() stops handing out slots inline: slot_stop_, or
+   * slot_ in checked mode, whose per-chunk check is out of line. */
+  const weft_iter_slot_t_ *slot_end_;
+  const weft_iter_slot_t_ *slot_stop_; /* end of the query's slots */
+  const weft_iter_slot_t_ *slot0_;     /* the first slot */
+  uint32_t term_count_;
+  uint32_t slot_bytes_; /* bytes per slot */
   const uint64_t *world_version_;
-  void *chunk_; /* current chunk (its header names the
-                   archetype) */
+  uint64_t version_;
+  void *chunk_; /* current chunk (its header names the archetype) when
+                   walking the matches or a view; NULL on the flat cache,
+                   where the last slot handed out names it */
+  uint32_t chunk_index_;
+  const weft_world_t *world_;
   const weft_component_t *terms_;
   void *const *chunks_;    /* the current archetype's chunk list */
   const void *match_;      /* the query's cache entry being walked */
   const void *match_next_; /* the next entry to look at */
   const void *match_end_;
   uint32_t nchunks_;
-  uint32_t term_count_;
-  uint32_t chunk_index_;
   uint32_t row0_;
   uint32_t runs_;   /* nonzero: hand out runs of contiguous chunks */
   uint32_t scoped_; /* nonzero: holds an iteration scope (command.h), taken
                        after unwind number scoped_ - 1 */
-  uint64_t version_;
 } weft_iter_t;
 
 /**
@@ -115,13 +137,37 @@ uint32_t weft_query_archetype_count(const weft_query_t *query);
  */
 void weft_query_iter(const weft_query_t *query, weft_iter_t *it);
 
+/** Private: the out-of-line part of weft_iter_next(). */
+bool weft_iter_next_slow_(weft_iter_t *it);
+
 /**
  * Advances to the next non-empty chunk. Returns false at the end, closing
  * the iteration's scope (which may apply staged changes; the result of that
  * drain is weft_world_last_drain()). In checked mode, panics if the world
  * changed structurally since weft_query_iter().
+ *
+ * Inline: handing out a chunk of the query's flat cache is a handful of
+ * loads and stores. The end of the iteration, iterators that walk the
+ * matches and every chunk in checked mode (the structural-change check)
+ * take the call.
  */
-bool weft_iter_next(weft_iter_t *it);
+static inline bool weft_iter_next(weft_iter_t *it) {
+  const weft_iter_slot_t_ *s = it ? it->slot_ : (const weft_iter_slot_t_ *)0;
+  if (s != (it ? it->slot_end_ : s)) {
+    void *const *cols = (void *const *)(s + 1);
+    it->count = s->count;
+    it->home_node = s->home_node;
+    it->entities = s->entities;
+    /* A slot holds at least one column (NULL without include terms). */
+    it->columns[0] = cols[0];
+    for (uint32_t t = 1, n = it->term_count_; t < n; t++)
+      it->columns[t] = cols[t];
+    it->slot_ =
+        (const weft_iter_slot_t_ *)((const unsigned char *)s + it->slot_bytes_);
+    return 1;
+  }
+  return weft_iter_next_slow_(it);
+}
 
 /**
  * Ends an iteration early, closing its scope. Safe to call after the end
