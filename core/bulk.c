@@ -52,9 +52,9 @@ static void write_run(const weft__archetype_t *b, weft__chunk_t *dc,
 
 /* Appends the rows to b, run by run, and points their records there. */
 static void append_rows(weft_world_t *w, const weft__archetype_t *a,
-                        weft__archetype_t *b, weft__record_t *const *recs,
-                        uint32_t k, const weft__group_run_t *runs,
-                        uint32_t *old_rows, const weft__group_values_t *vals) {
+                        weft__archetype_t *b, uint32_t k,
+                        const weft__group_run_t *runs,
+                        const weft__group_values_t *vals) {
   const weft__group_run_t *run = runs;
   uint32_t off = 0; /* rows of *run already appended */
   for (uint32_t done = 0; done < k;) {
@@ -69,9 +69,6 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
       uint32_t sr = run->row + off, len = run->n - off;
       if (len > m - i)
         len = m - i;
-      if (old_rows)
-        for (uint32_t q = 0; q < len; q++)
-          old_rows[done + i + q] = sc->index * a->row_cap + sr + q;
       weft__copy_rows(a, b, sc, sr, dc, dr0 + i, len);
       if (vals && vals->col)
         write_run(b, dc, dr0 + i, done + i, len, vals);
@@ -82,10 +79,14 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
         off = 0;
       }
     }
-    weft__record_t *const *r = recs + done;
+    /* The records are found again through the handles just copied (in
+     * cache, as are the records the caller read to collect the group):
+     * cheaper than keeping a pointer per row in memory. */
+    const weft_entity_t *ents = dc->entities + dr0;
     uint32_t cid = dc->id;
     for (uint32_t i = 0; i < m; i++)
-      weft__rec_set_loc(r[i], cid, dr0 + i);
+      weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)ents[i]), cid,
+                        dr0 + i);
     done += m;
   }
 }
@@ -101,33 +102,43 @@ static void copy_row(const weft__archetype_t *a, const weft__chunk_t *sc,
   dc->entities[dr] = sc->entities[sr];
 }
 
+/* Fills hole h of a (below its new count) with the first row from *t on
+ * that stays (its record still points at it), and moves *t past it. */
+static void fill_hole(weft_world_t *w, weft__archetype_t *a, uint32_t h,
+                      uint32_t *t) {
+  uint32_t cap = a->row_cap;
+  weft__chunk_t *tc;
+  uint32_t tr;
+  weft__record_t *rec;
+  for (;; ++*t) {
+    tc = a->chunks[*t / cap];
+    tr = *t % cap;
+    rec = weft__index_rec(&w->index, (uint32_t)tc->entities[tr]);
+    if (weft__rec_chunk(rec) == tc->id && weft__rec_row(rec) == tr)
+      break; /* a row that stays */
+  }
+  weft__chunk_t *hc = a->chunks[h / cap];
+  copy_row(a, tc, tr, hc, h % cap);
+  hc->sversion = w->change_version; /* a row moved in */
+  weft__rec_set_loc(rec, hc->id, h % cap);
+  ++*t;
+}
+
 /*
- * Closes the holes the moved rows left in a. Rows at or above the new
- * count that stayed (their record still points at them) fill the holes
- * below it, in order; then a is truncated.
+ * Closes the holes the moved rows left in a: the runs they were taken
+ * from, in order. Rows at or above the new count that stayed fill the
+ * holes below it, in order; then a is truncated. Holes at or above the
+ * new count need nothing, so a group that took whole chunks at the end of
+ * a, or every row, costs no per-row work here.
  */
 static void compact(weft_world_t *w, weft__archetype_t *a,
-                    const uint32_t *old_rows, uint32_t k) {
+                    const weft__group_run_t *runs, uint32_t nruns, uint32_t k) {
   uint32_t cap = a->row_cap, n2 = a->count - k, t = n2;
-  for (uint32_t i = 0; old_rows && i < k; i++) {
-    uint32_t h = old_rows[i];
-    if (h >= n2)
-      continue; /* truncation removes it */
-    weft__chunk_t *tc;
-    uint32_t tr;
-    weft__record_t *rec;
-    for (;; t++) {
-      tc = a->chunks[t / cap];
-      tr = t % cap;
-      rec = weft__index_rec(&w->index, (uint32_t)tc->entities[tr]);
-      if (weft__rec_chunk(rec) == tc->id && weft__rec_row(rec) == tr)
-        break; /* a row that stays */
-    }
-    weft__chunk_t *hc = a->chunks[h / cap];
-    copy_row(a, tc, tr, hc, h % cap);
-    hc->sversion = w->change_version; /* a row moved in */
-    weft__rec_set_loc(rec, hc->id, h % cap);
-    t++;
+  for (uint32_t i = 0; n2 && i < nruns; i++) {
+    uint32_t h = runs[i].chunk->index * cap + runs[i].row;
+    uint32_t end = h + runs[i].n < n2 ? h + runs[i].n : n2;
+    for (; h < end; h++)
+      fill_hole(w, a, h, &t);
   }
   uint32_t keep = (n2 + cap - 1) / cap;
   for (uint32_t c = keep; c < a->nchunks; c++)
@@ -141,21 +152,19 @@ static void compact(weft_world_t *w, weft__archetype_t *a,
 }
 
 int weft__move_group_rows(weft_world_t *w, weft__archetype_t *a,
-                          weft__archetype_t *b, weft__record_t *const *recs,
-                          uint32_t k, const weft__group_run_t *runs,
-                          uint32_t *old_rows,
+                          weft__archetype_t *b, uint32_t k,
+                          const weft__group_run_t *runs,
                           const weft__group_values_t *vals) {
   int rc = weft__archetype_reserve_rows(w, b, k);
   if (rc)
     return rc;
-  append_rows(w, a, b, recs, k, runs, old_rows, vals);
+  append_rows(w, a, b, k, runs, vals);
   w->moves += k;
   return 0;
 }
 
 void weft__move_group_close(weft_world_t *w, weft__archetype_t *a, uint32_t k,
-                            const uint32_t *old_rows) {
-  /* When every row left, nothing needs closing: a just empties. */
-  compact(w, a, k == a->count ? NULL : old_rows, k);
+                            const weft__group_run_t *runs, uint32_t nruns) {
+  compact(w, a, runs, nruns, k);
   w->version++;
 }

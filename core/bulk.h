@@ -47,29 +47,28 @@ typedef struct weft__group_run_t {
 } weft__group_run_t;
 
 /*
- * Moves the k live rows whose records are recs[0..k), all in archetype a,
- * to archetype b (b != a), in two steps so that a caller can move a long
- * group slice by slice while the slice is in cache.
+ * Moves k live rows of archetype a to archetype b (b != a), in two steps so
+ * that a caller can move a long group slice by slice while the slice is in
+ * cache.
  *
- * weft__move_group_rows() appends them: runs[0..nruns) are the same rows in
- * the same order, as source runs (their n add up to k). They become b's
- * last k rows in that order and their records point there; components b
- * has and a lacks are zero-filled; vals, when not NULL, gives values to
- * write into them. Their old places in a become holes (a's rows are not
- * touched) and old_rows[0..k) gets their positions. 0, or WEFT_ENOMEM /
- * WEFT_ELIMIT with nothing moved.
+ * weft__move_group_rows() appends them: runs (their n add up to k) are the
+ * rows in order, as runs of consecutive source rows. They become b's last
+ * k rows in that order and their records point there; components b has and
+ * a lacks are zero-filled; vals, when not NULL, gives values to write into
+ * them. Their old places in a become holes (a's rows are not touched). 0,
+ * or WEFT_ENOMEM / WEFT_ELIMIT with nothing moved.
  *
  * weft__move_group_close() then closes the holes of all k rows appended
- * since the last close (old_rows[0..k) their positions): rows of a left
- * behind keep a dense; holes below the new count are filled from the tail
- * in order.
+ * since the last close, runs[0..nruns) their source runs (still as
+ * collected: a's chunks have not changed): rows of a left behind keep a
+ * dense; holes below the new count are filled from the tail in order.
  */
 int weft__move_group_rows(struct weft_world_t *w, struct weft__archetype_t *a,
-                          struct weft__archetype_t *b,
-                          weft__record_t *const *recs, uint32_t k,
-                          const weft__group_run_t *runs, uint32_t *old_rows,
+                          struct weft__archetype_t *b, uint32_t k,
+                          const weft__group_run_t *runs,
                           const weft__group_values_t *vals);
 void weft__move_group_close(struct weft_world_t *w, struct weft__archetype_t *a,
-                            uint32_t k, const uint32_t *old_rows);
+                            uint32_t k, const weft__group_run_t *runs,
+                            uint32_t nruns);
 
 #endif /* WEFT_CORE_BULK_H */

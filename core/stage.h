@@ -63,9 +63,8 @@ weft__stage_new(weft_world_t *w, weft_entity_t e, uint32_t kind,
   t->stage_of[slot] = t->nstages;
   weft__stage_t *s = &t->stages[t->nstages++];
   s->e = e;
-  s->op0 = (weft__op_t){.value = NULL, .next = WEFT__TXN_NIL};
-  s->tail = WEFT__TXN_NIL;
-  s->kind = kind;
+  s->op0 = (weft__op_t){
+      .value = NULL, .next = WEFT__TXN_NIL, .flags = weft__kind_flags(kind, 0)};
   t->kinds[kind]++;
   *out = s;
   return 0;
@@ -112,16 +111,16 @@ static inline void weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
   if (weft__stage_of_entity(w, e, WEFT__ST_DESPAWN, &s) || !s)
     return;
   w->txn.commands++;
-  uint32_t kind = s->kind;
+  uint32_t kind = weft__stage_kind(s), to = kind;
   if (kind == WEFT__ST_SPAWN)
-    s->kind = WEFT__ST_CANCELLED;
+    to = WEFT__ST_CANCELLED;
   else if (kind == WEFT__ST_MUTATE)
-    s->kind = WEFT__ST_DESPAWN;
+    to = WEFT__ST_DESPAWN;
   w->txn.kinds[kind]--;
-  w->txn.kinds[s->kind]++;
+  w->txn.kinds[to]++;
   /* Despawn cancels every staged change of the entity. */
-  s->op0 = (weft__op_t){.value = NULL, .next = WEFT__TXN_NIL};
-  s->tail = WEFT__TXN_NIL;
+  s->op0 = (weft__op_t){
+      .value = NULL, .next = WEFT__TXN_NIL, .flags = weft__kind_flags(to, 0)};
 }
 
 static inline void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
@@ -130,15 +129,17 @@ static inline void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
   if (weft__stage_of_entity(w, e, WEFT__ST_MUTATE, &s) || !s)
     return;
   w->txn.commands++;
-  if (s->kind == WEFT__ST_DESPAWN || s->kind == WEFT__ST_CANCELLED)
+  uint32_t kind = weft__stage_kind(s);
+  if (kind == WEFT__ST_DESPAWN || kind == WEFT__ST_CANCELLED)
     return; /* a staged despawn ignores later changes */
   weft__txn_t *t = &w->txn;
   weft__op_t op_rec = {.value = value,
                        .next = WEFT__TXN_NIL,
                        .comp = (uint16_t)c,
-                       .op = (uint8_t)op};
+                       .op = (uint8_t)op,
+                       .flags = weft__kind_flags(kind, 0)};
   if (s->op0.op == 0) {
-    s->op0 = op_rec;
+    s->op0 = op_rec; /* no other ops yet */
     return;
   }
   if (WEFT__UNLIKELY(t->nops == t->ops_cap) &&
@@ -147,13 +148,15 @@ static inline void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
     t->dropped++;
     return;
   }
-  uint32_t k = t->nops++;
+  /* k becomes the last op of the ring: it points at the second op (itself
+   * when it is the second), the old last points at it. */
+  uint32_t k = t->nops++, last = s->op0.next;
+  op_rec.flags = 0;
+  op_rec.next = last == WEFT__TXN_NIL ? k : t->ops[last].next;
   t->ops[k] = op_rec;
-  if (s->tail == WEFT__TXN_NIL)
-    s->op0.next = k;
-  else
-    t->ops[s->tail].next = k;
-  s->tail = k;
+  if (last != WEFT__TXN_NIL)
+    t->ops[last].next = k;
+  s->op0.next = k;
 }
 
 #endif /* WEFT_CORE_STAGE_H */

@@ -12,6 +12,7 @@
  */
 #include "core/txn.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "core/bulk.h"
@@ -109,9 +110,7 @@ void weft__txn_fini(weft__txn_t *t) {
   weft__free(t->batches, 0, 16);
   weft__free(t->bufs, 0, 16);
   weft__free(t->buf_epochs, 0, 16);
-  weft__free(t->group_recs, 0, 16);
   weft__free(t->fast, 0, 16);
-  weft__free(t->group_rows, 0, 16);
   weft__free(t->group_runs, 0, 16);
   weft__arena_fini(&t->arena);
   weft__free(t->merge_pos, 0, 16);
@@ -164,16 +163,17 @@ int weft__stage_batch(weft_world_t *w, uint32_t op, weft_component_t c,
 
 /* ---- folding a stage into its target archetype --------------------------- */
 
-/* The op after op in its stage's chain, or NULL. */
-static inline weft__op_t *op_next(weft__txn_t *t, const weft__op_t *op) {
-  return op->next == WEFT__TXN_NIL ? NULL : &t->ops[op->next];
+/* The op after op in the ops that start at first, or NULL. */
+static inline weft__op_t *op_next(weft__txn_t *t, const weft__op_t *first,
+                                  const weft__op_t *op) {
+  return weft__op_after(t->ops, first, op);
 }
 
 /* Clears the write flag of the ops before `until` on component c (a remove
  * undoes them). */
 static void kill_writes(weft__txn_t *t, weft__op_t *first,
                         const weft__op_t *until, weft_component_t c) {
-  for (weft__op_t *op = first; op != until; op = op_next(t, op))
+  for (weft__op_t *op = first; op != until; op = op_next(t, first, op))
     if (op->comp == c)
       weft__op_set_live(op, false);
 }
@@ -196,7 +196,7 @@ static int fold_ops(weft_world_t *w, weft__archetype_t *base, weft__op_t *first,
   weft__txn_t *t = &w->txn;
   weft__archetype_t *a = base;
   int rc = 0;
-  for (weft__op_t *op = first; op && rc == 0; op = op_next(t, op)) {
+  for (weft__op_t *op = first; op && rc == 0; op = op_next(t, first, op)) {
     weft_component_t c = op->comp;
     bool has = weft__mask_test(&a->present, c);
     weft__op_set_live(op, false);
@@ -238,7 +238,7 @@ static int fold_ops(weft_world_t *w, weft__archetype_t *base, weft__op_t *first,
 static void write_values(weft_world_t *w, weft__archetype_t *a,
                          weft__chunk_t *c, uint32_t row, weft__op_t *first) {
   weft__txn_t *t = &w->txn;
-  for (const weft__op_t *op = first; op; op = op_next(t, op)) {
+  for (const weft__op_t *op = first; op; op = op_next(t, first, op)) {
     if (!weft__op_live(op))
       continue;
     const weft__column_t *col = weft__archetype_col(a, op->comp);
@@ -310,12 +310,13 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
 static void phase_despawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
   for (uint32_t i = s0; i < s1; i++) {
     weft__stage_t s = w->txn.stages[i];
-    if (s.kind == WEFT__ST_CANCELLED) {
+    uint32_t kind = weft__stage_kind(&s);
+    if (kind == WEFT__ST_CANCELLED) {
       weft__obs_cancelled(w, s.e);
       weft__unreserve_slot(w, (uint32_t)s.e);
       continue;
     }
-    if (s.kind != WEFT__ST_DESPAWN)
+    if (kind != WEFT__ST_DESPAWN)
       continue;
     weft__where_t at;
     if (!weft__locate(w, s.e, &at))
@@ -345,10 +346,10 @@ static int spawn_target(weft_world_t *w, weft__op_t *first,
     *target = w->root;
     return 0;
   }
-  for (weft__op_t *op = first; op; op = op_next(t, op))
+  for (weft__op_t *op = first; op; op = op_next(t, first, op))
     if (op->op != WEFT__OP_ADD && op->op != WEFT__OP_SET)
       return 1;
-  for (weft__op_t *op = first; op; op = op_next(t, op)) {
+  for (weft__op_t *op = first; op; op = op_next(t, first, op)) {
     bool has = weft__mask_test(&m, op->comp);
     weft__op_set_live(op, op->op == WEFT__OP_SET || !has);
     weft__mask_set(&m, op->comp);
@@ -389,7 +390,7 @@ static int phase_spawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
   int err = 0;
   for (uint32_t i = s0; i < s1; i++) {
     weft__stage_t s = w->txn.stages[i];
-    if (s.kind != WEFT__ST_SPAWN)
+    if (weft__stage_kind(&s) != WEFT__ST_SPAWN)
       continue;
     int rc = place_spawn(w, s.e, &s.op0);
     if (rc && !err)
@@ -400,7 +401,7 @@ static int phase_spawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
 
 /* A stage with exactly one op, the shape a group move handles. */
 static const weft__op_t *single_op(const weft__stage_t *s) {
-  if (s->kind != WEFT__ST_MUTATE || s->op0.op == 0 ||
+  if (weft__stage_kind(s) != WEFT__ST_MUTATE || s->op0.op == 0 ||
       s->op0.next != WEFT__TXN_NIL)
     return NULL;
   return &s->op0;
@@ -439,57 +440,66 @@ static uint32_t noop_run(weft_world_t *w, uint32_t i, uint32_t s1,
   return j - i;
 }
 
-/* Makes the group scratch hold n entries. */
+/* Makes the group scratch hold n runs. */
 static int group_scratch(weft_world_t *w, uint32_t n) {
   weft__txn_t *t = &w->txn;
   if (n <= t->group_cap)
     return 0;
-  uint32_t cap = t->group_cap, cap2 = t->group_cap, cap3 = t->group_cap;
-  if (weft__grow(&w->alloc, &t->group_recs, &cap, n, sizeof(*t->group_recs),
-                 1024) ||
-      weft__grow(&w->alloc, &t->group_rows, &cap2, n, sizeof(*t->group_rows),
-                 1024) ||
-      weft__grow(&w->alloc, &t->group_runs, &cap3, n, sizeof(*t->group_runs),
-                 1024))
-    return WEFT_ENOMEM;
-  cap = cap < cap2 ? cap : cap2;
-  t->group_cap = cap < cap3 ? cap : cap3;
-  return 0;
+  return weft__grow(&w->alloc, &t->group_runs, &t->group_cap, n,
+                    sizeof(*t->group_runs), 1024)
+             ? WEFT_ENOMEM
+             : 0;
 }
+
+/* The bytes of op after its value with the write flags cleared: equal for
+ * two ops of the same kind of stage, with the same next, component and
+ * op. One compare instead of four in the group scan. */
+static inline uint64_t op_shape(const weft__op_t *op) {
+  static const weft__op_t mask = {.next = WEFT__TXN_NIL,
+                                  .comp = 0xffff,
+                                  .op = 0xff,
+                                  .flags = (uint8_t)WEFT__OPF_KIND};
+  const size_t at = offsetof(weft__op_t, next);
+  uint64_t v, m;
+  memcpy(&v, (const unsigned char *)op + at, sizeof(v));
+  memcpy(&m, (const unsigned char *)&mask + at, sizeof(m));
+  return v & m;
+}
+
+_Static_assert(offsetof(weft__op_t, flags) - offsetof(weft__op_t, next) == 7 &&
+                   sizeof(weft__op_t) == 16,
+               "op_shape reads next..flags as one word");
 
 /*
  * Collects the part of a group in stages [i, s1): the stages from i on that
  * make op0 (the group's single op) to live entities of archetype a. Their
- * records go to the group scratch and their rows, as runs of consecutive source
- * rows, to the run scratch (*nruns of them). Returns the group's size. The
- * index header is copied to a local that the stores cannot alias, so the loop
- * keeps it in registers; out of line so that it has them to itself.
+ * rows go to runs[] as runs of consecutive source rows (*nruns of them).
+ * Returns the group's size. The index header is copied to a local that the
+ * stores cannot alias, so the loop keeps it in registers; out of line so
+ * that it has them to itself.
  */
 static __attribute__((noinline)) uint32_t
 collect_group(weft_world_t *w, const weft__op_t *op0, uint32_t i, uint32_t s1,
-              const weft__archetype_t *a, uint32_t *nruns) {
+              const weft__archetype_t *a, weft__group_run_t *runs,
+              uint32_t *nruns) {
   weft__txn_t *t = &w->txn;
   const weft__index_t ix = w->index;
   const weft__chunk_slot_t *table = w->chunks.table;
   const weft__stage_t *st = t->stages;
-  weft__record_t **recs = t->group_recs;
-  weft__group_run_t *runs = t->group_runs;
-  const uint32_t op = op0->op, comp = op0->comp;
+  /* op0 is a single op of a mutate stage (see single_op). */
+  const uint64_t shape = op_shape(op0);
   uint32_t k = 0, nr = 0, k0 = 0, run_cid = UINT32_MAX, run_end = 0;
   for (uint32_t j = i; j < s1; j++, k++) {
     const weft__stage_t *s = &st[j];
-    if (s->kind != WEFT__ST_MUTATE || s->op0.op != op || s->op0.comp != comp ||
-        s->op0.next != WEFT__TXN_NIL)
+    if (op_shape(&s->op0) != shape)
       break;
-    weft__record_t *r = weft__index_lookup(&ix, s->e);
+    const weft__record_t *r = weft__index_lookup(&ix, s->e);
     if (!r)
       break;
     uint32_t cid = weft__rec_chunk(r);
     if (table[cid].arch != a)
       break;
     uint32_t row = weft__rec_row(r);
-    __builtin_prefetch(&recs[k + 32], 1);
-    recs[k] = r;
     if (cid != run_cid || row != run_end) {
       if (nr)
         runs[nr - 1].n = k - k0;
@@ -530,12 +540,14 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
     return weft__op_live(&t->stages[i].op0) ? 0 : noop_run(w, i, s1, a);
   /* Slice by slice, so that a slice's records and stages are still in
    * cache when its rows move; a's holes are closed once, at the end. */
-  uint32_t k = 0;
+  uint32_t k = 0, nruns = 0;
   for (;;) {
     uint32_t end =
         s1 - (i + k) > WEFT__GROUP_SLICE ? i + k + WEFT__GROUP_SLICE : s1;
-    uint32_t nruns;
-    uint32_t m = collect_group(w, op0, i + k, end, a, &nruns);
+    /* The runs of every slice are kept: the close needs them all. */
+    weft__group_run_t *runs = t->group_runs + nruns;
+    uint32_t nr;
+    uint32_t m = collect_group(w, op0, i + k, end, a, runs, &nr);
     if (k == 0 && m < WEFT__GROUP_MIN)
       return 0;
     /* fold_ops marked whether the op writes; every op of the group is the
@@ -547,19 +559,18 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
       vals.base = (const unsigned char *)&t->stages[i + k].op0;
       vals.stride = sizeof(weft__stage_t);
     }
-    int rc = m ? weft__move_group_rows(w, a, b, t->group_recs, m, t->group_runs,
-                                       t->group_rows + k, &vals)
-               : 0;
+    int rc = m ? weft__move_group_rows(w, a, b, m, runs, &vals) : 0;
     if (rc) {
       *err = rc;
       break;
     }
     k += m;
+    nruns += nr;
     if (i + k < end || end == s1)
       break; /* the group ended */
   }
   if (k)
-    weft__move_group_close(w, a, k, t->group_rows);
+    weft__move_group_close(w, a, k, t->group_runs, nruns);
   return k;
 }
 
@@ -572,7 +583,7 @@ static int phase_moves(weft_world_t *w, uint32_t s0, uint32_t s1) {
       continue;
     }
     weft__stage_t s = w->txn.stages[i];
-    if (s.kind != WEFT__ST_MUTATE || s.op0.op == 0)
+    if (weft__stage_kind(&s) != WEFT__ST_MUTATE || s.op0.op == 0)
       continue;
     int rc = mutate_entity(w, s.e, &s.op0);
     if (rc) {
@@ -837,7 +848,7 @@ static int place_fast(weft_world_t *w) {
 static void drop_pending(weft_world_t *w) {
   weft__txn_t *t = &w->txn;
   for (uint32_t i = t->open_from; i < t->nstages; i++) {
-    uint32_t kind = t->stages[i].kind;
+    uint32_t kind = weft__stage_kind(&t->stages[i]);
     if (kind == WEFT__ST_SPAWN || kind == WEFT__ST_CANCELLED)
       weft__unreserve_slot(w, (uint32_t)t->stages[i].e);
     t->dropped++;

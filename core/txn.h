@@ -93,7 +93,8 @@ enum {
   WEFT__OP_DISABLE,
   WEFT__OP_SET_Q,
   WEFT__OP_REMOVE_Q,
-  WEFT__OP_DESPAWN_Q
+  WEFT__OP_DESPAWN_Q,
+  WEFT__OP_KEY /* a command buffer's key record (command.c) */
 };
 
 /* Stage kinds. */
@@ -150,6 +151,9 @@ typedef struct weft__op_t {
 
 #define WEFT__OPF_LIVE 1u   /* set by the drain: this op's write survives */
 #define WEFT__OPF_INLINE 2u /* value holds the bytes */
+/* A stage's op0 also carries the stage's kind, in these bits. */
+#define WEFT__OPF_KIND_SHIFT 2u
+#define WEFT__OPF_KIND (7u << WEFT__OPF_KIND_SHIFT)
 
 static inline bool weft__op_live(const weft__op_t *op) {
   return (op->flags & WEFT__OPF_LIVE) != 0;
@@ -165,14 +169,39 @@ static inline const void *weft__op_value(const weft__op_t *op) {
   return (op->flags & WEFT__OPF_INLINE) ? (const void *)&op->value : op->value;
 }
 
+/*
+ * A stage, 24 bytes: a big apply writes one per entity and reads it back,
+ * so its size is memory traffic. The kind rides in op0's flags.
+ */
 typedef struct weft__stage_t {
   weft_entity_t e; /* the real handle (alive, or reserved for a spawn) */
-  /* The first op, inline (op 0: none yet); op0.next chains the rest in
-   * the txn's op array. Most stages hold one op. */
+  /* The first op, inline (op 0: none yet). Most stages hold one op; the
+   * others form a ring in the txn's op array: op0.next is the last one
+   * (WEFT__TXN_NIL: op0 only), whose next is the second op, so appending
+   * needs no tail field. weft__op_after() walks them in order. */
   weft__op_t op0;
-  uint32_t tail; /* last op in the op array, WEFT__TXN_NIL: op0 only */
-  uint32_t kind;
 } weft__stage_t;
+
+_Static_assert(sizeof(weft__stage_t) == 24, "a stage is 24 bytes");
+
+static inline uint32_t weft__stage_kind(const weft__stage_t *s) {
+  return (s->op0.flags & WEFT__OPF_KIND) >> WEFT__OPF_KIND_SHIFT;
+}
+
+/* op0's flags for a stage of kind `kind` whose op0 has flags `flags`. */
+static inline uint8_t weft__kind_flags(uint32_t kind, uint32_t flags) {
+  return (uint8_t)((flags & ~WEFT__OPF_KIND) | (kind << WEFT__OPF_KIND_SHIFT));
+}
+
+/* The op after op in the ops of a stage whose op0 is first (or a copy of
+ * it), in recording order; NULL after the last. */
+static inline weft__op_t *
+weft__op_after(weft__op_t *ops, const weft__op_t *first, const weft__op_t *op) {
+  uint32_t last = first->next;
+  if (last == WEFT__TXN_NIL || op == &ops[last])
+    return NULL;
+  return op == first ? &ops[ops[last].next] : &ops[op->next];
+}
 
 /* A query-wide set or remove, applied after the per-entity stages. */
 typedef struct weft__batch_t {
@@ -209,9 +238,7 @@ typedef struct weft__txn_t {
   uint32_t nbatches;
   uint32_t batches_cap;
   uint32_t batches_from;
-  struct weft__record_t **group_recs; /* scratch of group moves */
-  uint32_t *group_rows;
-  struct weft__group_run_t *group_runs;
+  struct weft__group_run_t *group_runs; /* scratch of group moves */
   uint32_t group_cap;
   weft__arena_t arena; /* values staged through scopes and observers */
   uint32_t *merge_pos; /* weft_world_apply() cursors beyond 64 buffers */

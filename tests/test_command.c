@@ -1728,6 +1728,177 @@ static void test_command_long_group_moves_keep_values(void **state) {
   weft_world_destroy(f.w);
 }
 
+/* --- key segments, op rings, group moves ---------------------------------- */
+
+/* Spawns recorded under keys take their slots in merge order: returns the
+ * index of the slot each pending handle became. */
+static uint32_t slot_of(const weft_world_t *w, weft_entity_t p) {
+  return weft_entity_index(resolve_ok(w, p));
+}
+
+static void test_command_key_segments_merge_in_order(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  weft_cmdbuf_t *x = buf_new(f.w);
+  weft_cmdbuf_t *y = buf_new(f.w);
+  /* Interleaved keys over two buffers, a repeated key and a key set twice
+   * with nothing recorded in between (only the second counts). */
+  weft_entity_t p[7];
+  weft_cmd_key(x, 1);
+  p[0] = cmd_spawn2(x, f.a, 0, 0, 0);
+  weft_cmd_key(x, 9);
+  weft_cmd_key(x, 3);
+  p[2] = cmd_spawn2(x, f.a, 2, 0, 0);
+  weft_cmd_key(x, 5);
+  p[5] = cmd_spawn2(x, f.b, 5, 0, 0);
+  weft_cmd_key(y, 2);
+  p[1] = cmd_spawn2(y, f.a, 1, 0, 0);
+  weft_cmd_key(y, 4);
+  p[3] = cmd_spawn2(y, f.a, 3, 0, 0);
+  weft_cmd_key(y, 4);
+  p[4] = cmd_spawn2(y, f.b, 4, 0, 0);
+  /* A tie on key 5 goes to the buffer listed first (x). */
+  weft_cmd_key(y, 5);
+  p[6] = cmd_spawn2(y, f.c, 6, 0, 0);
+  /* Key records are not commands. */
+  assert_int_equal(weft_cmdbuf_count(x), 3);
+  assert_int_equal(weft_cmdbuf_count(y), 4);
+  weft_cmdbuf_t *list[2] = {x, y};
+  assert_int_equal(weft_world_apply(f.w, list, 2), WEFT_OK);
+  for (int i = 1; i < 7; i++)
+    assert_int_equal(slot_of(f.w, p[i]), slot_of(f.w, p[i - 1]) + 1);
+
+  /* One buffer whose keys go down and up again: its segments are sorted
+   * stably, so the later of two key-2 segments wins on the same entity. */
+  weft_entity_t e = spawn1(f.w, f.a, 0);
+  weft_cmd_key(x, 7);
+  cmd_set(x, e, f.a, 70);
+  weft_cmd_key(x, 2);
+  cmd_set(x, e, f.a, 20);
+  cmd_set(x, e, f.b, 21);
+  weft_cmd_key(x, 9);
+  cmd_set(x, e, f.c, 90);
+  weft_cmd_key(x, 2);
+  cmd_set(x, e, f.b, 22);
+  weft_cmd_key(x, 0);
+  cmd_set(x, e, f.c, 1);
+  assert_int_equal(weft_cmdbuf_count(x), 6);
+  apply1(f.w, x);
+  assert_int_equal(val(f.w, e, f.a), 70);
+  assert_int_equal(val(f.w, e, f.b), 22);
+  assert_int_equal(val(f.w, e, f.c), 90);
+
+  /* The same with a second buffer whose one key falls between them. */
+  weft_cmd_key(x, 8);
+  cmd_set(x, e, f.a, 80);
+  weft_cmd_key(x, 1);
+  cmd_set(x, e, f.a, 10);
+  weft_cmd_key(y, 6);
+  cmd_set(y, e, f.a, 60);
+  list[0] = y;
+  list[1] = x;
+  assert_int_equal(weft_world_apply(f.w, list, 2), WEFT_OK);
+  assert_int_equal(val(f.w, e, f.a), 80);
+  weft_world_destroy(f.w);
+}
+
+/* Many ops on one entity in one transaction apply in recording order. */
+static void test_command_many_ops_fold_in_order(void **state) {
+  (void)state;
+  for (int scoped = 0; scoped < 2; scoped++) {
+    fx_t f = fx_new(0, 0);
+    weft_entity_t e = spawn1(f.w, f.a, 0);
+    weft_cmdbuf_t *b = buf_new(f.w);
+    uint64_t v[] = {1, 2, 3, 4, 5, 6, 7};
+    if (scoped) {
+      weft_world_defer_begin(f.w);
+      assert_int_equal(weft_set(f.w, e, f.a, &v[0]), WEFT_OK);
+      assert_int_equal(weft_add(f.w, e, f.b, &v[1]), WEFT_OK);
+      assert_int_equal(weft_add(f.w, e, f.c, &v[6]), WEFT_OK);
+      assert_int_equal(weft_set(f.w, e, f.a, &v[2]), WEFT_OK);
+      assert_int_equal(weft_remove(f.w, e, f.b), WEFT_OK);
+      assert_int_equal(weft_remove(f.w, e, f.c), WEFT_OK);
+      assert_int_equal(weft_add(f.w, e, f.c, NULL), WEFT_OK);
+      assert_int_equal(weft_set(f.w, e, f.a, &v[4]), WEFT_OK);
+      assert_int_equal(weft_add(f.w, e, f.b, &v[5]), WEFT_OK);
+      assert_int_equal(weft_world_defer_end(f.w), WEFT_OK);
+    } else {
+      cmd_set(b, e, f.a, 1);
+      cmd_add(b, e, f.b, 2);
+      cmd_add(b, e, f.c, 7);
+      cmd_set(b, e, f.a, 3);
+      assert_int_equal(weft_cmd_remove(b, e, f.b), WEFT_OK);
+      assert_int_equal(weft_cmd_remove(b, e, f.c), WEFT_OK);
+      assert_int_equal(weft_cmd_add(b, e, f.c, NULL), WEFT_OK);
+      cmd_set(b, e, f.a, 5);
+      cmd_add(b, e, f.b, 6);
+      apply1(f.w, b);
+    }
+    assert_int_equal(val(f.w, e, f.a), 5);
+    assert_int_equal(val(f.w, e, f.b), 6);
+    assert_int_equal(val(f.w, e, f.c), 0); /* the remove undid the 7 */
+    weft_world_destroy(f.w);
+  }
+}
+
+/* Checks every entity of a group-move test: a = i, b = 2i + 1 when it has
+ * b, and whether it has b. */
+static void check_ab(const fx_t *f, const weft_entity_t *e, uint32_t n,
+                     const bool *has_b) {
+  for (uint32_t i = 0; i < n; i++) {
+    assert_int_equal(val(f->w, e[i], f->a), i);
+    assert_int_equal(weft_has(f->w, e[i], f->b), has_b[i]);
+    if (has_b[i])
+      assert_int_equal(val(f->w, e[i], f->b), 2 * i + 1);
+  }
+}
+
+/*
+ * Group moves that take part of an archetype: a range from the middle
+ * (holes filled from the tail), whole chunks at the end (nothing to fill),
+ * every other row (runs of one), and a range longer than one slice. Each
+ * one is then undone by a group move back.
+ */
+static void test_command_group_moves_close_holes(void **state) {
+  (void)state;
+  enum { N = 5000 };
+  static weft_entity_t e[N];
+  static bool has_b[N];
+  static const struct {
+    uint32_t lo, hi, step;
+  } cases[] = {{700, 2300, 1}, {1500, N, 1}, {0, N, 2},
+               {100, 4900, 1}, {0, N, 1},    {1, N, 3}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    fx_t f = fx_new(2 * N, 0);
+    for (uint32_t i = 0; i < N; i++) {
+      e[i] = spawn1(f.w, f.a, i);
+      has_b[i] = false;
+    }
+    weft_cmdbuf_t *b = buf_new(f.w);
+    uint32_t moved = 0;
+    for (uint32_t i = cases[k].lo; i < cases[k].hi; i += cases[k].step) {
+      cmd_add(b, e[i], f.b, 2 * i + 1);
+      has_b[i] = true;
+      moved++;
+    }
+    weft_world_stats_t s0, s1;
+    weft_world_stats(f.w, &s0);
+    apply1(f.w, b);
+    weft_world_stats(f.w, &s1);
+    assert_int_equal(s1.moves - s0.moves, moved);
+    check_ab(&f, e, N, has_b);
+    /* Back, in reverse order this time. */
+    for (uint32_t i = N; i-- > 0;)
+      if (has_b[i])
+        assert_int_equal(weft_cmd_remove(b, e[i], f.b), WEFT_OK);
+    apply1(f.w, b);
+    memset(has_b, 0, sizeof has_b);
+    check_ab(&f, e, N, has_b);
+    assert_int_equal(weft_world_count(f.w), N);
+    weft_world_destroy(f.w);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_command_spawn_returns_pending_handle),
@@ -1766,6 +1937,9 @@ int main(void) {
       cmocka_unit_test(test_command_unwind_detaches_old_iterators),
       cmocka_unit_test(test_command_bulk_spawns_match_staged_spawns),
       cmocka_unit_test(test_command_long_group_moves_keep_values),
+      cmocka_unit_test(test_command_key_segments_merge_in_order),
+      cmocka_unit_test(test_command_many_ops_fold_in_order),
+      cmocka_unit_test(test_command_group_moves_close_holes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
