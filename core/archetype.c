@@ -449,6 +449,7 @@ static int add_chunk(weft_world_t *w, weft__archetype_t *a) {
       return rc;
   }
   weft__chunk_t *c = a->chunks[a->nchunks++];
+  a->tail = c;
   c->count = 0;
   w->chunks_live++;
   w->chunks_spare--;

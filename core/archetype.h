@@ -87,6 +87,10 @@ typedef struct weft__archetype_t {
   uint32_t entity_stride;  /* bytes of handles per chunk */
   bool contiguous;        /* chunks of a segment continue each other's arrays */
   weft__chunk_t **chunks; /* [0, nchunks) hold rows; the rest are spares */
+  /* chunks[nchunks - 1], or NULL: one load instead of two dependent ones
+   * on the path of every spawn, move and despawn. Kept by add_chunk, the
+   * swap-remove that empties a chunk, the bulk compaction and clear. */
+  weft__chunk_t *tail;
   uint32_t nchunks;
   uint32_t chunk_total; /* chunks allocated in segments */
   uint32_t chunk_cap;
@@ -165,7 +169,7 @@ int weft__archetype_push_slow(struct weft_world_t *w, weft__archetype_t *a,
 static inline int weft__archetype_push(struct weft_world_t *w,
                                        weft__archetype_t *a, weft_entity_t e,
                                        weft__chunk_t **chunk, uint32_t *row) {
-  weft__chunk_t *c = a->nchunks ? a->chunks[a->nchunks - 1] : 0;
+  weft__chunk_t *c = a->tail;
   if (__builtin_expect(!c || c->count == a->row_cap, 0))
     return weft__archetype_push_slow(w, a, e, chunk, row);
   uint32_t r = c->count++;

@@ -148,6 +148,7 @@ static void compact(weft_world_t *w, weft__archetype_t *a,
   if (keep)
     a->chunks[keep - 1]->count = n2 - (keep - 1) * cap;
   a->nchunks = keep;
+  a->tail = keep ? a->chunks[keep - 1] : NULL;
   a->count = n2;
 }
 

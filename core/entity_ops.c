@@ -238,7 +238,7 @@ static inline bool spawn_fast(weft_world_t *w, const weft_component_t *comps,
   if (!m || !m->plain || !values || !memo_is(m, comps))
     return false;
   weft__archetype_t *a = m->arch;
-  weft__chunk_t *c = a->nchunks ? a->chunks[a->nchunks - 1] : NULL;
+  weft__chunk_t *c = a->tail;
   if (WEFT__UNLIKELY(!c || c->count == a->row_cap ||
                      !index_has_room(&w->index)))
     return false;

@@ -138,6 +138,7 @@ int weft_world_clear(weft_world_t *w) {
     w->chunks_live -= a->nchunks;
     w->chunks_spare += a->nchunks;
     a->nchunks = 0;
+    a->tail = NULL;
     a->count = 0;
   }
   weft__index_clear(&w->index);

@@ -150,7 +150,7 @@ weft__rec_slot(const weft_world_t *w, const weft__record_t *r) {
  */
 static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
                                     weft__chunk_t *chunk, uint32_t row) {
-  weft__chunk_t *last = a->chunks[a->nchunks - 1];
+  weft__chunk_t *last = a->tail;
   uint32_t lrow = last->count - 1;
   if (last != chunk || lrow != row) {
     for (uint32_t i = 0; i < a->narrays; i++) {
@@ -168,6 +168,7 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
   a->count--;
   if (last->count == 0) {
     a->nchunks--; /* the emptied chunk stays with the archetype as a spare */
+    a->tail = a->nchunks ? a->chunks[a->nchunks - 1] : NULL;
     w->chunks_live--;
     w->chunks_spare++;
   }
