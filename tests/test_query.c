@@ -945,6 +945,20 @@ static void fc_fill(void *user, const weft_iter_t *view, uint32_t first) {
   }
 }
 
+/* Registers "s", a pair of fields stored field by field (SoA). */
+static weft_component_t fc_register_pair(weft_world_t *w) {
+  weft_field_desc_t fields[2] = {WEFT_FIELD(fc_pair_t, lo),
+                                 WEFT_FIELD(fc_pair_t, hi)};
+  weft_component_desc_t sd = {.name = "s",
+                              .size = sizeof(fc_pair_t),
+                              .fields = fields,
+                              .field_count = 2,
+                              .flags = WEFT_COMPONENT_SOA};
+  weft_component_t id = WEFT_COMPONENT_NONE;
+  assert_int_equal(weft_component_register(w, &sd, &id), WEFT_OK);
+  return id;
+}
+
 static void fc_init(fc_world_t *f, weft_checked_t checked) {
   memset(f, 0, sizeof *f);
   weft_world_config_t cfg;
@@ -954,14 +968,7 @@ static void fc_init(fc_world_t *f, weft_checked_t checked) {
   cfg.panic = fc_panic;
   f->w = wt_world_new(&cfg);
   f->a = wt_register(f->w, "a", sizeof(uint64_t), 0);
-  weft_field_desc_t fields[2] = {WEFT_FIELD(fc_pair_t, lo),
-                                 WEFT_FIELD(fc_pair_t, hi)};
-  weft_component_desc_t sd = {.name = "s",
-                              .size = sizeof(fc_pair_t),
-                              .fields = fields,
-                              .field_count = 2,
-                              .flags = WEFT_COMPONENT_SOA};
-  assert_int_equal(weft_component_register(f->w, &sd, &f->s), WEFT_OK);
+  f->s = fc_register_pair(f->w);
   f->t = wt_register_tag(f->w, "t");
   f->b = wt_register(f->w, "b", sizeof(uint32_t), 0);
   /* Two queries before any archetype exists, the rest later. */
@@ -1282,14 +1289,6 @@ static void *ct_main(void *arg) {
   return NULL;
 }
 
-static void ct_fill(void *user, const weft_iter_t *view, uint32_t first) {
-  (void)user;
-  (void)first;
-  uint64_t *a = view->columns[0];
-  for (uint32_t i = 0; i < view->count; i++)
-    a[i] = weft_entity_index(view->entities[i]);
-}
-
 static void test_query_cache_concurrent_rebuild(void **state) {
   (void)state;
   static ct_shared_t s;
@@ -1315,7 +1314,7 @@ static void test_query_cache_concurrent_rebuild(void **state) {
     if (n + k > CT_MAX)
       k = CT_MAX - n;
     const weft_component_t list[] = {a, round % 2 ? t : 0, 0};
-    assert_int_equal(weft_spawn_batch(s.w, k, list, ct_fill, NULL, &live[n]),
+    assert_int_equal(weft_spawn_batch(s.w, k, list, fill_index, NULL, &live[n]),
                      WEFT_OK);
     n += k;
     for (uint32_t j = wt_below(&rng, 600); j && n; j--) {
@@ -1390,15 +1389,7 @@ static void test_query_cache_fallback_walks_matches(void **state) {
     cfg.panic = fc_panic;
     weft_world_t *w = wt_world_new(&cfg);
     weft_component_t a = wt_register(w, "a", 8, 0);
-    weft_field_desc_t fields[2] = {WEFT_FIELD(fc_pair_t, lo),
-                                   WEFT_FIELD(fc_pair_t, hi)};
-    weft_component_desc_t sd = {.name = "s",
-                                .size = sizeof(fc_pair_t),
-                                .fields = fields,
-                                .field_count = 2,
-                                .flags = WEFT_COMPONENT_SOA};
-    weft_component_t sc;
-    assert_int_equal(weft_component_register(w, &sd, &sc), WEFT_OK);
+    weft_component_t sc = fc_register_pair(w);
     weft_component_t t = wt_register_tag(w, "t");
     const weft_component_t as[] = {a, sc, 0}, ast[] = {a, sc, t, 0};
     assert_int_equal(weft_spawn_batch(w, 900, as, NULL, NULL, NULL), WEFT_OK);
