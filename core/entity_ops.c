@@ -239,8 +239,11 @@ static inline bool spawn_fast(weft_world_t *w, const weft_component_t *comps,
     return false;
   weft__archetype_t *a = m->arch;
   weft__chunk_t *c = a->tail;
+  /* A non-empty free list alone proves room: a dead slot that is not
+   * retired lies below the high-water mark, on a page that exists. */
+  const weft__index_t *ix = &w->index;
   if (WEFT__UNLIKELY(!c || c->count == a->row_cap ||
-                     !index_has_room(&w->index)))
+                     (ix->free_head == WEFT__NIL && !index_has_room(ix))))
     return false;
   uint32_t row = c->count++;
   a->count++;
