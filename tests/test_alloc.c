@@ -26,20 +26,6 @@ typedef struct soa_t {
   uint32_t b;
 } soa_t;
 
-/* jemalloc's counter of bytes this thread allocated, or NULL when weft
- * does not allocate through jemalloc. */
-static const uint64_t *thread_allocated(void) {
-#ifdef WEFT_SYSTEM_MALLOC
-  return NULL;
-#else
-  uint64_t *p = NULL;
-  size_t sz = sizeof p;
-  assert_int_equal(mallctl("thread.allocatedp", &p, &sz, NULL, 0), 0);
-  assert_non_null(p);
-  return p;
-#endif
-}
-
 typedef struct meter_t {
   const uint64_t *counter;
   uint64_t bytes0;
@@ -49,7 +35,7 @@ typedef struct meter_t {
 
 static meter_t meter_start(const weft_world_t *w) {
   meter_t m;
-  m.counter = thread_allocated();
+  m.counter = wt_thread_allocated();
   weft_world_stats_t s;
   weft_world_stats(w, &s);
   m.allocs0 = s.allocs;

@@ -1444,20 +1444,6 @@ static void test_command_apply_full_world_drops_excess_spawns(void **state) {
 /* --- allocation ------------------------------------------------------------
  */
 
-/* jemalloc's per-thread allocated-bytes counter, NULL where weft allocates
- * through libc (sanitizer builds). */
-static const uint64_t *thread_allocated(void) {
-#ifdef WEFT_SYSTEM_MALLOC
-  return NULL;
-#else
-  uint64_t *p = NULL;
-  size_t sz = sizeof p;
-  assert_int_equal(mallctl("thread.allocatedp", &p, &sz, NULL, 0), 0);
-  assert_non_null(p);
-  return p;
-#endif
-}
-
 enum { AR_SPAWNS = 48, AR_FIXED = 32 };
 
 typedef struct alloc_round_t {
@@ -1554,7 +1540,7 @@ static void test_command_steady_state_allocates_nothing(void **state) {
   r.bufs[0] = buf_new(r.f.w);
   r.bufs[1] = buf_new(r.f.w);
   assert_int_equal(alloc_round(&r), WEFT_OK); /* warm-up */
-  const uint64_t *counter = thread_allocated();
+  const uint64_t *counter = wt_thread_allocated();
   for (int round = 0; round < 3; round++) {
     weft_world_stats_t s0 = wt_stats(r.f.w);
     uint64_t bytes0 = counter ? *counter : 0;

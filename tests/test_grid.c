@@ -604,18 +604,6 @@ static void test_grid_names_and_order(void **state) {
   gfx_free(&f);
 }
 
-static const uint64_t *thread_allocated(void) {
-#ifdef WEFT_SYSTEM_MALLOC
-  return NULL;
-#else
-  uint64_t *p = NULL;
-  size_t sz = sizeof p;
-  assert_int_equal(mallctl("thread.allocatedp", &p, &sz, NULL, 0), 0);
-  assert_non_null(p);
-  return p;
-#endif
-}
-
 /*
  * Rebuilds of a world whose entities move but whose size stays allocate
  * nothing: not in the world (its counter), not on this thread (jemalloc's
@@ -637,7 +625,7 @@ static void test_grid_rebuild_allocates_nothing(void **state) {
   const weft_grid_item_t *base = weft_grid_cell(f.grid, 0, 0, &n);
   assert_non_null(base);
   weft_world_stats_t s0 = wt_stats(f.w);
-  const uint64_t *counter = thread_allocated();
+  const uint64_t *counter = wt_thread_allocated();
   uint64_t bytes0 = counter ? *counter : 0;
   for (uint32_t round = 0; round < 20; round++) {
     for (uint32_t i = 0; i < f.n; i += 7) {

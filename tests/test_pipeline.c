@@ -2453,18 +2453,6 @@ static int steady_recv(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   return 0;
 }
 
-static const uint64_t *thread_allocated(void) {
-#ifdef WEFT_SYSTEM_MALLOC
-  return NULL;
-#else
-  uint64_t *p = NULL;
-  size_t sz = sizeof p;
-  assert_int_equal(mallctl("thread.allocatedp", &p, &sz, NULL, 0), 0);
-  assert_non_null(p);
-  return p;
-#endif
-}
-
 /* A world in steady state: movement over 20000 rows, one spawn per chunk
  * balanced by a despawn of every spawned row in PostFixedUpdate, events
  * emitted per chunk and read, and a NetworkTick system. The recording
@@ -2540,7 +2528,7 @@ static void steady_check(steady_world_t *sw) {
   uint32_t count = weft_world_count(w);
   assert_int_equal(count, 20000);
   weft_world_stats_t s0 = wt_stats(w);
-  const uint64_t *counter = thread_allocated();
+  const uint64_t *counter = wt_thread_allocated();
   uint64_t bytes0 = counter ? *counter : 0;
   uint64_t received0 = sw->s.received;
   uint32_t net0 = sw->net.calls;

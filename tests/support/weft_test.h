@@ -18,6 +18,10 @@
 
 #include <weft.h>
 
+#ifndef WEFT_SYSTEM_MALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
 /* --- deterministic RNG (splitmix64) ------------------------------------ */
 
 typedef struct wt_rng_t {
@@ -130,6 +134,20 @@ static inline weft_entity_t wt_spawn_with(weft_world_t *w,
 
 static inline bool wt_aligned(const void *p, uintptr_t alignment) {
   return ((uintptr_t)p & (alignment - 1)) == 0;
+}
+
+/* jemalloc's counter of bytes this thread allocated, or NULL where weft
+ * allocates through libc (sanitizer builds define WEFT_SYSTEM_MALLOC). */
+static inline const uint64_t *wt_thread_allocated(void) {
+#ifdef WEFT_SYSTEM_MALLOC
+  return NULL;
+#else
+  uint64_t *p = NULL;
+  size_t sz = sizeof p;
+  assert_int_equal(mallctl("thread.allocatedp", &p, &sz, NULL, 0), 0);
+  assert_non_null(p);
+  return p;
+#endif
 }
 
 #endif /* WEFT_TEST_SUPPORT_H */
