@@ -66,6 +66,7 @@
 #include <weft.h>
 
 #include "bench_systems.h"
+#include "bench_omp.h"
 #include "harness.h"
 
 #define BW_DT (1.0 / 60.0)
@@ -112,18 +113,6 @@ static uint64_t bw_weft(void *p, uint64_t reps) {
   return bench_fixed_phases(s->world, BW_DT, reps);
 }
 
-/* This thread's static share [*lo, *hi) of n items, cut at multiples of 16
- * so that every share starts 64-byte aligned. */
-static inline void bw_share(uint32_t n, uint32_t *lo, uint32_t *hi) {
-  uint32_t t = (uint32_t)omp_get_thread_num();
-  uint32_t nt = (uint32_t)omp_get_num_threads();
-  uint32_t blocks = (n + 15) / 16;
-  uint32_t b0 = (uint32_t)((uint64_t)blocks * t / nt);
-  uint32_t b1 = (uint32_t)((uint64_t)blocks * (t + 1) / nt);
-  *lo = b0 * 16 < n ? b0 * 16 : n;
-  *hi = b1 * 16 < n ? b1 * 16 : n;
-}
-
 static uint64_t bw_base(void *p, uint64_t reps) {
   bw_state_t *s = p;
   const uint32_t n = s->n;
@@ -133,7 +122,7 @@ static uint64_t bw_base(void *p, uint64_t reps) {
 #pragma omp parallel num_threads(s->workers)
     {
       uint32_t lo, hi;
-      bw_share(n, &lo, &hi);
+      bench_omp_share(n, &lo, &hi);
       bw_kernel(hi - lo, a[0] + lo, a[1] + lo, a[2] + lo, b[0] + lo, b[1] + lo,
                 b[2] + lo, dt);
     }
@@ -234,7 +223,7 @@ static void bw_arrays_setup(bw_state_t *s) {
 #pragma omp parallel num_threads(s->workers)
   {
     uint32_t lo, hi;
-    bw_share(n, &lo, &hi);
+    bench_omp_share(n, &lo, &hi);
     for (uint32_t k = 0; k < 3; ++k)
       for (uint32_t i = lo; i < hi; ++i) {
         a[k][i] = bw_pos0(i, k);

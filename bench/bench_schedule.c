@@ -31,6 +31,7 @@
 #include <weft.h>
 
 #include "bench_systems.h"
+#include "bench_omp.h"
 #include "harness.h"
 
 #define SCHED_DT (1.0 / 60.0)
@@ -81,18 +82,6 @@ static uint64_t sched_base_st(void *p, uint64_t reps) {
   return bench_f32_bits(s->a[0]);
 }
 
-/* This thread's static share [*lo, *hi) of n items, cut at multiples of 16
- * so that every share starts 64-byte aligned. */
-static inline void sched_share(uint32_t n, uint32_t *lo, uint32_t *hi) {
-  uint32_t t = (uint32_t)omp_get_thread_num();
-  uint32_t nt = (uint32_t)omp_get_num_threads();
-  uint32_t blocks = (n + 15) / 16;
-  uint32_t b0 = (uint32_t)((uint64_t)blocks * t / nt);
-  uint32_t b1 = (uint32_t)((uint64_t)blocks * (t + 1) / nt);
-  *lo = b0 * 16 < n ? b0 * 16 : n;
-  *hi = b1 * 16 < n ? b1 * 16 : n;
-}
-
 static uint64_t sched_base_omp(void *p, uint64_t reps) {
   sched_state_t *s = p;
   uint32_t n = s->n;
@@ -101,9 +90,9 @@ static uint64_t sched_base_omp(void *p, uint64_t reps) {
 #pragma omp parallel num_threads(2)
     {
       uint32_t lo, hi;
-      sched_share(4 * n, &lo, &hi);
+      bench_omp_share(4 * n, &lo, &hi);
       sched_swap(hi - lo, a + lo, b + lo);
-      sched_share(n, &lo, &hi);
+      bench_omp_share(n, &lo, &hi);
       sched_swap(hi - lo, c + n + lo, d + lo);
       sched_swap(hi - lo, c + 2 * n + lo, e + lo);
     }

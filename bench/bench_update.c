@@ -63,6 +63,7 @@
 #include <weft.h>
 
 #include "bench_systems.h"
+#include "bench_omp.h"
 #include "harness.h"
 
 #define UPD_DT (1.0 / 60.0)
@@ -372,18 +373,6 @@ static uint64_t upd_base_st(void *p, uint64_t reps) {
   return bench_f32_bits(a->pos[0]) ^ a->numgy[s->n - 1];
 }
 
-/* This thread's static share [*lo, *hi) of n items, cut at multiples of 16
- * so that every share starts 64-byte aligned. */
-static inline void upd_share(uint32_t n, uint32_t *lo, uint32_t *hi) {
-  uint32_t t = (uint32_t)omp_get_thread_num();
-  uint32_t nt = (uint32_t)omp_get_num_threads();
-  uint32_t blocks = (n + 15) / 16;
-  uint32_t b0 = (uint32_t)((uint64_t)blocks * t / nt);
-  uint32_t b1 = (uint32_t)((uint64_t)blocks * (t + 1) / nt);
-  *lo = b0 * 16 < n ? b0 * 16 : n;
-  *hi = b1 * 16 < n ? b1 * 16 : n;
-}
-
 static uint64_t upd_base_omp(void *p, uint64_t reps) {
   upd_state_t *s = p;
   const upd_arrays_t *a = &s->a;
@@ -394,7 +383,7 @@ static uint64_t upd_base_omp(void *p, uint64_t reps) {
 #pragma omp parallel num_threads(2)
     {
       uint32_t lo, hi;
-      upd_share(n, &lo, &hi);
+      bench_omp_share(n, &lo, &hi);
       upd_base_range(a, seven, false, lo, hi);
       if (seven) {
 #pragma omp barrier

@@ -273,6 +273,16 @@ static void json_number(FILE *f, double v) {
     fputs("null", f);
 }
 
+int bench_fclose(FILE *f) {
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    if (!errno)
+      errno = EIO;
+    return -1;
+  }
+  return 0;
+}
+
 int bench_write_json(const bench_ctx_t *ctx, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f)
@@ -321,13 +331,7 @@ int bench_write_json(const bench_ctx_t *ctx, const char *path) {
     fprintf(f, "}%s\n", i + 1 < ctx->count ? "," : "");
   }
   fputs("]\n", f);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad) {
-    if (!errno)
-      errno = EIO;
-    return -1;
-  }
-  return 0;
+  return bench_fclose(f);
 }
 
 void *bench_alloc(size_t bytes) {

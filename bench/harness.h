@@ -149,6 +149,10 @@ size_t bench_print_table(const bench_ctx_t *ctx, FILE *out);
 /* Writes the results as a JSON array. 0 or -1 (errno set). */
 int bench_write_json(const bench_ctx_t *ctx, const char *path);
 
+/* Closes a file written with stdio: 0, or -1 with errno set (EIO when
+ * only the stream's error flag says what went wrong). */
+int bench_fclose(FILE *f);
+
 /* Writes an SVG scaling chart of the parallel workloads (svg.c). 0 or -1
  * (errno set). */
 int bench_write_svg(const bench_ctx_t *ctx, const char *path);

@@ -368,11 +368,5 @@ int bench_write_svg(const bench_ctx_t *ctx, const char *path) {
             (SVG_X0 + SVG_X1) / 2, (SVG_Y0 + SVG_Y1) / 2);
   fputs("</svg>\n", f);
   free(series);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad) {
-    if (!errno)
-      errno = EIO;
-    return -1;
-  }
-  return 0;
+  return bench_fclose(f);
 }
