@@ -110,6 +110,15 @@ int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
   return rc;
 }
 
+/* Whether the remembered list m is comps, terminator included. */
+static inline bool memo_is(const weft__spawn_memo_t *m,
+                           const weft_component_t *comps) {
+  uint32_t i = 0;
+  while (i < m->n && comps[i] == m->ids[i])
+    i++;
+  return i == m->n && comps[i] == WEFT_COMPONENT_NONE;
+}
+
 /* Short lists hash to a memo slot; longer ones take the slow path. */
 static inline uint32_t spawn_cache_slot(const weft_component_t *comps,
                                         uint32_t *n) {
@@ -149,16 +158,11 @@ static inline int spawn_archetype(weft_world_t *w,
    * before hashing. It matches only if it names the same ids and then the
    * list's terminator. */
   const weft__spawn_memo_t *last = w->spawn_last;
-  if (last) {
-    uint32_t i = 0;
-    while (i < last->n && comps[i] == last->ids[i])
-      i++;
-    if (i == last->n && comps[i] == WEFT_COMPONENT_NONE) {
-      *out = last->arch;
-      *count = last->n;
-      *memo_out = last;
-      return 0;
-    }
+  if (last && memo_is(last, comps)) {
+    *out = last->arch;
+    *count = last->n;
+    *memo_out = last;
+    return 0;
   }
   uint32_t n, slot = spawn_cache_slot(comps, &n);
   const weft__spawn_memo_t *hit = spawn_cache_find(w, comps, slot, n);
@@ -215,15 +219,6 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
       write_or_zero(a, col, chunk, row, values ? values[i] : NULL);
   }
   return 0;
-}
-
-/* Whether the remembered list m is comps, terminator included. */
-static inline bool memo_is(const weft__spawn_memo_t *m,
-                           const weft_component_t *comps) {
-  uint32_t i = 0;
-  while (i < m->n && comps[i] == m->ids[i])
-    i++;
-  return i == m->n && comps[i] == WEFT_COMPONENT_NONE;
 }
 
 /*
