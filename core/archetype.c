@@ -520,9 +520,9 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
   /* One segment for the whole shortfall: a batch gets consecutive chunks
    * and no slack beyond what it asked for. */
   uint64_t fresh = need - spare;
-  WEFT_CHECK(w, w->chunks.count + fresh <= WEFT__CHUNK_ID_MAX, WEFT_ELIMIT,
+  WEFT_CHECK(w, w->chunks.count + fresh <= w->chunks.id_max, WEFT_ELIMIT,
              "%llu more chunks would exceed the %u chunk ids",
-             (unsigned long long)fresh, WEFT__CHUNK_ID_MAX);
+             (unsigned long long)fresh, w->chunks.id_max);
   return add_segment(w, a, (uint32_t)fresh);
 }
 

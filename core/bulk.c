@@ -85,8 +85,8 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
     const weft_entity_t *ents = dc->entities + dr0;
     uint32_t cid = dc->id;
     for (uint32_t i = 0; i < m; i++)
-      weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)ents[i]), cid,
-                        dr0 + i);
+      weft__rec_set_loc(&w->index, weft__index_rec(&w->index, (uint32_t)ents[i]),
+                        cid, dr0 + i);
     done += m;
   }
 }
@@ -114,13 +114,14 @@ static void fill_hole(weft_world_t *w, weft__archetype_t *a, uint32_t h,
     tc = a->chunks[*t / cap];
     tr = *t % cap;
     rec = weft__index_rec(&w->index, (uint32_t)tc->entities[tr]);
-    if (weft__rec_chunk(rec) == tc->id && weft__rec_row(rec) == tr)
+    if (weft__rec_chunk(&w->index, rec) == tc->id &&
+        weft__rec_row(&w->index, rec) == tr)
       break; /* a row that stays */
   }
   weft__chunk_t *hc = a->chunks[h / cap];
   copy_row(a, tc, tr, hc, h % cap);
   hc->sversion = w->change_version; /* a row moved in */
-  weft__rec_set_loc(rec, hc->id, h % cap);
+  weft__rec_set_loc(&w->index, rec, hc->id, h % cap);
   ++*t;
 }
 

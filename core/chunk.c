@@ -9,6 +9,7 @@
 void weft__chunks_init(weft__chunk_store_t *cs, uint32_t chunk_size) {
   memset(cs, 0, sizeof(*cs));
   cs->chunk_size = chunk_size;
+  cs->id_max = 1u << (31u - weft__chunk_row_bits(chunk_size));
 }
 
 void weft__chunks_fini(weft__chunk_store_t *cs) {
@@ -19,7 +20,7 @@ void weft__chunks_fini(weft__chunk_store_t *cs) {
 int weft__chunks_register(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
                           struct weft__archetype_t *a, weft__chunk_t *chunks,
                           uint32_t n) {
-  if (n > WEFT__CHUNK_ID_MAX - cs->count)
+  if (n > cs->id_max - cs->count)
     return WEFT_ELIMIT;
   if (weft__grow(st, &cs->table, &cs->cap, cs->count + n, sizeof(*cs->table),
                  64))

@@ -13,7 +13,8 @@
  *
  * The header lives apart from the rows and records the chunk's row count,
  * its home NUMA node and a base pointer per array. Every chunk has a
- * world-unique id so that an entity record can name its chunk in 22 bits.
+ * world-unique id so that an entity record can name its chunk and row in
+ * 31 bits (see weft__chunk_row_bits()).
  */
 #ifndef WEFT_CORE_CHUNK_H
 #define WEFT_CORE_CHUNK_H
@@ -24,7 +25,20 @@
 #include "core/alloc.h"
 #include "weft/entity.h"
 
-#define WEFT__CHUNK_ID_MAX (1u << 22u)
+#include "weft/world.h"
+
+/*
+ * Bits an entity record spends on the row: enough for the most rows a
+ * chunk of this size can hold (a row is at least its 8-byte handle). The
+ * other 31 - row_bits name the chunk, so a world has 2^31 row addresses:
+ * 16 GiB of chunks at the smallest row, more with larger rows.
+ */
+static inline uint32_t weft__chunk_row_bits(uint32_t chunk_size) {
+  uint32_t rows = chunk_size / (uint32_t)sizeof(weft_entity_t);
+  if (rows > WEFT_CHUNK_ROWS_MAX)
+    rows = WEFT_CHUNK_ROWS_MAX;
+  return 31u - (uint32_t)__builtin_clz(rows); /* chunk sizes are powers of 2 */
+}
 
 struct weft__archetype_t;
 
@@ -56,6 +70,7 @@ typedef struct weft__chunk_store_t {
   uint32_t count;            /* ids issued */
   uint32_t cap;
   uint32_t chunk_size;
+  uint32_t id_max; /* ids an entity record can name */
 } weft__chunk_store_t;
 
 void weft__chunks_init(weft__chunk_store_t *cs, uint32_t chunk_size);

@@ -792,6 +792,7 @@ stage_fresh_in(weft_world_t *w, const weft__cmd_t *cmds, const uint32_t *order,
                uint32_t p, uint32_t p1) {
   weft__txn_t *t = &w->txn;
   const weft__index_t ix = w->index;
+  const weft__chunk_slot_t *table = w->chunks.table;
   const uint32_t n0 = t->nstages;
   /* Stages of a wave being drained never exist here (apply runs outside
    * drains): every stage found is open. The slot map covers every live
@@ -811,7 +812,7 @@ stage_fresh_in(weft_world_t *w, const weft__cmd_t *cmds, const uint32_t *order,
     /* Pending handles fail the lookup (their index has the top bit set)
      * and go through dispatch(), as do stale and reserved ones. */
     if (op < WEFT__OP_ADD || op > WEFT__OP_DISABLE ||
-        !weft__index_lookup(&ix, e))
+        !weft__index_lookup(&ix, table, e))
       break;
     uint32_t i = stage_of[slot];
     if (i < n && (uint32_t)stages[i].e == slot)
@@ -979,7 +980,7 @@ int weft_cmd_resolve(const weft_world_t *w, weft_entity_t e,
   uint32_t epoch, seq;
   const weft_cmdbuf_t *b = pending_buffer(w, e, &epoch, &seq);
   if (!b || !b->has_results || b->spawned_epoch != epoch ||
-      seq >= b->spawned_n || !weft__index_lookup(&w->index, b->spawned[seq]))
+      seq >= b->spawned_n || !weft__lookup(w, b->spawned[seq]))
     return WEFT_ESTALE;
   *out = b->spawned[seq];
   return 0;

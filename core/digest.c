@@ -70,7 +70,8 @@ static uint64_t index_hash(uint64_t h, const weft__index_t *ix) {
   h = mix(h, ix->hwm);
   h = mix(h, ix->alive);
   h = mix(h, ix->retired);
-  h = mix(h, ix->free_head);
+  h = mix(h, ix->free_n);
+  h = mix_bytes(h, ix->free, (size_t)ix->free_n * sizeof(*ix->free));
   h = mix(h, ix->sweep);
   h = mix(h, ix->sweep_end);
   for (uint32_t base = 0; base < ix->hwm; base += WEFT__PAGE_SIZE) {

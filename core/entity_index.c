@@ -1,4 +1,4 @@
-/* The entity index: paged generational records and the free list. */
+/* The entity index: paged records and the free stack. */
 #include "core/entity_index.h"
 
 #include <string.h>
@@ -6,9 +6,10 @@
 #include "weft/error.h"
 
 void weft__index_init(weft__index_t *ix, uint32_t capacity, uint32_t max_gen,
-                      uint8_t tag) {
+                      uint8_t tag, uint32_t chunk_size) {
   memset(ix, 0, sizeof(*ix));
-  ix->free_head = WEFT__NIL;
+  ix->row_bits = weft__chunk_row_bits(chunk_size);
+  ix->row_mask = (1u << ix->row_bits) - 1u;
   ix->capacity = capacity;
   ix->max_gen = max_gen;
   ix->tag = (uint64_t)tag << 56;
@@ -19,7 +20,22 @@ void weft__index_fini(weft__index_t *ix) {
     weft__free(ix->blocks[b], 0, 64);
   weft__free(ix->blocks, ix->block_cap * sizeof(*ix->blocks), 16);
   weft__free(ix->pages, ix->page_slots * sizeof(*ix->pages), 16);
+  weft__free(ix->free, ix->free_cap * sizeof(*ix->free), 16);
   memset(ix, 0, sizeof(*ix));
+}
+
+uint64_t weft__index_bytes(const weft__index_t *ix) {
+  return (uint64_t)ix->page_count * WEFT__PAGE_SIZE * sizeof(weft__record_t) +
+         (uint64_t)ix->free_cap * sizeof(*ix->free);
+}
+
+int weft__index_grow_free(weft__index_t *ix, weft__alloc_stats_t *st) {
+  /* A page's worth, then doubling: the stack follows the peak number of
+   * free slots, which a steady churn reaches early. */
+  return weft__grow(st, &ix->free, &ix->free_cap, ix->free_n + 1,
+                    sizeof(*ix->free), WEFT__PAGE_SIZE)
+             ? WEFT_ENOMEM
+             : 0;
 }
 
 #define WEFT__PAGE_BYTES (WEFT__PAGE_SIZE * sizeof(weft__record_t))
@@ -81,27 +97,44 @@ int weft__index_check_room(const weft__index_t *ix, uint32_t n) {
   return (uint64_t)ix->alive + n <= ix->capacity ? WEFT_ERETIRED : WEFT_EFULL;
 }
 
-void weft__index_clear(weft__index_t *ix) {
-  /* Counters live in locals and pages are walked whole: the record stores
-   * could otherwise alias the index's fields and force reloads. */
-  uint32_t alive = ix->alive, retired = ix->retired;
+void weft__index_release_rows(weft__index_t *ix, const weft_entity_t *ents,
+                              uint32_t n) {
+  uint32_t retired = 0;
   const uint32_t max_gen = ix->max_gen;
-  for (uint32_t base = 0; base < ix->hwm; base += WEFT__PAGE_SIZE) {
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t gen = (uint32_t)(ents[i] >> 32) & WEFT__GEN_MASK;
+    uint32_t retire = gen >= max_gen;
+    weft__index_rec(ix, (uint32_t)ents[i])->v =
+        (retire ? WEFT__REC_RETIRED : 0) | gen;
+    retired += retire;
+  }
+  ix->alive -= n;
+  ix->retired += retired;
+}
+
+void weft__index_clear(weft__index_t *ix) {
+  /* Live slots were released by their rows; what is still counted alive
+   * is reserved by staged spawns, found by a walk over the records. */
+  const uint32_t max_gen = ix->max_gen;
+  for (uint32_t base = 0; ix->alive && base < ix->hwm;
+       base += WEFT__PAGE_SIZE) {
     weft__record_t *page = ix->pages[base >> WEFT__PAGE_BITS];
     uint32_t n =
         ix->hwm - base < WEFT__PAGE_SIZE ? ix->hwm - base : WEFT__PAGE_SIZE;
     for (uint32_t i = 0; i < n; i++) {
-      if (!(page[i].gen & WEFT__REC_ALIVE))
-        continue; /* free and retired slots stay as they are */
-      alive--;
-      retired += weft__rec_release(&page[i], max_gen);
+      uint32_t v = page[i].v;
+      if (!(v & WEFT__REC_RESERVED))
+        continue;
+      uint32_t gen = v & WEFT__GEN_MASK;
+      bool retire = gen >= max_gen;
+      page[i].v = (retire ? WEFT__REC_RETIRED : 0) | gen;
+      ix->retired += retire;
+      ix->alive--;
     }
   }
-  ix->alive = alive;
-  ix->retired = retired;
   /* A cleared world issues the same handles in the same order every time:
    * the sweep hands out slots 0, 1, 2, ... skipping retired ones. */
-  ix->free_head = WEFT__NIL;
+  ix->free_n = 0;
   ix->sweep = 0;
   ix->sweep_end = ix->hwm;
 }

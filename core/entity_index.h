@@ -1,13 +1,22 @@
 /*
- * The entity index: one 8-byte record per slot, in pages that never move.
+ * The entity index: one 4-byte record per slot, in pages that never move.
  *
- * A record holds the slot's generation with two flag bits, and either the
- * entity's location (chunk id and a 16-bit row) while it is alive, or the
- * next free slot while it is on the free list. The row's low 10 bits share
- * the loc word with the 22-bit chunk id; its high 6 bits sit in the spare
- * bits 24..29 of the generation word. A handle is valid exactly when its tag
- * is the world's, its index is below the high-water mark and its record
- * says ALIVE with the handle's generation; the check reads nothing else.
+ * A live entity's record holds only its location: LOC, then the chunk id
+ * and the row (weft__chunk_row_bits() splits the other 31 bits). Its
+ * generation lives in the handle the chunk's entity column stores at that
+ * row, so a handle is valid exactly when its tag is the world's, its index
+ * is below the high-water mark, its record says LOC, and the handle stored
+ * at that location is the handle itself. Live rows hold distinct live
+ * handles, so a stale or forged handle never matches. The design is the
+ * sparse set's (EnTT): a 4-byte sparse record, the versioned handle in the
+ * dense column.
+ *
+ * Any other record holds a generation: the last one issued (0 for a slot
+ * never issued), with RETIRED for a slot whose generations are exhausted,
+ * or RESERVED for a slot issued to a staged spawn that has no row yet.
+ * Free slots are kept on a LIFO stack of indices beside the pages. The
+ * stack grows when it is full, so it costs memory only for slots that are
+ * free now or were free at once before.
  */
 #ifndef WEFT_CORE_ENTITY_INDEX_H
 #define WEFT_CORE_ENTITY_INDEX_H
@@ -17,6 +26,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/chunk.h"
 #include "weft/entity.h"
 
 #define WEFT__PAGE_BITS 12u
@@ -24,31 +34,14 @@
 #define WEFT__PAGE_MASK (WEFT__PAGE_SIZE - 1u)
 
 #define WEFT__GEN_MASK 0x00ffffffu
-#define WEFT__REC_ROWHI 0x3f000000u
-#define WEFT__REC_ALIVE 0x80000000u
+#define WEFT__REC_LOC 0x80000000u
 #define WEFT__REC_RETIRED 0x40000000u
-#define WEFT__NIL 0xffffffffu
-
-/* Row bits kept in the loc word; the rest of it is the chunk id. */
-#define WEFT__ROW_BITS 10u
-#define WEFT__ROW_MASK ((1u << WEFT__ROW_BITS) - 1u)
+#define WEFT__REC_RESERVED 0x20000000u
+#define WEFT__TAG_MASK UINT64_C(0xff00000000000000)
 
 typedef struct weft__record_t {
-  uint32_t gen; /* generation | row bits 10..15 | ALIVE | RETIRED */
-  uint32_t loc; /* alive: chunk id << 10 | row bits 0..9; free: next free */
+  uint32_t v; /* LOC | chunk id << row_bits | row, or flags | generation */
 } weft__record_t;
-
-static inline uint32_t weft__rec_chunk(const weft__record_t *r) {
-  return r->loc >> WEFT__ROW_BITS;
-}
-static inline uint32_t weft__rec_row(const weft__record_t *r) {
-  return (r->loc & WEFT__ROW_MASK) | ((r->gen & WEFT__REC_ROWHI) >> 14);
-}
-static inline void weft__rec_set_loc(weft__record_t *r, uint32_t chunk_id,
-                                     uint32_t row) {
-  r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
-  r->gen = (r->gen & ~WEFT__REC_ROWHI) | ((row << 14) & WEFT__REC_ROWHI);
-}
 
 typedef struct weft__index_t {
   weft__record_t **pages;
@@ -60,7 +53,11 @@ typedef struct weft__index_t {
   uint32_t hwm;       /* slots ever handed out */
   uint32_t sweep;     /* slots in [sweep, sweep_end) are free or retired: */
   uint32_t sweep_end; /* the ones the last clear released, not reused yet */
-  uint32_t free_head; /* first free slot or WEFT__NIL */
+  uint32_t row_bits;  /* low bits of a LOC record that hold the row */
+  uint32_t row_mask;
+  uint32_t *free; /* free slots, the next one to issue last */
+  uint32_t free_n;
+  uint32_t free_cap;
   uint32_t alive;
   uint32_t retired;
   uint32_t capacity;
@@ -68,28 +65,77 @@ typedef struct weft__index_t {
   uint64_t tag; /* world tag, pre-shifted to bits 56..63 */
 } weft__index_t;
 
+static inline uint32_t weft__rec_chunk(const weft__index_t *ix,
+                                       const weft__record_t *r) {
+  return (r->v & ~WEFT__REC_LOC) >> ix->row_bits;
+}
+static inline uint32_t weft__rec_row(const weft__index_t *ix,
+                                     const weft__record_t *r) {
+  return r->v & ix->row_mask;
+}
+static inline void weft__rec_set_loc(const weft__index_t *ix, weft__record_t *r,
+                                     uint32_t chunk_id, uint32_t row) {
+  r->v = WEFT__REC_LOC | chunk_id << ix->row_bits | row;
+}
+
 void weft__index_init(weft__index_t *ix, uint32_t capacity, uint32_t max_gen,
-                      uint8_t tag);
+                      uint8_t tag, uint32_t chunk_size);
 void weft__index_fini(weft__index_t *ix);
 
 /* Ensures pages exist for slots [0, slots). 0 or WEFT_ENOMEM. */
 int weft__index_reserve(weft__index_t *ix, weft__alloc_stats_t *st,
                         uint32_t slots);
 
+/* Bytes the index owns: its pages and its free stack. */
+uint64_t weft__index_bytes(const weft__index_t *ix);
+
 static inline weft__record_t *weft__index_rec(const weft__index_t *ix,
                                               uint32_t idx) {
   return &ix->pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
 }
 
-/* The record of a live handle, or NULL for a stale/forged/foreign one. */
-static inline weft__record_t *weft__index_lookup(const weft__index_t *ix,
-                                                 weft_entity_t e) {
+/*
+ * The record of a live handle, or NULL for a stale/forged/foreign one; on
+ * a hit, *slot and *row say where the entity is. Reads the record, the
+ * chunk table entry, the chunk header and the handle stored at the row.
+ */
+static inline weft__record_t *
+weft__index_find(const weft__index_t *ix, const weft__chunk_slot_t *table,
+                 weft_entity_t e, const weft__chunk_slot_t **slot,
+                 uint32_t *row) {
   uint32_t idx = (uint32_t)e;
-  if ((e & UINT64_C(0xff00000000000000)) != ix->tag || idx >= ix->hwm)
+  if ((e & WEFT__TAG_MASK) != ix->tag || idx >= ix->hwm)
     return 0;
   weft__record_t *r = weft__index_rec(ix, idx);
-  uint32_t want = WEFT__REC_ALIVE | ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
-  return (r->gen & ~WEFT__REC_ROWHI) == want ? r : 0;
+  uint32_t v = r->v;
+  if (!(v & WEFT__REC_LOC))
+    return 0;
+  const weft__chunk_slot_t *s = &table[(v & ~WEFT__REC_LOC) >> ix->row_bits];
+  uint32_t at = v & ix->row_mask;
+  if (s->chunk->entities[at] != e)
+    return 0;
+  *slot = s;
+  *row = at;
+  return r;
+}
+
+/* The record of a live handle, or NULL for a stale/forged/foreign one. */
+static inline weft__record_t *weft__index_lookup(const weft__index_t *ix,
+                                                 const weft__chunk_slot_t *table,
+                                                 weft_entity_t e) {
+  const weft__chunk_slot_t *slot;
+  uint32_t row;
+  return weft__index_find(ix, table, e, &slot, &row);
+}
+
+/* True if e is the handle a staged spawn holds: issued, no row yet. */
+static inline bool weft__index_is_reserved(const weft__index_t *ix,
+                                           weft_entity_t e) {
+  uint32_t idx = (uint32_t)e;
+  if ((e & WEFT__TAG_MASK) != ix->tag || idx >= ix->hwm)
+    return false;
+  uint32_t want = WEFT__REC_RESERVED | ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
+  return weft__index_rec(ix, idx)->v == want;
 }
 
 static inline weft_entity_t weft__index_handle(const weft__index_t *ix,
@@ -112,64 +158,75 @@ int weft__index_check_room(const weft__index_t *ix, uint32_t n);
 /* Skips retired slots of the sweep range; true if a free one is left. */
 static inline bool weft__index_sweep_next(weft__index_t *ix) {
   while (ix->sweep < ix->sweep_end &&
-         (weft__index_rec(ix, ix->sweep)->gen & WEFT__REC_RETIRED))
+         (weft__index_rec(ix, ix->sweep)->v & WEFT__REC_RETIRED))
     ix->sweep++;
   return ix->sweep < ix->sweep_end;
 }
 
 /*
- * Issues a slot (pages must be reserved: the caller reserves hwm+1 first).
- * prefer_fresh takes a slot above the high-water mark even when the free
- * list is not empty (batch spawns use it to hand out contiguous ids).
- * The record is marked alive at location (chunk_id, row). Returns the
- * handle.
+ * Takes a slot to issue (pages must be reserved: the caller reserves hwm+1
+ * first) and counts it alive: the top of the free stack, else the next
+ * slot of the sweep range, else a fresh one above the high-water mark.
+ * prefer_fresh takes a fresh slot even when others are free (batch spawns
+ * use it to hand out contiguous ids). The caller writes the record.
+ */
+static inline uint32_t weft__index_take(weft__index_t *ix, bool prefer_fresh) {
+  uint32_t idx;
+  bool fresh = prefer_fresh && ix->hwm < ix->capacity;
+  if (ix->free_n && !fresh)
+    idx = ix->free[--ix->free_n];
+  else if (!fresh && weft__index_sweep_next(ix))
+    idx = ix->sweep++; /* slots a clear released, in index order */
+  else
+    idx = ix->hwm++;
+  ix->alive++;
+  return idx;
+}
+
+/* The generation slot idx's next handle gets (its record is not LOC). */
+static inline uint32_t weft__index_next_gen(const weft__index_t *ix,
+                                            uint32_t idx) {
+  return (weft__index_rec(ix, idx)->v & WEFT__GEN_MASK) + 1;
+}
+
+/*
+ * Issues a slot whose entity lives at (chunk_id, row); the caller stores
+ * the returned handle at that row. Returns the handle.
  */
 static inline weft_entity_t weft__index_issue(weft__index_t *ix,
                                               bool prefer_fresh,
                                               uint32_t chunk_id, uint32_t row) {
-  uint32_t idx;
-  weft__record_t *r;
-  bool fresh = prefer_fresh && ix->hwm < ix->capacity;
-  if (ix->free_head != WEFT__NIL && !fresh) {
-    idx = ix->free_head;
-    r = weft__index_rec(ix, idx);
-    ix->free_head = r->loc;
-  } else if (!fresh && weft__index_sweep_next(ix)) {
-    /* Slots a clear released, in index order. */
-    idx = ix->sweep++;
-    r = weft__index_rec(ix, idx);
-  } else {
-    idx = ix->hwm++;
-    r = weft__index_rec(ix, idx);
-  }
-  uint32_t gen = (r->gen & WEFT__GEN_MASK) + 1;
-  r->gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
-  r->loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
-  ix->alive++;
+  uint32_t idx = weft__index_take(ix, prefer_fresh);
+  weft__record_t *r = weft__index_rec(ix, idx);
+  uint32_t gen = (r->v & WEFT__GEN_MASK) + 1;
+  weft__rec_set_loc(ix, r, chunk_id, row);
   return weft__index_handle(ix, idx, gen);
 }
 
-/*
- * Issues k slots for rows [row0, row0 + k) of one chunk, in the order
- * weft__index_issue(ix, true, ...) would, writing the handles to ents[row0..]
- * and, when out is not NULL, to out[0..k). Runs of fresh or swept slots take
- * a loop without the per-slot choice.
- */
+/* Issues a slot to a staged spawn: RESERVED until it gets a row. */
+static inline weft_entity_t weft__index_issue_reserved(weft__index_t *ix) {
+  uint32_t idx = weft__index_take(ix, false);
+  weft__record_t *r = weft__index_rec(ix, idx);
+  uint32_t gen = (r->v & WEFT__GEN_MASK) + 1;
+  r->v = WEFT__REC_RESERVED | gen;
+  return weft__index_handle(ix, idx, gen);
+}
+
 /*
  * Claims the m consecutive slots idx0.. whose records start at recs (one
  * index page at most) for consecutive rows row0.. of chunk chunk_id. A
  * straight loop over plain arrays, which the compiler vectorizes.
  */
-static inline void weft__index_claim_run(weft__record_t *restrict recs,
+static inline void weft__index_claim_run(const weft__index_t *ix,
+                                         weft__record_t *restrict recs,
                                          uint32_t idx0, uint32_t m,
                                          uint32_t chunk_id, uint32_t row0,
-                                         uint64_t tag,
                                          weft_entity_t *restrict ents) {
+  const uint64_t tag = ix->tag;
+  const uint32_t loc0 = WEFT__REC_LOC | chunk_id << ix->row_bits | row0;
   for (uint32_t j = 0; j < m; j++) {
-    uint32_t row = row0 + j;
-    uint32_t gen = (recs[j].gen & WEFT__GEN_MASK) + 1;
-    recs[j].gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
-    recs[j].loc = chunk_id << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
+    uint32_t gen = (recs[j].v & WEFT__GEN_MASK) + 1;
+    recs[j].v = loc0 + j;
     ents[j] = tag | ((uint64_t)gen << 32) | (idx0 + j);
   }
 }
@@ -181,8 +238,8 @@ static inline void weft__index_claim_range(weft__index_t *ix, uint32_t idx,
   while (k) {
     uint32_t in_page = WEFT__PAGE_SIZE - (idx & WEFT__PAGE_MASK);
     uint32_t m = k < in_page ? k : in_page;
-    weft__index_claim_run(weft__index_rec(ix, idx), idx, m, chunk_id, row0,
-                          ix->tag, ents);
+    weft__index_claim_run(ix, weft__index_rec(ix, idx), idx, m, chunk_id, row0,
+                          ents);
     idx += m;
     row0 += m;
     ents += m;
@@ -207,9 +264,8 @@ static inline void weft__index_issue_rows(weft__index_t *ix, uint32_t chunk_id,
     ix->hwm += k;
     ix->alive += k;
     i = k;
-  } else if (ix->hwm == ix->capacity && ix->free_head == WEFT__NIL &&
-             ix->retired == 0) {
-    /* No fresh slot, no free list and no retired slot: the sweep range is
+  } else if (ix->hwm == ix->capacity && ix->free_n == 0 && ix->retired == 0) {
+    /* No fresh slot, no free slot and no retired slot: the sweep range is
      * consecutive free slots. */
     uint32_t m = ix->sweep_end - ix->sweep;
     if (m > k)
@@ -226,37 +282,53 @@ static inline void weft__index_issue_rows(weft__index_t *ix, uint32_t chunk_id,
 }
 
 /*
- * Ends the life of a live record's occupant. Fail closed: a slot whose
- * generations are exhausted retires for good (returns true); otherwise it
- * stays dead with its last generation (false). Counters are the caller's.
+ * Makes room for one more free slot; WEFT_ENOMEM if the stack cannot grow.
+ * Out of line: it runs only when the free count reaches a new peak.
  */
-static inline bool weft__rec_release(weft__record_t *r, uint32_t max_gen) {
-  uint32_t gen = r->gen & WEFT__GEN_MASK;
-  if (gen >= max_gen) {
-    r->gen = WEFT__REC_RETIRED | gen;
-    r->loc = WEFT__NIL;
-    return true;
-  }
-  r->gen = gen;
-  return false;
-}
+int weft__index_grow_free(weft__index_t *ix, weft__alloc_stats_t *st);
 
-/* Kills a live slot and puts it on the free list unless it retired. */
-static inline void weft__index_kill(weft__index_t *ix, weft__record_t *r,
-                                    uint32_t idx) {
+/*
+ * Kills slot idx, whose live (or reserved) handle had generation gen, and
+ * pushes it on the free stack. Fail closed: a slot whose generations are
+ * exhausted retires for good, and so does one the free stack has no room
+ * for when memory runs out (it can then never be issued again, which
+ * keeps alive + retired + remaining == capacity and loses nothing else).
+ */
+static inline void weft__index_kill(weft__index_t *ix, weft__alloc_stats_t *st,
+                                    weft__record_t *r, uint32_t idx,
+                                    uint32_t gen) {
   ix->alive--;
-  if (weft__rec_release(r, ix->max_gen)) {
+  if (gen >= ix->max_gen ||
+      (ix->free_n == ix->free_cap && weft__index_grow_free(ix, st))) {
+    r->v = WEFT__REC_RETIRED | gen;
     ix->retired++;
     return;
   }
-  r->loc = ix->free_head;
-  ix->free_head = idx;
+  r->v = gen;
+  ix->free[ix->free_n++] = idx;
+}
+
+/* Kills live entity e, whose record is r. */
+static inline void weft__index_kill_entity(weft__index_t *ix,
+                                           weft__alloc_stats_t *st,
+                                           weft__record_t *r, weft_entity_t e) {
+  weft__index_kill(ix, st, r, (uint32_t)e,
+                   (uint32_t)(e >> 32) & WEFT__GEN_MASK);
 }
 
 /*
- * Kills every live slot. Instead of threading a free list through every
- * record, the whole range [0, hwm) becomes the sweep range, which issues
- * its non-retired slots in index order before any fresh slot.
+ * Releases the live slots whose handles a chunk's rows hold: each keeps
+ * its generation, or retires if they are exhausted. The first half of a
+ * clear, run over every chunk with rows.
+ */
+void weft__index_release_rows(weft__index_t *ix, const weft_entity_t *ents,
+                              uint32_t n);
+
+/*
+ * The second half of a clear: releases the slots still reserved by staged
+ * spawns. Instead of pushing every released slot on the free stack, the
+ * whole range [0, hwm) becomes the sweep range, which issues its
+ * non-retired slots in index order before any fresh slot.
  */
 void weft__index_clear(weft__index_t *ix);
 

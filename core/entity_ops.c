@@ -63,7 +63,7 @@ static WEFT__COLD int room_slow(weft_world_t *w) {
 /* Whether the index can issue one more slot without growing. */
 static inline bool index_has_room(const weft__index_t *ix) {
   bool room = weft__index_remaining(ix) > 0;
-  bool paged = ix->free_head != WEFT__NIL || ix->hwm < ix->page_count
+  bool paged = ix->free_n || ix->hwm < ix->page_count
                                                            << WEFT__PAGE_BITS;
   return room && paged;
 }
@@ -234,11 +234,11 @@ static inline bool spawn_fast(weft_world_t *w, const weft_component_t *comps,
     return false;
   weft__archetype_t *a = m->arch;
   weft__chunk_t *c = a->tail;
-  /* A non-empty free list alone proves room: a dead slot that is not
+  /* A non-empty free stack alone proves room: a dead slot that is not
    * retired lies below the high-water mark, on a page that exists. */
   const weft__index_t *ix = &w->index;
   if (WEFT__UNLIKELY(!c || c->count == a->row_cap ||
-                     (ix->free_head == WEFT__NIL && !index_has_room(ix))))
+                     (ix->free_n == 0 && !index_has_room(ix))))
     return false;
   uint32_t row = c->count++;
   a->count++;
@@ -342,14 +342,14 @@ int weft_despawn(weft_world_t *w, weft_entity_t e) {
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
   weft__row_remove(w, at.arch, at.chunk, at.row);
-  weft__index_kill(&w->index, at.rec, (uint32_t)e);
+  weft__index_kill_entity(&w->index, &w->alloc, at.rec, e);
   w->despawns++;
   w->version++;
   return 0;
 }
 
 bool weft_is_alive(const weft_world_t *w, weft_entity_t e) {
-  return w && weft__index_lookup(&w->index, e) != NULL;
+  return w && weft__lookup(w, e) != NULL;
 }
 
 /*
@@ -375,7 +375,7 @@ move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
                     weft__chunk_at(at->chunk, p->src, p->elem, at->row),
                     p->elem);
   }
-  weft__rec_set_loc(at->rec, dc->id, dr);
+  weft__rec_set_loc(&w->index, at->rec, dc->id, dr);
   weft__row_remove(w, at->arch, at->chunk, at->row);
   at->chunk = dc;
   at->row = dr;
@@ -488,8 +488,10 @@ const void *weft_get(const weft_world_t *w, weft_entity_t e,
   return weft__chunk_at(at.chunk, col->first_array, col->size, at.row);
 }
 
-/* How many handles ahead weft_get_many() prefetches index records. */
+/* How many handles ahead weft_get_many() prefetches index records, and
+ * how many ahead it reads them to prefetch the rows they name. */
 #define WEFT__GET_AHEAD 64u
+#define WEFT__GET_ROWS_AHEAD 16u
 
 static inline void prefetch_record(const weft_world_t *w, weft_entity_t e) {
   uint32_t idx = (uint32_t)e;
@@ -497,36 +499,73 @@ static inline void prefetch_record(const weft_world_t *w, weft_entity_t e) {
     __builtin_prefetch(weft__index_rec(&w->index, idx), 0, 0);
 }
 
+/*
+ * The column of component c in a chunk of archetype a, remembered for the
+ * last archetype seen: consecutive handles often share one.
+ */
+typedef struct get_col_t {
+  const weft__archetype_t *arch;
+  uint32_t arr, size;
+  bool aos;
+} get_col_t;
+
+static inline bool get_col(get_col_t *g, const weft__archetype_t *a,
+                           weft_component_t c) {
+  if (a != g->arch) {
+    const weft__column_t *col = weft__archetype_col(a, c);
+    g->arch = a;
+    g->aos = col && !col->soa;
+    g->arr = col ? col->first_array : 0;
+    g->size = col ? col->size : 0;
+  }
+  return g->aos;
+}
+
+/*
+ * Reads the (prefetched) record of e and prefetches the handle its row
+ * stores, which validation reads, and the row's value. Unvalidated: a
+ * stale handle costs a useless prefetch at most.
+ */
+static inline void prefetch_row(const weft_world_t *w, weft_entity_t e,
+                                weft_component_t c, get_col_t *g) {
+  const weft__index_t *ix = &w->index;
+  uint32_t idx = (uint32_t)e;
+  if (idx >= ix->hwm)
+    return;
+  const weft__record_t *r = weft__index_rec(ix, idx);
+  if (!(r->v & WEFT__REC_LOC))
+    return;
+  const weft__chunk_slot_t *s = weft__rec_slot(w, r);
+  uint32_t row = weft__rec_row(ix, r);
+  __builtin_prefetch(s->chunk->entities + row, 0, 0);
+  if (get_col(g, s->arch, c))
+    __builtin_prefetch(weft__chunk_at(s->chunk, g->arr, g->size, row), 0, 3);
+}
+
 uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
                        uint32_t n, weft_component_t c, const void **out) {
   if (!w || !handles || !out)
     return 0;
   uint32_t hits = 0;
+  get_col_t ahead = {0}, here = {0};
+  /* Three stages: records are prefetched GET_AHEAD handles ahead, read to
+   * prefetch their rows GET_ROWS_AHEAD ahead, and resolved here, so the
+   * misses of independent lookups overlap. */
   for (uint32_t i = 0; i < n && i < WEFT__GET_AHEAD; i++)
     prefetch_record(w, handles[i]);
-  /* Consecutive handles often share an archetype: remember the last one's
-   * column so the common case skips the column lookup. */
-  const weft__archetype_t *last = NULL;
-  uint32_t arr = 0, size = 0;
-  bool aos = false;
+  for (uint32_t i = 0; i < n && i < WEFT__GET_ROWS_AHEAD; i++)
+    prefetch_row(w, handles[i], c, &ahead);
   for (uint32_t i = 0; i < n; i++) {
     if (i + WEFT__GET_AHEAD < n)
       prefetch_record(w, handles[i + WEFT__GET_AHEAD]);
+    if (i + WEFT__GET_ROWS_AHEAD < n)
+      prefetch_row(w, handles[i + WEFT__GET_ROWS_AHEAD], c, &ahead);
     const void *p = NULL;
     weft__where_t at;
-    if (WEFT__LIKELY(resolve(w, handles[i], &at))) {
-      if (at.arch != last) {
-        const weft__column_t *col = weft__archetype_col(at.arch, c);
-        last = at.arch;
-        aos = col && !col->soa;
-        arr = col ? col->first_array : 0;
-        size = col ? col->size : 0;
-      }
-      if (aos) {
-        p = weft__chunk_at(at.chunk, arr, size, at.row);
-        __builtin_prefetch(p, 0, 3);
-        hits++;
-      }
+    if (WEFT__LIKELY(resolve(w, handles[i], &at)) &&
+        get_col(&here, at.arch, c)) {
+      p = weft__chunk_at(at.chunk, here.arr, here.size, at.row);
+      hits++;
     }
     out[i] = p;
   }

@@ -10,19 +10,6 @@
 
 #include "core/world.h"
 
-/* A reserved record: issued (counted alive in the index) but not live. */
-#define WEFT__REC_RESERVED (WEFT__REC_ALIVE | WEFT__REC_RETIRED)
-
-static inline bool weft__rec_is_reserved(const weft__index_t *ix,
-                                         weft_entity_t e) {
-  uint32_t idx = (uint32_t)e;
-  if ((e & UINT64_C(0xff00000000000000)) != ix->tag || idx >= ix->hwm)
-    return false;
-  const weft__record_t *r = weft__index_rec(ix, idx);
-  uint32_t want = WEFT__REC_RESERVED | ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
-  return (r->gen & ~WEFT__REC_ROWHI) == want;
-}
-
 static inline weft__stage_t *weft__stage_find(weft__txn_t *t, uint32_t slot) {
   if (slot >= t->stage_of_cap)
     return NULL;
@@ -93,8 +80,7 @@ weft__stage_of_entity(weft_world_t *w, weft_entity_t e, uint32_t kind,
   }
   /* A reserved slot without an open stage belongs to a spawn of the wave
    * being drained: it is placed before the next wave runs. */
-  if (!weft__index_lookup(&w->index, e) &&
-      !weft__rec_is_reserved(&w->index, e)) {
+  if (!weft__lookup(w, e) && !weft__index_is_reserved(&w->index, e)) {
     weft__count_stale_cmd(w);
     return 0;
   }

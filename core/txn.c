@@ -129,8 +129,7 @@ int weft__reserve_slot(weft_world_t *w, weft_entity_t *out) {
              ix->capacity, ix->alive, ix->retired);
   rc = weft__index_reserve(ix, &w->alloc, ix->hwm + 1 + hold);
   WEFT_CHECK(w, rc == 0, rc, "out of memory growing the entity index");
-  weft_entity_t e = weft__index_issue(ix, false, 0, 0);
-  weft__index_rec(ix, (uint32_t)e)->gen |= WEFT__REC_RETIRED;
+  weft_entity_t e = weft__index_issue_reserved(ix);
   w->txn.reserved++;
   *out = e;
   return 0;
@@ -138,8 +137,7 @@ int weft__reserve_slot(weft_world_t *w, weft_entity_t *out) {
 
 void weft__unreserve_slot(weft_world_t *w, uint32_t slot) {
   weft__record_t *r = weft__index_rec(&w->index, slot);
-  r->gen &= ~WEFT__REC_RETIRED;
-  weft__index_kill(&w->index, r, slot);
+  weft__index_kill(&w->index, &w->alloc, r, slot, r->v & WEFT__GEN_MASK);
   w->txn.reserved--;
 }
 
@@ -266,7 +264,7 @@ static int move_row(weft_world_t *w, weft__record_t *rec, weft__chunk_t *sc,
   if (rc)
     return rc;
   weft__copy_rows(src, dst, sc, sr, dc, dr, 1);
-  weft__rec_set_loc(rec, dc->id, dr);
+  weft__rec_set_loc(&w->index, rec, dc->id, dr);
   weft__row_remove(w, src, sc, sr);
   w->moves++;
   w->version++;
@@ -325,7 +323,7 @@ static void phase_despawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
     weft__obs_despawn(w, at.chunk, at.row);
     weft__locate(w, s.e, &at);
     weft__row_remove(w, at.arch, at.chunk, at.row);
-    weft__index_kill(&w->index, at.rec, (uint32_t)s.e);
+    weft__index_kill_entity(&w->index, &w->alloc, at.rec, s.e);
     w->despawns++;
     w->version++;
   }
@@ -376,9 +374,8 @@ static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
     memset(weft__chunk_at(c, i, elem, row), 0, elem);
   }
   write_values(w, target, c, row, first);
-  weft__record_t *r = weft__index_rec(&w->index, (uint32_t)e);
-  r->gen &= ~WEFT__REC_RETIRED;
-  weft__rec_set_loc(r, c->id, row);
+  weft__rec_set_loc(&w->index, weft__index_rec(&w->index, (uint32_t)e), c->id,
+                    row);
   w->txn.reserved--;
   w->spawns++;
   w->version++;
@@ -416,8 +413,11 @@ static const weft__op_t *single_op(const weft__stage_t *s) {
  * the owner from the chunk table entry, not from the chunk header. */
 static inline weft__record_t *live_in(const weft_world_t *w, weft_entity_t e,
                                       const weft__archetype_t *a) {
-  weft__record_t *r = weft__index_lookup(&w->index, e);
-  return r && weft__rec_slot(w, r)->arch == a ? r : NULL;
+  const weft__chunk_slot_t *slot;
+  uint32_t row;
+  weft__record_t *r =
+      weft__index_find(&w->index, w->chunks.table, e, &slot, &row);
+  return r && slot->arch == a ? r : NULL;
 }
 
 /*
@@ -488,23 +488,22 @@ collect_group(weft_world_t *w, const weft__op_t *op0, uint32_t i, uint32_t s1,
   const weft__stage_t *st = t->stages;
   /* op0 is a single op of a mutate stage (see single_op). */
   const uint64_t shape = op_shape(op0);
-  uint32_t k = 0, nr = 0, k0 = 0, run_cid = UINT32_MAX, run_end = 0;
+  uint32_t k = 0, nr = 0, k0 = 0, run_end = 0;
+  const weft__chunk_t *run_chunk = NULL;
   for (uint32_t j = i; j < s1; j++, k++) {
     const weft__stage_t *s = &st[j];
     if (op_shape(&s->op0) != shape)
       break;
-    const weft__record_t *r = weft__index_lookup(&ix, s->e);
-    if (!r)
+    const weft__chunk_slot_t *slot;
+    uint32_t row;
+    if (!weft__index_find(&ix, table, s->e, &slot, &row) || slot->arch != a)
       break;
-    uint32_t cid = weft__rec_chunk(r);
-    if (table[cid].arch != a)
-      break;
-    uint32_t row = weft__rec_row(r);
-    if (cid != run_cid || row != run_end) {
+    weft__chunk_t *ch = slot->chunk;
+    if (ch != run_chunk || row != run_end) {
       if (nr)
         runs[nr - 1].n = k - k0;
-      runs[nr++] = (weft__group_run_t){table[cid].chunk, row, 0};
-      run_cid = cid;
+      runs[nr++] = (weft__group_run_t){ch, row, 0};
+      run_chunk = ch;
       k0 = k;
     }
     run_end = row + 1;
@@ -625,7 +624,7 @@ static uint32_t reserve_slots(weft_world_t *w, weft__fast_spawn_t *f) {
   weft__index_t *ix = &w->index;
   uint32_t n = f->run->count, i = 0;
   f->nsweep = f->nsingle = 0;
-  if (ix->free_head == WEFT__NIL && ix->retired == 0 &&
+  if (ix->free_n == 0 && ix->retired == 0 &&
       ix->sweep < ix->sweep_end) {
     /* Nothing retired and no free list: the sweep range is consecutive
      * free slots. */
@@ -636,7 +635,7 @@ static uint32_t reserve_slots(weft_world_t *w, weft__fast_spawn_t *f) {
     ix->alive += i;
     w->txn.reserved += i;
   }
-  while (i < n && (ix->free_head != WEFT__NIL || weft__index_sweep_next(ix))) {
+  while (i < n && (ix->free_n || weft__index_sweep_next(ix))) {
     if (weft__reserve_slot(w, &f->out[i]))
       return i;
     f->nsingle++;
@@ -723,13 +722,11 @@ static void place_records(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
   weft__index_t *ix = &w->index;
   weft__record_t *restrict rec = weft__index_rec(ix, idx);
   weft_entity_t *restrict ents = c->entities + row0;
-  uint32_t cid = c->id;
+  const uint32_t loc0 = WEFT__REC_LOC | c->id << ix->row_bits | row0;
   for (uint32_t j = 0; j < n; j++) {
     uint32_t gen = issued ? weft_entity_generation(issued)
-                          : (rec[j].gen & WEFT__GEN_MASK) + 1;
-    uint32_t row = row0 + j;
-    rec[j].gen = WEFT__REC_ALIVE | gen | ((row << 14) & WEFT__REC_ROWHI);
-    rec[j].loc = cid << WEFT__ROW_BITS | (row & WEFT__ROW_MASK);
+                          : (rec[j].v & WEFT__GEN_MASK) + 1;
+    rec[j].v = loc0 + j;
     weft_entity_t e = ix->tag | ((uint64_t)gen << 32) | (idx + j);
     ents[j] = e;
     out[j] = e;
@@ -1031,7 +1028,7 @@ static int copy_value(weft_world_t *w, weft_component_t c, const void *value,
 
 /* Checks that e is live or a staged spawn of this transaction. */
 static int check_target(weft_world_t *w, weft_entity_t e) {
-  if (weft__index_lookup(&w->index, e) || weft__rec_is_reserved(&w->index, e))
+  if (weft__lookup(w, e) || weft__index_is_reserved(&w->index, e))
     return 0;
   weft__count_stale(w);
   return weft__fail(w, WEFT_ESTALE, WEFT__FILE, WEFT__LINE,

@@ -65,7 +65,8 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
   w->tag = pick_tag(cfg.world_tag);
   weft__index_init(
       &w->index, cfg.capacity ? cfg.capacity : WEFT_ENTITY_MAX,
-      cfg.max_generation ? cfg.max_generation : WEFT_GENERATION_MAX, w->tag);
+      cfg.max_generation ? cfg.max_generation : WEFT_GENERATION_MAX, w->tag,
+      w->chunk_size);
   weft__chunks_init(&w->chunks, w->chunk_size);
   weft__txn_init(&w->txn);
 #ifdef NDEBUG
@@ -122,7 +123,11 @@ int weft_world_reserve(weft_world_t *w, uint32_t entities) {
              "cannot reserve %u slots: capacity is %u", entities,
              w->index.capacity);
   int rc = weft__index_reserve(&w->index, &w->alloc, entities);
-  WEFT_CHECK(w, rc == 0, rc, "out of memory reserving %u slots", entities);
+  if (rc == 0)
+    rc = weft__grow(&w->alloc, &w->index.free, &w->index.free_cap, entities,
+                    sizeof(*w->index.free), WEFT__PAGE_SIZE);
+  WEFT_CHECK(w, rc == 0, WEFT_ENOMEM, "out of memory reserving %u slots",
+             entities);
   return 0;
 }
 
@@ -133,8 +138,12 @@ int weft_world_clear(weft_world_t *w) {
   /* Every chunk becomes a spare of its archetype: the memory stays. */
   for (uint32_t i = 0; i < w->arch_count; i++) {
     weft__archetype_t *a = w->archs[i];
-    for (uint32_t c = 0; c < a->nchunks; c++)
+    for (uint32_t c = 0; c < a->nchunks; c++) {
+      /* Live generations are in the rows' handles. */
+      weft__index_release_rows(&w->index, a->chunks[c]->entities,
+                               a->chunks[c]->count);
       a->chunks[c]->count = 0;
+    }
     w->chunks_live -= a->nchunks;
     w->chunks_spare += a->nchunks;
     a->nchunks = 0;
@@ -181,8 +190,7 @@ void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
   out->chunks_live = w->chunks_live;
   out->chunks_pooled = w->chunks_spare;
   out->chunk_bytes = w->chunk_bytes;
-  out->index_bytes =
-      (uint64_t)ix->page_count * WEFT__PAGE_SIZE * sizeof(weft__record_t);
+  out->index_bytes = weft__index_bytes(ix);
   out->spawns = w->spawns;
   out->despawns = w->despawns;
   out->moves = w->moves;

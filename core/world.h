@@ -126,21 +126,27 @@ typedef struct weft__where_t {
  * (the caller decides whether that is counted). */
 static inline bool weft__locate(const weft_world_t *w, weft_entity_t e,
                                 weft__where_t *at) {
-  weft__record_t *r = weft__index_lookup(&w->index, e);
+  const weft__chunk_slot_t *slot;
+  weft__record_t *r =
+      weft__index_find(&w->index, w->chunks.table, e, &slot, &at->row);
   if (!r)
     return false;
   at->rec = r;
-  const weft__chunk_slot_t *slot = &w->chunks.table[weft__rec_chunk(r)];
   at->chunk = slot->chunk;
   at->arch = slot->arch;
-  at->row = weft__rec_row(r);
   return true;
+}
+
+/* The record of live handle e, or NULL for a stale, forged or foreign one. */
+static inline weft__record_t *weft__lookup(const weft_world_t *w,
+                                           weft_entity_t e) {
+  return weft__index_lookup(&w->index, w->chunks.table, e);
 }
 
 /* Where a live entity's row is. */
 static inline const weft__chunk_slot_t *
 weft__rec_slot(const weft_world_t *w, const weft__record_t *r) {
-  return &w->chunks.table[weft__rec_chunk(r)];
+  return &w->chunks.table[weft__rec_chunk(&w->index, r)];
 }
 
 /*
@@ -161,8 +167,8 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
     chunk->sversion = w->change_version; /* a row moved in */
     weft_entity_t moved = last->entities[lrow];
     chunk->entities[row] = moved;
-    weft__rec_set_loc(weft__index_rec(&w->index, (uint32_t)moved), chunk->id,
-                      row);
+    weft__rec_set_loc(&w->index, weft__index_rec(&w->index, (uint32_t)moved),
+                      chunk->id, row);
   }
   last->count--;
   a->count--;

@@ -1606,6 +1606,48 @@ static void test_entity_get_many_matches_get(void **state) {
   weft_world_destroy(w);
 }
 
+/* A record packs chunk id and row into 31 bits, split by the chunk size:
+ * at every size, rows up to the largest a chunk holds resolve, and swap
+ * removal keeps every survivor's value and kills every despawned handle. */
+static void test_entity_locations_at_every_chunk_size(void **state) {
+  (void)state;
+  enum { N = 140000 };
+  const uint32_t sizes[] = {WEFT_CHUNK_SIZE_MIN, WEFT_CHUNK_SIZE_DEFAULT,
+                            WEFT_CHUNK_SIZE_MAX};
+  weft_entity_t *es = malloc(N * sizeof *es);
+  assert_non_null(es);
+  for (uint32_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    weft_world_t *w = wt_world_sized(0, sizes[k]);
+    weft_component_t id = wt_register(w, "Id", 4, 4);
+    weft_component_t comps[2] = {id, WEFT_COMPONENT_NONE};
+    for (uint32_t i = 0; i < N; i++) {
+      if (i % 2) { /* handle-only rows: the most rows a chunk holds */
+        es[i] = wt_spawn(w);
+      } else {
+        const void *v[1] = {&i};
+        es[i] = wt_spawn_with(w, comps, v);
+      }
+    }
+    for (uint32_t i = 0; i < N; i += 3)
+      assert_int_equal(weft_despawn(w, es[i]), WEFT_OK);
+    for (uint32_t i = 0; i < N; i++) {
+      bool live = i % 3 != 0;
+      assert_int_equal(weft_is_alive(w, es[i]), live);
+      const uint32_t *v = weft_get(w, es[i], id);
+      if (live && i % 2 == 0) {
+        assert_non_null(v);
+        assert_int_equal(*v, i);
+      } else {
+        assert_null(v);
+      }
+    }
+    assert_int_equal(weft_world_count(w), N - (N + 2) / 3);
+    wt_check_slot_invariant(w);
+    weft_world_destroy(w);
+  }
+  free(es);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_entity_null_handle_never_live),
@@ -1639,6 +1681,7 @@ int main(void) {
       cmocka_unit_test(test_entity_batch_spawn_reuses_freed_slots),
       cmocka_unit_test(test_entity_batch_spawn_prefers_fresh_slots),
       cmocka_unit_test(test_entity_get_many_matches_get),
+      cmocka_unit_test(test_entity_locations_at_every_chunk_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -501,6 +501,62 @@ static void test_world_stats_track_lifecycle(void **state) {
   weft_world_destroy(w);
 }
 
+/* After a reserve, despawning and respawning that many entities allocates
+ * nothing (the free stack was reserved too), and slots come back LIFO. */
+static void test_world_reserve_covers_despawns(void **state) {
+  (void)state;
+  enum { N = 20000 }; /* more than the free stack's first growth step */
+  weft_world_t *w = wt_world_new(NULL);
+  assert_int_equal(weft_world_reserve(w, N), WEFT_OK);
+  weft_entity_t *es = malloc(N * sizeof *es);
+  weft_entity_t *again = malloc(N * sizeof *again);
+  assert_non_null(es);
+  assert_non_null(again);
+  for (uint32_t i = 0; i < N; i++)
+    es[i] = wt_spawn(w);
+  uint64_t index_bytes = wt_stats(w).index_bytes;
+  const uint64_t *allocated = wt_thread_allocated();
+  uint64_t before = allocated ? *allocated : 0;
+  for (uint32_t i = 0; i < N; i++)
+    assert_int_equal(weft_despawn(w, es[i]), WEFT_OK);
+  for (uint32_t i = 0; i < N; i++)
+    assert_int_equal(weft_spawn(w, &again[i]), WEFT_OK);
+  if (allocated)
+    assert_int_equal(*allocated - before, 0);
+  assert_int_equal(wt_stats(w).index_bytes, index_bytes);
+  for (uint32_t i = 0; i < N; i++) {
+    /* The last slot freed is the first one issued, one generation on. */
+    weft_entity_t old = es[N - 1 - i];
+    assert_int_equal(weft_entity_index(again[i]), weft_entity_index(old));
+    assert_int_equal(weft_entity_generation(again[i]),
+                     weft_entity_generation(old) + 1);
+    assert_false(weft_is_alive(w, old));
+    assert_true(weft_is_alive(w, again[i]));
+  }
+  wt_check_slot_invariant(w);
+  free(es);
+  free(again);
+  weft_world_destroy(w);
+}
+
+/* Per-entity memory beyond the component bytes (handle column, index
+ * record, chunk headers, padding) stays within 16 bytes at scale. */
+static void test_world_memory_overhead_per_entity(void **state) {
+  (void)state;
+  enum { N = 200000 };
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t comps[3] = {wt_register(w, "Position", 12, 4),
+                               wt_register(w, "Velocity", 12, 4),
+                               WEFT_COMPONENT_NONE};
+  assert_int_equal(weft_spawn_batch(w, N, comps, NULL, NULL, NULL), WEFT_OK);
+  weft_world_stats_t s = wt_stats(w);
+  assert_int_equal(s.alive, N);
+  double per = (double)(s.chunk_bytes + s.index_bytes) / N - 24.0;
+  assert_true(per > 8.0); /* the handle column alone is 8 bytes */
+  assert_true(per <= 16.0);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_world_create_null_config_uses_defaults),
@@ -520,6 +576,8 @@ int main(void) {
       cmocka_unit_test(test_world_clear_reissues_slots_in_order),
       cmocka_unit_test(test_world_last_error_describes_failure),
       cmocka_unit_test(test_world_stats_track_lifecycle),
+      cmocka_unit_test(test_world_reserve_covers_despawns),
+      cmocka_unit_test(test_world_memory_overhead_per_entity),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,10 +134,14 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out);
 void weft_world_destroy(weft_world_t *world);
 
 /**
- * Pre-allocates index pages for @p entities slots so that spawning that many
- * entities allocates no index memory. Records never move, so pointers into
- * chunks stay valid. Returns WEFT_EFULL if @p entities exceeds the capacity,
- * WEFT_ENOMEM on allocation failure (the world is unchanged then).
+ * Pre-allocates the entity index for @p entities slots: the records, and
+ * room on the free stack for that many despawned slots, so that spawning
+ * and despawning up to that many entities allocates no index memory
+ * (without a reserve, the free stack grows when the number of free slots
+ * reaches a new peak). Records never move, so pointers into chunks stay
+ * valid. Owner thread. Returns WEFT_EFULL if @p entities exceeds the
+ * capacity, WEFT_ENOMEM on allocation failure (what was reserved before
+ * stays; nothing else changes).
  */
 int weft_world_reserve(weft_world_t *world, uint32_t entities);
 
