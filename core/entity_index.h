@@ -99,10 +99,11 @@ static inline weft__record_t *weft__index_rec(const weft__index_t *ix,
  * a hit, *slot and *row say where the entity is. Reads the record, the
  * chunk table entry, the chunk header and the handle stored at the row.
  */
-static inline weft__record_t *
-weft__index_find(const weft__index_t *ix, const weft__chunk_slot_t *table,
-                 weft_entity_t e, const weft__chunk_slot_t **slot,
-                 uint32_t *row) {
+static inline weft__record_t *weft__index_find(const weft__index_t *ix,
+                                               const weft__chunk_slot_t *table,
+                                               weft_entity_t e,
+                                               const weft__chunk_slot_t **slot,
+                                               uint32_t *row) {
   uint32_t idx = (uint32_t)e;
   if ((e & WEFT__TAG_MASK) != ix->tag || idx >= ix->hwm)
     return 0;
@@ -120,9 +121,9 @@ weft__index_find(const weft__index_t *ix, const weft__chunk_slot_t *table,
 }
 
 /* The record of a live handle, or NULL for a stale/forged/foreign one. */
-static inline weft__record_t *weft__index_lookup(const weft__index_t *ix,
-                                                 const weft__chunk_slot_t *table,
-                                                 weft_entity_t e) {
+static inline weft__record_t *
+weft__index_lookup(const weft__index_t *ix, const weft__chunk_slot_t *table,
+                   weft_entity_t e) {
   const weft__chunk_slot_t *slot;
   uint32_t row;
   return weft__index_find(ix, table, e, &slot, &row);

@@ -63,8 +63,7 @@ static WEFT__COLD int room_slow(weft_world_t *w) {
 /* Whether the index can issue one more slot without growing. */
 static inline bool index_has_room(const weft__index_t *ix) {
   bool room = weft__index_remaining(ix) > 0;
-  bool paged = ix->free_n || ix->hwm < ix->page_count
-                                                           << WEFT__PAGE_BITS;
+  bool paged = ix->free_n || ix->hwm < ix->page_count << WEFT__PAGE_BITS;
   return room && paged;
 }
 

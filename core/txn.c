@@ -624,8 +624,7 @@ static uint32_t reserve_slots(weft_world_t *w, weft__fast_spawn_t *f) {
   weft__index_t *ix = &w->index;
   uint32_t n = f->run->count, i = 0;
   f->nsweep = f->nsingle = 0;
-  if (ix->free_n == 0 && ix->retired == 0 &&
-      ix->sweep < ix->sweep_end) {
+  if (ix->free_n == 0 && ix->retired == 0 && ix->sweep < ix->sweep_end) {
     /* Nothing retired and no free list: the sweep range is consecutive
      * free slots. */
     uint32_t k = ix->sweep_end - ix->sweep;

@@ -63,10 +63,10 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
   w->alloc = st;
   w->chunk_size = cfg.chunk_size ? cfg.chunk_size : WEFT_CHUNK_SIZE_DEFAULT;
   w->tag = pick_tag(cfg.world_tag);
-  weft__index_init(
-      &w->index, cfg.capacity ? cfg.capacity : WEFT_ENTITY_MAX,
-      cfg.max_generation ? cfg.max_generation : WEFT_GENERATION_MAX, w->tag,
-      w->chunk_size);
+  weft__index_init(&w->index, cfg.capacity ? cfg.capacity : WEFT_ENTITY_MAX,
+                   cfg.max_generation ? cfg.max_generation
+                                      : WEFT_GENERATION_MAX,
+                   w->tag, w->chunk_size);
   weft__chunks_init(&w->chunks, w->chunk_size);
   weft__txn_init(&w->txn);
 #ifdef NDEBUG
