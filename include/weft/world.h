@@ -62,7 +62,10 @@ typedef struct weft_world_config_t {
   uint32_t capacity;
   /** Bytes of rows (handles and component arrays) per chunk, which sets
    * how many rows a chunk holds: a power of two in [WEFT_CHUNK_SIZE_MIN,
-   * WEFT_CHUNK_SIZE_MAX]; 0 means WEFT_CHUNK_SIZE_DEFAULT. */
+   * WEFT_CHUNK_SIZE_MAX]; 0 means WEFT_CHUNK_SIZE_DEFAULT. A world holds
+   * up to 16 GiB of chunks (32 GiB at WEFT_CHUNK_SIZE_MAX): entity records
+   * name a chunk and row in 31 bits. Growing past that fails with
+   * WEFT_ELIMIT. */
   uint32_t chunk_size;
   /** Generations a slot issues before it retires; 0 means
    * WEFT_GENERATION_MAX. Small values exercise rollover in tests. */
@@ -102,7 +105,8 @@ typedef struct weft_world_stats_t {
   uint32_t chunk_size;       /**< bytes per chunk */
   uint64_t chunk_bytes;      /**< bytes of chunk memory owned (live + pooled,
                                   headers included) */
-  uint64_t index_bytes;      /**< bytes of entity index pages */
+  uint64_t index_bytes;      /**< bytes of the entity index: its pages
+                                  (4 bytes per slot) and free stack */
   uint64_t spawns;           /**< entities spawned since creation */
   uint64_t despawns;         /**< entities despawned since creation */
   uint64_t moves;            /**< archetype moves since creation */
