@@ -99,14 +99,28 @@ int weft__index_check_room(const weft__index_t *ix, uint32_t n) {
 
 void weft__index_release_rows(weft__index_t *ix, const weft_entity_t *ents,
                               uint32_t n) {
-  uint32_t retired = 0;
+  /* Rows filled by a batch spawn hold consecutive handles of one
+   * generation: such a run releases to one record value, stored in a
+   * loop the compiler vectorizes. Any other row is a run of one. */
+  weft__record_t *const *pages = ix->pages;
   const uint32_t max_gen = ix->max_gen;
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t gen = (uint32_t)(ents[i] >> 32) & WEFT__GEN_MASK;
-    uint32_t retire = gen >= max_gen;
-    weft__index_rec(ix, (uint32_t)ents[i])->v =
-        (retire ? WEFT__REC_RETIRED : 0) | gen;
-    retired += retire;
+  uint32_t retired = 0;
+  for (uint32_t i = 0; i < n;) {
+    const weft_entity_t e0 = ents[i];
+    const uint32_t off = (uint32_t)e0 & WEFT__PAGE_MASK;
+    const uint32_t lim =
+        n - i < WEFT__PAGE_SIZE - off ? n - i : WEFT__PAGE_SIZE - off;
+    uint32_t k = 1;
+    while (k < lim && ents[i + k] == e0 + k)
+      k++;
+    const uint32_t gen = (uint32_t)(e0 >> 32) & WEFT__GEN_MASK;
+    const bool retire = gen >= max_gen;
+    const uint32_t v = (retire ? WEFT__REC_RETIRED : 0) | gen;
+    weft__record_t *restrict r = pages[(uint32_t)e0 >> WEFT__PAGE_BITS] + off;
+    for (uint32_t j = 0; j < k; j++)
+      r[j].v = v;
+    retired += retire ? k : 0;
+    i += k;
   }
   ix->alive -= n;
   ix->retired += retired;
