@@ -257,18 +257,7 @@ typedef struct bx_t {
 static bx_t bx_new(uint32_t workers, float cell, float lo, float hi) {
   bx_t b;
   memset(&b, 0, sizeof b);
-  if (workers) {
-    weft_pool_config_t pc;
-    memset(&pc, 0, sizeof pc);
-    pc.placement.workers = workers;
-    assert_int_equal(weft_pool_create(&pc, &b.pool), WEFT_OK);
-  }
-  weft_world_config_t wc;
-  memset(&wc, 0, sizeof wc);
-  wc.world_tag = 42; /* equal handles across worlds: digests compare */
-  wc.chunk_size = WEFT_CHUNK_SIZE_MIN;
-  wc.pool = b.pool;
-  b.w = wt_world_new(&wc);
+  b.w = wt_world_pooled(workers, WEFT_CHUNK_SIZE_MIN, &b.pool);
   if (workers) {
     weft_pipeline_config_t c;
     memset(&c, 0, sizeof c);

@@ -251,18 +251,8 @@ static float frand(wt_rng_t *r, float lo, float hi) {
 static scene_t *scene_new(uint32_t workers, uint64_t seed) {
   scene_t *s = calloc(1, sizeof *s);
   assert_non_null(s);
-  if (workers) {
-    weft_pool_config_t pc;
-    memset(&pc, 0, sizeof pc);
-    pc.placement.workers = workers;
-    assert_int_equal(weft_pool_create(&pc, &s->pool), WEFT_OK);
-  }
-  weft_world_config_t wc;
-  memset(&wc, 0, sizeof wc);
-  wc.world_tag = 42;    /* the same handles in every scene */
-  wc.chunk_size = 4096; /* about a hundred rows per chunk: many chunks */
-  wc.pool = s->pool;
-  s->w = wt_world_new(&wc);
+  s->w = wt_world_pooled(workers, 4096 /* about a hundred rows per chunk */,
+                         &s->pool);
   if (workers) {
     weft_pipeline_config_t pc;
     memset(&pc, 0, sizeof pc);

@@ -29,17 +29,7 @@ typedef struct hx_t {
 static hx_t hx_new(uint32_t workers, bool health) {
   hx_t h;
   memset(&h, 0, sizeof h);
-  if (workers) {
-    weft_pool_config_t pc;
-    memset(&pc, 0, sizeof pc);
-    pc.placement.workers = workers;
-    assert_int_equal(weft_pool_create(&pc, &h.pool), WEFT_OK);
-  }
-  weft_world_config_t wc;
-  memset(&wc, 0, sizeof wc);
-  wc.world_tag = 42; /* equal handles across worlds: digests compare */
-  wc.pool = h.pool;
-  h.w = wt_world_new(&wc);
+  h.w = wt_world_pooled(workers, 0, &h.pool);
   if (workers) {
     weft_pipeline_config_t c;
     memset(&c, 0, sizeof c);

@@ -31,18 +31,7 @@ typedef struct fx_t {
 static fx_t fx_new(uint32_t workers) {
   fx_t f;
   memset(&f, 0, sizeof f);
-  if (workers) {
-    weft_pool_config_t pc;
-    memset(&pc, 0, sizeof pc);
-    pc.placement.workers = workers;
-    assert_int_equal(weft_pool_create(&pc, &f.pool), WEFT_OK);
-  }
-  weft_world_config_t wc;
-  memset(&wc, 0, sizeof wc);
-  wc.world_tag = 42; /* equal handles across worlds: digests compare */
-  wc.chunk_size = WEFT_CHUNK_SIZE_MIN;
-  wc.pool = f.pool;
-  f.w = wt_world_new(&wc);
+  f.w = wt_world_pooled(workers, WEFT_CHUNK_SIZE_MIN, &f.pool);
   assert_int_equal(weft_std_register(f.w, &f.std), WEFT_OK);
   f.extra = wt_register(f.w, "test.Extra", sizeof(uint32_t), 0);
   weft_pipeline_config_t pc;

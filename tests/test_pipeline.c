@@ -56,19 +56,7 @@ typedef struct fx_t {
 static fx_t fx_new(uint32_t workers, uint32_t chunk_size) {
   fx_t f;
   memset(&f, 0, sizeof f);
-  if (workers) {
-    weft_pool_config_t pc;
-    memset(&pc, 0, sizeof pc);
-    pc.placement.workers = workers;
-    assert_int_equal(weft_pool_create(&pc, &f.pool), WEFT_OK);
-    assert_int_equal(weft_pool_workers(f.pool), workers);
-  }
-  weft_world_config_t wc;
-  memset(&wc, 0, sizeof wc);
-  wc.world_tag = 42; /* equal handles across worlds: digests compare */
-  wc.chunk_size = chunk_size;
-  wc.pool = f.pool;
-  f.w = wt_world_new(&wc);
+  f.w = wt_world_pooled(workers, chunk_size, &f.pool);
   f.pos = wt_register(f.w, "Pos", sizeof(pos_t), 0);
   f.vel = wt_register(f.w, "Vel", sizeof(vel_t), 0);
   f.mark = wt_register(f.w, "Mark", sizeof(uint32_t), 0);

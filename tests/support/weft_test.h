@@ -70,6 +70,31 @@ static inline weft_world_t *wt_world_sized(uint32_t capacity,
   return wt_world_new(&cfg);
 }
 
+/*
+ * A world for tests that compare runs on different worker counts: world
+ * tag 42 (equal handles across worlds, so digests compare) and the given
+ * chunk size (0 keeps the default). With @p workers > 0 it gets a new pool
+ * of that many workers, returned in *pool (destroy it after the world);
+ * with 0, *pool is NULL and everything runs inline.
+ */
+static inline weft_world_t *
+wt_world_pooled(uint32_t workers, uint32_t chunk_size, weft_pool_t **pool) {
+  *pool = NULL;
+  if (workers) {
+    weft_pool_config_t pc;
+    memset(&pc, 0, sizeof pc);
+    pc.placement.workers = workers;
+    assert_int_equal(weft_pool_create(&pc, pool), WEFT_OK);
+    assert_int_equal(weft_pool_workers(*pool), workers);
+  }
+  weft_world_config_t wc;
+  memset(&wc, 0, sizeof wc);
+  wc.world_tag = 42;
+  wc.chunk_size = chunk_size;
+  wc.pool = *pool;
+  return wt_world_new(&wc);
+}
+
 static inline weft_world_stats_t wt_stats(const weft_world_t *w) {
   weft_world_stats_t s;
   memset(&s, 0xa5, sizeof s); /* make unfilled fields obvious */
