@@ -12,16 +12,7 @@ if(NOT WEFT_SIM)
   message(FATAL_ERROR "run_weft_sim.cmake: -DWEFT_SIM is required")
 endif()
 
-set(args "")
-set(after_dashes FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(after_dashes)
-    list(APPEND args "${CMAKE_ARGV${i}}")
-  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
-    set(after_dashes TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
 
 if(DEFINED WEFT_EXPECT_RC)
   execute_process(COMMAND "${WEFT_SIM}" ${args}

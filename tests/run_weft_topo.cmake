@@ -13,16 +13,7 @@ if(NOT WEFT_TOPO OR "${WEFT_EXPECT_RC}" STREQUAL "")
                       "are required")
 endif()
 
-set(args "")
-set(after_dashes FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(after_dashes)
-    list(APPEND args "${CMAKE_ARGV${i}}")
-  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
-    set(after_dashes TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
 
 execute_process(COMMAND "${WEFT_TOPO}" ${args}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
