@@ -13,7 +13,14 @@
 #include <strings.h> /* ffs(), used by MALLOCX_ALIGN */
 #endif
 
+/* True when the injected failure is due (see weft__alloc_stats_t). */
+static inline int injected_failure(weft__alloc_stats_t *st) {
+  return st && st->fail_in && --st->fail_in == 0;
+}
+
 void *weft__alloc(weft__alloc_stats_t *st, size_t size, size_t align) {
+  if (injected_failure(st))
+    return NULL;
   if (size == 0)
     size = 1;
   if (align < sizeof(void *))
@@ -44,6 +51,8 @@ void *weft__realloc(weft__alloc_stats_t *st, void *p, size_t old_size,
   if (!p)
     return weft__alloc(st, new_size, 16);
   (void)old_size;
+  if (injected_failure(st))
+    return NULL;
   void *q;
 #ifdef WEFT_SYSTEM_MALLOC
   q = realloc(p, new_size ? new_size : 1);

@@ -17,6 +17,10 @@
 typedef struct weft__alloc_stats_t {
   uint64_t allocs;
   uint64_t bytes;
+  /* Fault injection for tests (tests/test_alloc.c): when nonzero, each
+   * allocation through these stats counts it down, and the one that
+   * brings it to zero fails as if memory had run out. */
+  uint64_t fail_in;
 } weft__alloc_stats_t;
 
 /* Allocates size bytes aligned to align (a power of two); NULL on failure. */

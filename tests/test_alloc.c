@@ -11,6 +11,8 @@
 
 #include <stdlib.h>
 
+#include "core/world.h" /* w->alloc.fail_in: injected allocation failures */
+
 #include <jemalloc/jemalloc.h>
 
 typedef struct p3_t {
@@ -288,11 +290,113 @@ static void test_alloc_counter_detects_allocation(void **state) {
   weft_world_destroy(w);
 }
 
+/* ---- injected allocation failures -------------------------------------- */
+
+/* Spawns n entities of component @p c (8 bytes) holding 100 + i. */
+static void spawn_numbered(weft_world_t *w, weft_component_t c, uint32_t n,
+                           weft_entity_t *out) {
+  const weft_component_t comps[] = {c, 0};
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t v = 100 + i;
+    const void *vals[1] = {&v};
+    out[i] = wt_spawn_with(w, comps, vals);
+  }
+}
+
+/* A despawn whose free-stack push cannot get memory retires the slot
+ * (fail closed): the handle dies, nothing else changes, and the slot is
+ * never issued again. With memory back, slots are reused as usual. */
+static void test_alloc_free_stack_failure_retires_slot(void **state) {
+  (void)state;
+  enum { N = 8 };
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t c = wt_register(w, "c", 8, 0);
+  weft_entity_t es[N];
+  spawn_numbered(w, c, N, es);
+
+  w->alloc.fail_in = 1; /* the first despawn grows the free stack */
+  assert_int_equal(weft_despawn(w, es[0]), WEFT_OK);
+  assert_int_equal(w->alloc.fail_in, 0); /* the failure did happen */
+  weft_world_stats_t s = wt_stats(w);
+  assert_int_equal(s.retired, 1);
+  assert_int_equal(s.alive, N - 1);
+  wt_check_slot_invariant(w);
+  assert_false(weft_is_alive(w, es[0]));
+  for (uint32_t i = 1; i < N; i++) {
+    const uint64_t *v = weft_get(w, es[i], c);
+    assert_non_null(v);
+    assert_int_equal(*v, 100 + i);
+  }
+
+  assert_int_equal(weft_despawn(w, es[1]), WEFT_OK);
+  assert_int_equal(wt_stats(w).retired, 1);
+  weft_entity_t again = wt_spawn(w);
+  assert_int_equal(weft_entity_index(again), weft_entity_index(es[1]));
+  assert_int_equal(weft_entity_generation(again),
+                   weft_entity_generation(es[1]) + 1);
+  for (uint32_t i = 0; i < 100; i++)
+    assert_int_not_equal(weft_entity_index(wt_spawn(w)),
+                         weft_entity_index(es[0]));
+  wt_check_slot_invariant(w);
+  weft_world_destroy(w);
+}
+
+/* Every allocation of a reserve, a spawn into a new archetype and a batch
+ * spawn is made to fail in turn: each call either succeeds or returns
+ * WEFT_ENOMEM with no entity added, and the world keeps working. */
+static void test_alloc_every_failure_point_is_clean(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  weft_entity_t *es = malloc((10 + N) * sizeof *es); /* 10, then a batch */
+  assert_non_null(es);
+  for (int op = 0; op < 3; op++) {
+    bool succeeded = false;
+    for (uint64_t k = 1; !succeeded; k++) {
+      assert_true(k < 1000);
+      weft_world_t *w = wt_world_new(NULL);
+      weft_component_t a = wt_register(w, "a", 8, 0);
+      weft_component_t b = wt_register(w, "b", 12, 4);
+      spawn_numbered(w, a, 10, es);
+      uint64_t before = wt_stats(w).index_bytes;
+      const weft_component_t ab[] = {a, b, 0};
+      w->alloc.fail_in = k;
+      int rc;
+      if (op == 0) {
+        rc = weft_world_reserve(w, 100000);
+      } else if (op == 1) {
+        weft_entity_t e;
+        rc = weft_spawn_with(w, ab, NULL, &e);
+      } else {
+        rc = weft_spawn_batch(w, N, ab, NULL, NULL, es + 10);
+      }
+      succeeded = w->alloc.fail_in != 0; /* no failure was due */
+      w->alloc.fail_in = 0;
+      if (succeeded) {
+        assert_int_equal(rc, WEFT_OK);
+      } else {
+        assert_int_equal(rc, WEFT_ENOMEM);
+        assert_int_equal(weft_world_count(w), 10);
+        if (op != 0)
+          assert_int_equal(wt_stats(w).index_bytes, before);
+      }
+      wt_check_slot_invariant(w);
+      /* The world still works: the ten survive, and a batch fits. */
+      for (uint32_t i = 0; i < 10; i++)
+        assert_int_equal(*(const uint64_t *)weft_get(w, es[i], a), 100 + i);
+      assert_int_equal(weft_spawn_batch(w, 100, ab, NULL, NULL, NULL), WEFT_OK);
+      weft_world_destroy(w);
+    }
+  }
+  free(es);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_iteration_allocates_nothing),
       cmocka_unit_test(test_alloc_entity_access_allocates_nothing),
       cmocka_unit_test(test_alloc_counter_detects_allocation),
+      cmocka_unit_test(test_alloc_free_stack_failure_retires_slot),
+      cmocka_unit_test(test_alloc_every_failure_point_is_clean),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
