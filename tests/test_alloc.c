@@ -341,15 +341,18 @@ static void test_alloc_free_stack_failure_retires_slot(void **state) {
   weft_world_destroy(w);
 }
 
-/* Every allocation of a reserve, a spawn into a new archetype and a batch
- * spawn is made to fail in turn: each call either succeeds or returns
- * WEFT_ENOMEM with no entity added, and the world keeps working. */
+/* Every allocation of a reserve, a spawn into a new archetype, a batch
+ * spawn, an add that moves an entity into a new archetype and a query
+ * creation is made to fail in turn: each call returns WEFT_ENOMEM with no
+ * entity added or changed, or succeeds without what it could not get (a
+ * query's optional chunk cache), and the world keeps working (ASan checks
+ * that nothing leaks on the way). */
 static void test_alloc_every_failure_point_is_clean(void **state) {
   (void)state;
   enum { N = 3000 };
   weft_entity_t *es = malloc((10 + N) * sizeof *es); /* 10, then a batch */
   assert_non_null(es);
-  for (int op = 0; op < 3; op++) {
+  for (int op = 0; op < 5; op++) {
     bool succeeded = false;
     for (uint64_t k = 1; !succeeded; k++) {
       assert_true(k < 1000);
@@ -366,18 +369,39 @@ static void test_alloc_every_failure_point_is_clean(void **state) {
       } else if (op == 1) {
         weft_entity_t e;
         rc = weft_spawn_with(w, ab, NULL, &e);
-      } else {
+      } else if (op == 2) {
         rc = weft_spawn_batch(w, N, ab, NULL, NULL, es + 10);
+      } else if (op == 3) {
+        const float v[3] = {1, 2, 3};
+        rc = weft_add(w, es[3], b, v);
+      } else {
+        weft_query_desc_t qd;
+        memset(&qd, 0, sizeof qd);
+        qd.include[0] = a;
+        weft_query_t *q = NULL;
+        rc = weft_query_create(w, &qd, &q);
+        assert_true(rc == WEFT_OK ? q != NULL : q == NULL);
+        /* Its chunk cache is optional: without it, iteration walks. */
+        uint32_t rows = 0;
+        weft_iter_t it;
+        weft_query_iter(q, &it);
+        while (q && weft_iter_next(&it))
+          rows += it.count;
+        weft_iter_close(&it);
+        assert_int_equal(rows, q ? 10 : 0);
+        weft_query_destroy(q);
       }
-      succeeded = w->alloc.fail_in != 0; /* no failure was due */
+      /* Once k passes the call's last allocation, nothing fails: done. */
+      succeeded = w->alloc.fail_in != 0;
       w->alloc.fail_in = 0;
       if (succeeded) {
         assert_int_equal(rc, WEFT_OK);
-      } else {
+      } else if (rc != WEFT_OK) {
         assert_int_equal(rc, WEFT_ENOMEM);
         assert_int_equal(weft_world_count(w), 10);
         if (op != 0)
           assert_int_equal(wt_stats(w).index_bytes, before);
+        assert_false(weft_has(w, es[3], b)); /* the add did not happen */
       }
       wt_check_slot_invariant(w);
       /* The world still works: the ten survive, and a batch fits. */
