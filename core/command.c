@@ -736,22 +736,32 @@ static int spawn_ops(weft_world_t *w, const weft__cmd_t *c) {
   const weft__spawn_run_t *r = c->data;
   if (w->txn.fast_spawns)
     return weft__txn_fast_spawn(w, r, &b->spawned[r->seq0]);
+  int err = 0;
   for (uint32_t j = 0; j < r->count; j++) {
     weft_entity_t e = b->spawned[r->seq0 + j];
-    for (uint32_t i = 0; e && i < r->n; i++)
-      weft__stage_op(w, e, WEFT__OP_ADD, r->comps[i],
-                     r->sizes[i] ? r->cols[i] + (size_t)j * r->sizes[i] : NULL);
+    for (uint32_t i = 0; e && i < r->n; i++) {
+      int rc = weft__stage_op(w, e, WEFT__OP_ADD, r->comps[i],
+                              r->sizes[i] ? r->cols[i] + (size_t)j * r->sizes[i]
+                                          : NULL);
+      if (rc && !err)
+        err = rc;
+    }
   }
-  return 0;
+  return err;
 }
 
 static int dispatch(weft_world_t *w, const weft__cmd_t *c,
                     const weft__cmd_t *next) {
   switch (c->op) {
-  case WEFT__OP_DESPAWN_Q:
-    for (uint32_t i = 0; i < c->n; i++)
-      weft__stage_despawn(w, ((const weft_entity_t *)c->data)[i]);
-    return 0;
+  case WEFT__OP_DESPAWN_Q: {
+    int err = 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+      int rc = weft__stage_despawn(w, ((const weft_entity_t *)c->data)[i]);
+      if (rc && !err)
+        err = rc;
+    }
+    return err;
+  }
   case WEFT__OP_SET_Q:
     return weft__stage_batch(w, WEFT__OP_SET, c->comp, c->data, next->data,
                              next->n);
@@ -770,12 +780,11 @@ static int dispatch(weft_world_t *w, const weft__cmd_t *c,
   if (!e) {
     w->txn.stale++;
     weft__count_stale(w);
-  } else if (c->op == WEFT__OP_DESPAWN) {
-    weft__stage_despawn(w, e);
-  } else {
-    weft__stage_op(w, e, c->op, c->comp, cmd_value(c));
+    return 0;
   }
-  return 0;
+  if (c->op == WEFT__OP_DESPAWN)
+    return weft__stage_despawn(w, e);
+  return weft__stage_op(w, e, c->op, c->comp, cmd_value(c));
 }
 
 /*

@@ -92,10 +92,19 @@ static inline int weft__stage_spawn(weft_world_t *w, weft_entity_t reserved) {
   return weft__stage_new(w, reserved, WEFT__ST_SPAWN, &s);
 }
 
-static inline void weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
+/*
+ * Stages a despawn of e (a counted no-op for a stale handle). WEFT_ENOMEM
+ * when e needs a stage and none can be made: the command is then counted
+ * as dropped, never lost silently.
+ */
+static inline int weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
   weft__stage_t *s;
-  if (weft__stage_of_entity(w, e, WEFT__ST_DESPAWN, &s) || !s)
-    return;
+  if (WEFT__UNLIKELY(weft__stage_of_entity(w, e, WEFT__ST_DESPAWN, &s))) {
+    w->txn.dropped++;
+    return WEFT_ENOMEM;
+  }
+  if (!s)
+    return 0;
   w->txn.commands++;
   uint32_t kind = weft__stage_kind(s), to = kind;
   if (kind == WEFT__ST_SPAWN)
@@ -107,17 +116,27 @@ static inline void weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
   /* Despawn cancels every staged change of the entity. */
   s->op0 = (weft__op_t){
       .value = NULL, .next = WEFT__TXN_NIL, .flags = weft__kind_flags(to, 0)};
+  return 0;
 }
 
-static inline void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
-                                  weft_component_t c, const void *value) {
+/*
+ * Appends operation op (component c, value) to e's stage (a counted no-op
+ * for a stale handle). WEFT_ENOMEM when there is no memory for the stage
+ * or the op: the command is then counted as dropped.
+ */
+static inline int weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
+                                 weft_component_t c, const void *value) {
   weft__stage_t *s;
-  if (weft__stage_of_entity(w, e, WEFT__ST_MUTATE, &s) || !s)
-    return;
+  if (WEFT__UNLIKELY(weft__stage_of_entity(w, e, WEFT__ST_MUTATE, &s))) {
+    w->txn.dropped++;
+    return WEFT_ENOMEM;
+  }
+  if (!s)
+    return 0;
   w->txn.commands++;
   uint32_t kind = weft__stage_kind(s);
   if (kind == WEFT__ST_DESPAWN || kind == WEFT__ST_CANCELLED)
-    return; /* a staged despawn ignores later changes */
+    return 0; /* a staged despawn ignores later changes */
   weft__txn_t *t = &w->txn;
   weft__op_t op_rec = {.value = value,
                        .next = WEFT__TXN_NIL,
@@ -126,13 +145,13 @@ static inline void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
                        .flags = weft__kind_flags(kind, 0)};
   if (s->op0.op == 0) {
     s->op0 = op_rec; /* no other ops yet */
-    return;
+    return 0;
   }
   if (WEFT__UNLIKELY(t->nops == t->ops_cap) &&
       weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
                  256)) {
     t->dropped++;
-    return;
+    return WEFT_ENOMEM;
   }
   /* k becomes the last op of the ring: it points at the second op (itself
    * when it is the second), the old last points at it. */
@@ -143,6 +162,7 @@ static inline void weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
   if (last != WEFT__TXN_NIL)
     t->ops[last].next = k;
   s->op0.next = k;
+  return 0;
 }
 
 #endif /* WEFT_CORE_STAGE_H */

@@ -1055,10 +1055,8 @@ static int do_staged_op(weft_world_t *w, uint32_t op, weft_entity_t e,
   rc = copy_value(w, c, value, &copy);
   if (rc)
     return rc;
-  uint64_t before = w->txn.dropped;
-  weft__stage_op(w, e, op, c, copy);
-  WEFT_CHECK(w, w->txn.dropped == before, WEFT_ENOMEM,
-             "out of memory staging a change");
+  rc = weft__stage_op(w, e, op, c, copy);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory staging a change");
   return 0;
 }
 
@@ -1071,7 +1069,8 @@ static int do_staged_despawn(weft_world_t *w, weft_entity_t e) {
   int rc = check_target(w, e);
   if (rc)
     return rc;
-  weft__stage_despawn(w, e);
+  rc = weft__stage_despawn(w, e);
+  WEFT_CHECK(w, rc == 0, rc, "out of memory staging a despawn");
   return 0;
 }
 
@@ -1099,9 +1098,10 @@ static int do_staged_spawn(weft_world_t *w, const weft_component_t *comps,
   for (uint32_t i = 0; i < n; i++) {
     const void *copy;
     rc = copy_value(w, comps[i], values ? values[i] : NULL, &copy);
+    if (rc == 0)
+      rc = weft__stage_op(w, e, WEFT__OP_ADD, comps[i], copy);
     if (rc)
       break;
-    weft__stage_op(w, e, WEFT__OP_ADD, comps[i], copy);
   }
   *out = e;
   return rc;

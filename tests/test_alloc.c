@@ -414,6 +414,65 @@ static void test_alloc_every_failure_point_is_clean(void **state) {
   free(es);
 }
 
+/* Every allocation of a command apply (spawns, an add into a new archetype,
+ * a despawn, all from one buffer) is made to fail in turn: apply returns
+ * WEFT_ENOMEM or succeeds, the slot counts stay consistent, entities the
+ * commands did not name keep their values, and the next apply works. */
+static void test_alloc_apply_failure_keeps_world_consistent(void **state) {
+  (void)state;
+  bool succeeded = false;
+  for (uint64_t k = 1; !succeeded; k++) {
+    assert_true(k < 1000);
+    weft_world_t *w = wt_world_new(NULL);
+    weft_component_t a = wt_register(w, "a", 8, 0);
+    weft_component_t b = wt_register(w, "b", 12, 4);
+    weft_entity_t es[10];
+    spawn_numbered(w, a, 10, es);
+    weft_cmdbuf_t *buf = NULL;
+    assert_int_equal(weft_cmdbuf_create(w, &buf), WEFT_OK);
+    const weft_component_t ab[] = {a, b, 0};
+    for (uint32_t i = 0; i < 50; i++) {
+      uint64_t va = 1000 + i;
+      const float vb[3] = {1, 2, 3};
+      const void *vals[2] = {&va, vb};
+      weft_entity_t pending;
+      assert_int_equal(weft_cmd_spawn(buf, ab, vals, &pending), WEFT_OK);
+    }
+    const float v[3] = {4, 5, 6};
+    assert_int_equal(weft_cmd_add(buf, es[8], b, v), WEFT_OK);
+    assert_int_equal(weft_cmd_despawn(buf, es[9]), WEFT_OK);
+
+    w->alloc.fail_in = k;
+    int rc = weft_world_apply(w, &buf, 1);
+    succeeded = w->alloc.fail_in != 0; /* nothing failed: done */
+    w->alloc.fail_in = 0;
+    if (succeeded)
+      assert_int_equal(rc, WEFT_OK);
+    if (rc == WEFT_OK) { /* everything applied, if without an extra */
+      assert_int_equal(weft_world_count(w), 10 + 50 - 1);
+      assert_true(weft_has(w, es[8], b));
+      assert_false(weft_is_alive(w, es[9]));
+    } else { /* what did not apply is counted as dropped */
+      assert_int_equal(rc, WEFT_ENOMEM);
+      assert_true(wt_stats(w).commands_dropped > 0);
+      assert_true(weft_world_count(w) >= 9);
+    }
+    wt_check_slot_invariant(w);
+    for (uint32_t i = 0; i < 8; i++)
+      assert_int_equal(*(const uint64_t *)weft_get(w, es[i], a), 100 + i);
+    /* The buffer is empty and usable, and so is the world. */
+    assert_int_equal(weft_cmdbuf_count(buf), 0);
+    weft_entity_t pending;
+    assert_int_equal(weft_cmd_spawn(buf, ab, NULL, &pending), WEFT_OK);
+    uint32_t n = weft_world_count(w);
+    assert_int_equal(weft_world_apply(w, &buf, 1), WEFT_OK);
+    assert_int_equal(weft_world_count(w), n + 1);
+    wt_check_slot_invariant(w);
+    weft_cmdbuf_destroy(buf);
+    weft_world_destroy(w);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_iteration_allocates_nothing),
@@ -421,6 +480,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_counter_detects_allocation),
       cmocka_unit_test(test_alloc_free_stack_failure_retires_slot),
       cmocka_unit_test(test_alloc_every_failure_point_is_clean),
+      cmocka_unit_test(test_alloc_apply_failure_keeps_world_consistent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
