@@ -1100,11 +1100,17 @@ static int do_staged_spawn(weft_world_t *w, const weft_component_t *comps,
     rc = copy_value(w, comps[i], values ? values[i] : NULL, &copy);
     if (rc == 0)
       rc = weft__stage_op(w, e, WEFT__OP_ADD, comps[i], copy);
-    if (rc)
-      break;
+    if (rc) {
+      /* All or nothing: the staged spawn is cancelled (its stage exists,
+       * so this allocates nothing) and its slot goes back at the drain. */
+      (void)weft__stage_despawn(w, e);
+      *out = WEFT_ENTITY_NULL;
+      return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                        "out of memory staging a spawn's values");
+    }
   }
   *out = e;
-  return rc;
+  return 0;
 }
 
 int weft__staged_spawn(weft_world_t *w, const weft_component_t *comps,

@@ -473,6 +473,65 @@ static void test_alloc_apply_failure_keeps_world_consistent(void **state) {
   }
 }
 
+/* The same for calls staged in a deferred scope: each call and the drain
+ * return WEFT_OK or WEFT_ENOMEM, a call that failed has no effect, and
+ * when everything succeeded everything took effect. */
+static void test_alloc_deferred_failure_keeps_world_consistent(void **state) {
+  (void)state;
+  bool succeeded = false;
+  for (uint64_t k = 1; !succeeded; k++) {
+    assert_true(k < 1000);
+    weft_world_t *w = wt_world_new(NULL);
+    weft_component_t a = wt_register(w, "a", 8, 0);
+    weft_component_t b = wt_register(w, "b", 12, 4);
+    weft_entity_t es[10];
+    spawn_numbered(w, a, 10, es);
+    const weft_component_t ab[] = {a, b, 0};
+    const float v[3] = {4, 5, 6};
+
+    weft_world_defer_begin(w);
+    w->alloc.fail_in = k;
+    int rc_add = weft_add(w, es[8], b, v);
+    int rc_despawn = weft_despawn(w, es[9]);
+    int rc_spawn = WEFT_OK;
+    uint32_t spawned = 0;
+    for (uint32_t i = 0; i < 5 && rc_spawn == WEFT_OK; i++) {
+      weft_entity_t e;
+      rc_spawn = weft_spawn_with(w, ab, NULL, &e);
+      spawned += rc_spawn == WEFT_OK;
+    }
+    int rc_end = weft_world_defer_end(w);
+    succeeded = w->alloc.fail_in != 0;
+    w->alloc.fail_in = 0;
+
+    int rcs[4] = {rc_add, rc_despawn, rc_spawn, rc_end};
+    bool all_ok = true;
+    for (int i = 0; i < 4; i++) {
+      assert_true(rcs[i] == WEFT_OK || rcs[i] == WEFT_ENOMEM);
+      all_ok &= rcs[i] == WEFT_OK;
+    }
+    if (succeeded)
+      assert_true(all_ok);
+    if (all_ok) {
+      assert_int_equal(weft_world_count(w), 10 - 1 + 5);
+      assert_true(weft_has(w, es[8], b));
+      assert_false(weft_is_alive(w, es[9]));
+    }
+    if (rc_end == WEFT_OK) /* a failed spawn spawned nothing */
+      assert_int_equal(weft_world_count(w),
+                       10 - (rc_despawn == WEFT_OK) + spawned);
+    if (rc_add != WEFT_OK)
+      assert_false(weft_has(w, es[8], b));
+    if (rc_despawn != WEFT_OK)
+      assert_true(weft_is_alive(w, es[9]));
+    wt_check_slot_invariant(w);
+    for (uint32_t i = 0; i < 8; i++)
+      assert_int_equal(*(const uint64_t *)weft_get(w, es[i], a), 100 + i);
+    assert_int_equal(weft_spawn_batch(w, 100, ab, NULL, NULL, NULL), WEFT_OK);
+    weft_world_destroy(w);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_iteration_allocates_nothing),
@@ -481,6 +540,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_free_stack_failure_retires_slot),
       cmocka_unit_test(test_alloc_every_failure_point_is_clean),
       cmocka_unit_test(test_alloc_apply_failure_keeps_world_consistent),
+      cmocka_unit_test(test_alloc_deferred_failure_keeps_world_consistent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
