@@ -303,6 +303,35 @@ static void spawn_numbered(weft_world_t *w, weft_component_t c, uint32_t n,
   }
 }
 
+/* A world for the failure loops: components a (8 bytes) and b (12), and
+ * ten entities of a holding 100 + i. */
+typedef struct fail_world_t {
+  weft_world_t *w;
+  weft_component_t a, b;
+  weft_entity_t es[10];
+} fail_world_t;
+
+static fail_world_t fail_world_new(void) {
+  fail_world_t f;
+  f.w = wt_world_new(NULL);
+  f.a = wt_register(f.w, "a", 8, 0);
+  f.b = wt_register(f.w, "b", 12, 4);
+  spawn_numbered(f.w, f.a, 10, f.es);
+  return f;
+}
+
+/* After a failure: the slot counts agree, the first @p keep entities hold
+ * their values, and the world still takes a batch. Destroys the world. */
+static void fail_world_check_free(fail_world_t *f, uint32_t keep) {
+  wt_check_slot_invariant(f->w);
+  for (uint32_t i = 0; i < keep; i++)
+    assert_int_equal(*(const uint64_t *)weft_get(f->w, f->es[i], f->a),
+                     100 + i);
+  const weft_component_t ab[] = {f->a, f->b, 0};
+  assert_int_equal(weft_spawn_batch(f->w, 100, ab, NULL, NULL, NULL), WEFT_OK);
+  weft_world_destroy(f->w);
+}
+
 /* A despawn whose free-stack push cannot get memory retires the slot
  * (fail closed): the handle dies, nothing else changes, and the slot is
  * never issued again. With memory back, slots are reused as usual. */
@@ -350,18 +379,16 @@ static void test_alloc_free_stack_failure_retires_slot(void **state) {
 static void test_alloc_every_failure_point_is_clean(void **state) {
   (void)state;
   enum { N = 3000 };
-  weft_entity_t *es = malloc((10 + N) * sizeof *es); /* 10, then a batch */
-  assert_non_null(es);
+  weft_entity_t *batch = malloc(N * sizeof *batch);
+  assert_non_null(batch);
   for (int op = 0; op < 5; op++) {
     bool succeeded = false;
     for (uint64_t k = 1; !succeeded; k++) {
       assert_true(k < 1000);
-      weft_world_t *w = wt_world_new(NULL);
-      weft_component_t a = wt_register(w, "a", 8, 0);
-      weft_component_t b = wt_register(w, "b", 12, 4);
-      spawn_numbered(w, a, 10, es);
+      fail_world_t f = fail_world_new();
+      weft_world_t *w = f.w;
       uint64_t before = wt_stats(w).index_bytes;
-      const weft_component_t ab[] = {a, b, 0};
+      const weft_component_t ab[] = {f.a, f.b, 0};
       w->alloc.fail_in = k;
       int rc;
       if (op == 0) {
@@ -370,14 +397,14 @@ static void test_alloc_every_failure_point_is_clean(void **state) {
         weft_entity_t e;
         rc = weft_spawn_with(w, ab, NULL, &e);
       } else if (op == 2) {
-        rc = weft_spawn_batch(w, N, ab, NULL, NULL, es + 10);
+        rc = weft_spawn_batch(w, N, ab, NULL, NULL, batch);
       } else if (op == 3) {
         const float v[3] = {1, 2, 3};
-        rc = weft_add(w, es[3], b, v);
+        rc = weft_add(w, f.es[3], f.b, v);
       } else {
         weft_query_desc_t qd;
         memset(&qd, 0, sizeof qd);
-        qd.include[0] = a;
+        qd.include[0] = f.a;
         weft_query_t *q = NULL;
         rc = weft_query_create(w, &qd, &q);
         assert_true(rc == WEFT_OK ? q != NULL : q == NULL);
@@ -401,17 +428,12 @@ static void test_alloc_every_failure_point_is_clean(void **state) {
         assert_int_equal(weft_world_count(w), 10);
         if (op != 0)
           assert_int_equal(wt_stats(w).index_bytes, before);
-        assert_false(weft_has(w, es[3], b)); /* the add did not happen */
+        assert_false(weft_has(w, f.es[3], f.b)); /* the add did not happen */
       }
-      wt_check_slot_invariant(w);
-      /* The world still works: the ten survive, and a batch fits. */
-      for (uint32_t i = 0; i < 10; i++)
-        assert_int_equal(*(const uint64_t *)weft_get(w, es[i], a), 100 + i);
-      assert_int_equal(weft_spawn_batch(w, 100, ab, NULL, NULL, NULL), WEFT_OK);
-      weft_world_destroy(w);
+      fail_world_check_free(&f, 10);
     }
   }
-  free(es);
+  free(batch);
 }
 
 /* Every allocation of a command apply (spawns, an add into a new archetype,
@@ -423,14 +445,11 @@ static void test_alloc_apply_failure_keeps_world_consistent(void **state) {
   bool succeeded = false;
   for (uint64_t k = 1; !succeeded; k++) {
     assert_true(k < 1000);
-    weft_world_t *w = wt_world_new(NULL);
-    weft_component_t a = wt_register(w, "a", 8, 0);
-    weft_component_t b = wt_register(w, "b", 12, 4);
-    weft_entity_t es[10];
-    spawn_numbered(w, a, 10, es);
+    fail_world_t f = fail_world_new();
+    weft_world_t *w = f.w;
     weft_cmdbuf_t *buf = NULL;
     assert_int_equal(weft_cmdbuf_create(w, &buf), WEFT_OK);
-    const weft_component_t ab[] = {a, b, 0};
+    const weft_component_t ab[] = {f.a, f.b, 0};
     for (uint32_t i = 0; i < 50; i++) {
       uint64_t va = 1000 + i;
       const float vb[3] = {1, 2, 3};
@@ -439,8 +458,8 @@ static void test_alloc_apply_failure_keeps_world_consistent(void **state) {
       assert_int_equal(weft_cmd_spawn(buf, ab, vals, &pending), WEFT_OK);
     }
     const float v[3] = {4, 5, 6};
-    assert_int_equal(weft_cmd_add(buf, es[8], b, v), WEFT_OK);
-    assert_int_equal(weft_cmd_despawn(buf, es[9]), WEFT_OK);
+    assert_int_equal(weft_cmd_add(buf, f.es[8], f.b, v), WEFT_OK);
+    assert_int_equal(weft_cmd_despawn(buf, f.es[9]), WEFT_OK);
 
     w->alloc.fail_in = k;
     int rc = weft_world_apply(w, &buf, 1);
@@ -450,26 +469,22 @@ static void test_alloc_apply_failure_keeps_world_consistent(void **state) {
       assert_int_equal(rc, WEFT_OK);
     if (rc == WEFT_OK) { /* everything applied, if without an extra */
       assert_int_equal(weft_world_count(w), 10 + 50 - 1);
-      assert_true(weft_has(w, es[8], b));
-      assert_false(weft_is_alive(w, es[9]));
+      assert_true(weft_has(w, f.es[8], f.b));
+      assert_false(weft_is_alive(w, f.es[9]));
     } else { /* what did not apply is counted as dropped */
       assert_int_equal(rc, WEFT_ENOMEM);
       assert_true(wt_stats(w).commands_dropped > 0);
       assert_true(weft_world_count(w) >= 9);
     }
-    wt_check_slot_invariant(w);
-    for (uint32_t i = 0; i < 8; i++)
-      assert_int_equal(*(const uint64_t *)weft_get(w, es[i], a), 100 + i);
-    /* The buffer is empty and usable, and so is the world. */
+    /* The buffer is empty and usable. */
     assert_int_equal(weft_cmdbuf_count(buf), 0);
     weft_entity_t pending;
     assert_int_equal(weft_cmd_spawn(buf, ab, NULL, &pending), WEFT_OK);
     uint32_t n = weft_world_count(w);
     assert_int_equal(weft_world_apply(w, &buf, 1), WEFT_OK);
     assert_int_equal(weft_world_count(w), n + 1);
-    wt_check_slot_invariant(w);
     weft_cmdbuf_destroy(buf);
-    weft_world_destroy(w);
+    fail_world_check_free(&f, 8);
   }
 }
 
@@ -481,18 +496,15 @@ static void test_alloc_deferred_failure_keeps_world_consistent(void **state) {
   bool succeeded = false;
   for (uint64_t k = 1; !succeeded; k++) {
     assert_true(k < 1000);
-    weft_world_t *w = wt_world_new(NULL);
-    weft_component_t a = wt_register(w, "a", 8, 0);
-    weft_component_t b = wt_register(w, "b", 12, 4);
-    weft_entity_t es[10];
-    spawn_numbered(w, a, 10, es);
-    const weft_component_t ab[] = {a, b, 0};
+    fail_world_t f = fail_world_new();
+    weft_world_t *w = f.w;
+    const weft_component_t ab[] = {f.a, f.b, 0};
     const float v[3] = {4, 5, 6};
 
     weft_world_defer_begin(w);
     w->alloc.fail_in = k;
-    int rc_add = weft_add(w, es[8], b, v);
-    int rc_despawn = weft_despawn(w, es[9]);
+    int rc_add = weft_add(w, f.es[8], f.b, v);
+    int rc_despawn = weft_despawn(w, f.es[9]);
     int rc_spawn = WEFT_OK;
     uint32_t spawned = 0;
     for (uint32_t i = 0; i < 5 && rc_spawn == WEFT_OK; i++) {
@@ -513,22 +525,17 @@ static void test_alloc_deferred_failure_keeps_world_consistent(void **state) {
     if (succeeded)
       assert_true(all_ok);
     if (all_ok) {
-      assert_int_equal(weft_world_count(w), 10 - 1 + 5);
-      assert_true(weft_has(w, es[8], b));
-      assert_false(weft_is_alive(w, es[9]));
+      assert_true(weft_has(w, f.es[8], f.b));
+      assert_false(weft_is_alive(w, f.es[9]));
     }
     if (rc_end == WEFT_OK) /* a failed spawn spawned nothing */
       assert_int_equal(weft_world_count(w),
                        10 - (rc_despawn == WEFT_OK) + spawned);
     if (rc_add != WEFT_OK)
-      assert_false(weft_has(w, es[8], b));
+      assert_false(weft_has(w, f.es[8], f.b));
     if (rc_despawn != WEFT_OK)
-      assert_true(weft_is_alive(w, es[9]));
-    wt_check_slot_invariant(w);
-    for (uint32_t i = 0; i < 8; i++)
-      assert_int_equal(*(const uint64_t *)weft_get(w, es[i], a), 100 + i);
-    assert_int_equal(weft_spawn_batch(w, 100, ab, NULL, NULL, NULL), WEFT_OK);
-    weft_world_destroy(w);
+      assert_true(weft_is_alive(w, f.es[9]));
+    fail_world_check_free(&f, 8);
   }
 }
 
