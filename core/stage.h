@@ -101,7 +101,8 @@ static inline int weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
   weft__stage_t *s;
   if (WEFT__UNLIKELY(weft__stage_of_entity(w, e, WEFT__ST_DESPAWN, &s))) {
     w->txn.dropped++;
-    return WEFT_ENOMEM;
+    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                      "out of memory staging a despawn: dropped");
   }
   if (!s)
     return 0;
@@ -129,7 +130,8 @@ static inline int weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
   weft__stage_t *s;
   if (WEFT__UNLIKELY(weft__stage_of_entity(w, e, WEFT__ST_MUTATE, &s))) {
     w->txn.dropped++;
-    return WEFT_ENOMEM;
+    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                      "out of memory staging a change: dropped");
   }
   if (!s)
     return 0;
@@ -151,7 +153,8 @@ static inline int weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
       weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
                  256)) {
     t->dropped++;
-    return WEFT_ENOMEM;
+    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                      "out of memory staging a change: dropped");
   }
   /* k becomes the last op of the ring: it points at the second op (itself
    * when it is the second), the old last points at it. */

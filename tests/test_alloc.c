@@ -539,6 +539,75 @@ static void test_alloc_deferred_failure_keeps_world_consistent(void **state) {
   }
 }
 
+/* A system for the pipeline loop: bumps a, and tags the entities whose
+ * value it made odd, through its command buffer. */
+static int bump_and_tag(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  const weft_component_t *tag = ctx->user;
+  uint64_t *v = it->columns[0];
+  for (uint32_t i = 0; i < it->count; i++) {
+    v[i]++;
+    if (v[i] % 2) {
+      int rc = weft_cmd_add(ctx->cmd, it->entities[i], *tag, NULL);
+      if (rc)
+        return rc;
+    }
+  }
+  return 0;
+}
+
+/* The same for a frame of the pipeline (its first: the schedule is built,
+ * then a system writes values and records commands applied at the sync
+ * point): the frame returns 0, WEFT_ENOMEM or WEFT_ESYSTEM (a callback
+ * whose recording failed), the world stays consistent, and the next frame
+ * runs the system over every entity. */
+static void test_alloc_frame_failure_keeps_world_consistent(void **state) {
+  (void)state;
+  bool succeeded = false;
+  for (uint64_t k = 1; !succeeded; k++) {
+    assert_true(k < 1000);
+    fail_world_t f = fail_world_new();
+    weft_world_t *w = f.w;
+    weft_component_t tag = wt_register_tag(w, "tag");
+    weft_system_desc_t d;
+    memset(&d, 0, sizeof d);
+    d.name = "bump";
+    d.query.include[0] = f.a;
+    d.write[0] = f.a;
+    d.cmd_write[0] = tag;
+    d.run = bump_and_tag;
+    d.user = &tag;
+    weft_system_t sys;
+    assert_int_equal(weft_system_register(w, &d, &sys), WEFT_OK);
+
+    w->alloc.fail_in = k;
+    int rc = weft_world_progress(w, 1.0 / 60.0);
+    succeeded = w->alloc.fail_in != 0;
+    w->alloc.fail_in = 0;
+    if (succeeded)
+      assert_int_equal(rc, WEFT_OK);
+    assert_true(rc == WEFT_OK || rc == WEFT_ENOMEM || rc == WEFT_ESYSTEM);
+    wt_check_slot_invariant(w);
+    /* Each value was bumped once or (the frame failed first) not at all,
+     * and a tagged entity holds an odd value. */
+    uint64_t bumped[10];
+    for (uint32_t i = 0; i < 10; i++) {
+      bumped[i] = *(const uint64_t *)weft_get(w, f.es[i], f.a) - (100 + i);
+      assert_true(bumped[i] <= 1);
+      if (weft_has(w, f.es[i], tag))
+        assert_true((100 + i + bumped[i]) % 2 == 1);
+      if (rc == WEFT_OK)
+        assert_int_equal(weft_has(w, f.es[i], tag), (100 + i + 1) % 2 == 1);
+    }
+    /* The next frame runs the system over every entity. */
+    assert_int_equal(weft_world_progress(w, 1.0 / 60.0), WEFT_OK);
+    for (uint32_t i = 0; i < 10; i++)
+      assert_int_equal(*(const uint64_t *)weft_get(w, f.es[i], f.a),
+                       100 + i + bumped[i] + 1);
+    wt_check_slot_invariant(w);
+    weft_world_destroy(w);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_iteration_allocates_nothing),
@@ -548,6 +617,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_every_failure_point_is_clean),
       cmocka_unit_test(test_alloc_apply_failure_keeps_world_consistent),
       cmocka_unit_test(test_alloc_deferred_failure_keeps_world_consistent),
+      cmocka_unit_test(test_alloc_frame_failure_keeps_world_consistent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

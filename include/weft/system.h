@@ -360,9 +360,12 @@ uint32_t weft_pipeline_slots(const weft_world_t *world);
  * max_steps; the interpolation alpha; PreRender. User phases run after
  * their anchors. Owner thread. Returns 0, WEFT_EINVAL (dt negative or not
  * finite), WEFT_EBUSY (called from a callback or inside a deferred scope),
- * WEFT_ECYCLE, or WEFT_ESYSTEM when a callback failed: the phase it failed
- * in still completes (its sync point included), later phases of the frame
- * do not run, and weft_world_last_error() names the system.
+ * WEFT_ECYCLE, WEFT_ENOMEM (building the schedule or applying a sync
+ * point's commands ran out of memory: what could not be applied is counted
+ * in the stats' commands_dropped), or WEFT_ESYSTEM when a callback failed:
+ * the phase it failed in still completes (its sync point included), later
+ * phases of the frame do not run, and weft_world_last_error() names the
+ * system.
  */
 int weft_world_progress(weft_world_t *world, double dt);
 
