@@ -311,13 +311,21 @@ typedef struct fail_world_t {
   weft_entity_t es[10];
 } fail_world_t;
 
-static fail_world_t fail_world_new(void) {
+/* ... on @p pool (NULL: none). */
+static fail_world_t fail_world_on(weft_pool_t *pool) {
   fail_world_t f;
-  f.w = wt_world_new(NULL);
+  weft_world_config_t wc;
+  memset(&wc, 0, sizeof wc);
+  wc.pool = pool;
+  f.w = wt_world_new(&wc);
   f.a = wt_register(f.w, "a", 8, 0);
   f.b = wt_register(f.w, "b", 12, 4);
   spawn_numbered(f.w, f.a, 10, f.es);
   return f;
+}
+
+static fail_world_t fail_world_new(void) {
+  return fail_world_on(NULL);
 }
 
 /* After a failure: the slot counts agree, the first @p keep entities hold
@@ -562,49 +570,60 @@ static int bump_and_tag(weft_sysctx_t *ctx, const weft_iter_t *it) {
  * runs the system over every entity. */
 static void test_alloc_frame_failure_keeps_world_consistent(void **state) {
   (void)state;
-  bool succeeded = false;
-  for (uint64_t k = 1; !succeeded; k++) {
-    assert_true(k < 1000);
-    fail_world_t f = fail_world_new();
-    weft_world_t *w = f.w;
-    weft_component_t tag = wt_register_tag(w, "tag");
-    weft_system_desc_t d;
-    memset(&d, 0, sizeof d);
-    d.name = "bump";
-    d.query.include[0] = f.a;
-    d.write[0] = f.a;
-    d.cmd_write[0] = tag;
-    d.run = bump_and_tag;
-    d.user = &tag;
-    weft_system_t sys;
-    assert_int_equal(weft_system_register(w, &d, &sys), WEFT_OK);
-
-    w->alloc.fail_in = k;
-    int rc = weft_world_progress(w, 1.0 / 60.0);
-    succeeded = w->alloc.fail_in != 0;
-    w->alloc.fail_in = 0;
-    if (succeeded)
-      assert_int_equal(rc, WEFT_OK);
-    assert_true(rc == WEFT_OK || rc == WEFT_ENOMEM || rc == WEFT_ESYSTEM);
-    wt_check_slot_invariant(w);
-    /* Each value was bumped once or (the frame failed first) not at all,
-     * and a tagged entity holds an odd value. */
-    uint64_t bumped[10];
-    for (uint32_t i = 0; i < 10; i++) {
-      bumped[i] = *(const uint64_t *)weft_get(w, f.es[i], f.a) - (100 + i);
-      assert_true(bumped[i] <= 1);
-      if (weft_has(w, f.es[i], tag))
-        assert_true((100 + i + bumped[i]) % 2 == 1);
-      if (rc == WEFT_OK)
-        assert_int_equal(weft_has(w, f.es[i], tag), (100 + i + 1) % 2 == 1);
+  /* Inline, and on a pool of two workers (per-slot command buffers). */
+  for (uint32_t workers = 0; workers <= 2; workers += 2) {
+    weft_pool_t *pool = NULL;
+    if (workers) {
+      weft_pool_config_t pc;
+      memset(&pc, 0, sizeof pc);
+      pc.placement.workers = workers;
+      assert_int_equal(weft_pool_create(&pc, &pool), WEFT_OK);
     }
-    /* The next frame runs the system over every entity. */
-    assert_int_equal(weft_world_progress(w, 1.0 / 60.0), WEFT_OK);
-    for (uint32_t i = 0; i < 10; i++)
-      assert_int_equal(*(const uint64_t *)weft_get(w, f.es[i], f.a),
-                       100 + i + bumped[i] + 1);
-    wt_check_slot_invariant(w);
-    weft_world_destroy(w);
+    bool succeeded = false;
+    for (uint64_t k = 1; !succeeded; k++) {
+      assert_true(k < 1000);
+      fail_world_t f = fail_world_on(pool);
+      weft_world_t *w = f.w;
+      weft_component_t tag = wt_register_tag(w, "tag");
+      weft_system_desc_t d;
+      memset(&d, 0, sizeof d);
+      d.name = "bump";
+      d.query.include[0] = f.a;
+      d.write[0] = f.a;
+      d.cmd_write[0] = tag;
+      d.run = bump_and_tag;
+      d.user = &tag;
+      weft_system_t sys;
+      assert_int_equal(weft_system_register(w, &d, &sys), WEFT_OK);
+
+      w->alloc.fail_in = k;
+      int rc = weft_world_progress(w, 1.0 / 60.0);
+      succeeded = w->alloc.fail_in != 0;
+      w->alloc.fail_in = 0;
+      if (succeeded)
+        assert_int_equal(rc, WEFT_OK);
+      assert_true(rc == WEFT_OK || rc == WEFT_ENOMEM || rc == WEFT_ESYSTEM);
+      wt_check_slot_invariant(w);
+      /* Each value was bumped once or (the frame failed first) not at all,
+       * and a tagged entity holds an odd value. */
+      uint64_t bumped[10];
+      for (uint32_t i = 0; i < 10; i++) {
+        bumped[i] = *(const uint64_t *)weft_get(w, f.es[i], f.a) - (100 + i);
+        assert_true(bumped[i] <= 1);
+        if (weft_has(w, f.es[i], tag))
+          assert_true((100 + i + bumped[i]) % 2 == 1);
+        if (rc == WEFT_OK)
+          assert_int_equal(weft_has(w, f.es[i], tag), (100 + i + 1) % 2 == 1);
+      }
+      /* The next frame runs the system over every entity. */
+      assert_int_equal(weft_world_progress(w, 1.0 / 60.0), WEFT_OK);
+      for (uint32_t i = 0; i < 10; i++)
+        assert_int_equal(*(const uint64_t *)weft_get(w, f.es[i], f.a),
+                         100 + i + bumped[i] + 1);
+      wt_check_slot_invariant(w);
+      weft_world_destroy(w);
+    }
+    weft_pool_destroy(pool);
   }
 }
 
