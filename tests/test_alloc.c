@@ -584,6 +584,12 @@ static void test_alloc_frame_failure_keeps_world_consistent(void **state) {
       assert_true(k < 1000);
       fail_world_t f = fail_world_on(pool);
       weft_world_t *w = f.w;
+      if (pool) { /* ten rows: without this they would run inline */
+        weft_pipeline_config_t pc;
+        memset(&pc, 0, sizeof pc);
+        pc.inline_rows = 1;
+        assert_int_equal(weft_pipeline_configure(w, &pc), WEFT_OK);
+      }
       weft_component_t tag = wt_register_tag(w, "tag");
       weft_system_desc_t d;
       memset(&d, 0, sizeof d);
