@@ -633,6 +633,63 @@ static void test_alloc_frame_failure_keeps_world_consistent(void **state) {
   }
 }
 
+typedef struct obs_count_t {
+  weft_component_t a;
+  uint32_t adds;
+} obs_count_t;
+
+/* Counts ADDs of b and stages a write of 777 to the entity's a. */
+static void on_add_b(weft_world_t *w, const weft_event_t *ev, void *user) {
+  obs_count_t *o = user;
+  o->adds++;
+  uint64_t v = 777;
+  (void)weft_set(w, ev->entity, o->a, &v);
+}
+
+/* The same with an observer: direct calls take the staged path and the
+ * observer's own write runs in a second drain wave. Each call returns 0 or
+ * WEFT_ENOMEM; on 0 the change and the observer's write both happened; on
+ * WEFT_ENOMEM the change did not happen or something was counted as
+ * dropped; the slot counts stay consistent either way. */
+static void test_alloc_observed_failure_keeps_world_consistent(void **state) {
+  (void)state;
+  bool succeeded = false;
+  for (uint64_t k = 1; !succeeded; k++) {
+    assert_true(k < 1000);
+    fail_world_t f = fail_world_new();
+    weft_world_t *w = f.w;
+    obs_count_t o = {f.a, 0};
+    weft_observer_desc_t od;
+    memset(&od, 0, sizeof od);
+    od.events = WEFT_EVENT_ADD;
+    od.component = f.b;
+    od.fn = on_add_b;
+    od.user = &o;
+    weft_observer_t *obs = NULL;
+    assert_int_equal(weft_observer_create(w, &od, &obs), WEFT_OK);
+
+    const float v[3] = {4, 5, 6};
+    w->alloc.fail_in = k;
+    int rc = weft_add(w, f.es[8], f.b, v);
+    succeeded = w->alloc.fail_in != 0;
+    w->alloc.fail_in = 0;
+    if (succeeded)
+      assert_int_equal(rc, WEFT_OK);
+    bool added = weft_has(w, f.es[8], f.b);
+    uint64_t a8 = *(const uint64_t *)weft_get(w, f.es[8], f.a);
+    if (rc == WEFT_OK) {
+      assert_true(added);
+      assert_int_equal(o.adds, 1);
+      assert_int_equal(a8, 777);
+    } else {
+      assert_int_equal(rc, WEFT_ENOMEM);
+      assert_true(!added || wt_stats(w).commands_dropped > 0);
+      assert_true(a8 == 108 || a8 == 777);
+    }
+    fail_world_check_free(&f, 8);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_iteration_allocates_nothing),
@@ -643,6 +700,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_apply_failure_keeps_world_consistent),
       cmocka_unit_test(test_alloc_deferred_failure_keeps_world_consistent),
       cmocka_unit_test(test_alloc_frame_failure_keeps_world_consistent),
+      cmocka_unit_test(test_alloc_observed_failure_keeps_world_consistent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
