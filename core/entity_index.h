@@ -44,25 +44,27 @@ typedef struct weft__record_t {
 } weft__record_t;
 
 typedef struct weft__index_t {
+  /* The fields every spawn, despawn and lookup reads share one cache line
+   * (the world keeps the index first, on a line of its own). */
   weft__record_t **pages;
-  uint32_t page_count; /* pages allocated */
-  uint32_t page_slots; /* entries in pages[] */
-  void **blocks;       /* allocations the pages were carved from */
-  uint32_t nblocks;
-  uint32_t block_cap;
-  uint32_t hwm;       /* slots ever handed out */
-  uint32_t sweep;     /* slots in [sweep, sweep_end) are free or retired: */
-  uint32_t sweep_end; /* the ones the last clear released, not reused yet */
-  uint32_t row_bits;  /* low bits of a LOC record that hold the row */
-  uint32_t row_mask;
   uint32_t *free; /* free slots, the next one to issue last */
+  uint64_t tag;   /* world tag, pre-shifted to bits 56..63 */
+  uint32_t hwm;   /* slots ever handed out */
   uint32_t free_n;
   uint32_t free_cap;
   uint32_t alive;
   uint32_t retired;
   uint32_t capacity;
   uint32_t max_gen;
-  uint64_t tag; /* world tag, pre-shifted to bits 56..63 */
+  uint32_t row_bits; /* low bits of a LOC record that hold the row */
+  uint32_t row_mask;
+  uint32_t sweep;      /* slots in [sweep, sweep_end) are free or retired: */
+  uint32_t sweep_end;  /* the ones the last clear released, not reused yet */
+  uint32_t page_count; /* pages allocated */
+  uint32_t page_slots; /* entries in pages[] */
+  uint32_t nblocks;
+  uint32_t block_cap;
+  void **blocks; /* allocations the pages were carved from */
 } weft__index_t;
 
 static inline uint32_t weft__rec_chunk(const weft__index_t *ix,

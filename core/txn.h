@@ -213,12 +213,12 @@ typedef struct weft__batch_t {
 } weft__batch_t;
 
 typedef struct weft__txn_t {
-  /* First, so that it shares a cache line with the entity index (the world
-   * places the transaction right after it). The routing word, read once by
-   * every structural call: open iteration scopes in the low bits (changed by
-   * any reading thread), plus WEFT__ROUTE_OWNER while the owner's state
-   * (deferred scopes, a drain, observers) sends structural calls down the
-   * staged path. */
+  /* First, so that it shares a cache line with the entity index's cold
+   * fields and the chunk table (see weft_world_t). The routing word, read
+   * once by every structural call: open iteration scopes in the low bits
+   * (changed by any reading thread), plus WEFT__ROUTE_OWNER while the
+   * owner's state (deferred scopes, a drain, observers) sends structural
+   * calls down the staged path. */
   _Atomic uint32_t route;
   weft__stage_t *stages;
   uint32_t nstages;

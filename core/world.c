@@ -2,6 +2,7 @@
 #include "core/world.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,14 @@
 #include "core/check.h"
 #include "core/observer.h"
 #include "core/query_internal.h"
+
+/* The layout world.h promises: the index's hot fields on the first line,
+ * the chunk table and the routing word on the second. */
+_Static_assert(offsetof(weft__index_t, sweep) + sizeof(uint32_t) <= 64,
+               "the index's hot fields fit one cache line");
+_Static_assert(offsetof(weft_world_t, chunks) + sizeof(void *) <= 128 &&
+                   offsetof(weft_world_t, txn) + sizeof(uint32_t) <= 128,
+               "the chunk table and the routing word sit on the second line");
 
 /* The one piece of process-wide state: a counter handing out world tags so
  * that two worlds in one process reject each other's handles by default. */

@@ -35,12 +35,15 @@ typedef struct weft__spawn_memo_t {
 } weft__spawn_memo_t;
 
 struct weft_world_t {
-  weft__alloc_stats_t alloc;
+  /* What every spawn, despawn and handle lookup reads fills the first two
+   * cache lines (see the assertions in world.c): the index's hot fields,
+   * then its cold ones, the chunk table and the transaction's routing
+   * word. */
   weft__index_t index;
-  weft__txn_t txn; /* staged changes, scopes, buffers; its routing word
-                      comes first, on the index's cache line */
-  weft__registry_t registry;
   weft__chunk_store_t chunks;
+  weft__txn_t txn; /* staged changes, scopes, buffers; routing word first */
+  weft__alloc_stats_t alloc;
+  weft__registry_t registry;
 
   weft__archetype_t **archs; /* by id, creation order */
   uint32_t arch_count;
