@@ -85,9 +85,7 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
     const weft_entity_t *ents = dc->entities + dr0;
     uint32_t cid = dc->id;
     for (uint32_t i = 0; i < m; i++)
-      weft__rec_set_loc(&w->index,
-                        weft__index_rec(&w->index, (uint32_t)ents[i]), cid,
-                        dr0 + i);
+      weft__index_place(&w->index, (uint32_t)ents[i], cid, dr0 + i);
     done += m;
   }
 }

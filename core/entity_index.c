@@ -29,11 +29,12 @@ uint64_t weft__index_bytes(const weft__index_t *ix) {
          (uint64_t)ix->free_cap * sizeof(*ix->free);
 }
 
-int weft__index_grow_free(weft__index_t *ix, weft__alloc_stats_t *st) {
+int weft__index_reserve_free(weft__index_t *ix, weft__alloc_stats_t *st,
+                             uint32_t n) {
   /* A page's worth, then doubling: the stack follows the peak number of
    * free slots, which a steady churn reaches early. */
-  return weft__grow(st, &ix->free, &ix->free_cap, ix->free_n + 1,
-                    sizeof(*ix->free), WEFT__PAGE_SIZE)
+  return weft__grow(st, &ix->free, &ix->free_cap, n, sizeof(*ix->free),
+                    WEFT__PAGE_SIZE)
              ? WEFT_ENOMEM
              : 0;
 }
@@ -113,13 +114,12 @@ void weft__index_release_rows(weft__index_t *ix, const weft_entity_t *ents,
     uint32_t k = 1;
     while (k < lim && ents[i + k] == e0 + k)
       k++;
-    const uint32_t gen = (uint32_t)(e0 >> 32) & WEFT__GEN_MASK;
-    const bool retire = gen >= max_gen;
-    const uint32_t v = (retire ? WEFT__REC_RETIRED : 0) | gen;
+    const uint32_t v =
+        weft__rec_dead((uint32_t)(e0 >> 32) & WEFT__GEN_MASK, max_gen);
     weft__record_t *restrict r = pages[(uint32_t)e0 >> WEFT__PAGE_BITS] + off;
     for (uint32_t j = 0; j < k; j++)
       r[j].v = v;
-    retired += retire ? k : 0;
+    retired += v & WEFT__REC_RETIRED ? k : 0;
     i += k;
   }
   ix->alive -= n;
@@ -139,10 +139,8 @@ void weft__index_clear(weft__index_t *ix) {
       uint32_t v = page[i].v;
       if (!(v & WEFT__REC_RESERVED))
         continue;
-      uint32_t gen = v & WEFT__GEN_MASK;
-      bool retire = gen >= max_gen;
-      page[i].v = (retire ? WEFT__REC_RETIRED : 0) | gen;
-      ix->retired += retire;
+      page[i].v = weft__rec_dead(v & WEFT__GEN_MASK, max_gen);
+      ix->retired += (page[i].v & WEFT__REC_RETIRED) != 0;
       ix->alive--;
     }
   }

@@ -96,6 +96,12 @@ static inline weft__record_t *weft__index_rec(const weft__index_t *ix,
   return &ix->pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
 }
 
+/* Records that the live entity in slot idx now sits at (chunk_id, row). */
+static inline void weft__index_place(const weft__index_t *ix, uint32_t idx,
+                                     uint32_t chunk_id, uint32_t row) {
+  weft__rec_set_loc(ix, weft__index_rec(ix, idx), chunk_id, row);
+}
+
 /*
  * The record of a live handle, or NULL for a stale/forged/foreign one; on
  * a hit, *slot and *row say where the entity is. Reads the record, the
@@ -184,12 +190,6 @@ static inline uint32_t weft__index_take(weft__index_t *ix, bool prefer_fresh) {
     idx = ix->hwm++;
   ix->alive++;
   return idx;
-}
-
-/* The generation slot idx's next handle gets (its record is not LOC). */
-static inline uint32_t weft__index_next_gen(const weft__index_t *ix,
-                                            uint32_t idx) {
-  return (weft__index_rec(ix, idx)->v & WEFT__GEN_MASK) + 1;
 }
 
 /*
@@ -285,10 +285,18 @@ static inline void weft__index_issue_rows(weft__index_t *ix, uint32_t chunk_id,
 }
 
 /*
- * Makes room for one more free slot; WEFT_ENOMEM if the stack cannot grow.
- * Out of line: it runs only when the free count reaches a new peak.
+ * Makes room on the free stack for n slots; WEFT_ENOMEM if it cannot grow
+ * (it is unchanged then). Out of line: kills call it only when the free
+ * count reaches a new peak, and a reservation calls it once.
  */
-int weft__index_grow_free(weft__index_t *ix, weft__alloc_stats_t *st);
+int weft__index_reserve_free(weft__index_t *ix, weft__alloc_stats_t *st,
+                             uint32_t n);
+
+/* The record of a dead slot whose last handle had generation gen: just the
+ * generation, or RETIRED too once generations are exhausted (fail closed). */
+static inline uint32_t weft__rec_dead(uint32_t gen, uint32_t max_gen) {
+  return (gen >= max_gen ? WEFT__REC_RETIRED : 0) | gen;
+}
 
 /*
  * Kills slot idx, whose live (or reserved) handle had generation gen, and
@@ -302,7 +310,8 @@ static inline void weft__index_kill(weft__index_t *ix, weft__alloc_stats_t *st,
                                     uint32_t gen) {
   ix->alive--;
   if (gen >= ix->max_gen ||
-      (ix->free_n == ix->free_cap && weft__index_grow_free(ix, st))) {
+      (ix->free_n == ix->free_cap &&
+       weft__index_reserve_free(ix, st, ix->free_n + 1))) {
     r->v = WEFT__REC_RETIRED | gen;
     ix->retired++;
     return;

@@ -374,8 +374,7 @@ static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
     memset(weft__chunk_at(c, i, elem, row), 0, elem);
   }
   write_values(w, target, c, row, first);
-  weft__rec_set_loc(&w->index, weft__index_rec(&w->index, (uint32_t)e), c->id,
-                    row);
+  weft__index_place(&w->index, (uint32_t)e, c->id, row);
   w->txn.reserved--;
   w->spawns++;
   w->version++;

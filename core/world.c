@@ -133,8 +133,7 @@ int weft_world_reserve(weft_world_t *w, uint32_t entities) {
              w->index.capacity);
   int rc = weft__index_reserve(&w->index, &w->alloc, entities);
   if (rc == 0)
-    rc = weft__grow(&w->alloc, &w->index.free, &w->index.free_cap, entities,
-                    sizeof(*w->index.free), WEFT__PAGE_SIZE);
+    rc = weft__index_reserve_free(&w->index, &w->alloc, entities);
   WEFT_CHECK(w, rc == 0, WEFT_ENOMEM, "out of memory reserving %u slots",
              entities);
   return 0;

@@ -170,8 +170,7 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
     chunk->sversion = w->change_version; /* a row moved in */
     weft_entity_t moved = last->entities[lrow];
     chunk->entities[row] = moved;
-    weft__rec_set_loc(&w->index, weft__index_rec(&w->index, (uint32_t)moved),
-                      chunk->id, row);
+    weft__index_place(&w->index, (uint32_t)moved, chunk->id, row);
   }
   last->count--;
   a->count--;
