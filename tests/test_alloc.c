@@ -328,6 +328,14 @@ static fail_world_t fail_world_new(void) {
   return fail_world_on(NULL);
 }
 
+/* Ends an injection: true when no failure came, because k passed the last
+ * allocation of the call under test (the loops stop there). */
+static bool fail_never_came(weft_world_t *w) {
+  bool none = w->alloc.fail_in != 0;
+  w->alloc.fail_in = 0;
+  return none;
+}
+
 /* After a failure: the slot counts agree, the first @p keep entities hold
  * their values, and the world still takes a batch. Destroys the world. */
 static void fail_world_check_free(fail_world_t *f, uint32_t keep) {
@@ -426,9 +434,7 @@ static void test_alloc_every_failure_point_is_clean(void **state) {
         assert_int_equal(rows, q ? 10 : 0);
         weft_query_destroy(q);
       }
-      /* Once k passes the call's last allocation, nothing fails: done. */
-      succeeded = w->alloc.fail_in != 0;
-      w->alloc.fail_in = 0;
+      succeeded = fail_never_came(w);
       if (succeeded) {
         assert_int_equal(rc, WEFT_OK);
       } else if (rc != WEFT_OK) {
@@ -471,8 +477,7 @@ static void test_alloc_apply_failure_keeps_world_consistent(void **state) {
 
     w->alloc.fail_in = k;
     int rc = weft_world_apply(w, &buf, 1);
-    succeeded = w->alloc.fail_in != 0; /* nothing failed: done */
-    w->alloc.fail_in = 0;
+    succeeded = fail_never_came(w);
     if (succeeded)
       assert_int_equal(rc, WEFT_OK);
     if (rc == WEFT_OK) { /* everything applied, if without an extra */
@@ -521,8 +526,7 @@ static void test_alloc_deferred_failure_keeps_world_consistent(void **state) {
       spawned += rc_spawn == WEFT_OK;
     }
     int rc_end = weft_world_defer_end(w);
-    succeeded = w->alloc.fail_in != 0;
-    w->alloc.fail_in = 0;
+    succeeded = fail_never_came(w);
 
     int rcs[4] = {rc_add, rc_despawn, rc_spawn, rc_end};
     bool all_ok = true;
@@ -604,8 +608,7 @@ static void test_alloc_frame_failure_keeps_world_consistent(void **state) {
 
       w->alloc.fail_in = k;
       int rc = weft_world_progress(w, 1.0 / 60.0);
-      succeeded = w->alloc.fail_in != 0;
-      w->alloc.fail_in = 0;
+      succeeded = fail_never_came(w);
       if (succeeded)
         assert_int_equal(rc, WEFT_OK);
       assert_true(rc == WEFT_OK || rc == WEFT_ENOMEM || rc == WEFT_ESYSTEM);
@@ -671,8 +674,7 @@ static void test_alloc_observed_failure_keeps_world_consistent(void **state) {
     const float v[3] = {4, 5, 6};
     w->alloc.fail_in = k;
     int rc = weft_add(w, f.es[8], f.b, v);
-    succeeded = w->alloc.fail_in != 0;
-    w->alloc.fail_in = 0;
+    succeeded = fail_never_came(w);
     if (succeeded)
       assert_int_equal(rc, WEFT_OK);
     bool added = weft_has(w, f.es[8], f.b);
