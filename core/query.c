@@ -249,6 +249,7 @@ static bool build_flat(weft_query_t *q) {
       s->entities = c->entities;
       s->chunk = c;
       s->match = m;
+      s->bases = (void *const *)c->bases;
       void **cols = (void **)(s + 1);
       cols[0] = NULL;
       for (uint32_t t = 0; t < nterms; t++) {
@@ -304,6 +305,8 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   memset(it->columns, 0, sizeof(it->columns) / 2);
   memset(it->columns + WEFT_QUERY_MAX_TERMS / 2, 0, sizeof(it->columns) / 2);
   it->slot0_ = it->slot_ = it->slot_end_ = it->slot_stop_ = NULL;
+  it->bases_ = NULL;
+  it->soa_ = NULL;
   it->slot_bytes_ = 0;
   it->world_ = w;
   it->world_version_ = &w->version;
@@ -370,6 +373,7 @@ static inline bool emit(weft_iter_t *it) {
   it->home_node = c->node;
   it->entities = c->entities;
   it->chunk_ = c;
+  weft__iter_soa(it, m, c);
   for (uint32_t t = 0; t < it->term_count_; t++) {
     uint32_t k = m->term_array[t];
     it->columns[t] = k ? c->bases[k - 1] : NULL;
@@ -481,7 +485,8 @@ static inline bool iter_at(const weft_iter_t *it, const weft__chunk_t **c,
   return true;
 }
 
-void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
+void *weft_iter_field_slow_(const weft_iter_t *it, uint32_t term,
+                            uint32_t field) {
   if (!it)
     return NULL;
   const weft__chunk_t *c = NULL;
@@ -506,7 +511,8 @@ void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field) {
   return weft__chunk_at(c, col->first_array + field, ar->elem, it->row0_);
 }
 
-uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term, void **out) {
+uint32_t weft_iter_fields_slow_(const weft_iter_t *it, uint32_t term,
+                                void **out) {
   if (!it || !out)
     return 0;
   const weft__chunk_t *c = NULL;

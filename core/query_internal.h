@@ -6,21 +6,35 @@
 #define WEFT_CORE_QUERY_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "core/archetype.h"
 #include "core/bitset.h"
 #include "weft/query.h"
 
 typedef struct weft__match_t {
+  /* For an SoA include term: its first field's array index and its field
+   * count (0: not SoA). First, and in this order: an iterator's soa_
+   * points here (see weft_iter_fields() in weft/query.h). */
+  uint16_t soa_first[WEFT_QUERY_MAX_TERMS];
+  uint16_t soa_count[WEFT_QUERY_MAX_TERMS];
   const weft__archetype_t *arch;
   /* Array index + 1 of include term t in this archetype; 0 when the term
    * has no plain array (tags, SoA components). */
   uint32_t term_array[WEFT_QUERY_MAX_TERMS];
-  /* For an SoA include term: its first field's array index and its field
-   * count (0: not SoA). */
-  uint16_t soa_first[WEFT_QUERY_MAX_TERMS];
-  uint16_t soa_count[WEFT_QUERY_MAX_TERMS];
 } weft__match_t;
+
+_Static_assert(offsetof(weft__match_t, soa_first) == 0 &&
+                   offsetof(weft__match_t, soa_count) ==
+                       WEFT_QUERY_MAX_TERMS * sizeof(uint16_t),
+               "weft_iter_t.soa_ reads the SoA layout from a match's start");
+
+/* Points an iterator's inline field access at chunk c of match m. */
+static inline void weft__iter_soa(weft_iter_t *it, const weft__match_t *m,
+                                  const weft__chunk_t *c) {
+  it->bases_ = (void *const *)c->bases;
+  it->soa_ = m->soa_first;
+}
 
 struct weft_query_t {
   weft_world_t *world;

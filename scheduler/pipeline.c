@@ -249,6 +249,7 @@ static inline void view_chunk(weft_iter_t *it, const weft__match_t *m,
   it->chunks_ = (void *const *)m->arch->chunks;
   it->nchunks_ = m->arch->nchunks;
   it->chunk_index_ = c->index + 1; /* nonzero: "on a chunk" */
+  weft__iter_soa(it, m, c);
   for (uint32_t t = 0; t < nterms; t++) {
     uint32_t k = m->term_array[t];
     it->columns[t] = k ? c->bases[k - 1] : NULL;

@@ -65,6 +65,7 @@ typedef struct weft_query_desc_t {
 typedef struct weft_iter_slot_t_ {
   void *chunk;
   const void *match;
+  void *const *bases; /* the chunk's array bases */
   uint32_t count;
   uint32_t home_node;
   const weft_entity_t *entities;
@@ -88,6 +89,13 @@ typedef struct weft_iter_t {
   const weft_iter_slot_t_ *slot_end_;
   const weft_iter_slot_t_ *slot_stop_; /* end of the query's slots */
   const weft_iter_slot_t_ *slot0_;     /* the first slot */
+  /* Off the flat cache (walking the matches, a system's chunk): the
+   * current chunk's array bases, and its archetype's SoA layout per
+   * include term (first field's array[WEFT_QUERY_MAX_TERMS], then field
+   * counts[WEFT_QUERY_MAX_TERMS]) for the inline weft_iter_field(s). On
+   * the flat cache the last slot handed out has both, and soa_ is NULL. */
+  void *const *bases_;
+  const uint16_t *soa_;
   uint32_t term_count_;
   uint32_t slot_bytes_; /* bytes per slot */
   const uint64_t *world_version_;
@@ -181,20 +189,77 @@ static inline void *weft_iter_column(const weft_iter_t *it, uint32_t term) {
 }
 
 /**
+ * Private: the SoA layout (see soa_) and array bases of the chunk @p it is
+ * on, or NULL when only the out-of-line accessors know them (views of part
+ * of a chunk, an iterator not on a chunk).
+ */
+static inline const uint16_t *weft_iter_soa_(const weft_iter_t *it,
+                                             void *const **bases) {
+  if (it->soa_) {
+    *bases = it->bases_;
+    return it->soa_;
+  }
+  if (it->slot_ == it->slot0_)
+    return (const uint16_t *)0;
+  /* On the flat cache: the slot handed out last (its match starts with
+   * the layout). */
+  const weft_iter_slot_t_ *s =
+      (const weft_iter_slot_t_ *)((const unsigned char *)it->slot_ -
+                                  it->slot_bytes_);
+  *bases = s->bases;
+  return (const uint16_t *)s->match;
+}
+
+/** Private: the out-of-line part of weft_iter_field(). */
+void *weft_iter_field_slow_(const weft_iter_t *it, uint32_t term,
+                            uint32_t field);
+
+/**
  * The array of field @p field of include term @p term when that component is
  * stored field-level SoA; NULL otherwise. In checked mode an out-of-range
- * term or field panics.
+ * term or field panics. Same thread as the iteration; the array lives as
+ * long as the chunk is current.
+ *
+ * Inline on a query iterator or a system's chunk (two loads); views of
+ * part of a chunk and misuse take the call.
  */
-void *weft_iter_field(const weft_iter_t *it, uint32_t term, uint32_t field);
+static inline void *weft_iter_field(const weft_iter_t *it, uint32_t term,
+                                    uint32_t field) {
+  void *const *bases = (void *const *)0;
+  const uint16_t *soa = it ? weft_iter_soa_(it, &bases) : (const uint16_t *)0;
+  if (soa && term < it->term_count_ && field < soa[WEFT_QUERY_MAX_TERMS + term])
+    return bases[soa[term] + field];
+  return weft_iter_field_slow_(it, term, field);
+}
+
+/** Private: the out-of-line part of weft_iter_fields(). */
+uint32_t weft_iter_fields_slow_(const weft_iter_t *it, uint32_t term,
+                                void **out);
 
 /**
  * Stores the arrays of every field of SoA include term @p term in
  * out[0..n) and returns n, the component's field count (out must hold
  * WEFT_MAX_FIELDS pointers); returns 0 when the term is not stored SoA.
  * One call per term instead of one per field keeps the per-chunk cost of
- * an SoA loop low. Field order is the registration order.
+ * an SoA loop low. Field order is the registration order. Same thread as
+ * the iteration; the arrays live as long as the chunk is current.
+ *
+ * Inline on a query iterator or a system's chunk; views of part of a
+ * chunk take the call.
  */
-uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term, void **out);
+static inline uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term,
+                                        void **out) {
+  void *const *bases = (void *const *)0;
+  const uint16_t *soa = it ? weft_iter_soa_(it, &bases) : (const uint16_t *)0;
+  if (soa && out && term < it->term_count_) {
+    void *const *src = bases + soa[term];
+    uint32_t n = soa[WEFT_QUERY_MAX_TERMS + term];
+    for (uint32_t f = 0; f < n; f++)
+      out[f] = src[f];
+    return n;
+  }
+  return weft_iter_fields_slow_(it, term, out);
+}
 
 /**
  * The array of any component @p c in the current chunk (for example an
