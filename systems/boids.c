@@ -42,6 +42,10 @@
 #define BOIDS_NAME "weft.boids"
 #define BOIDS_CONFIG "weft.boids.config"
 #define BOIDS_BATCH 256u
+/* How many rows ahead a chunk's loop prefetches the grid rows, then the
+ * first items, an entity will read (chunk order is unrelated to space). */
+#define BOIDS_ROWS_AHEAD 16u
+#define BOIDS_ITEMS_AHEAD 8u
 
 typedef struct boids_cfg_t {
   weft_grid_t *grid;
@@ -188,6 +192,12 @@ static int boids_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   weft_grid_item_t self;
   memset(&self, 0, sizeof self);
   for (uint32_t r = 0; r < chunk->count; r++) {
+    if (r + BOIDS_ROWS_AHEAD < chunk->count)
+      weft__grid_prefetch_rows(cfg->grid, px[r + BOIDS_ROWS_AHEAD],
+                               py[r + BOIDS_ROWS_AHEAD]);
+    if (r + BOIDS_ITEMS_AHEAD < chunk->count)
+      weft__grid_prefetch_items(cfg->grid, px[r + BOIDS_ITEMS_AHEAD],
+                                py[r + BOIDS_ITEMS_AHEAD]);
     self.e = chunk->entities[r];
     self.x = px[r];
     self.y = py[r];

@@ -21,6 +21,12 @@
 
 #include "sys_internal.h"
 
+/* How many rows ahead the callback prefetches the grid rows an entity
+ * will look up, and the first items of those rows: entities come in chunk
+ * order, unrelated to space, so each lookup would otherwise miss. */
+#define COLLIDE_ROWS_AHEAD 16u
+#define COLLIDE_ITEMS_AHEAD 8u
+
 /* What the system's callback needs; stored in a world resource, so the
  * world owns it and it lives as long as the system can run. */
 typedef struct collide_ctx_t {
@@ -162,6 +168,12 @@ static int collide(weft_sysctx_t *ctx, const weft_iter_t *it) {
   const float *px = pos[0], *py = pos[1];
   const weft_collider_t *col = weft_iter_column(it, 1);
   for (uint32_t r = 0; r < it->count; r++) {
+    if (r + COLLIDE_ROWS_AHEAD < it->count)
+      weft__grid_prefetch_rows(grid, px[r + COLLIDE_ROWS_AHEAD],
+                               py[r + COLLIDE_ROWS_AHEAD]);
+    if (r + COLLIDE_ITEMS_AHEAD < it->count)
+      weft__grid_prefetch_items(grid, px[r + COLLIDE_ITEMS_AHEAD],
+                                py[r + COLLIDE_ITEMS_AHEAD]);
     const weft_collider_t *self = &col[r];
     if (!solid(self))
       continue;

@@ -23,6 +23,8 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "sys_internal.h"
+
 /* More cells than this is a configuration mistake (a cell far too small
  * for the area), not a grid: the cell table alone would take 64 MiB. */
 #define GRID_MAX_CELLS (1u << 24)
@@ -60,6 +62,10 @@ struct weft_grid_t {
   weft_grid_item_t *items;
   weft_grid_item_t *scratch; /* gathered items, before the sort */
   uint32_t *cells;           /* cell index of scratch[i] */
+  /* Per band, from its first item on: (first item, count) of each of its
+   * cells that holds more than one item, the ones that need sorting. A
+   * band has at most half as many of those as items. */
+  uint32_t *multi;
   uint32_t count, cap;
   uint32_t *cursor; /* ncells: per-cell counts, then scatter cursors */
   /* The rebuild's chunks, gathered in parallel (see build()). */
@@ -146,6 +152,7 @@ void weft_grid_destroy(weft_grid_t *g) {
   free(g->items);
   free(g->scratch);
   free(g->cells);
+  free(g->multi);
   free(g);
 }
 
@@ -222,6 +229,38 @@ const weft_grid_item_t *weft_grid_row(const weft_grid_t *g, int32_t x0,
   return g->items + first;
 }
 
+/* The index of cell (cx - 1, cy + dy) clamped into the grid, or -1 when
+ * that row is outside it. */
+static inline int64_t row_first_cell(const weft_grid_t *g, int32_t cx,
+                                     int32_t cy) {
+  if (cy < 0 || cy >= g->ny)
+    return -1;
+  int32_t x0 = cx > 0 ? cx - 1 : 0;
+  return (int64_t)cy * g->nx + x0;
+}
+
+void weft__grid_prefetch_rows(const weft_grid_t *g, float x, float y) {
+  int32_t cx = axis_cell(x - g->minx, g->inv_cell, g->nx);
+  int32_t cy = axis_cell(y - g->miny, g->inv_cell, g->ny);
+  for (int32_t dy = -1; dy <= 1; dy++) {
+    int64_t c = row_first_cell(g, cx, cy + dy);
+    if (c >= 0)
+      __builtin_prefetch(g->starts + c, 0, 0);
+  }
+}
+
+void weft__grid_prefetch_items(const weft_grid_t *g, float x, float y) {
+  if (!g->items)
+    return;
+  int32_t cx = axis_cell(x - g->minx, g->inv_cell, g->nx);
+  int32_t cy = axis_cell(y - g->miny, g->inv_cell, g->ny);
+  for (int32_t dy = -1; dy <= 1; dy++) {
+    int64_t c = row_first_cell(g, cx, cy + dy);
+    if (c >= 0)
+      __builtin_prefetch(g->items + g->starts[c], 0, 0);
+  }
+}
+
 uint32_t weft_grid_count(const weft_grid_t *g) {
   return g ? g->count : 0;
 }
@@ -239,19 +278,23 @@ static int reserve(weft_grid_t *g, uint32_t need) {
   weft_grid_item_t *items = malloc((size_t)cap * sizeof *items);
   weft_grid_item_t *scratch = malloc((size_t)cap * sizeof *scratch);
   uint32_t *cells = malloc((size_t)cap * sizeof *cells);
-  if (!items || !scratch || !cells) {
+  uint32_t *multi = malloc((size_t)cap * sizeof *multi);
+  if (!items || !scratch || !cells || !multi) {
     free(items);
     free(scratch);
     free(cells);
+    free(multi);
     return WEFT_ENOMEM;
   }
   /* The rebuild that asked for room refills everything. */
   free(g->items);
   free(g->scratch);
   free(g->cells);
+  free(g->multi);
   g->items = items;
   g->scratch = scratch;
   g->cells = cells;
+  g->multi = multi;
   g->cap = cap;
   return 0;
 }
@@ -383,21 +426,28 @@ static void band_count(void *arg, uint32_t begin, uint32_t end,
   }
 }
 
-/* Pass 2, per band: first slots of its cells from the band's base, the
- * stable scatter (item order, hence chunk order), then each cell sorted by
- * handle. The items of a band are a stretch of their own, so the bands
- * never write the same memory. */
+/* Pass 2, per band: first slots of its cells from the band's base (noting
+ * the cells that will hold more than one item), the stable scatter (item
+ * order, hence chunk order), then those cells sorted by handle. The cells
+ * far outnumber the items in a sparse world, so the sort visits only the
+ * noted ones rather than every cell again. The items of a band are a
+ * stretch of their own, so the bands never write the same memory. */
 static void band_scatter(void *arg, uint32_t begin, uint32_t end,
                          uint32_t worker) {
   (void)worker;
   weft_grid_t *g = arg;
   for (uint32_t b = begin; b < end; b++) {
-    uint32_t lo, hi, at = g->band_base[b];
+    uint32_t lo, hi, at = g->band_base[b], nmulti = 0;
+    uint32_t *multi = g->multi + at;
     band_cells(g, b, &lo, &hi);
     for (uint32_t c = lo; c < hi; c++) {
       uint32_t k = g->cursor[c];
       g->starts[c] = at;
       g->cursor[c] = at;
+      if (k > 1) {
+        multi[nmulti++] = at;
+        multi[nmulti++] = k;
+      }
       at += k;
     }
     for (uint32_t i = 0; i < g->count; i++) {
@@ -405,11 +455,8 @@ static void band_scatter(void *arg, uint32_t begin, uint32_t end,
       if (c - lo < hi - lo)
         g->items[g->cursor[c]++] = g->scratch[i];
     }
-    for (uint32_t c = lo; c < hi; c++) {
-      uint32_t k = g->cursor[c] - g->starts[c]; /* cursor: the cell's end */
-      if (k > 1)
-        sort_by_handle(g->items + g->starts[c], k);
-    }
+    for (uint32_t j = 0; j < nmulti; j += 2)
+      sort_by_handle(g->items + multi[j], multi[j + 1]);
   }
 }
 
