@@ -37,6 +37,7 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "grid_internal.h"
 #include "sys_internal.h"
 
 #define BOIDS_NAME "weft.boids"
@@ -144,14 +145,14 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
   const float r2 = c->radius * c->radius;
   const float min2 = c->min_distance * c->min_distance;
   int32_t cx, cy;
-  weft_grid_cell_of(cfg->grid, self->x, self->y, &cx, &cy);
+  weft__grid_cell_xy(cfg->grid, self->x, self->y, &cx, &cy);
   cursor_t cur[9];
   uint32_t k = 0;
   for (int32_t j = -1; j <= 1; j++) {
     for (int32_t i = -1; i <= 1; i++) {
       uint32_t n = 0;
       const weft_grid_item_t *it =
-          weft_grid_cell(cfg->grid, cx + i, cy + j, &n);
+          weft__grid_row(cfg->grid, cx + i, cx + i, cy + j, &n);
       if (it && n) {
         cur[k].p = it;
         cur[k].end = it + n;

@@ -19,6 +19,7 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "grid_internal.h"
 #include "sys_internal.h"
 
 /* How many rows ahead the callback prefetches the grid rows an entity
@@ -180,14 +181,14 @@ static int collide(weft_sysctx_t *ctx, const weft_iter_t *it) {
     const weft_entity_t e = it->entities[r];
     const float x = px[r], y = py[r];
     int32_t cx, cy;
-    weft_grid_cell_of(grid, x, y, &cx, &cy);
+    weft__grid_cell_xy(grid, x, y, &cx, &cy);
     /* Three rows of three cells, each one contiguous stretch (cell by
      * cell, handle order within a cell): the events come out in the same
      * order as a cell-by-cell walk. */
     for (int32_t gy = cy - 1; gy <= cy + 1; gy++) {
       uint32_t n = 0;
       const weft_grid_item_t *items =
-          weft_grid_row(grid, cx - 1, cx + 1, gy, &n);
+          weft__grid_row(grid, cx - 1, cx + 1, gy, &n);
       for (uint32_t i = 0; i < n; i++) {
         const weft_grid_item_t *o = &items[i];
         if (o->e <= e || !layers_match(self, &o->collider))

@@ -23,7 +23,7 @@
 #include <weft.h>
 #include <weft/systems.h>
 
-#include "sys_internal.h"
+#include "grid_internal.h"
 
 /* More cells than this is a configuration mistake (a cell far too small
  * for the area), not a grid: the cell table alone would take 64 MiB. */
@@ -32,11 +32,6 @@
 /* Cells up to this size are sorted by insertion, bigger ones by heapsort
  * (in place: no allocation, n log n at worst). */
 #define GRID_SMALL_CELL 24u
-
-/* Most bands of cells the scatter is split into; each band is one job and
- * reads every item's cell, so there are as many as the pool has workers.
- * The output does not depend on the number. */
-#define GRID_BANDS 16u
 
 /* Chunks per gather job. */
 #define GRID_GATHER_GRAIN 16u
@@ -49,35 +44,6 @@ typedef struct grid_chunk_t {
   uint32_t count;
   uint32_t first; /* index of its first item in scratch/cells */
 } grid_chunk_t;
-
-struct weft_grid_t {
-  weft_world_t *world;
-  weft_resource_t res;
-  uint32_t number; /* 1 for the world's first grid, then 2, ... */
-  float cell, inv_cell;
-  float minx, miny;
-  int32_t nx, ny;
-  uint32_t ncells;
-  uint32_t *starts; /* ncells + 1 offsets into items */
-  weft_grid_item_t *items;
-  weft_grid_item_t *scratch; /* gathered items, before the sort */
-  uint32_t *cells;           /* cell index of scratch[i] */
-  /* Per band, from its first item on: (first item, count) of each of its
-   * cells that holds more than one item, the ones that need sorting. A
-   * band has at most half as many of those as items. */
-  uint32_t *multi;
-  uint32_t count, cap;
-  uint32_t *cursor; /* ncells: per-cell counts, then scatter cursors */
-  /* The rebuild's chunks, gathered in parallel (see build()). */
-  struct grid_chunk_t *chunks;
-  uint32_t nchunks, chunks_cap;
-  uint32_t band_total[GRID_BANDS], band_base[GRID_BANDS];
-  uint32_t nbands;
-  /* Set by weft_sys_grid(). */
-  weft_query_t *still;  /* Position, no (enabled) Velocity */
-  weft_query_t *moving; /* Position and Velocity */
-  weft_component_t collider, dead;
-};
 
 int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
                      weft_grid_t **out) {
@@ -171,25 +137,11 @@ void weft_grid_dims(const weft_grid_t *g, int32_t *nx, int32_t *ny) {
     *ny = g ? g->ny : 0;
 }
 
-/* The clamped cell coordinate of offset d along an axis of n cells. The
- * comparisons come before the conversion so that NaN and infinities never
- * reach it (NaN lands in cell 0). */
-static inline int32_t axis_cell(float d, float inv, int32_t n) {
-  float f = d * inv;
-  if (!(f >= 1.0f))
-    return 0;
-  if (f >= (float)n)
-    return n - 1;
-  return (int32_t)f;
-}
-
 void weft_grid_cell_of(const weft_grid_t *g, float x, float y, int32_t *cx,
                        int32_t *cy) {
   int32_t a = 0, b = 0;
-  if (g) {
-    a = axis_cell(x - g->minx, g->inv_cell, g->nx);
-    b = axis_cell(y - g->miny, g->inv_cell, g->ny);
-  }
+  if (g)
+    weft__grid_cell_xy(g, x, y, &a, &b);
   if (cx)
     *cx = a;
   if (cy)
@@ -212,53 +164,11 @@ const weft_grid_item_t *weft_grid_cell(const weft_grid_t *g, int32_t cx,
 
 const weft_grid_item_t *weft_grid_row(const weft_grid_t *g, int32_t x0,
                                       int32_t x1, int32_t cy, uint32_t *n) {
+  uint32_t k = 0;
+  const weft_grid_item_t *p = g ? weft__grid_row(g, x0, x1, cy, &k) : NULL;
   if (n)
-    *n = 0;
-  if (!g || cy < 0 || cy >= g->ny || !g->items)
-    return NULL;
-  x0 = x0 < 0 ? 0 : x0;
-  x1 = x1 >= g->nx ? g->nx - 1 : x1;
-  if (x0 > x1)
-    return NULL;
-  /* Cells are stored cell-major, row by row: cells x0..x1 of one row are
-   * one stretch of the items array. */
-  uint32_t row = (uint32_t)cy * (uint32_t)g->nx;
-  uint32_t first = g->starts[row + (uint32_t)x0];
-  if (n)
-    *n = g->starts[row + (uint32_t)x1 + 1] - first;
-  return g->items + first;
-}
-
-/* The index of cell (cx - 1, cy + dy) clamped into the grid, or -1 when
- * that row is outside it. */
-static inline int64_t row_first_cell(const weft_grid_t *g, int32_t cx,
-                                     int32_t cy) {
-  if (cy < 0 || cy >= g->ny)
-    return -1;
-  int32_t x0 = cx > 0 ? cx - 1 : 0;
-  return (int64_t)cy * g->nx + x0;
-}
-
-void weft__grid_prefetch_rows(const weft_grid_t *g, float x, float y) {
-  int32_t cx = axis_cell(x - g->minx, g->inv_cell, g->nx);
-  int32_t cy = axis_cell(y - g->miny, g->inv_cell, g->ny);
-  for (int32_t dy = -1; dy <= 1; dy++) {
-    int64_t c = row_first_cell(g, cx, cy + dy);
-    if (c >= 0)
-      __builtin_prefetch(g->starts + c, 0, 0);
-  }
-}
-
-void weft__grid_prefetch_items(const weft_grid_t *g, float x, float y) {
-  if (!g->items)
-    return;
-  int32_t cx = axis_cell(x - g->minx, g->inv_cell, g->nx);
-  int32_t cy = axis_cell(y - g->miny, g->inv_cell, g->ny);
-  for (int32_t dy = -1; dy <= 1; dy++) {
-    int64_t c = row_first_cell(g, cx, cy + dy);
-    if (c >= 0)
-      __builtin_prefetch(g->items + g->starts[c], 0, 0);
-  }
+    *n = k;
+  return p;
 }
 
 uint32_t weft_grid_count(const weft_grid_t *g) {
@@ -347,8 +257,8 @@ static void gather(void *arg, uint32_t begin, uint32_t end, uint32_t worker) {
       }
       if (c->col)
         item->collider = c->col[r];
-      int32_t cx = axis_cell(item->x - g->minx, g->inv_cell, g->nx);
-      int32_t cy = axis_cell(item->y - g->miny, g->inv_cell, g->ny);
+      int32_t cx, cy;
+      weft__grid_cell_xy(g, item->x, item->y, &cx, &cy);
       cells[r] = (uint32_t)cy * nx + (uint32_t)cx;
     }
   }

@@ -1,0 +1,132 @@
+/*
+ * The grid's layout, for the systems that read it in their inner loops
+ * (collide.c, boids.c): a neighbour lookup per entity is a few
+ * instructions when inlined, against a call and its checks through the
+ * public weft_grid_row(). Only grid.c writes a grid.
+ */
+#ifndef WEFT_SYSTEMS_GRID_INTERNAL_H
+#define WEFT_SYSTEMS_GRID_INTERNAL_H
+
+#include <stdint.h>
+
+#include <weft.h>
+#include <weft/systems.h>
+
+/* Most bands of cells the scatter is split into; each band is one job and
+ * reads every item's cell, so there are as many as the pool has workers.
+ * The output does not depend on the number. */
+#define GRID_BANDS 16u
+
+struct grid_chunk_t;
+
+struct weft_grid_t {
+  weft_world_t *world;
+  weft_resource_t res;
+  uint32_t number; /* 1 for the world's first grid, then 2, ... */
+  float cell, inv_cell;
+  float minx, miny;
+  int32_t nx, ny;
+  uint32_t ncells;
+  uint32_t *starts; /* ncells + 1 offsets into items */
+  weft_grid_item_t *items;
+  weft_grid_item_t *scratch; /* gathered items, before the sort */
+  uint32_t *cells;           /* cell index of scratch[i] */
+  /* Per band, from its first item on: (first item, count) of each of its
+   * cells that holds more than one item, the ones that need sorting. A
+   * band has at most half as many of those as items. */
+  uint32_t *multi;
+  uint32_t count, cap;
+  uint32_t *cursor; /* ncells: per-cell counts, then scatter cursors */
+  /* The rebuild's chunks, gathered in parallel (see build()). */
+  struct grid_chunk_t *chunks;
+  uint32_t nchunks, chunks_cap;
+  uint32_t band_total[GRID_BANDS], band_base[GRID_BANDS];
+  uint32_t nbands;
+  /* Set by weft_sys_grid(). */
+  weft_query_t *still;  /* Position, no (enabled) Velocity */
+  weft_query_t *moving; /* Position and Velocity */
+  weft_component_t collider, dead;
+};
+
+/*
+ * The clamped cell coordinate of offset d along an axis of n cells,
+ * branch-free: NaN and -inf land in cell 0, +inf in cell n - 1 (the
+ * comparisons are written so that a NaN fails them), and the value is in
+ * [0, n - 1] before the conversion.
+ */
+static inline int32_t weft__grid_axis(float d, float inv, int32_t n) {
+  float f = d * inv;
+  f = f > 0.0f ? f : 0.0f;
+  float top = (float)(n - 1);
+  f = f < top ? f : top;
+  return (int32_t)f;
+}
+
+/* The cell of (x, y), clamped into the grid. */
+static inline void weft__grid_cell_xy(const weft_grid_t *g, float x, float y,
+                                      int32_t *cx, int32_t *cy) {
+  *cx = weft__grid_axis(x - g->minx, g->inv_cell, g->nx);
+  *cy = weft__grid_axis(y - g->miny, g->inv_cell, g->ny);
+}
+
+/* weft_grid_row() for a valid grid: the items of cells x0..x1 (clamped)
+ * of row cy, one stretch, and their count in *n (0 off the grid). */
+static inline const weft_grid_item_t *weft__grid_row(const weft_grid_t *g,
+                                                     int32_t x0, int32_t x1,
+                                                     int32_t cy, uint32_t *n) {
+  *n = 0;
+  if (cy < 0 || cy >= g->ny || !g->items)
+    return NULL;
+  x0 = x0 < 0 ? 0 : x0;
+  x1 = x1 >= g->nx ? g->nx - 1 : x1;
+  if (x0 > x1)
+    return NULL;
+  /* Cells are stored cell-major, row by row: cells x0..x1 of one row are
+   * one stretch of the items array. */
+  const uint32_t *row = g->starts + (uint32_t)cy * (uint32_t)g->nx;
+  uint32_t first = row[x0];
+  *n = row[x1 + 1] - first;
+  return g->items + first;
+}
+
+/* The first cell of the 3-cell stretch around column cx in row cy, or -1
+ * when the row is off the grid. */
+static inline int64_t weft__grid_stretch(const weft_grid_t *g, int32_t cx,
+                                         int32_t cy) {
+  if (cy < 0 || cy >= g->ny)
+    return -1;
+  return (int64_t)cy * g->nx + (cx > 0 ? cx - 1 : 0);
+}
+
+/*
+ * Prefetch hints for a 3x3 neighbourhood lookup around (x, y), for loops
+ * that visit entities in an order unrelated to space (chunk order), where
+ * every row lookup would otherwise miss: stage 1 fetches the three rows'
+ * cell offsets, stage 2 (a few entities later, once those arrived) the
+ * first items of each row. They change nothing.
+ */
+static inline void weft__grid_prefetch_rows(const weft_grid_t *g, float x,
+                                            float y) {
+  int32_t cx, cy;
+  weft__grid_cell_xy(g, x, y, &cx, &cy);
+  for (int32_t dy = -1; dy <= 1; dy++) {
+    int64_t c = weft__grid_stretch(g, cx, cy + dy);
+    if (c >= 0)
+      __builtin_prefetch(g->starts + c, 0, 0);
+  }
+}
+
+static inline void weft__grid_prefetch_items(const weft_grid_t *g, float x,
+                                             float y) {
+  if (!g->items)
+    return;
+  int32_t cx, cy;
+  weft__grid_cell_xy(g, x, y, &cx, &cy);
+  for (int32_t dy = -1; dy <= 1; dy++) {
+    int64_t c = weft__grid_stretch(g, cx, cy + dy);
+    if (c >= 0)
+      __builtin_prefetch(g->items + g->starts[c], 0, 0);
+  }
+}
+
+#endif /* WEFT_SYSTEMS_GRID_INTERNAL_H */
