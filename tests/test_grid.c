@@ -312,6 +312,37 @@ static void test_grid_create_rejects_bad_config(void **state) {
   weft_world_destroy(w);
 }
 
+/* Every grid takes a resource; when the world has none left, creation
+ * fails with WEFT_ETOOMANY and gives back what it allocated (ASan checks
+ * the leak), and the grids made before keep working. */
+static void test_grid_create_runs_out_of_resources(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_grid_config_t c = area();
+  weft_grid_t **grids = calloc(WEFT_MAX_RESOURCES + 1, sizeof *grids);
+  assert_non_null(grids);
+  uint32_t made = 0;
+  int rc = WEFT_OK;
+  while (made <= WEFT_MAX_RESOURCES &&
+         (rc = weft_grid_create(w, &c, &grids[made])) == WEFT_OK)
+    made++;
+  assert_int_equal(rc, WEFT_ETOOMANY);
+  assert_int_equal(made, WEFT_MAX_RESOURCES);
+  assert_null(grids[made]);
+  int32_t cx = -1, cy = -1;
+  weft_grid_cell_of(grids[made - 1], 1.5f, 2.5f, &cx, &cy);
+  assert_true(cx >= 0 && cy >= 0);
+  /* Resources are never unregistered: destroying one frees no name. */
+  weft_grid_destroy(grids[0]);
+  weft_grid_t *again = NULL;
+  assert_int_equal(weft_grid_create(w, &c, &again), WEFT_ETOOMANY);
+  assert_null(again);
+  for (uint32_t i = 1; i < made; i++)
+    weft_grid_destroy(grids[i]);
+  free(grids);
+  weft_world_destroy(w);
+}
+
 static void test_grid_geometry_and_clamping(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
@@ -663,6 +694,7 @@ static void test_grid_rebuild_allocates_nothing(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grid_create_rejects_bad_config),
+      cmocka_unit_test(test_grid_create_runs_out_of_resources),
       cmocka_unit_test(test_grid_geometry_and_clamping),
       cmocka_unit_test(test_grid_items_sorted_in_their_cells),
       cmocka_unit_test(test_grid_rebuild_follows_changes),
