@@ -215,6 +215,10 @@ void weft__cmdbuf_alloc_stats(const weft_world_t *w, uint64_t *allocs,
   }
 }
 
+weft__alloc_stats_t *weft__cmdbuf_alloc(weft_cmdbuf_t *b) {
+  return &b->alloc;
+}
+
 /* ---- recording -------------------------------------------------------------
  */
 

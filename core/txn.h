@@ -326,6 +326,11 @@ void weft__unreserve_slot(struct weft_world_t *w, uint32_t slot);
 void weft__cmdbuf_alloc_stats(const struct weft_world_t *w, uint64_t *allocs,
                               uint64_t *bytes);
 
+/* A buffer's own allocation counters; tests set fail_in to inject
+ * failures into recording (no thread may be recording into it). */
+struct weft_cmdbuf_t;
+weft__alloc_stats_t *weft__cmdbuf_alloc(struct weft_cmdbuf_t *b);
+
 /* What a command buffer holds right now (before its apply). */
 typedef struct weft__cmdbuf_usage_t {
   uint32_t cmds;   /* command records */

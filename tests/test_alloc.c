@@ -317,6 +317,7 @@ static fail_world_t fail_world_on(weft_pool_t *pool) {
   weft_world_config_t wc;
   memset(&wc, 0, sizeof wc);
   wc.pool = pool;
+  wc.world_tag = 7; /* fixed, so that two such worlds' digests compare */
   f.w = wt_world_new(&wc);
   f.a = wt_register(f.w, "a", 8, 0);
   f.b = wt_register(f.w, "b", 12, 4);
@@ -499,6 +500,113 @@ static void test_alloc_apply_failure_keeps_world_consistent(void **state) {
     weft_cmdbuf_destroy(buf);
     fail_world_check_free(&f, 8);
   }
+}
+
+/* One command of the recording script below; @p st (NULL: none) gets
+ * failures injected. A call that fails must fail with WEFT_ENOMEM and
+ * record nothing: the retry with memory back then leaves the buffer as a
+ * run without failures would. Returns the failures seen (0 or 1). */
+static uint32_t rec_step(weft__alloc_stats_t *st, uint32_t step,
+                         fail_world_t *f, weft_cmdbuf_t *buf,
+                         weft_entity_t *pend, uint32_t *npend) {
+  const weft_component_t ab[] = {f->a, f->b, 0};
+  const weft_component_t only_b[] = {f->b, 0};
+  uint64_t va = 5000 + step;
+  const float vb[3] = {(float)step, 0.5f, -1.0f};
+  const void *vals[2] = {&va, vb};
+  weft_entity_t live = f->es[step % 8];
+  weft_entity_t some = *npend ? pend[step % *npend] : live;
+  uint32_t failures = 0;
+  for (;;) {
+    int rc;
+    weft_entity_t e = 0;
+    weft_cmd_key(buf, step / 7); /* a new segment every seventh command */
+    switch (step % 6) {
+    case 0: /* spawns with values: runs, their columns, a new run per key */
+      rc = weft_cmd_spawn(buf, step % 12 ? ab : only_b,
+                          step % 12 ? vals : vals + 1, &e);
+      break;
+    case 1: /* a 12-byte value: copied to the arena */
+      rc = weft_cmd_add(buf, some, f->b, vb);
+      break;
+    case 2: /* an 8-byte value: rides in the command */
+      rc = weft_cmd_set(buf, live, f->a, &va);
+      break;
+    case 3:
+      rc = weft_cmd_remove(buf, some, f->b);
+      break;
+    case 4:
+      rc = weft_cmd_add(buf, live, f->b, vb);
+      break;
+    default:
+      rc = step % 30 == 5 && *npend ? weft_cmd_despawn(buf, some)
+                                    : weft_cmd_set(buf, some, f->a, &va);
+      break;
+    }
+    if (rc == WEFT_OK) {
+      if (e)
+        pend[(*npend)++] = e;
+      return failures;
+    }
+    assert_int_equal(rc, WEFT_ENOMEM);
+    assert_non_null(st);
+    assert_int_equal(st->fail_in, 0); /* the injected failure, no other */
+    failures++;
+    assert_int_equal(failures, 1);
+  }
+}
+
+/* Recording that cannot get memory fails with WEFT_ENOMEM and records
+ * nothing of that call: with every allocation of a 3000-command script
+ * failing in turn (the command array, value copies, spawn runs and their
+ * columns), retrying the failed call and applying gives the world a run
+ * without failures gives, digest for digest. */
+static void test_alloc_recording_failure_records_nothing(void **state) {
+  (void)state;
+  enum { STEPS = 3000 };
+  weft_entity_t pend[STEPS];
+  /* The reference: the same script, no failures. */
+  fail_world_t ref = fail_world_new();
+  weft_cmdbuf_t *rbuf = NULL;
+  assert_int_equal(weft_cmdbuf_create(ref.w, &rbuf), WEFT_OK);
+  uint32_t npend = 0;
+  for (uint32_t step = 0; step < STEPS; step++)
+    assert_int_equal(rec_step(NULL, step, &ref, rbuf, pend, &npend), 0);
+  assert_int_equal(weft_world_apply(ref.w, &rbuf, 1), WEFT_OK);
+  const uint64_t want = weft_world_digest(ref.w);
+  const uint32_t want_count = weft_world_count(ref.w);
+  assert_true(want_count > 10 + STEPS / 12);
+  weft_cmdbuf_destroy(rbuf);
+  weft_world_destroy(ref.w);
+
+  uint32_t failed_rounds = 0;
+  for (uint64_t k = 1;; k++) {
+    assert_true(k < 1000);
+    fail_world_t f = fail_world_new();
+    weft_cmdbuf_t *buf = NULL;
+    assert_int_equal(weft_cmdbuf_create(f.w, &buf), WEFT_OK);
+    weft__alloc_stats_t *st = weft__cmdbuf_alloc(buf);
+    st->fail_in = k;
+    uint32_t failures = 0;
+    npend = 0;
+    for (uint32_t step = 0; step < STEPS; step++)
+      failures += rec_step(st, step, &f, buf, pend, &npend);
+    bool none = st->fail_in != 0;
+    st->fail_in = 0;
+    assert_int_equal(failures, none ? 0u : 1u);
+    assert_int_equal(weft_world_apply(f.w, &buf, 1), WEFT_OK);
+    assert_int_equal(weft_world_count(f.w), want_count);
+    if (weft_world_digest(f.w) != want)
+      fail_msg("allocation %llu failed: the world differs",
+               (unsigned long long)k);
+    weft_cmdbuf_destroy(buf);
+    weft_world_destroy(f.w);
+    if (none)
+      break;
+    failed_rounds++;
+  }
+  /* The command array grew twice and the arena took blocks. */
+  assert_true(failed_rounds >= 4);
 }
 
 /* The same for calls staged in a deferred scope: each call and the drain
@@ -700,6 +808,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_free_stack_failure_retires_slot),
       cmocka_unit_test(test_alloc_every_failure_point_is_clean),
       cmocka_unit_test(test_alloc_apply_failure_keeps_world_consistent),
+      cmocka_unit_test(test_alloc_recording_failure_records_nothing),
       cmocka_unit_test(test_alloc_deferred_failure_keeps_world_consistent),
       cmocka_unit_test(test_alloc_frame_failure_keeps_world_consistent),
       cmocka_unit_test(test_alloc_observed_failure_keeps_world_consistent),
