@@ -615,17 +615,38 @@ static void test_storage_trim_frees_empty_segments(void **state) {
 }
 
 /* weft_iter_fields hands out exactly what weft_iter_field does, for query
- * chunks and for batch fill views alike, and nothing for plain terms. */
+ * chunks, runs of chunks, system chunks and batch fill views alike, and
+ * nothing for plain terms; and the inline paths agree with the out-of-line
+ * ones, which resolve through the archetype. */
+static void fields_agree(const weft_iter_t *it) {
+  void *out[WEFT_MAX_FIELDS], *slow[WEFT_MAX_FIELDS];
+  assert_int_equal(weft_iter_fields(it, 0, out), 3);
+  assert_int_equal(weft_iter_fields_slow_(it, 0, slow), 3);
+  for (uint32_t f = 0; f < 3; f++) {
+    assert_non_null(out[f]);
+    assert_ptr_equal(out[f], slow[f]);
+    assert_ptr_equal(out[f], weft_iter_field(it, 0, f));
+    assert_ptr_equal(out[f], weft_iter_field_slow_(it, 0, f));
+  }
+  assert_int_equal(weft_iter_fields(it, 1, out), 0); /* plain component */
+  assert_int_equal(weft_iter_fields_slow_(it, 1, slow), 0);
+  assert_null(weft_iter_field(it, 1, 0));
+  assert_int_equal(weft_iter_fields(it, 7, out), 0); /* no such term */
+  assert_int_equal(weft_iter_fields(it, 0, NULL), 0);
+}
+
 static void fields_view_check(void *user, const weft_iter_t *view,
                               uint32_t first) {
   (void)first;
   uint32_t *calls = user;
-  void *out[WEFT_MAX_FIELDS];
-  assert_int_equal(weft_iter_fields(view, 0, out), 3);
-  for (uint32_t f = 0; f < 3; f++)
-    assert_ptr_equal(out[f], weft_iter_field(view, 0, f));
-  assert_int_equal(weft_iter_fields(view, 1, out), 0); /* plain component */
+  fields_agree(view);
   (*calls)++;
+}
+
+static int fields_system_check(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  fields_agree(it);
+  (*(uint32_t *)ctx->user)++;
+  return 0;
 }
 
 static void test_storage_iter_fields_match_iter_field(void **state) {
@@ -651,16 +672,40 @@ static void test_storage_iter_fields_match_iter_field(void **state) {
       weft_query_create(w, &(weft_query_desc_t){.include = {p, plain}}, &q),
       WEFT_OK);
   weft_iter_t it;
+  void *out[WEFT_MAX_FIELDS];
+  /* Before the first chunk there is no chunk to hand fields out of. */
+  weft_query_iter(q, &it);
+  assert_int_equal(weft_iter_fields(&it, 0, out), 0);
   uint32_t chunks = 0;
-  for (weft_query_iter(q, &it); weft_iter_next(&it); chunks++) {
-    void *out[WEFT_MAX_FIELDS];
-    assert_int_equal(weft_iter_fields(&it, 0, out), 3);
-    for (uint32_t f = 0; f < 3; f++)
-      assert_ptr_equal(out[f], weft_iter_field(&it, 0, f));
-    assert_int_equal(weft_iter_fields(&it, 1, out), 0);
-    assert_int_equal(weft_iter_fields(&it, 7, out), 0); /* no such term */
-  }
+  for (; weft_iter_next(&it); chunks++)
+    fields_agree(&it);
   assert_int_equal(chunks, calls);
+  /* Runs of contiguous chunks: the first chunk's arrays, continued. */
+  weft_query_t *runs;
+  assert_int_equal(
+      weft_query_create(w,
+                        &(weft_query_desc_t){.include = {p, plain},
+                                             .flags = WEFT_QUERY_CHUNK_RUNS},
+                        &runs),
+      WEFT_OK);
+  uint32_t nruns = 0;
+  for (weft_query_iter(runs, &it); weft_iter_next(&it); nruns++)
+    fields_agree(&it);
+  assert_true(nruns >= 1 && nruns < chunks);
+  /* A system's chunks. */
+  uint32_t sys_calls = 0;
+  weft_system_desc_t sd;
+  memset(&sd, 0, sizeof sd);
+  sd.name = "fields";
+  sd.query.include[0] = p;
+  sd.query.include[1] = plain;
+  sd.run = fields_system_check;
+  sd.user = &sys_calls;
+  weft_system_t sys;
+  assert_int_equal(weft_system_register(w, &sd, &sys), WEFT_OK);
+  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.01),
+                   WEFT_OK);
+  assert_int_equal(sys_calls, chunks);
   weft_world_destroy(w);
 }
 
