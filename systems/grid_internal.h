@@ -105,10 +105,8 @@ static inline int64_t weft__grid_stretch(const weft_grid_t *g, int32_t cx,
  * cell offsets, stage 2 (a few entities later, once those arrived) the
  * first items of each row. They change nothing.
  */
-static inline void weft__grid_prefetch_rows(const weft_grid_t *g, float x,
-                                            float y) {
-  int32_t cx, cy;
-  weft__grid_cell_xy(g, x, y, &cx, &cy);
+static inline void weft__grid_prefetch_rows_at(const weft_grid_t *g, int32_t cx,
+                                               int32_t cy) {
   for (int32_t dy = -1; dy <= 1; dy++) {
     int64_t c = weft__grid_stretch(g, cx, cy + dy);
     if (c >= 0)
@@ -116,17 +114,30 @@ static inline void weft__grid_prefetch_rows(const weft_grid_t *g, float x,
   }
 }
 
-static inline void weft__grid_prefetch_items(const weft_grid_t *g, float x,
-                                             float y) {
+static inline void weft__grid_prefetch_items_at(const weft_grid_t *g,
+                                                int32_t cx, int32_t cy) {
   if (!g->items)
     return;
-  int32_t cx, cy;
-  weft__grid_cell_xy(g, x, y, &cx, &cy);
   for (int32_t dy = -1; dy <= 1; dy++) {
     int64_t c = weft__grid_stretch(g, cx, cy + dy);
     if (c >= 0)
       __builtin_prefetch(g->items + g->starts[c], 0, 0);
   }
+}
+
+/* The same for a position. */
+static inline void weft__grid_prefetch_rows(const weft_grid_t *g, float x,
+                                            float y) {
+  int32_t cx, cy;
+  weft__grid_cell_xy(g, x, y, &cx, &cy);
+  weft__grid_prefetch_rows_at(g, cx, cy);
+}
+
+static inline void weft__grid_prefetch_items(const weft_grid_t *g, float x,
+                                             float y) {
+  int32_t cx, cy;
+  weft__grid_cell_xy(g, x, y, &cx, &cy);
+  weft__grid_prefetch_items_at(g, cx, cy);
 }
 
 #endif /* WEFT_SYSTEMS_GRID_INTERNAL_H */
