@@ -248,11 +248,11 @@ static float frand(wt_rng_t *r, float lo, float hi) {
  * some Dead, some without Collider. A few are despawned and respawned so
  * that handle order is not spawn order.
  */
-static scene_t *scene_new(uint32_t workers, uint64_t seed) {
+static scene_t *scene_new_sized(uint32_t workers, uint64_t seed,
+                                uint32_t chunk_size) {
   scene_t *s = calloc(1, sizeof *s);
   assert_non_null(s);
-  s->w = wt_world_pooled(workers, 4096 /* about a hundred rows per chunk */,
-                         &s->pool);
+  s->w = wt_world_pooled(workers, chunk_size, &s->pool);
   if (workers) {
     weft_pipeline_config_t pc;
     memset(&pc, 0, sizeof pc);
@@ -331,6 +331,11 @@ static scene_t *scene_new(uint32_t workers, uint64_t seed) {
     b->active = true;
   }
   return s;
+}
+
+/* About a hundred rows per chunk: many chunks, and jobs to split. */
+static scene_t *scene_new(uint32_t workers, uint64_t seed) {
+  return scene_new_sized(workers, seed, 4096);
 }
 
 static void scene_free(scene_t *s) {
@@ -462,6 +467,18 @@ static void test_collide_matches_brute_force(void **state) {
 }
 
 /* Dead entities and disabled colliders take no part, on either side. */
+/* 64 KiB chunks hold about 1,600 rows: the callback works through each
+ * chunk in blocks of rows (cells computed ahead), and the pairs must come
+ * out as with small chunks. */
+static void test_collide_big_chunks_match_brute_force(void **state) {
+  (void)state;
+  scene_t *s = scene_new_sized(0, 0xb16c4, 1u << 16);
+  assert_true(weft_system_edge(s->w, s->build, s->collide));
+  scene_run(s);
+  assert_true(check_against_oracle(s) > 200);
+  scene_free(s);
+}
+
 static void test_collide_skips_dead_and_disabled(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
@@ -566,6 +583,7 @@ int main(void) {
       cmocka_unit_test(test_collide_degenerate_shapes),
       cmocka_unit_test(test_collide_symmetric),
       cmocka_unit_test(test_collide_matches_brute_force),
+      cmocka_unit_test(test_collide_big_chunks_match_brute_force),
       cmocka_unit_test(test_collide_skips_dead_and_disabled),
       cmocka_unit_test(test_collide_pool_is_byte_identical),
   };
