@@ -42,6 +42,11 @@
 /* Chunks per gather job. */
 #define GRID_GATHER_GRAIN 16u
 
+/* An item of a band: its index in scratch and its cell. */
+typedef struct grid_pick_t {
+  uint32_t item, cell;
+} grid_pick_t;
+
 /* One chunk of the rebuild: its arrays and where its items go. */
 typedef struct grid_chunk_t {
   const weft_entity_t *entities;
@@ -149,6 +154,7 @@ void weft_grid_destroy(weft_grid_t *g) {
   free(g->scratch);
   free(g->cells);
   free(g->multi);
+  free(g->byband);
   free(g);
 }
 
@@ -219,11 +225,13 @@ static int reserve(weft_grid_t *g, uint32_t need) {
   weft_grid_item_t *scratch = grid_alloc((size_t)cap * sizeof *scratch, false);
   uint32_t *cells = grid_alloc((size_t)cap * sizeof *cells, false);
   uint32_t *multi = grid_alloc((size_t)cap * sizeof *multi, false);
-  if (!items || !scratch || !cells || !multi) {
+  grid_pick_t *byband = grid_alloc((size_t)cap * sizeof *byband, false);
+  if (!items || !scratch || !cells || !multi || !byband) {
     free(items);
     free(scratch);
     free(cells);
     free(multi);
+    free(byband);
     return WEFT_ENOMEM;
   }
   /* The rebuild that asked for room refills everything. */
@@ -231,10 +239,12 @@ static int reserve(weft_grid_t *g, uint32_t need) {
   free(g->scratch);
   free(g->cells);
   free(g->multi);
+  free(g->byband);
   g->items = items;
   g->scratch = scratch;
   g->cells = cells;
   g->multi = multi;
+  g->byband = byband;
   g->cap = cap;
   return 0;
 }
@@ -343,9 +353,50 @@ static void band_cells(const weft_grid_t *g, uint32_t b, uint32_t *lo,
   *hi = (uint32_t)((uint64_t)g->ncells * (b + 1) / g->nbands);
 }
 
-/* Pass 1 of the scatter, per band: counts the items of each of its cells
- * (every band reads all the cell indices, in order, and keeps its own).
- * The band's total goes to starts[lo] until pass 2. */
+/* The band of cell c: the last band whose first cell is at most c. */
+static inline uint32_t band_of(const weft_grid_t *g, uint32_t c) {
+  return (uint32_t)(((uint64_t)(c + 1) * g->nbands - 1) / g->ncells);
+}
+
+/* Items [lo, hi) of range r of the partition (one range per band). */
+static void range_items(const weft_grid_t *g, uint32_t r, uint32_t *lo,
+                        uint32_t *hi) {
+  *lo = (uint32_t)((uint64_t)g->count * r / g->nbands);
+  *hi = (uint32_t)((uint64_t)g->count * (r + 1) / g->nbands);
+}
+
+/* Partition, pass 1, per range of items: how many go to each band. */
+static void range_count(void *arg, uint32_t begin, uint32_t end,
+                        uint32_t worker) {
+  (void)worker;
+  weft_grid_t *g = arg;
+  for (uint32_t r = begin; r < end; r++) {
+    uint32_t *n = g->range_next[r], lo, hi;
+    memset(n, 0, sizeof g->range_next[r]);
+    range_items(g, r, &lo, &hi);
+    for (uint32_t i = lo; i < hi; i++)
+      n[band_of(g, g->cells[i])]++;
+  }
+}
+
+/* Partition, pass 2, per range: its items to their bands' stretches, at
+ * the places the prefix fixed (range_next), so each band lists its items
+ * in item order whatever the number of threads. */
+static void range_scatter(void *arg, uint32_t begin, uint32_t end,
+                          uint32_t worker) {
+  (void)worker;
+  weft_grid_t *g = arg;
+  for (uint32_t r = begin; r < end; r++) {
+    uint32_t *next = g->range_next[r], lo, hi;
+    range_items(g, r, &lo, &hi);
+    for (uint32_t i = lo; i < hi; i++) {
+      uint32_t c = g->cells[i];
+      g->byband[next[band_of(g, c)]++] = (grid_pick_t){i, c};
+    }
+  }
+}
+
+/* Counting, per band: the items of each of its cells. */
 static void band_count(void *arg, uint32_t begin, uint32_t end,
                        uint32_t worker) {
   (void)worker;
@@ -354,19 +405,18 @@ static void band_count(void *arg, uint32_t begin, uint32_t end,
     uint32_t lo, hi;
     band_cells(g, b, &lo, &hi);
     memset(g->cursor + lo, 0, (size_t)(hi - lo) * sizeof *g->cursor);
-    uint32_t total = 0;
-    for (uint32_t i = 0; i < g->count; i++) {
-      uint32_t c = g->cells[i];
-      if (c - lo < hi - lo) {
-        g->cursor[c]++;
-        total++;
-      }
+    if (g->nbands == 1) { /* one band: every item, unpartitioned */
+      for (uint32_t i = 0; i < g->count; i++)
+        g->cursor[g->cells[i]]++;
+      continue;
     }
-    g->band_total[b] = total;
+    const grid_pick_t *p = g->byband + g->band_base[b];
+    for (uint32_t j = 0, n = g->band_total[b]; j < n; j++)
+      g->cursor[p[j].cell]++;
   }
 }
 
-/* Pass 2, per band: first slots of its cells from the band's base (noting
+/* Scattering, per band: first slots of its cells from the band's base (noting
  * the cells that will hold more than one item), the stable scatter (item
  * order, hence chunk order), then those cells sorted by handle. The cells
  * far outnumber the items in a sparse world, so the sort visits only the
@@ -390,10 +440,13 @@ static void band_scatter(void *arg, uint32_t begin, uint32_t end,
       }
       at += k;
     }
-    for (uint32_t i = 0; i < g->count; i++) {
-      uint32_t c = g->cells[i];
-      if (c - lo < hi - lo)
-        g->items[g->cursor[c]++] = g->scratch[i];
+    if (g->nbands == 1) {
+      for (uint32_t i = 0; i < g->count; i++)
+        g->items[g->cursor[g->cells[i]]++] = g->scratch[i];
+    } else {
+      const grid_pick_t *p = g->byband + g->band_base[b];
+      for (uint32_t j = 0, n = g->band_total[b]; j < n; j++)
+        g->items[g->cursor[p[j].cell]++] = g->scratch[p[j].item];
     }
     for (uint32_t j = 0; j < nmulti; j += 2)
       sort_by_handle(g->items + multi[j], multi[j + 1]);
@@ -412,11 +465,30 @@ static void split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
     fn(arg, 0, n, WEFT_WORKER_EXTERNAL);
 }
 
+/* Lists each band's items (byband), in item order: count per range of
+ * items and band, place each band's stretch and, within it, each range's
+ * part, then let every range write its items there. */
+static void partition(weft_sysctx_t *ctx, weft_grid_t *g) {
+  split(ctx, g->nbands, 1, range_count, g);
+  for (uint32_t b = 0, at = 0; b < g->nbands; b++) {
+    g->band_base[b] = at;
+    for (uint32_t r = 0; r < g->nbands; r++) {
+      uint32_t k = g->range_next[r][b];
+      g->range_next[r][b] = at;
+      at += k;
+    }
+    g->band_total[b] = at - g->band_base[b];
+  }
+  split(ctx, g->nbands, 1, range_scatter, g);
+}
+
 /*
  * The rebuild: note every chunk and its place (one pass over the chunk
- * lists), gather the chunks in parallel, then a counting sort by cell split
- * into bands of cells, each band a job. Every step writes places fixed by
- * the data, so the grid is the same on any number of threads.
+ * lists), gather the chunks in parallel, partition the items by band of
+ * cells (ranges of items in parallel), then a counting sort by cell per
+ * band, each band a job that reads its own items only, so no pass costs
+ * every thread all the items. Every step writes places fixed by the data,
+ * so the grid is the same on any number of threads.
  */
 static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   (void)chunk;
@@ -443,11 +515,13 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   uint32_t workers = pool ? weft_pool_workers(pool) : 1;
   g->nbands = workers < 1 ? 1 : workers > GRID_BANDS ? GRID_BANDS : workers;
   split(ctx, g->nchunks, GRID_GATHER_GRAIN, gather, g);
-  split(ctx, g->nbands, 1, band_count, g);
-  for (uint32_t b = 0, at = 0; b < g->nbands; b++) {
-    g->band_base[b] = at;
-    at += g->band_total[b];
+  if (g->nbands > 1) {
+    partition(ctx, g);
+  } else { /* one band: every item, unpartitioned */
+    g->band_base[0] = 0;
+    g->band_total[0] = n;
   }
+  split(ctx, g->nbands, 1, band_count, g);
   split(ctx, g->nbands, 1, band_scatter, g);
   g->starts[g->ncells] = n;
   return 0;

@@ -18,6 +18,7 @@
 #define GRID_BANDS 16u
 
 struct grid_chunk_t;
+struct grid_pick_t;
 
 struct weft_grid_t {
   weft_world_t *world;
@@ -42,6 +43,12 @@ struct weft_grid_t {
   uint32_t nchunks, chunks_cap;
   uint32_t band_total[GRID_BANDS], band_base[GRID_BANDS];
   uint32_t nbands;
+  /* The items of each band, in item order: band b's are
+   * byband[band_base[b] .. + band_total[b]), gathered by a parallel
+   * partition (ranges of items, each with its own count per band), so
+   * that a band's passes touch its own items only. */
+  struct grid_pick_t *byband;
+  uint32_t range_next[GRID_BANDS][GRID_BANDS]; /* [range][band] */
   /* Set by weft_sys_grid(). */
   weft_query_t *still;  /* Position, no (enabled) Velocity */
   weft_query_t *moving; /* Position and Velocity */

@@ -46,6 +46,7 @@ typedef struct gfx_t {
   weft_component_t mark;
   weft_grid_t *grid;
   weft_system_t build;
+  weft_pool_t *pool; /* NULL: none */
   body_t *b;
   uint32_t n, cap;
 } gfx_t;
@@ -60,11 +61,13 @@ static weft_grid_config_t area(void) {
 }
 
 /* A world with the std components, a Mark tag and a grid over @p cfg whose
- * builder includes @p with_mark ? Mark : nothing. */
-static gfx_t gfx_new(const weft_grid_config_t *cfg, bool with_mark) {
+ * builder includes @p with_mark ? Mark : nothing, on a pool of @p workers
+ * (0: none; the rebuild then splits its cells into that many bands). */
+static gfx_t gfx_new_on(const weft_grid_config_t *cfg, bool with_mark,
+                        uint32_t workers) {
   gfx_t f;
   memset(&f, 0, sizeof f);
-  f.w = wt_world_new(NULL);
+  f.w = wt_world_pooled(workers, 0, &f.pool);
   assert_int_equal(weft_std_register(f.w, &f.std), WEFT_OK);
   f.mark = wt_register_tag(f.w, "Mark");
   assert_int_equal(weft_grid_create(f.w, cfg, &f.grid), WEFT_OK);
@@ -78,9 +81,15 @@ static gfx_t gfx_new(const weft_grid_config_t *cfg, bool with_mark) {
   return f;
 }
 
+static gfx_t gfx_new(const weft_grid_config_t *cfg, bool with_mark) {
+  return gfx_new_on(cfg, with_mark, 0);
+}
+
 static void gfx_free(gfx_t *f) {
   weft_grid_destroy(f->grid); /* before the world: it holds queries */
   weft_world_destroy(f->w);
+  if (f->pool)
+    weft_pool_destroy(f->pool);
   free(f->b);
   memset(f, 0, sizeof *f);
 }
@@ -443,6 +452,38 @@ static void test_grid_items_sorted_in_their_cells(void **state) {
   gfx_free(&f);
 }
 
+/* On a pool the rebuild partitions the items into bands of cells (one per
+ * worker, uneven with three) and sorts each band in a job of its own: the
+ * grid must be the model's all the same, rebuild after rebuild. */
+static void test_grid_bands_on_a_pool(void **state) {
+  (void)state;
+  static const uint32_t workers[] = {2, 3, 5};
+  for (uint32_t k = 0; k < sizeof workers / sizeof workers[0]; k++) {
+    weft_grid_config_t c = area();
+    gfx_t f = gfx_new_on(&c, false, workers[k]);
+    wt_rng_t r = wt_rng(0xba4d + k);
+    for (uint32_t i = 0; i < 4000; i++)
+      spawn_random(&f, &r);
+    for (uint32_t i = 0; i < f.n; i += 4) {
+      assert_int_equal(weft_despawn(f.w, f.b[i].e), WEFT_OK);
+      f.b[i].alive = false;
+    }
+    for (uint32_t i = 0; i < 700; i++)
+      spawn_random(&f, &r);
+    rebuild(&f);
+    check_grid(&f, false);
+    for (uint32_t i = 1; i < f.n; i += 5) { /* fewer items: rebuild again */
+      if (f.b[i].alive) {
+        assert_int_equal(weft_despawn(f.w, f.b[i].e), WEFT_OK);
+        f.b[i].alive = false;
+      }
+    }
+    rebuild(&f);
+    check_grid(&f, false);
+    gfx_free(&f);
+  }
+}
+
 static void test_grid_rebuild_follows_changes(void **state) {
   (void)state;
   weft_grid_config_t c = area();
@@ -697,6 +738,7 @@ int main(void) {
       cmocka_unit_test(test_grid_create_runs_out_of_resources),
       cmocka_unit_test(test_grid_geometry_and_clamping),
       cmocka_unit_test(test_grid_items_sorted_in_their_cells),
+      cmocka_unit_test(test_grid_bands_on_a_pool),
       cmocka_unit_test(test_grid_rebuild_follows_changes),
       cmocka_unit_test(test_grid_one_cell_in_handle_order),
       cmocka_unit_test(test_grid_with_filters_entities),
