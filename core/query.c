@@ -466,80 +466,55 @@ bool weft_iter_next_slow_(weft_iter_t *it) {
 }
 
 /*
- * The chunk an iterator is on and, for a query iterator or a scheduler
- * view, its cache entry (*m; NULL for batch views). False when the
- * iterator is on no chunk.
+ * The out-of-line field accessors serve what the inline ones in
+ * weft/query.h leave them: views of part of a chunk (batch fill callbacks,
+ * observers), an iterator on no chunk, and misuse. They resolve the field
+ * through the chunk's archetype.
  */
-static inline bool iter_at(const weft_iter_t *it, const weft__chunk_t **c,
-                           const weft__match_t **m) {
-  if (it->chunk_) { /* the walk over the matches; views */
-    *c = it->chunk_;
-    *m = it->chunk_index_ ? it->match_ : NULL;
-    return true;
-  }
-  const weft_iter_slot_t_ *s = weft__iter_slot(it);
-  if (!s)
-    return false;
-  *c = s->chunk;
-  *m = s->match;
-  return true;
+
+/* The array of field f of SoA column col in chunk c, from the view's row. */
+static inline void *field_array(const weft_iter_t *it, const weft__chunk_t *c,
+                                const weft__column_t *col, uint32_t f) {
+  uint32_t k = col->first_array + f;
+  return weft__chunk_at(c, k, c->arch->arrays[k].elem, it->row0_);
 }
 
 void *weft_iter_field_slow_(const weft_iter_t *it, uint32_t term,
                             uint32_t field) {
   if (!it)
     return NULL;
-  const weft__chunk_t *c = NULL;
-  const weft__match_t *m = NULL;
-  bool on = iter_at(it, &c, &m);
-  /* Fast path: a query iterator on a chunk whose cache entry lists the
-   * term's field arrays. */
-  if (WEFT__LIKELY(m && term < it->term_count_ && field < m->soa_count[term]))
-    return c->bases[m->soa_first[term] + field];
+  const weft__chunk_t *c = weft__iter_chunk(it);
   const weft_world_t *w = it->world_;
-  if (!WEFT_ASSERT_CHECKED(w, term < it->term_count_ && on,
+  if (!WEFT_ASSERT_CHECKED(w, term < it->term_count_ && c,
                            "weft_iter_field: term out of range"))
     return NULL;
-  const weft__archetype_t *a = c->arch;
-  const weft__column_t *col = weft__archetype_col(a, it->terms_[term]);
+  const weft__column_t *col = weft__archetype_col(c->arch, it->terms_[term]);
   if (!col || !col->soa)
     return NULL;
   if (!WEFT_ASSERT_CHECKED(w, field < col->array_count,
                            "weft_iter_field: field out of range"))
     return NULL;
-  const weft__array_t *ar = &a->arrays[col->first_array + field];
-  return weft__chunk_at(c, col->first_array + field, ar->elem, it->row0_);
+  return field_array(it, c, col, field);
 }
 
 uint32_t weft_iter_fields_slow_(const weft_iter_t *it, uint32_t term,
                                 void **out) {
   if (!it || !out)
     return 0;
-  const weft__chunk_t *c = NULL;
-  const weft__match_t *m = NULL;
-  if (!iter_at(it, &c, &m) || term >= it->term_count_)
+  const weft__chunk_t *c = weft__iter_chunk(it);
+  if (!c || term >= it->term_count_)
     return 0;
-  if (WEFT__LIKELY(m)) {
-    /* A query iterator on a chunk: the cache entry lists the arrays. */
-    uint8_t *const *bases = c->bases;
-    uint32_t n = m->soa_count[term];
-    for (uint32_t f = 0; f < n; f++)
-      out[f] = bases[m->soa_first[term] + f];
-    return n;
-  }
-  /* Batch views and the like: resolve through the archetype. */
   const weft__column_t *col = weft__archetype_col(c->arch, it->terms_[term]);
   if (!col || !col->soa)
     return 0;
   for (uint32_t f = 0; f < col->array_count; f++)
-    out[f] = weft_iter_field(it, term, f);
+    out[f] = field_array(it, c, col, f);
   return col->array_count;
 }
 
 void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c) {
-  const weft__chunk_t *ch = NULL;
-  const weft__match_t *m = NULL;
-  if (!it || !iter_at(it, &ch, &m))
+  const weft__chunk_t *ch = it ? weft__iter_chunk(it) : NULL;
+  if (!ch)
     return NULL;
   const weft__column_t *col = weft__archetype_col(ch->arch, c);
   if (!col || col->soa)
