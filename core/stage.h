@@ -87,6 +87,11 @@ weft__stage_of_entity(weft_world_t *w, weft_entity_t e, uint32_t kind,
   return weft__stage_new(w, e, kind, out);
 }
 
+/* A command that could not get memory for its stage: counts it as dropped
+ * and reports it (returns WEFT_ENOMEM), so it is never lost silently.
+ * @p what names it ("a change"). Out of line (txn.c). */
+int weft__stage_dropped(weft_world_t *w, const char *what) WEFT__COLD;
+
 static inline int weft__stage_spawn(weft_world_t *w, weft_entity_t reserved) {
   weft__stage_t *s;
   return weft__stage_new(w, reserved, WEFT__ST_SPAWN, &s);
@@ -99,11 +104,8 @@ static inline int weft__stage_spawn(weft_world_t *w, weft_entity_t reserved) {
  */
 static inline int weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
   weft__stage_t *s;
-  if (WEFT__UNLIKELY(weft__stage_of_entity(w, e, WEFT__ST_DESPAWN, &s))) {
-    w->txn.dropped++;
-    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
-                      "out of memory staging a despawn: dropped");
-  }
+  if (WEFT__UNLIKELY(weft__stage_of_entity(w, e, WEFT__ST_DESPAWN, &s)))
+    return weft__stage_dropped(w, "a despawn");
   if (!s)
     return 0;
   w->txn.commands++;
@@ -128,11 +130,8 @@ static inline int weft__stage_despawn(weft_world_t *w, weft_entity_t e) {
 static inline int weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
                                  weft_component_t c, const void *value) {
   weft__stage_t *s;
-  if (WEFT__UNLIKELY(weft__stage_of_entity(w, e, WEFT__ST_MUTATE, &s))) {
-    w->txn.dropped++;
-    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
-                      "out of memory staging a change: dropped");
-  }
+  if (WEFT__UNLIKELY(weft__stage_of_entity(w, e, WEFT__ST_MUTATE, &s)))
+    return weft__stage_dropped(w, "a change");
   if (!s)
     return 0;
   w->txn.commands++;
@@ -151,11 +150,8 @@ static inline int weft__stage_op(weft_world_t *w, weft_entity_t e, uint32_t op,
   }
   if (WEFT__UNLIKELY(t->nops == t->ops_cap) &&
       weft__grow(&w->alloc, &t->ops, &t->ops_cap, t->nops + 1, sizeof(*t->ops),
-                 256)) {
-    t->dropped++;
-    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
-                      "out of memory staging a change: dropped");
-  }
+                 256))
+    return weft__stage_dropped(w, "a change");
   /* k becomes the last op of the ring: it points at the second op (itself
    * when it is the second), the old last points at it. */
   uint32_t k = t->nops++, last = s->op0.next;

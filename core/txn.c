@@ -143,6 +143,12 @@ void weft__unreserve_slot(weft_world_t *w, uint32_t slot) {
 
 /* ---- staging (the per-entity primitives are in stage.h) ------------------ */
 
+int weft__stage_dropped(weft_world_t *w, const char *what) {
+  w->txn.dropped++;
+  return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                    "out of memory staging %s: dropped", what);
+}
+
 int weft__stage_batch(weft_world_t *w, uint32_t op, weft_component_t c,
                       const void *value, const weft_entity_t *members,
                       uint32_t n) {
