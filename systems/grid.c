@@ -186,16 +186,7 @@ void weft_grid_cell_of(const weft_grid_t *g, float x, float y, int32_t *cx,
 
 const weft_grid_item_t *weft_grid_cell(const weft_grid_t *g, int32_t cx,
                                        int32_t cy, uint32_t *n) {
-  if (!g || cx < 0 || cy < 0 || cx >= g->nx || cy >= g->ny) {
-    if (n)
-      *n = 0;
-    return NULL;
-  }
-  uint32_t c = (uint32_t)cy * (uint32_t)g->nx + (uint32_t)cx;
-  uint32_t first = g->starts[c];
-  if (n)
-    *n = g->starts[c + 1] - first;
-  return g->items ? g->items + first : NULL;
+  return weft_grid_row(g, cx, cx, cy, n); /* a row of one cell */
 }
 
 const weft_grid_item_t *weft_grid_row(const weft_grid_t *g, int32_t x0,
