@@ -329,12 +329,18 @@ static fail_world_t fail_world_new(void) {
   return fail_world_on(NULL);
 }
 
-/* Ends an injection: true when no failure came, because k passed the last
- * allocation of the call under test (the loops stop there). */
-static bool fail_never_came(weft_world_t *w) {
-  bool none = w->alloc.fail_in != 0;
-  w->alloc.fail_in = 0;
+/* Ends an injection into @p st: true when no failure came, because k
+ * passed the last allocation of the calls under test (the loops stop
+ * there). */
+static bool fail_stats_never_came(weft__alloc_stats_t *st) {
+  bool none = st->fail_in != 0;
+  st->fail_in = 0;
   return none;
+}
+
+/* ... into the world's own allocations. */
+static bool fail_never_came(weft_world_t *w) {
+  return fail_stats_never_came(&w->alloc);
 }
 
 /* After a failure: the slot counts agree, the first @p keep entities hold
@@ -591,8 +597,7 @@ static void test_alloc_recording_failure_records_nothing(void **state) {
     npend = 0;
     for (uint32_t step = 0; step < STEPS; step++)
       failures += rec_step(st, step, &f, buf, pend, &npend);
-    bool none = st->fail_in != 0;
-    st->fail_in = 0;
+    bool none = fail_stats_never_came(st);
     assert_int_equal(failures, none ? 0u : 1u);
     assert_int_equal(weft_world_apply(f.w, &buf, 1), WEFT_OK);
     assert_int_equal(weft_world_count(f.w), want_count);
