@@ -522,11 +522,12 @@ static inline bool get_col(get_col_t *g, const weft__archetype_t *a,
 
 /*
  * Reads the (prefetched) record of e and prefetches the handle its row
- * stores, which validation reads, and the row's value. Unvalidated: a
- * stale handle costs a useless prefetch at most.
+ * stores, which validation reads, and the row's values of the k
+ * components. Unvalidated: a stale handle costs useless prefetches at most.
  */
 static inline void prefetch_row(const weft_world_t *w, weft_entity_t e,
-                                weft_component_t c, get_col_t *g) {
+                                const weft_component_t *comps, uint32_t k,
+                                get_col_t *g) {
   const weft__index_t *ix = &w->index;
   uint32_t idx = (uint32_t)e;
   if (idx >= ix->hwm)
@@ -537,38 +538,66 @@ static inline void prefetch_row(const weft_world_t *w, weft_entity_t e,
   const weft__chunk_slot_t *s = weft__rec_slot(w, r);
   uint32_t row = weft__rec_row(ix, r);
   __builtin_prefetch(s->chunk->entities + row, 0, 0);
-  if (get_col(g, s->arch, c))
-    __builtin_prefetch(weft__chunk_at(s->chunk, g->arr, g->size, row), 0, 3);
+  for (uint32_t j = 0; j < k; j++)
+    if (get_col(&g[j], s->arch, comps[j]))
+      __builtin_prefetch(weft__chunk_at(s->chunk, g[j].arr, g[j].size, row), 0,
+                         3);
+}
+
+/*
+ * weft_get_many() for k components: each handle is resolved once, then
+ * its k columns are read. Three stages: records are prefetched GET_AHEAD
+ * handles ahead, read to prefetch their rows GET_ROWS_AHEAD ahead, and
+ * resolved here, so the misses of independent lookups overlap. Inlined
+ * into both callers, so k = 1 compiles to the one-component loop.
+ */
+static inline __attribute__((always_inline)) uint32_t
+get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
+         const weft_component_t *comps, uint32_t k, const void **out) {
+  uint32_t hits = 0;
+  get_col_t ahead[WEFT_GET_MANY_MAX], here[WEFT_GET_MANY_MAX];
+  memset(ahead, 0, sizeof ahead);
+  memset(here, 0, sizeof here);
+  for (uint32_t i = 0; i < n && i < WEFT__GET_AHEAD; i++)
+    prefetch_record(w, handles[i]);
+  for (uint32_t i = 0; i < n && i < WEFT__GET_ROWS_AHEAD; i++)
+    prefetch_row(w, handles[i], comps, k, ahead);
+  for (uint32_t i = 0; i < n; i++, out += k) {
+    if (i + WEFT__GET_AHEAD < n)
+      prefetch_record(w, handles[i + WEFT__GET_AHEAD]);
+    if (i + WEFT__GET_ROWS_AHEAD < n)
+      prefetch_row(w, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, ahead);
+    weft__where_t at;
+    if (WEFT__UNLIKELY(!resolve(w, handles[i], &at))) {
+      for (uint32_t j = 0; j < k; j++)
+        out[j] = NULL;
+      continue;
+    }
+    for (uint32_t j = 0; j < k; j++) {
+      const void *p = NULL;
+      if (get_col(&here[j], at.arch, comps[j])) {
+        p = weft__chunk_at(at.chunk, here[j].arr, here[j].size, at.row);
+        hits++;
+      }
+      out[j] = p;
+    }
+  }
+  return hits;
 }
 
 uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
                        uint32_t n, weft_component_t c, const void **out) {
   if (!w || !handles || !out)
     return 0;
-  uint32_t hits = 0;
-  get_col_t ahead = {0}, here = {0};
-  /* Three stages: records are prefetched GET_AHEAD handles ahead, read to
-   * prefetch their rows GET_ROWS_AHEAD ahead, and resolved here, so the
-   * misses of independent lookups overlap. */
-  for (uint32_t i = 0; i < n && i < WEFT__GET_AHEAD; i++)
-    prefetch_record(w, handles[i]);
-  for (uint32_t i = 0; i < n && i < WEFT__GET_ROWS_AHEAD; i++)
-    prefetch_row(w, handles[i], c, &ahead);
-  for (uint32_t i = 0; i < n; i++) {
-    if (i + WEFT__GET_AHEAD < n)
-      prefetch_record(w, handles[i + WEFT__GET_AHEAD]);
-    if (i + WEFT__GET_ROWS_AHEAD < n)
-      prefetch_row(w, handles[i + WEFT__GET_ROWS_AHEAD], c, &ahead);
-    const void *p = NULL;
-    weft__where_t at;
-    if (WEFT__LIKELY(resolve(w, handles[i], &at)) &&
-        get_col(&here, at.arch, c)) {
-      p = weft__chunk_at(at.chunk, here.arr, here.size, at.row);
-      hits++;
-    }
-    out[i] = p;
-  }
-  return hits;
+  return get_many(w, handles, n, &c, 1, out);
+}
+
+uint32_t weft_get_many_n(const weft_world_t *w, const weft_entity_t *handles,
+                         uint32_t n, const weft_component_t *comps, uint32_t k,
+                         const void **out) {
+  if (!w || !handles || !comps || !out || k == 0 || k > WEFT_GET_MANY_MAX)
+    return 0;
+  return get_many(w, handles, n, comps, k, out);
 }
 
 void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {

@@ -1606,6 +1606,63 @@ static void test_entity_get_many_matches_get(void **state) {
   weft_world_destroy(w);
 }
 
+/* weft_get_many_n() agrees with weft_get() for every handle and component
+ * of the list (present, absent, a tag, repeated, unknown, SoA) over live,
+ * despawned and forged handles in shuffled archetypes; bad arguments write
+ * nothing. */
+static void test_entity_get_many_n_matches_get(void **state) {
+  (void)state;
+  fixture_t f = fixture_new(NULL);
+  weft_world_t *w = f.w;
+  enum { N = 2000, K = 6 };
+  static weft_entity_t h[N + 2];
+  static const void *got[(N + 2) * K];
+  wt_rng_t rng = wt_rng(7);
+  for (uint32_t i = 0; i < N; i++) {
+    weft_component_t list[5];
+    uint32_t k = 0;
+    weft_component_t maybe[4] = {f.pos, f.tag, f.vel, f.soa};
+    for (uint32_t j = 0; j < 4; j++)
+      if (wt_chance(&rng, 1, 2))
+        list[k++] = maybe[j];
+    list[k] = WEFT_COMPONENT_NONE;
+    assert_int_equal(weft_spawn_with(w, list, NULL, &h[i]), 0);
+  }
+  for (uint32_t i = 0; i < N; i += 3)
+    assert_int_equal(weft_despawn(w, h[i]), 0);
+  h[N] = ~(weft_entity_t)0;
+  h[N + 1] = h[2] + ((weft_entity_t)1 << 32); /* wrong generation */
+  uint32_t n = N + 2;
+  for (uint32_t i = n - 1; i > 0; i--) {
+    uint32_t j = wt_below(&rng, i + 1);
+    weft_entity_t tmp = h[i];
+    h[i] = h[j];
+    h[j] = tmp;
+  }
+  const weft_component_t comps[K] = {f.vel, f.tag, f.pos, f.vel, 999, f.soa};
+  for (uint32_t k = 1; k <= K; k++) {
+    uint32_t expect = 0;
+    for (uint32_t i = 0; i < n; i++)
+      for (uint32_t j = 0; j < k; j++)
+        expect += weft_get(w, h[i], comps[j]) != NULL;
+    assert_true(expect > N / 8);
+    assert_int_equal(weft_get_many_n(w, h, n, comps, k, got), expect);
+    for (uint32_t i = 0; i < n; i++)
+      for (uint32_t j = 0; j < k; j++)
+        assert_ptr_equal(got[i * k + j], weft_get(w, h[i], comps[j]));
+  }
+  /* Bad arguments: nothing written. */
+  got[0] = got;
+  assert_int_equal(weft_get_many_n(w, h, n, comps, 0, got), 0);
+  assert_int_equal(weft_get_many_n(w, h, n, comps, WEFT_GET_MANY_MAX + 1, got),
+                   0);
+  assert_int_equal(weft_get_many_n(w, h, n, NULL, 1, got), 0);
+  assert_int_equal(weft_get_many_n(w, NULL, n, comps, 1, got), 0);
+  assert_int_equal(weft_get_many_n(NULL, h, n, comps, 1, got), 0);
+  assert_ptr_equal(got[0], got);
+  weft_world_destroy(w);
+}
+
 /* A record packs chunk id and row into 31 bits, split by the chunk size:
  * at every size, rows up to the largest a chunk holds resolve, and swap
  * removal keeps every survivor's value and kills every despawned handle. */
@@ -1681,6 +1738,7 @@ int main(void) {
       cmocka_unit_test(test_entity_batch_spawn_reuses_freed_slots),
       cmocka_unit_test(test_entity_batch_spawn_prefers_fresh_slots),
       cmocka_unit_test(test_entity_get_many_matches_get),
+      cmocka_unit_test(test_entity_get_many_n_matches_get),
       cmocka_unit_test(test_entity_locations_at_every_chunk_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -142,6 +142,23 @@ const void *weft_get(const weft_world_t *world, weft_entity_t e,
 uint32_t weft_get_many(const weft_world_t *world, const weft_entity_t *handles,
                        uint32_t n, weft_component_t c, const void **out);
 
+/** Most components weft_get_many_n() resolves in one call. */
+#define WEFT_GET_MANY_MAX 8u
+
+/**
+ * weft_get_many() for @p k components at once (1 to WEFT_GET_MANY_MAX):
+ * out[i * k + j] receives what weft_get() would return for handles[i] and
+ * comps[j]. Each handle is resolved once, so reading several components of
+ * the same random entities costs little more than reading one. @p out has
+ * room for n * k pointers. Returns the number of non-NULL pointers written;
+ * 0, writing nothing, for a NULL argument or k out of range. Reader
+ * threads; pointers are valid until the next structural change.
+ */
+uint32_t weft_get_many_n(const weft_world_t *world,
+                         const weft_entity_t *handles, uint32_t n,
+                         const weft_component_t *comps, uint32_t k,
+                         const void **out);
+
 /** Like weft_get() but writable. Owner thread. */
 void *weft_get_mut(weft_world_t *world, weft_entity_t e, weft_component_t c);
 
