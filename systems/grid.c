@@ -26,6 +26,7 @@
 #include <weft/systems.h>
 
 #include "grid_internal.h"
+#include "sys_internal.h"
 
 /* More cells than this is a configuration mistake (a cell far too small
  * for the area), not a grid: the cell table alone would take 64 MiB. */
@@ -444,23 +445,11 @@ static void band_scatter(void *arg, uint32_t begin, uint32_t end,
   }
 }
 
-/* Runs fn over [0, n) on the world's pool when there is one (nested in the
- * calling job), else here. */
-static void split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
-                  weft_range_fn fn, void *arg) {
-  weft_pool_t *pool = weft_world_pool(ctx->world);
-  if (pool && n > 1)
-    weft_pool_parallel_for(pool, weft_sysctx_pool_worker(ctx), 0, n, grain, fn,
-                           arg);
-  else if (n)
-    fn(arg, 0, n, WEFT_WORKER_EXTERNAL);
-}
-
 /* Lists each band's items (byband), in item order: count per range of
  * items and band, place each band's stretch and, within it, each range's
  * part, then let every range write its items there. */
 static void partition(weft_sysctx_t *ctx, weft_grid_t *g) {
-  split(ctx, g->nbands, 1, range_count, g);
+  weft__sys_split(ctx, g->nbands, 1, range_count, g);
   for (uint32_t b = 0, at = 0; b < g->nbands; b++) {
     g->band_base[b] = at;
     for (uint32_t r = 0; r < g->nbands; r++) {
@@ -470,7 +459,7 @@ static void partition(weft_sysctx_t *ctx, weft_grid_t *g) {
     }
     g->band_total[b] = at - g->band_base[b];
   }
-  split(ctx, g->nbands, 1, range_scatter, g);
+  weft__sys_split(ctx, g->nbands, 1, range_scatter, g);
 }
 
 /*
@@ -505,15 +494,15 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   weft_pool_t *pool = weft_world_pool(ctx->world);
   uint32_t workers = pool ? weft_pool_workers(pool) : 1;
   g->nbands = workers < 1 ? 1 : workers > GRID_BANDS ? GRID_BANDS : workers;
-  split(ctx, g->nchunks, GRID_GATHER_GRAIN, gather, g);
+  weft__sys_split(ctx, g->nchunks, GRID_GATHER_GRAIN, gather, g);
   if (g->nbands > 1) {
     partition(ctx, g);
   } else { /* one band: every item, unpartitioned */
     g->band_base[0] = 0;
     g->band_total[0] = n;
   }
-  split(ctx, g->nbands, 1, band_count, g);
-  split(ctx, g->nbands, 1, band_scatter, g);
+  weft__sys_split(ctx, g->nbands, 1, band_count, g);
+  weft__sys_split(ctx, g->nbands, 1, band_scatter, g);
   g->starts[g->ncells] = n;
   return 0;
 }

@@ -37,8 +37,11 @@
 #define HEALTH_NAME "weft.health"
 #define HEALTH_CONFIG "weft.health.config"
 
+typedef struct health_plan_t health_plan_t;
+
 typedef struct health_cfg_t {
   weft_std_t std;
+  health_plan_t *plan; /* HEALTH_PLAN_EVENTS entries, a world resource */
 } health_cfg_t;
 
 /* The damage @p armor lets through of a hit of @p amount. */
@@ -56,60 +59,96 @@ static float mitigate(float amount, const weft_armor_t *armor) {
 }
 
 /*
- * Events are taken in blocks: weft_get_many resolves the block's parties
- * first, so that the cache misses of a block's random lookups overlap
- * instead of being taken one after another (an arena tick has tens of
- * thousands of events over a million entities, and this system runs on one
- * thread). The pointers stay valid for the whole run: structural changes
- * only go to the command buffer. Values are read through them when an
- * event is handled, so earlier events of the block are seen.
+ * The run has two steps per block of events, so that the expensive part
+ * runs on every worker while the outcome stays that of the serial rules:
+ *
+ * 1. Plan, in parallel over ranges of the block: each event's parties are
+ *    resolved (live, no Dead tag, their Health row) and the damage each
+ *    would deal the other is worked out. That reads only what no event
+ *    changes during the run: liveness and Dead are structural (commands
+ *    apply after the run), Damage and Armor are read-only here.
+ * 2. Apply, on the calling thread, in event order: the only state events
+ *    share is hp, so this pass reads and writes hp through the planned
+ *    rows and records deaths, exactly as the rules above say.
+ *
+ * The plan lives in a world resource ("weft.health.plan"), so steady-state
+ * runs allocate nothing. Within a range, weft_get_many resolves sub-blocks
+ * of parties at once so that the misses of independent lookups overlap.
+ * (weft_get_many_n resolves each party once for its three components.)
  */
-#define HEALTH_BLOCK 128u
+#define HEALTH_PLAN "weft.health.plan"
+#define HEALTH_PLAN_EVENTS 65536u /* events per block */
+#define HEALTH_GRAIN 512u         /* events per parallel range */
+#define HEALTH_BATCH 128u         /* parties per weft_get_many_n call */
+#define HEALTH_AHEAD 8u           /* events the apply pass prefetches ahead */
 
-typedef struct health_block_t {
-  weft_entity_t e[2][HEALTH_BLOCK];    /* parties a and b */
-  const void *health[2][HEALTH_BLOCK]; /* weft_health_t or NULL */
-  const void *damage[2][HEALTH_BLOCK]; /* weft_damage_t or NULL */
-  const void *armor[2][HEALTH_BLOCK];  /* weft_armor_t or NULL */
-} health_block_t;
+/* Plan flags: the party may take part (live, no Dead tag, not a self
+ * contact), and the other party deals it damage (it has Health, the other
+ * has Damage). */
+enum { PLAN_OK_A = 1, PLAN_OK_B = 2, PLAN_HIT_A = 4, PLAN_HIT_B = 8 };
 
-static void resolve_block(weft_world_t *w, const weft_std_t *s,
-                          const weft_collision_t *ev, uint32_t k,
-                          health_block_t *b) {
+struct health_plan_t {
+  weft_health_t *h[2]; /* Health of a and b, or NULL */
+  float dmg[2];        /* damage a takes from b, b takes from a */
+  uint32_t flags;
+};
+
+typedef struct health_run_t {
+  weft_world_t *w;
+  const weft_std_t *s;
+  const weft_collision_t *ev; /* the block's first event */
+  health_plan_t *plan;
+} health_run_t;
+
+/* Plans events [lo, lo + k) of the block, k <= HEALTH_BATCH. */
+static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
+  enum { HP, DMG, ARM, NCOMP };
+  weft_entity_t e[2][HEALTH_BATCH];
+  const void *got[2][HEALTH_BATCH * NCOMP];
+  const weft_component_t comps[NCOMP] = {r->s->health, r->s->damage,
+                                         r->s->armor};
+  const weft_collision_t *ev = r->ev + lo;
   for (uint32_t j = 0; j < k; j++) {
-    b->e[0][j] = ev[j].a;
-    b->e[1][j] = ev[j].b;
+    e[0][j] = ev[j].a;
+    e[1][j] = ev[j].b;
   }
-  for (int p = 0; p < 2; p++) {
-    weft_get_many(w, b->e[p], k, s->health, b->health[p]);
-    weft_get_many(w, b->e[p], k, s->damage, b->damage[p]);
-    weft_get_many(w, b->e[p], k, s->armor, b->armor[p]);
+  for (int p = 0; p < 2; p++)
+    weft_get_many_n(r->w, e[p], k, comps, NCOMP, got[p]);
+  for (uint32_t j = 0; j < k; j++) {
+    health_plan_t *pl = &r->plan[lo + j];
+    const void *const *g[2] = {got[0] + j * NCOMP, got[1] + j * NCOMP};
+    pl->flags = 0;
+    pl->dmg[0] = pl->dmg[1] = 0.0f;
+    for (int p = 0; p < 2; p++)
+      pl->h[p] = (weft_health_t *)g[p][HP];
+    if (e[0][j] == e[1][j])
+      continue; /* not a contact */
+    for (int p = 0; p < 2; p++) {
+      /* A party with none of the three can neither deal nor take damage,
+       * so the event does nothing whether it lives or not; otherwise it
+       * is live, and takes part unless tagged Dead. */
+      bool some = g[p][HP] || g[p][DMG] || g[p][ARM];
+      if (some && !weft_has(r->w, e[p][j], r->s->dead))
+        pl->flags |= PLAN_OK_A << p;
+      const weft_damage_t *d = g[1 - p][DMG]; /* what hits party p */
+      if (d && pl->h[p]) {
+        pl->flags |= PLAN_HIT_A << p;
+        pl->dmg[p] = mitigate(d->amount, g[p][ARM]);
+      }
+    }
   }
 }
 
-/* Alive for the purpose of this system: live handle, no Dead tag, and not
- * out of hp. @p h is the party's Health, NULL if it has none. */
-static bool alive(weft_world_t *w, const weft_std_t *s, weft_entity_t e,
-                  const weft_health_t *h) {
-  if (!weft_is_alive(w, e) || weft_has(w, e, s->dead))
-    return false;
-  return !h || h->hp > 0.0f;
+static void plan_range(void *arg, uint32_t begin, uint32_t end,
+                       uint32_t worker) {
+  (void)worker;
+  const health_run_t *r = arg;
+  for (uint32_t lo = begin; lo < end; lo += HEALTH_BATCH)
+    plan_batch(r, lo, end - lo < HEALTH_BATCH ? end - lo : HEALTH_BATCH);
 }
 
-/* Party @p from of event j of the block hits the other one (both alive at
- * the event). Returns 0 or a command error. */
-static int hit(weft_sysctx_t *ctx, const weft_std_t *s, const health_block_t *b,
-               uint32_t j, int from) {
-  const weft_damage_t *d = b->damage[from][j];
-  int to = 1 - from;
-  /* Health is the declared write; the row is the one get_many found. */
-  weft_health_t *h = (weft_health_t *)b->health[to][j];
-  if (!d || !h || !(h->hp > 0.0f))
-    return 0;
-  h->hp -= mitigate(d->amount, b->armor[to][j]);
-  if (h->hp > 0.0f)
-    return 0;
-  weft_entity_t e = b->e[to][j];
+/* Records the death of @p e: add Dead, disable Velocity and Collider. */
+static int kill(weft_sysctx_t *ctx, const weft_std_t *s, weft_entity_t e) {
   int rc = weft_cmd_add(ctx->cmd, e, s->dead, NULL);
   if (!rc)
     rc = weft_cmd_disable(ctx->cmd, e, s->velocity);
@@ -118,30 +157,61 @@ static int hit(weft_sysctx_t *ctx, const weft_std_t *s, const health_block_t *b,
   return rc;
 }
 
+/* Party p of a planned event takes its hit, if any; both parties were
+ * alive at the event. Returns 0 or a command error. */
+static int take(weft_sysctx_t *ctx, const health_run_t *r, uint32_t j, int p) {
+  const health_plan_t *pl = &r->plan[j];
+  weft_health_t *h = pl->h[p];
+  if (!(pl->flags & (PLAN_HIT_A << p)) || !(h->hp > 0.0f))
+    return 0;
+  h->hp -= pl->dmg[p];
+  if (h->hp > 0.0f)
+    return 0;
+  return kill(ctx, r->s, p ? r->ev[j].b : r->ev[j].a);
+}
+
+/* A party with Health is alive at an event while its hp is above 0. */
+static bool standing(const weft_health_t *h) {
+  return !h || h->hp > 0.0f;
+}
+
+/* Applies the block's @p k planned events in order. */
+static int apply(weft_sysctx_t *ctx, const health_run_t *r, uint32_t k) {
+  const uint32_t both = PLAN_OK_A | PLAN_OK_B;
+  for (uint32_t j = 0; j < k; j++) {
+    if (j + HEALTH_AHEAD < k) {
+      const health_plan_t *ahead = &r->plan[j + HEALTH_AHEAD];
+      __builtin_prefetch(ahead->h[0], 1);
+      __builtin_prefetch(ahead->h[1], 1);
+    }
+    const health_plan_t *pl = &r->plan[j];
+    if ((pl->flags & both) != both || !standing(pl->h[0]) ||
+        !standing(pl->h[1]))
+      continue;
+    int rc = take(ctx, r, j, 1); /* a hits b, then b hits a */
+    if (!rc)
+      rc = take(ctx, r, j, 0);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
 static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   (void)chunk;
   const health_cfg_t *cfg = ctx->user;
-  const weft_std_t *s = &cfg->std;
-  weft_world_t *w = ctx->world;
+  health_run_t r = {ctx->world, &cfg->std, NULL, cfg->plan};
   uint32_t n = 0;
-  const weft_collision_t *ev = weft_event_read(w, s->collisions, &n);
-  health_block_t b;
-  for (uint32_t base = 0; base < n; base += HEALTH_BLOCK) {
-    uint32_t k = n - base < HEALTH_BLOCK ? n - base : HEALTH_BLOCK;
-    resolve_block(w, s, ev + base, k, &b);
-    for (uint32_t j = 0; j < k; j++) {
-      if (b.e[0][j] == b.e[1][j])
-        continue; /* not a contact */
-      bool la = alive(w, s, b.e[0][j], b.health[0][j]);
-      bool lb = alive(w, s, b.e[1][j], b.health[1][j]);
-      if (!la || !lb)
-        continue;
-      int rc = hit(ctx, s, &b, j, 0);
-      if (!rc)
-        rc = hit(ctx, s, &b, j, 1);
-      if (rc)
-        return rc;
-    }
+  const weft_collision_t *ev = weft_event_read(r.w, r.s->collisions, &n);
+  for (uint32_t base = 0; base < n; base += HEALTH_PLAN_EVENTS) {
+    uint32_t k = n - base;
+    if (k > HEALTH_PLAN_EVENTS)
+      k = HEALTH_PLAN_EVENTS;
+    r.ev = ev + base;
+    weft__sys_split(ctx, k, HEALTH_GRAIN, plan_range, &r);
+    int rc = apply(ctx, &r, k);
+    if (rc)
+      return rc;
   }
   return 0;
 }
@@ -153,13 +223,18 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   weft_system_t sys = 0;
   if (weft_system_lookup(world, HEALTH_NAME, &sys) == 0)
     return WEFT_EEXIST;
+  /* The ids and the plan live in the world: the resources outlive any
+   * caller's copy. A previous, removed registration left them; reuse. */
+  weft_resource_t res = 0, plan = 0;
+  int rc = weft__sys_state(world, HEALTH_PLAN, NULL,
+                           HEALTH_PLAN_EVENTS * sizeof(health_plan_t), &plan);
+  if (rc)
+    return rc;
   health_cfg_t init;
   memset(&init, 0, sizeof init);
   init.std = *std;
-  /* The ids live in the world: the resource outlives any caller's copy. A
-   * previous, removed registration left the resource; reuse it. */
-  weft_resource_t res = 0;
-  int rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
+  init.plan = weft_resource_get(world, plan);
+  rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
   if (rc)
     return rc;
 

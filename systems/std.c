@@ -77,9 +77,20 @@ int weft_std_register(weft_world_t *w, weft_std_t *out) {
 
 int weft__sys_state(weft_world_t *w, const char *name, const void *init,
                     size_t size, weft_resource_t *res) {
-  if (weft_resource_lookup(w, name, res) == 0)
-    return weft_resource_size(w, *res) == size
-               ? weft_resource_set(w, *res, init)
-               : WEFT_EEXIST;
+  if (weft_resource_lookup(w, name, res) == 0) {
+    if (weft_resource_size(w, *res) != size)
+      return WEFT_EEXIST;
+    return init ? weft_resource_set(w, *res, init) : 0;
+  }
   return weft_resource_register(w, name, size, 0, init, res);
+}
+
+void weft__sys_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
+                     weft_range_fn fn, void *arg) {
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  if (pool && n > grain)
+    weft_pool_parallel_for(pool, weft_sysctx_pool_worker(ctx), 0, n, grain, fn,
+                           arg);
+  else if (n)
+    fn(arg, 0, n, WEFT_WORKER_EXTERNAL);
 }

@@ -13,10 +13,21 @@
  * Stores a system's settings in the world resource @p name (the callback's
  * user pointer is then weft_resource_get() of *res, which lives as long
  * as the world): registered with @p init, or overwritten when an earlier,
- * since removed, registration left it. WEFT_EEXIST when the name holds a
- * resource of another size; otherwise 0 or the registration's error.
+ * since removed, registration left it. A NULL @p init asks for scratch
+ * memory: zero-filled when new, left as it is when reused. WEFT_EEXIST
+ * when the name holds a resource of another size; otherwise 0 or the
+ * registration's error.
  */
 int weft__sys_state(weft_world_t *world, const char *name, const void *init,
                     size_t size, weft_resource_t *res);
+
+/*
+ * Runs @p fn over [0, n) in ranges of at most @p grain items on the
+ * world's pool when there is one (nested in the calling task's job, which
+ * takes part), else inline on this thread. The ranges depend only on n and
+ * the grain, never on the number of workers.
+ */
+void weft__sys_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
+                     weft_range_fn fn, void *arg);
 
 #endif /* WEFT_SYSTEMS_SYS_INTERNAL_H */

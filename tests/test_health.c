@@ -414,100 +414,169 @@ static uint32_t oracle_apply(ent_t *from, ent_t *to) {
   return 0;
 }
 
-#define ORACLE_N 300u
-#define ORACLE_EVENTS 1500u
-#define ORACLE_ROUNDS 3u
-
 static float frand(wt_rng_t *r, float lo, float hi) {
   return lo + (hi - lo) * (float)wt_below(r, 1001) / 1000.0f;
 }
 
-/* Random units and contacts (stale, forged, repeated, self) over three
- * runs, against the rules computed over plain arrays; the same on a pool
- * of two (the task runs there), to the digest. */
+/* One oracle run: its size, and what it saw. */
+typedef struct oracle_cfg_t {
+  uint32_t workers, units, events, rounds;
+  float hp_max; /* units start with hp in [1, hp_max] (or 0) */
+} oracle_cfg_t;
+
+typedef struct oracle_out_t {
+  uint64_t digest, kills;
+  uint32_t last_kill; /* index in its round of the last event that killed */
+} oracle_out_t;
+
+/* Random units and contacts (stale, forged, repeated, self) over
+ * cfg->rounds runs of cfg->events each, checked after every run against
+ * the rules computed over plain arrays. */
+static oracle_out_t oracle_run(const oracle_cfg_t *cfg) {
+  oracle_out_t out = {0, 0, 0};
+  hx_t h = hx_new(cfg->workers, true);
+  wt_rng_t r = wt_rng(2024);
+  ent_t *ents = calloc(cfg->units, sizeof *ents);
+  assert_non_null(ents);
+  for (uint32_t i = 0; i < cfg->units; i++) {
+    ent_t *x = &ents[i];
+    x->has_h = wt_chance(&r, 7, 10);
+    x->has_d = wt_chance(&r, 1, 2);
+    x->has_a = x->has_h && wt_chance(&r, 3, 10);
+    x->dead = wt_chance(&r, 1, 10);
+    x->hp = wt_chance(&r, 1, 20) ? 0.0f : frand(&r, 1.0f, cfg->hp_max);
+    x->amount = frand(&r, -1.0f, 15.0f);
+    x->flat = frand(&r, 0.0f, 5.0f);
+    x->frac = frand(&r, -0.2f, 1.2f);
+    weft_armor_t ar = {x->flat, x->frac};
+    x->e = spawn_unit(&h, (unit_t){.hp = x->has_h ? &x->hp : NULL,
+                                   .damage = x->has_d ? &x->amount : NULL,
+                                   .armor = x->has_a ? &ar : NULL,
+                                   .dead = x->dead});
+  }
+  for (uint32_t i = 0; i < cfg->units; i++) {
+    if (wt_chance(&r, 1, 10)) {
+      assert_int_equal(weft_despawn(h.w, ents[i].e), WEFT_OK);
+      ents[i].stale = true;
+    }
+  }
+  for (uint32_t round = 0; round < cfg->rounds; round++) {
+    for (uint32_t k = 0; k < cfg->events; k++) {
+      uint32_t i = wt_below(&r, cfg->units), j = wt_below(&r, cfg->units);
+      weft_entity_t a = ents[i].e, b = ents[j].e;
+      ent_t *xa = &ents[i], *xb = &ents[j];
+      if (wt_chance(&r, 1, 50)) { /* a forged handle */
+        a = wt_handle(cfg->units + 7, 3, 42);
+        xa = NULL;
+      }
+      push(&h, a, b);
+      if (i == j && xa)
+        continue; /* a self contact */
+      if (oracle_alive(xa) && oracle_alive(xb)) {
+        uint32_t kills = oracle_apply(xa, xb) + oracle_apply(xb, xa);
+        if (kills)
+          out.last_kill = k;
+        out.kills += kills;
+      }
+    }
+    tick(&h);
+    for (uint32_t i = 0; i < cfg->units; i++) {
+      ent_t *x = &ents[i];
+      if (x->stale)
+        continue;
+      if (x->has_h &&
+          !(weft_get(h.w, x->e, h.s.health) && hp_of(&h, x->e) == x->hp))
+        fail_msg("round %u, unit %u: hp %.9g, oracle %.9g", round, i,
+                 (double)hp_of(&h, x->e), (double)x->hp);
+      if (x->killed) {
+        x->dead = x->corpse = true;
+        x->killed = false;
+      }
+      if (x->corpse) {
+        assert_killed(&h, x->e);
+      } else if (!x->dead) {
+        assert_untouched(&h, x->e);
+      } else { /* tagged at spawn: the system did not touch it */
+        assert_true(weft_is_enabled(h.w, x->e, h.s.velocity));
+      }
+    }
+    assert_int_equal(commands(&h), 3 * out.kills);
+  }
+  /* The run did kill, and not everyone at once. */
+  assert_true(out.kills > 20);
+  assert_true(out.kills < cfg->units / 2 + cfg->units / 4);
+  weft_system_stats_t st;
+  assert_int_equal(weft_system_stats(h.w, h.sys, &st), WEFT_OK);
+  assert_int_equal(st.runs, cfg->rounds);
+  if (cfg->workers)
+    assert_true(st.jobs > 0); /* it ran on the pool */
+  out.digest = weft_world_digest(h.w);
+  free(ents);
+  hx_free(&h);
+  return out;
+}
+
+/* Three runs of 1,500 events over 300 units; the same on a pool of two
+ * (the task and its planning ranges run there), to the digest. */
 static void test_health_random_matches_oracle(void **state) {
   (void)state;
-  uint64_t digest[2] = {0, 0};
-  for (uint32_t cfg = 0; cfg < 2; cfg++) {
-    hx_t h = hx_new(cfg ? 2 : 0, true);
-    wt_rng_t r = wt_rng(2024);
-    ent_t *ents = calloc(ORACLE_N, sizeof *ents);
-    assert_non_null(ents);
-    for (uint32_t i = 0; i < ORACLE_N; i++) {
-      ent_t *x = &ents[i];
-      x->has_h = wt_chance(&r, 7, 10);
-      x->has_d = wt_chance(&r, 1, 2);
-      x->has_a = x->has_h && wt_chance(&r, 3, 10);
-      x->dead = wt_chance(&r, 1, 10);
-      x->hp = wt_chance(&r, 1, 20) ? 0.0f : frand(&r, 1.0f, 40.0f);
-      x->amount = frand(&r, -1.0f, 15.0f);
-      x->flat = frand(&r, 0.0f, 5.0f);
-      x->frac = frand(&r, -0.2f, 1.2f);
-      weft_armor_t ar = {x->flat, x->frac};
-      x->e = spawn_unit(&h, (unit_t){.hp = x->has_h ? &x->hp : NULL,
-                                     .damage = x->has_d ? &x->amount : NULL,
-                                     .armor = x->has_a ? &ar : NULL,
-                                     .dead = x->dead});
+  oracle_cfg_t cfg = {0, 300, 1500, 3, 40.0f};
+  oracle_out_t inline_run = oracle_run(&cfg);
+  cfg.workers = 2;
+  assert_int_equal(oracle_run(&cfg).digest, inline_run.digest);
+}
+
+/* One run of 150,000 events, more than two of the system's blocks of
+ * planned events, with kills up to the last block: the same as the oracle
+ * inline and on a pool of three, to the digest. */
+static void test_health_blocks_match_oracle(void **state) {
+  (void)state;
+  oracle_cfg_t cfg = {0, 4000, 150000, 1, 1200.0f};
+  oracle_out_t inline_run = oracle_run(&cfg);
+  assert_true(inline_run.last_kill >= 2 * 65536);
+  cfg.workers = 3;
+  oracle_out_t pooled = oracle_run(&cfg);
+  assert_int_equal(pooled.digest, inline_run.digest);
+  assert_int_equal(pooled.kills, inline_run.kills);
+}
+
+/* Steady runs allocate nothing: after two warm-up runs, ten more runs of
+ * 5,000 events each (hits that kill nobody) change neither the world's
+ * allocation count nor this thread's jemalloc counter; the hits landed. */
+static void test_health_steady_runs_allocate_nothing(void **state) {
+  (void)state;
+  hx_t h = hx_new(0, true);
+  enum { UNITS = 500, EVENTS = 5000 };
+  static weft_entity_t u[UNITS];
+  float hp = 1e5f, dmg = 1.0f;
+  for (uint32_t i = 0; i < UNITS; i++)
+    u[i] = spawn_unit(&h, (unit_t){.hp = &hp, .damage = &dmg});
+  wt_rng_t r = wt_rng(5);
+  weft_world_stats_t s0;
+  uint64_t bytes0 = 0;
+  const uint64_t *counter = wt_thread_allocated();
+  for (uint32_t round = 0; round < 12; round++) {
+    if (round == 2) {
+      s0 = wt_stats(h.w);
+      bytes0 = counter ? *counter : 0;
     }
-    for (uint32_t i = 0; i < ORACLE_N; i++) {
-      if (wt_chance(&r, 1, 10)) {
-        assert_int_equal(weft_despawn(h.w, ents[i].e), WEFT_OK);
-        ents[i].stale = true;
-      }
-    }
-    uint64_t kills = 0;
-    for (uint32_t round = 0; round < ORACLE_ROUNDS; round++) {
-      for (uint32_t k = 0; k < ORACLE_EVENTS; k++) {
-        uint32_t i = wt_below(&r, ORACLE_N), j = wt_below(&r, ORACLE_N);
-        weft_entity_t a = ents[i].e, b = ents[j].e;
-        ent_t *xa = &ents[i], *xb = &ents[j];
-        if (wt_chance(&r, 1, 50)) { /* a forged handle */
-          a = wt_handle(ORACLE_N + 7, 3, 42);
-          xa = NULL;
-        }
-        push(&h, a, b);
-        if (i == j && xa)
-          continue; /* a self contact */
-        if (oracle_alive(xa) && oracle_alive(xb)) {
-          kills += oracle_apply(xa, xb);
-          kills += oracle_apply(xb, xa);
-        }
-      }
-      tick(&h);
-      for (uint32_t i = 0; i < ORACLE_N; i++) {
-        ent_t *x = &ents[i];
-        if (x->stale)
-          continue;
-        if (x->has_h &&
-            !(weft_get(h.w, x->e, h.s.health) && hp_of(&h, x->e) == x->hp))
-          fail_msg("round %u, unit %u: hp %.9g, oracle %.9g", round, i,
-                   (double)hp_of(&h, x->e), (double)x->hp);
-        if (x->killed) {
-          x->dead = x->corpse = true;
-          x->killed = false;
-        }
-        if (x->corpse) {
-          assert_killed(&h, x->e);
-        } else if (!x->dead) {
-          assert_untouched(&h, x->e);
-        } else { /* tagged at spawn: the system did not touch it */
-          assert_true(weft_is_enabled(h.w, x->e, h.s.velocity));
-        }
-      }
-      assert_int_equal(commands(&h), 3 * kills);
-    }
-    assert_true(kills > 20); /* the run did kill, and not everyone at once */
-    assert_true(kills < ORACLE_N / 2 + ORACLE_N / 4);
-    weft_system_stats_t st;
-    assert_int_equal(weft_system_stats(h.w, h.sys, &st), WEFT_OK);
-    assert_int_equal(st.runs, ORACLE_ROUNDS);
-    if (cfg)
-      assert_true(st.jobs > 0); /* it ran on the pool */
-    digest[cfg] = weft_world_digest(h.w);
-    free(ents);
-    hx_free(&h);
+    for (uint32_t k = 0; k < EVENTS; k++)
+      push(&h, u[wt_below(&r, UNITS)], u[wt_below(&r, UNITS)]);
+    tick(&h);
   }
-  assert_int_equal(digest[0], digest[1]);
+  uint64_t bytes = counter ? *counter - bytes0 : 0;
+  weft_world_stats_t s1 = wt_stats(h.w);
+  if (s1.allocs != s0.allocs)
+    fail_msg("%llu world allocations in 10 runs",
+             (unsigned long long)(s1.allocs - s0.allocs));
+  if (bytes)
+    fail_msg("%llu bytes allocated on this thread in 10 runs",
+             (unsigned long long)bytes);
+  float lost = 0.0f;
+  for (uint32_t i = 0; i < UNITS; i++)
+    lost += hp - hp_of(&h, u[i]);
+  assert_true(lost > 0.0f);
+  hx_free(&h);
 }
 
 /* --- declared access ------------------------------------------------------ */
@@ -588,6 +657,8 @@ int main(void) {
       cmocka_unit_test(test_health_stale_handles_ignored),
       cmocka_unit_test(test_health_event_order_matters),
       cmocka_unit_test(test_health_random_matches_oracle),
+      cmocka_unit_test(test_health_blocks_match_oracle),
+      cmocka_unit_test(test_health_steady_runs_allocate_nothing),
       cmocka_unit_test(test_health_declared_access_orders),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
