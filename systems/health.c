@@ -72,9 +72,11 @@ static float mitigate(float amount, const weft_armor_t *armor) {
  *    rows and records deaths, exactly as the rules above say.
  *
  * The plan lives in a world resource ("weft.health.plan"), so steady-state
- * runs allocate nothing. Within a range, weft_get_many resolves sub-blocks
- * of parties at once so that the misses of independent lookups overlap.
- * (weft_get_many_n resolves each party once for its three components.)
+ * runs allocate nothing. Within a range, weft_get_many_n resolves batches
+ * of parties at once, each party once for its three components, so that
+ * the cache misses of independent lookups overlap. Blocks are large
+ * because each one wakes the other workers: with blocks of 4,096 events
+ * they woke too late to take their share, and planning barely scaled.
  */
 #define HEALTH_PLAN "weft.health.plan"
 #define HEALTH_PLAN_EVENTS 65536u /* events per block */

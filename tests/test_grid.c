@@ -696,9 +696,7 @@ static void test_grid_rebuild_allocates_nothing(void **state) {
   uint32_t n = 0;
   const weft_grid_item_t *base = weft_grid_cell(f.grid, 0, 0, &n);
   assert_non_null(base);
-  weft_world_stats_t s0 = wt_stats(f.w);
-  const uint64_t *counter = wt_thread_allocated();
-  uint64_t bytes0 = counter ? *counter : 0;
+  wt_alloc_probe_t probe = wt_alloc_probe(f.w);
   for (uint32_t round = 0; round < 20; round++) {
     for (uint32_t i = 0; i < f.n; i += 7) {
       random_place(&r, &f.b[i]);
@@ -709,25 +707,19 @@ static void test_grid_rebuild_allocates_nothing(void **state) {
     assert_int_equal(weft_grid_count(f.grid), 5000);
     assert_ptr_equal(weft_grid_cell(f.grid, 0, 0, &n), base);
   }
-  uint64_t bytes = counter ? *counter - bytes0 : 0;
-  weft_world_stats_t s1 = wt_stats(f.w);
-  if (s1.allocs != s0.allocs)
-    fail_msg("%llu world allocations in 20 rebuilds",
-             (unsigned long long)(s1.allocs - s0.allocs));
-  if (bytes)
-    fail_msg("%llu bytes allocated on this thread in 20 rebuilds",
-             (unsigned long long)bytes);
+  wt_assert_no_alloc(f.w, &probe, "20 rebuilds");
   check_grid(&f, false);
 
   /* Past the grid's capacity the arrays must grow, and the probes see it. */
   for (uint32_t i = 0; i < 20000; i++)
     spawn_random(&f, &r);
-  bytes0 = counter ? *counter : 0;
+  probe = wt_alloc_probe(f.w);
   rebuild(&f);
   assert_int_equal(weft_grid_count(f.grid), 25000);
   assert_ptr_not_equal(weft_grid_cell(f.grid, 0, 0, &n), base);
-  if (counter)
-    assert_true(*counter - bytes0 >= 25000 * sizeof(weft_grid_item_t));
+  if (probe.counter)
+    assert_true(*probe.counter - probe.bytes >=
+                25000 * sizeof(weft_grid_item_t));
   check_grid(&f, false);
   gfx_free(&f);
 }

@@ -552,26 +552,16 @@ static void test_health_steady_runs_allocate_nothing(void **state) {
   for (uint32_t i = 0; i < UNITS; i++)
     u[i] = spawn_unit(&h, (unit_t){.hp = &hp, .damage = &dmg});
   wt_rng_t r = wt_rng(5);
-  weft_world_stats_t s0;
-  uint64_t bytes0 = 0;
-  const uint64_t *counter = wt_thread_allocated();
+  wt_alloc_probe_t probe;
+  memset(&probe, 0, sizeof probe);
   for (uint32_t round = 0; round < 12; round++) {
-    if (round == 2) {
-      s0 = wt_stats(h.w);
-      bytes0 = counter ? *counter : 0;
-    }
+    if (round == 2)
+      probe = wt_alloc_probe(h.w);
     for (uint32_t k = 0; k < EVENTS; k++)
       push(&h, u[wt_below(&r, UNITS)], u[wt_below(&r, UNITS)]);
     tick(&h);
   }
-  uint64_t bytes = counter ? *counter - bytes0 : 0;
-  weft_world_stats_t s1 = wt_stats(h.w);
-  if (s1.allocs != s0.allocs)
-    fail_msg("%llu world allocations in 10 runs",
-             (unsigned long long)(s1.allocs - s0.allocs));
-  if (bytes)
-    fail_msg("%llu bytes allocated on this thread in 10 runs",
-             (unsigned long long)bytes);
+  wt_assert_no_alloc(h.w, &probe, "10 runs");
   float lost = 0.0f;
   for (uint32_t i = 0; i < UNITS; i++)
     lost += hp - hp_of(&h, u[i]);

@@ -175,4 +175,34 @@ static inline const uint64_t *wt_thread_allocated(void) {
 #endif
 }
 
+/* What a steady-state check compares: the world's allocation count and
+ * this thread's jemalloc counter (when there is one) at its start. */
+typedef struct wt_alloc_probe_t {
+  uint64_t allocs;
+  const uint64_t *counter;
+  uint64_t bytes;
+} wt_alloc_probe_t;
+
+static inline wt_alloc_probe_t wt_alloc_probe(const weft_world_t *w) {
+  wt_alloc_probe_t p;
+  p.allocs = wt_stats(w).allocs;
+  p.counter = wt_thread_allocated();
+  p.bytes = p.counter ? *p.counter : 0;
+  return p;
+}
+
+/* Fails, naming @p what, when the world or this thread allocated since
+ * @p p was taken. */
+static inline void wt_assert_no_alloc(const weft_world_t *w,
+                                      const wt_alloc_probe_t *p,
+                                      const char *what) {
+  uint64_t allocs = wt_stats(w).allocs - p->allocs;
+  uint64_t bytes = p->counter ? *p->counter - p->bytes : 0;
+  if (allocs)
+    fail_msg("%llu world allocations in %s", (unsigned long long)allocs, what);
+  if (bytes)
+    fail_msg("%llu bytes allocated on this thread in %s",
+             (unsigned long long)bytes, what);
+}
+
 #endif /* WEFT_TEST_SUPPORT_H */
