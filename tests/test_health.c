@@ -180,6 +180,21 @@ static void test_health_register_rejects_bad_calls(void **state) {
   assert_int_equal(weft_system_info(h.w, again, &info), WEFT_OK);
   assert_int_equal(info.phase, WEFT_PHASE_PRE_UPDATE);
   hx_free(&h);
+
+  /* The system's resource names taken by something else of another size:
+   * a clear error, and no system. */
+  static const char *const names[] = {"weft.health.plan", "weft.health.config"};
+  for (int k = 0; k < 2; k++) {
+    h = hx_new(0, false);
+    assert_int_equal(weft_resource_register(h.w, names[k], 3, 0, NULL, NULL),
+                     WEFT_OK);
+    sys = 0;
+    assert_int_equal(weft_sys_health(h.w, &h.s, 0, &sys), WEFT_EEXIST);
+    assert_int_equal(sys, 0);
+    assert_int_equal(weft_system_lookup(h.w, "weft.health", &sys),
+                     WEFT_ENONAME);
+    hx_free(&h);
+  }
 }
 
 /* Hand-computed hits: armour flat then fraction, both ways, zero hits. */

@@ -292,7 +292,15 @@ bool weft_collide_test(const weft_collider_t *a, float ax, float ay,
  * take nor deal damage; the two hits of one event are simultaneous; the
  * fraction is clamped to [0, 1] and hp is not floored. The events are the
  * channel's contents at the run: the pipeline clears channels after each
- * fixed tick. WEFT_EEXIST when "weft.health" is registered already.
+ * fixed tick. With a pool, the lookups and damage of a run's events are
+ * worked out on every worker and then applied in order on one thread, so
+ * the outcome is the same on any number of threads. The system keeps its
+ * ids in the resource "weft.health.config" and its 2 MiB plan (committed
+ * as used) in "weft.health.plan"; both live as long as the world. Owner
+ * thread, not while systems run. WEFT_EEXIST when "weft.health" is
+ * registered already, or when those resource names hold something else;
+ * otherwise 0 or the error of a registration (WEFT_ETOOMANY,
+ * WEFT_ENOMEM).
  */
 int weft_sys_health(weft_world_t *world, const weft_std_t *std,
                     weft_phase_t phase, weft_system_t *out);
