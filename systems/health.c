@@ -226,19 +226,21 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   if (weft_system_lookup(world, HEALTH_NAME, &sys) == 0)
     return WEFT_EEXIST;
   /* The ids and the plan live in the world: the resources outlive any
-   * caller's copy. A previous, removed registration left them; reuse. */
-  weft_resource_t res = 0, plan = 0;
-  int rc = weft__sys_state(world, HEALTH_PLAN, NULL,
-                           HEALTH_PLAN_EVENTS * sizeof(health_plan_t), &plan);
-  if (rc)
-    return rc;
+   * caller's copy. A previous, removed registration left them; reuse. The
+   * small one first: when the world runs out of resources between the two,
+   * what stays behind is the small one, and a later call reuses it. */
   health_cfg_t init;
   memset(&init, 0, sizeof init);
   init.std = *std;
-  init.plan = weft_resource_get(world, plan);
-  rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
+  weft_resource_t res = 0, plan = 0;
+  int rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
+  if (!rc)
+    rc = weft__sys_state(world, HEALTH_PLAN, NULL,
+                         HEALTH_PLAN_EVENTS * sizeof(health_plan_t), &plan);
   if (rc)
     return rc;
+  health_cfg_t *cfg = weft_resource_get(world, res);
+  cfg->plan = weft_resource_get(world, plan);
 
   weft_system_desc_t d;
   memset(&d, 0, sizeof d);
@@ -253,7 +255,7 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   d.cmd_write[2] = std->collider;
   d.receive[0] = std->collisions;
   d.run = health_run;
-  d.user = weft_resource_get(world, res);
+  d.user = cfg;
   rc = weft_system_register(world, &d, &sys);
   if (rc)
     return rc;

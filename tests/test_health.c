@@ -195,6 +195,24 @@ static void test_health_register_rejects_bad_calls(void **state) {
                      WEFT_ENONAME);
     hx_free(&h);
   }
+
+  /* Room for one resource only: WEFT_ETOOMANY and no system; with room
+   * again (a fresh world) it registers. */
+  h = hx_new(0, false);
+  char name[32];
+  for (uint32_t k = 0;; k++) {
+    snprintf(name, sizeof name, "filler.%u", k);
+    weft_resource_t r = 0;
+    if (weft_resource_register(h.w, name, 4, 0, NULL, &r) != WEFT_OK)
+      fail_msg("filler %u refused", k);
+    if (r == WEFT_MAX_RESOURCES - 1)
+      break;
+  }
+  sys = 0;
+  assert_int_equal(weft_sys_health(h.w, &h.s, 0, &sys), WEFT_ETOOMANY);
+  assert_int_equal(sys, 0);
+  assert_int_equal(weft_system_lookup(h.w, "weft.health", &sys), WEFT_ENONAME);
+  hx_free(&h);
 }
 
 /* Hand-computed hits: armour flat then fraction, both ways, zero hits. */
