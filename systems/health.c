@@ -41,7 +41,7 @@ typedef struct health_plan_t health_plan_t;
 
 typedef struct health_cfg_t {
   weft_std_t std;
-  health_plan_t *plan; /* HEALTH_PLAN_EVENTS entries, a world resource */
+  health_plan_t *plan; /* 2 * HEALTH_BLOCK_EVENTS entries, a resource */
 } health_cfg_t;
 
 /* The damage @p armor lets through of a hit of @p amount. */
@@ -66,23 +66,30 @@ static float mitigate(float amount, const weft_armor_t *armor) {
  *    resolved (live, no Dead tag, their Health row) and the damage each
  *    would deal the other is worked out. That reads only what no event
  *    changes during the run: liveness and Dead are structural (commands
- *    apply after the run), Damage and Armor are read-only here.
+ *    apply after the run), Damage and Armor are read-only here, and hp is
+ *    not read at all (only the address of its row).
  * 2. Apply, on the calling thread, in event order: the only state events
  *    share is hp, so this pass reads and writes hp through the planned
  *    rows and records deaths, exactly as the rules above say.
  *
- * The plan lives in a world resource ("weft.health.plan"), so steady-state
- * runs allocate nothing. Within a range, weft_get_many_n resolves batches
- * of parties at once, each party once for its three components, so that
- * the cache misses of independent lookups overlap. Blocks are large
- * because each one wakes the other workers: with blocks of 4,096 events
- * they woke too late to take their share, and planning barely scaled.
+ * With a pool the two overlap: while the calling thread applies block k,
+ * the other workers plan block k + 1 into the other half of the plan (the
+ * caller joins them when it is done). So the workers never run out of
+ * work between blocks: when they did, with a plan-then-apply loop over
+ * blocks of 4,096 events, they fell asleep during each apply, woke too late
+ * to take their share of the next plan, and planning barely scaled.
+ *
+ * The plan lives in a world resource ("weft.health.plan", two blocks), so
+ * steady-state runs allocate nothing. Within a range, weft_get_many_n
+ * resolves batches of parties at once, each party once for its three
+ * components, so that the cache misses of independent lookups overlap.
  */
 #define HEALTH_PLAN "weft.health.plan"
-#define HEALTH_PLAN_EVENTS 65536u /* events per block */
-#define HEALTH_GRAIN 512u         /* events per parallel range */
-#define HEALTH_BATCH 128u         /* parties per weft_get_many_n call */
-#define HEALTH_AHEAD 8u           /* events the apply pass prefetches ahead */
+#define HEALTH_BLOCK_EVENTS 8192u /* events per block; the plan holds two */
+#define HEALTH_GRAIN 512u         /* events per planning job */
+#define HEALTH_JOBS (HEALTH_BLOCK_EVENTS / HEALTH_GRAIN)
+#define HEALTH_BATCH 128u /* parties per weft_get_many_n call */
+#define HEALTH_AHEAD 8u   /* events the apply pass prefetches ahead */
 
 /* Plan flags: the party may take part (live, no Dead tag, not a self
  * contact), and the other party deals it damage (it has Health, the other
@@ -95,12 +102,20 @@ struct health_plan_t {
   uint32_t flags;
 };
 
+/* One block of events and its half of the plan. */
 typedef struct health_run_t {
   weft_world_t *w;
   const weft_std_t *s;
   const weft_collision_t *ev; /* the block's first event */
+  uint32_t n;                 /* events in the block */
   health_plan_t *plan;
 } health_run_t;
+
+/* A planning job: events [begin, end) of a block. */
+typedef struct plan_job_t {
+  const health_run_t *r;
+  uint32_t begin, end;
+} plan_job_t;
 
 /* Plans events [lo, lo + k) of the block, k <= HEALTH_BATCH. */
 static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
@@ -141,12 +156,41 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
   }
 }
 
-static void plan_range(void *arg, uint32_t begin, uint32_t end,
-                       uint32_t worker) {
-  (void)worker;
-  const health_run_t *r = arg;
+/* Plans events [begin, end) of block r. */
+static void plan_range(const health_run_t *r, uint32_t begin, uint32_t end) {
   for (uint32_t lo = begin; lo < end; lo += HEALTH_BATCH)
     plan_batch(r, lo, end - lo < HEALTH_BATCH ? end - lo : HEALTH_BATCH);
+}
+
+static void plan_job(void *arg, uint32_t worker) {
+  (void)worker;
+  const plan_job_t *j = arg;
+  plan_range(j->r, j->begin, j->end);
+}
+
+/* Hands block r's planning to the pool in jobs of HEALTH_GRAIN events,
+ * counted on @p done; without a pool, plans it here. */
+static void plan_submit(weft_sysctx_t *ctx, const health_run_t *r,
+                        plan_job_t *jobs, weft_counter_t *done) {
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  if (!pool) {
+    plan_range(r, 0, r->n);
+    return;
+  }
+  uint32_t self = weft_sysctx_pool_worker(ctx), k = 0;
+  for (uint32_t lo = 0; lo < r->n; lo += HEALTH_GRAIN, k++) {
+    jobs[k] = (plan_job_t){r, lo,
+                           r->n - lo < HEALTH_GRAIN ? r->n : lo + HEALTH_GRAIN};
+    weft_pool_submit(pool, self, plan_job, &jobs[k], done,
+                     WEFT_WORKER_EXTERNAL);
+  }
+}
+
+/* Waits for the jobs counted on @p done, running them here meanwhile. */
+static void plan_wait(weft_sysctx_t *ctx, weft_counter_t *done) {
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  if (pool)
+    weft_pool_wait(pool, weft_sysctx_pool_worker(ctx), done);
 }
 
 /* Records the death of @p e: add Dead, disable Velocity and Collider. */
@@ -199,23 +243,46 @@ static int apply(weft_sysctx_t *ctx, const health_run_t *r, uint32_t k) {
   return 0;
 }
 
+/* Points @p r at block @p b of the @p n events: its events and its half
+ * of the plan. */
+static void block_at(health_run_t *r, const health_cfg_t *cfg,
+                     const weft_collision_t *ev, uint32_t n, uint32_t b) {
+  uint32_t base = b * HEALTH_BLOCK_EVENTS;
+  r->ev = ev + base;
+  r->n = n - base < HEALTH_BLOCK_EVENTS ? n - base : HEALTH_BLOCK_EVENTS;
+  r->plan = cfg->plan + (b % 2) * HEALTH_BLOCK_EVENTS;
+}
+
 static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   (void)chunk;
   const health_cfg_t *cfg = ctx->user;
-  health_run_t r = {ctx->world, &cfg->std, NULL, cfg->plan};
   uint32_t n = 0;
-  const weft_collision_t *ev = weft_event_read(r.w, r.s->collisions, &n);
-  for (uint32_t base = 0; base < n; base += HEALTH_PLAN_EVENTS) {
-    uint32_t k = n - base;
-    if (k > HEALTH_PLAN_EVENTS)
-      k = HEALTH_PLAN_EVENTS;
-    r.ev = ev + base;
-    weft__sys_split(ctx, k, HEALTH_GRAIN, plan_range, &r);
-    int rc = apply(ctx, &r, k);
-    if (rc)
-      return rc;
+  const weft_collision_t *ev =
+      weft_event_read(ctx->world, cfg->std.collisions, &n);
+  if (n == 0)
+    return 0;
+  uint32_t nblocks = (n - 1) / HEALTH_BLOCK_EVENTS + 1;
+  health_run_t r[2] = {{ctx->world, &cfg->std, NULL, 0, NULL},
+                       {ctx->world, &cfg->std, NULL, 0, NULL}};
+  plan_job_t jobs[HEALTH_JOBS];
+  weft_counter_t done;
+  memset(&done, 0, sizeof done);
+  block_at(&r[0], cfg, ev, n, 0);
+  plan_submit(ctx, &r[0], jobs, &done);
+  plan_wait(ctx, &done);
+  int rc = 0;
+  for (uint32_t b = 0; b < nblocks && !rc; b++) {
+    health_run_t *cur = &r[b % 2], *next = &r[(b + 1) % 2];
+    bool more = b + 1 < nblocks;
+    if (more) { /* planned by the others while this thread applies */
+      block_at(next, cfg, ev, n, b + 1);
+      plan_submit(ctx, next, jobs, &done);
+    }
+    rc = apply(ctx, cur, cur->n);
+    if (more) /* the jobs point into this frame: wait even after an error */
+      plan_wait(ctx, &done);
   }
-  return 0;
+  return rc;
 }
 
 int weft_sys_health(weft_world_t *world, const weft_std_t *std,
@@ -235,8 +302,9 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   weft_resource_t res = 0, plan = 0;
   int rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
   if (!rc)
-    rc = weft__sys_state(world, HEALTH_PLAN, NULL,
-                         HEALTH_PLAN_EVENTS * sizeof(health_plan_t), &plan);
+    rc =
+        weft__sys_state(world, HEALTH_PLAN, NULL,
+                        2 * HEALTH_BLOCK_EVENTS * sizeof(health_plan_t), &plan);
   if (rc)
     return rc;
   health_cfg_t *cfg = weft_resource_get(world, res);

@@ -295,8 +295,9 @@ bool weft_collide_test(const weft_collider_t *a, float ax, float ay,
  * fixed tick. With a pool, the lookups and damage of a run's events are
  * worked out on every worker and then applied in order on one thread, so
  * the outcome is the same on any number of threads. The system keeps its
- * ids in the resource "weft.health.config" and its 2 MiB plan (committed
- * as used) in "weft.health.plan"; both live as long as the world. Owner
+ * ids in the resource "weft.health.config" and its plan (two blocks of
+ * 8,192 events, 512 KiB) in "weft.health.plan"; both live as long as the
+ * world. Owner
  * thread, not while systems run. WEFT_EEXIST when "weft.health" is
  * registered already, or when those resource names hold something else;
  * otherwise 0 or the error of a registration (WEFT_ETOOMANY,
