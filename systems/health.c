@@ -193,9 +193,13 @@ static void plan_wait(weft_sysctx_t *ctx, weft_counter_t *done) {
     weft_pool_wait(pool, weft_sysctx_pool_worker(ctx), done);
 }
 
-/* Records the death of @p e: add Dead, disable Velocity and Collider. */
-static int kill(weft_sysctx_t *ctx, const weft_std_t *s, weft_entity_t e) {
+/* Records the death of @p e: add Dead, disable Velocity and Collider.
+ * Returns 0 or the first command error; each record call is all or
+ * nothing, so on an error *tagged says whether Dead was recorded. */
+static int kill(weft_sysctx_t *ctx, const weft_std_t *s, weft_entity_t e,
+                bool *tagged) {
   int rc = weft_cmd_add(ctx->cmd, e, s->dead, NULL);
+  *tagged = rc == 0;
   if (!rc)
     rc = weft_cmd_disable(ctx->cmd, e, s->velocity);
   if (!rc)
@@ -210,10 +214,19 @@ static int take(weft_sysctx_t *ctx, const health_run_t *r, uint32_t j, int p) {
   weft_health_t *h = pl->h[p];
   if (!(pl->flags & (PLAN_HIT_A << p)) || !(h->hp > 0.0f))
     return 0;
+  float before = h->hp;
   h->hp -= pl->dmg[p];
   if (h->hp > 0.0f)
     return 0;
-  return kill(ctx, r->s, p ? r->ev[j].b : r->ev[j].a);
+  bool tagged;
+  int rc = kill(ctx, r->s, p ? r->ev[j].b : r->ev[j].a, &tagged);
+  /* A death that could not be recorded at all undoes its hit, so that
+   * after the failed run hp <= 0 still means "tagged Dead". Once Dead is
+   * recorded the entity dies, even if disabling its Velocity or Collider
+   * failed. */
+  if (rc && !tagged)
+    h->hp = before;
+  return rc;
 }
 
 /* A party with Health is alive at an event while its hp is above 0. */

@@ -15,6 +15,9 @@
 
 #include <weft/systems.h>
 
+#include "core/txn.h"        /* weft__cmdbuf_alloc(): injected failures */
+#include "scheduler/sched.h" /* the pipeline's command buffers */
+
 #define DT 0.1
 
 typedef struct hx_t {
@@ -574,6 +577,70 @@ static void test_health_blocks_match_oracle(void **state) {
   assert_int_equal(pooled.kills, inline_run.kills);
 }
 
+/* Arms (k > 0) or disarms (k == 0) a failure at the k-th allocation of
+ * every command buffer the pipeline records into; returns how many
+ * buffers still wait for theirs. */
+static uint32_t arm_cmdbufs(hx_t *h, uint32_t k) {
+  weft__sched_t *s = weft__sched_get(h->w);
+  assert_non_null(s);
+  assert_true(s->nslots > 0);
+  uint32_t armed = 0;
+  for (uint32_t i = 0; i < s->nslots; i++) {
+    weft__alloc_stats_t *st = weft__cmdbuf_alloc(s->bufs[i]);
+    if (k)
+      st->fail_in = k;
+    armed += st->fail_in != 0;
+    if (!k)
+      st->fail_in = 0;
+  }
+  return armed;
+}
+
+/* A death command that cannot be recorded fails the run with a clear
+ * error, in the middle of a block, while the workers plan the next one:
+ * the run waits for them before it returns (they read job records in its
+ * frame), the tick reports WEFT_ESYSTEM naming health, the unrecorded
+ * death's hit is undone (hp <= 0 exactly for the units tagged Dead), and
+ * the next tick works. Inline and on a pool of three. */
+static void test_health_record_failure_mid_run(void **state) {
+  (void)state;
+  for (uint32_t workers = 0; workers <= 3; workers += 3) {
+    hx_t h = hx_new(workers, true);
+    enum { UNITS = 2000, EVENTS = 40000 };
+    static weft_entity_t u[UNITS];
+    /* About one hit in 1,000 events each: the first deaths come within
+     * the first block of 8,192 events, well before the last block. */
+    float hp = 4.0f, dmg = 1.0f;
+    for (uint32_t i = 0; i < UNITS; i++)
+      u[i] = spawn_unit(&h, (unit_t){.hp = &hp, .damage = &dmg});
+    tick(&h); /* builds the schedule and the slots' buffers */
+    wt_rng_t r = wt_rng(9);
+    for (uint32_t k = 0; k < EVENTS; k++)
+      push(&h, u[wt_below(&r, UNITS)], u[wt_below(&r, UNITS)]);
+    uint32_t slots = arm_cmdbufs(&h, 1);
+    int rc = weft_world_run_phase(h.w, WEFT_PHASE_FIXED_UPDATE, DT);
+    assert_int_equal(rc, WEFT_ESYSTEM);
+    assert_non_null(strstr(weft_world_last_error(h.w), "weft.health"));
+    assert_int_equal(arm_cmdbufs(&h, 0), slots - 1); /* one failure, here */
+    weft_event_clear(h.w, h.s.collisions);
+    /* The death that failed to record undid its hit: after the failed
+     * run, a unit is out of hp exactly when it is tagged Dead. */
+    for (uint32_t i = 0; i < UNITS; i++)
+      if ((hp_of(&h, u[i]) <= 0.0f) != weft_has(h.w, u[i], h.s.dead))
+        fail_msg("unit %u: hp %g, Dead %d", i, (double)hp_of(&h, u[i]),
+                 (int)weft_has(h.w, u[i], h.s.dead));
+    /* Disarmed, the next run kills as the rules say. */
+    for (uint32_t k = 0; k < EVENTS; k++)
+      push(&h, u[wt_below(&r, UNITS)], u[wt_below(&r, UNITS)]);
+    tick(&h);
+    uint32_t dead = 0;
+    for (uint32_t i = 0; i < UNITS; i++)
+      dead += weft_has(h.w, u[i], h.s.dead);
+    assert_true(dead > UNITS / 2);
+    hx_free(&h);
+  }
+}
+
 /* Steady runs allocate nothing: after two warm-up runs, ten more runs of
  * 5,000 events each (hits that kill nobody) change neither the world's
  * allocation count nor this thread's jemalloc counter; the hits landed. */
@@ -683,6 +750,7 @@ int main(void) {
       cmocka_unit_test(test_health_random_matches_oracle),
       cmocka_unit_test(test_health_blocks_match_oracle),
       cmocka_unit_test(test_health_steady_runs_allocate_nothing),
+      cmocka_unit_test(test_health_record_failure_mid_run),
       cmocka_unit_test(test_health_declared_access_orders),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,7 +41,7 @@ jobs=${WEFT_JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Options given first are defaults; later ones (the caller's) win.
 case "$variant" in
   asan)
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
     ;;
   tsan)

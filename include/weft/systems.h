@@ -294,7 +294,11 @@ bool weft_collide_test(const weft_collider_t *a, float ax, float ay,
  * channel's contents at the run: the pipeline clears channels after each
  * fixed tick. With a pool, the lookups and damage of a run's events are
  * worked out on every worker and then applied in order on one thread, so
- * the outcome is the same on any number of threads. The system keeps its
+ * the outcome is the same on any number of threads. When a death cannot
+ * be recorded (out of memory), the run fails (the tick returns
+ * WEFT_ESYSTEM naming it) and that death's hit is undone, so hp <= 0 still
+ * goes with the Dead tag; earlier events of the run keep their effect, as
+ * any failed system's work does. The system keeps its
  * ids in the resource "weft.health.config" and its plan (two blocks of
  * 8,192 events, 512 KiB) in "weft.health.plan"; both live as long as the
  * world. Owner
