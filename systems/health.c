@@ -1,10 +1,11 @@
 /*
  * "weft.health": collision events become damage, damage becomes death.
  *
- * A task (no query: one call per run, chunk NULL) that walks the
- * collisions channel in its published order, which the scheduler makes
- * the same on any number of threads, so hp values and the order of the
- * death commands are deterministic. Health is written in place under the
+ * A task (no query: one call per run, chunk NULL) that applies the
+ * collisions channel's events in their published order (after planning
+ * them on every worker, below), which the scheduler makes the same on any
+ * number of threads, so hp values and the order of the death commands are
+ * deterministic. Health is written in place under the
  * declared write access; death is structural and goes through ctx->cmd:
  * add Dead, disable Velocity and Collider.
  *
