@@ -235,9 +235,10 @@ static bool standing(const weft_health_t *h) {
   return !h || h->hp > 0.0f;
 }
 
-/* Applies the block's @p k planned events in order. */
-static int apply(weft_sysctx_t *ctx, const health_run_t *r, uint32_t k) {
+/* Applies block r's planned events in order. */
+static int apply(weft_sysctx_t *ctx, const health_run_t *r) {
   const uint32_t both = PLAN_OK_A | PLAN_OK_B;
+  const uint32_t k = r->n;
   for (uint32_t j = 0; j < k; j++) {
     if (j + HEALTH_AHEAD < k) {
       const health_plan_t *ahead = &r->plan[j + HEALTH_AHEAD];
@@ -292,7 +293,7 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
       block_at(next, cfg, ev, n, b + 1);
       plan_submit(ctx, next, jobs, &done);
     }
-    rc = apply(ctx, cur, cur->n);
+    rc = apply(ctx, cur);
     if (more) /* the jobs point into this frame: wait even after an error */
       plan_wait(ctx, &done);
   }
