@@ -406,6 +406,11 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   }
   weft__advise_huge(mem, bytes);
   memset(headers, 0, hdr);
+  /* Carved first, so that the chunk table copies the finished pointers;
+   * until chunk_total grows below, the carved chunks are not the
+   * archetype's, and a failed registration leaves it as it was. */
+  uint8_t **bases = (uint8_t **)((uint8_t *)headers + hdr);
+  carve_segment(a, mem, headers, bases, n);
   rc = weft__chunks_register(&w->chunks, &w->alloc, a, headers, n);
   if (rc) {
     weft__free(mem, bytes, 64);
@@ -413,8 +418,6 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
     return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
                       "cannot add %u chunks (%s)", n, weft_strerror(rc));
   }
-  uint8_t **bases = (uint8_t **)((uint8_t *)headers + hdr);
-  carve_segment(a, mem, headers, bases, n);
   /* Column change versions follow the base pointers, one row of ncols
    * words per chunk, in chunk order: the scheduler stamps a run of chunks
    * by walking them (scheduler/pipeline.c). Zero = never. */
@@ -495,7 +498,7 @@ uint64_t weft__archetype_trim(weft_world_t *w, weft__archetype_t *a) {
     if (a->chunk_total - s->nchunks < a->nchunks)
       break; /* some chunk of the last segment holds rows */
     for (uint32_t k = 0; k < s->nchunks; k++)
-      w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){NULL, NULL};
+      w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){0};
     uint64_t hdr = segment_header_bytes(a, s->nchunks);
     freed += s->bytes + hdr;
     weft__free(s->mem, s->bytes, 64);

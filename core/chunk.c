@@ -27,7 +27,8 @@ int weft__chunks_register(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
     return WEFT_ENOMEM;
   for (uint32_t i = 0; i < n; i++) {
     chunks[i].id = cs->count + i;
-    cs->table[cs->count + i] = (weft__chunk_slot_t){&chunks[i], a};
+    cs->table[cs->count + i] = (weft__chunk_slot_t){
+        &chunks[i], a, chunks[i].entities, chunks[i].bases};
   }
   cs->count += n;
   return 0;

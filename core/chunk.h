@@ -57,11 +57,15 @@ typedef struct weft__chunk_t {
 
 _Static_assert(sizeof(weft__chunk_t) == 64, "a chunk header is one cache line");
 
-/* A chunk table entry. The owner sits beside the chunk pointer so that a
- * lookup by handle reaches the archetype without touching the header. */
+/* A chunk table entry. A lookup by handle needs the owner, the handle
+ * array (to validate) and the array bases (to address the row): they sit
+ * here, copied from the header, so that the lookup's dependent chain skips
+ * the header's line. A chunk keeps its owner and memory for life. */
 typedef struct weft__chunk_slot_t {
   weft__chunk_t *chunk;
   struct weft__archetype_t *arch;
+  const weft_entity_t *entities;
+  uint8_t *const *bases;
 } weft__chunk_slot_t;
 
 /* The world's chunk id table. */

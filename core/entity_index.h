@@ -105,7 +105,7 @@ static inline void weft__index_place(const weft__index_t *ix, uint32_t idx,
 /*
  * The record of a live handle, or NULL for a stale/forged/foreign one; on
  * a hit, *slot and *row say where the entity is. Reads the record, the
- * chunk table entry, the chunk header and the handle stored at the row.
+ * chunk table entry and the handle stored at the row.
  */
 static inline weft__record_t *weft__index_find(const weft__index_t *ix,
                                                const weft__chunk_slot_t *table,
@@ -121,7 +121,7 @@ static inline weft__record_t *weft__index_find(const weft__index_t *ix,
     return 0;
   const weft__chunk_slot_t *s = &table[(v & ~WEFT__REC_LOC) >> ix->row_bits];
   uint32_t at = v & ix->row_mask;
-  if (s->chunk->entities[at] != e)
+  if (s->entities[at] != e)
     return 0;
   *slot = s;
   *row = at;

@@ -478,13 +478,21 @@ int weft_try_get(const weft_world_t *w, weft_entity_t e, weft_component_t c,
 
 const void *weft_get(const weft_world_t *w, weft_entity_t e,
                      weft_component_t c) {
-  weft__where_t at;
-  if (WEFT__UNLIKELY(!w || !resolve(w, e, &at)))
+  if (WEFT__UNLIKELY(!w))
     return NULL;
-  const weft__column_t *col = weft__archetype_col(at.arch, c);
+  /* Through the chunk table entry alone: the chunk header's line stays off
+   * the chain of dependent loads between the record and the row. */
+  const weft__chunk_slot_t *slot;
+  uint32_t row;
+  if (WEFT__UNLIKELY(!weft__index_find(&w->index, w->chunks.table, e, &slot,
+                                       &row))) {
+    weft__count_stale(w);
+    return NULL;
+  }
+  const weft__column_t *col = weft__archetype_col(slot->arch, c);
   if (!col || col->soa)
     return NULL;
-  return weft__chunk_at(at.chunk, col->first_array, col->size, at.row);
+  return slot->bases[col->first_array] + (size_t)row * col->size;
 }
 
 /* How many handles ahead weft_get_many() prefetches index records, and
@@ -537,11 +545,10 @@ static inline void prefetch_row(const weft_world_t *w, weft_entity_t e,
     return;
   const weft__chunk_slot_t *s = weft__rec_slot(w, r);
   uint32_t row = weft__rec_row(ix, r);
-  __builtin_prefetch(s->chunk->entities + row, 0, 0);
+  __builtin_prefetch(s->entities + row, 0, 0);
   for (uint32_t j = 0; j < k; j++)
     if (get_col(&g[j], s->arch, comps[j]))
-      __builtin_prefetch(weft__chunk_at(s->chunk, g[j].arr, g[j].size, row), 0,
-                         3);
+      __builtin_prefetch(s->bases[g[j].arr] + (size_t)row * g[j].size, 0, 3);
 }
 
 /*
@@ -567,16 +574,19 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
       prefetch_record(w, handles[i + WEFT__GET_AHEAD]);
     if (i + WEFT__GET_ROWS_AHEAD < n)
       prefetch_row(w, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, ahead);
-    weft__where_t at;
-    if (WEFT__UNLIKELY(!resolve(w, handles[i], &at))) {
+    const weft__chunk_slot_t *slot;
+    uint32_t row;
+    if (WEFT__UNLIKELY(!weft__index_find(&w->index, w->chunks.table,
+                                         handles[i], &slot, &row))) {
+      weft__count_stale(w);
       for (uint32_t j = 0; j < k; j++)
         out[j] = NULL;
       continue;
     }
     for (uint32_t j = 0; j < k; j++) {
       const void *p = NULL;
-      if (get_col(&here[j], at.arch, comps[j])) {
-        p = weft__chunk_at(at.chunk, here[j].arr, here[j].size, at.row);
+      if (get_col(&here[j], slot->arch, comps[j])) {
+        p = slot->bases[here[j].arr] + (size_t)row * here[j].size;
         hits++;
       }
       out[j] = p;
