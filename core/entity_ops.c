@@ -484,8 +484,8 @@ const void *weft_get(const weft_world_t *w, weft_entity_t e,
    * the chain of dependent loads between the record and the row. */
   const weft__chunk_slot_t *slot;
   uint32_t row;
-  if (WEFT__UNLIKELY(!weft__index_find(&w->index, w->chunks.table, e, &slot,
-                                       &row))) {
+  if (WEFT__UNLIKELY(
+          !weft__index_find(&w->index, w->chunks.table, e, &slot, &row))) {
     weft__count_stale(w);
     return NULL;
   }
@@ -576,8 +576,8 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
       prefetch_row(w, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, ahead);
     const weft__chunk_slot_t *slot;
     uint32_t row;
-    if (WEFT__UNLIKELY(!weft__index_find(&w->index, w->chunks.table,
-                                         handles[i], &slot, &row))) {
+    if (WEFT__UNLIKELY(!weft__index_find(&w->index, w->chunks.table, handles[i],
+                                         &slot, &row))) {
       weft__count_stale(w);
       for (uint32_t j = 0; j < k; j++)
         out[j] = NULL;
