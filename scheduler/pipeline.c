@@ -773,6 +773,28 @@ int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event) {
   return weft__event_stage(ctx->world, ctx->worker, ctx->key_, ch, event);
 }
 
+int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
+                     weft_sysctx_t *out) {
+  if (!task || !out || !task->sched_)
+    return WEFT_EINVAL;
+  const weft__sched_t *s = task->sched_;
+  const weft__sys_t *y =
+      task->system && task->system <= s->nsys ? s->sys[task->system - 1] : NULL;
+  if (!y || y->query ||
+      (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
+    return WEFT_EINVAL;
+  if (part >= WEFT_SYSCTX_PARTS)
+    return WEFT_ELIMIT;
+  /* A task's own key has chunk 0; part p takes chunk p + 1, so the parts
+   * sort after the task and by number, whichever slot stages them. */
+  *out = *task;
+  out->cmd = NULL;
+  out->worker = slot_of(s, worker);
+  out->chunk = part + 1;
+  out->key_ = WEFT_CMD_KEY(y->order, part + 1, 0);
+  return 0;
+}
+
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {
   const weft__sched_t *s = ctx ? ctx->sched_ : NULL;
   if (!s || !s->pool)

@@ -1293,6 +1293,130 @@ static void test_pipeline_events_parallel_keep_order(void **state) {
   free(ev);
 }
 
+/* A task that splits its work in parts on the pool and emits from them. */
+#define PARTS_N 300u
+#define PARTS_MARK UINT64_MAX
+
+typedef struct parts_t {
+  weft_channel_t ch;
+  const weft_sysctx_t *task;
+  atomic_uint bad; /* part contexts that were refused or malformed */
+  int rc_worker, rc_limit, rc_null, rc_query;
+} parts_t;
+
+/* Part p emits p % 5 + 1 events (p, i); parts of odd number spin a while
+ * first, so that on a pool they finish out of order. */
+static void parts_body(void *arg, uint32_t begin, uint32_t end,
+                       uint32_t worker) {
+  parts_t *pt = arg;
+  for (uint32_t p = begin; p < end; p++) {
+    weft_sysctx_t pc;
+    memset(&pc, 0xa5, sizeof pc);
+    if (weft_sysctx_part(pt->task, worker, p, &pc) != WEFT_OK ||
+        pc.cmd != NULL || pc.world != pt->task->world) {
+      atomic_fetch_add(&pt->bad, 1u);
+      continue;
+    }
+    volatile uint32_t spin = 0;
+    for (uint32_t k = 0; k < (p & 1u) * 20000u; k++)
+      spin += k;
+    for (uint32_t i = 0; i <= p % 5; i++) {
+      hit_t h = {p, i, 0};
+      if (weft_sysctx_emit(&pc, pt->ch, &h) != WEFT_OK)
+        atomic_fetch_add(&pt->bad, 1u);
+    }
+  }
+}
+
+static int parts_task(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  parts_t *pt = ctx->user;
+  pt->task = ctx;
+  /* The task's own events come before every part's, even when emitted
+   * after them. */
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  if (pool)
+    weft_pool_parallel_for(pool, weft_sysctx_pool_worker(ctx), 0, PARTS_N, 1,
+                           parts_body, pt);
+  else
+    parts_body(pt, 0, PARTS_N, WEFT_WORKER_EXTERNAL);
+  hit_t mark = {PARTS_MARK, 0, 0};
+  int rc = weft_sysctx_emit(ctx, pt->ch, &mark);
+  weft_sysctx_t pc;
+  pt->rc_worker = weft_sysctx_part(ctx, 1000, 0, &pc);
+  pt->rc_limit =
+      weft_sysctx_part(ctx, WEFT_WORKER_EXTERNAL, WEFT_SYSCTX_PARTS, &pc);
+  pt->rc_null = weft_sysctx_part(NULL, WEFT_WORKER_EXTERNAL, 0, &pc);
+  return rc;
+}
+
+/* A chunk callback is no task: it may not make part contexts. */
+static int parts_not_task(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  parts_t *pt = ctx->user;
+  weft_sysctx_t pc;
+  pt->rc_query = weft_sysctx_part(ctx, WEFT_WORKER_EXTERNAL, 0, &pc);
+  return 0;
+}
+
+/* Events emitted from the parts of a task publish in part order, then
+ * emission order, after the task's own, whatever the number of workers
+ * and the order the parts finish in; bad part requests are refused. */
+static void test_pipeline_task_parts_keep_order(void **state) {
+  (void)state;
+  const uint32_t cap = PARTS_N * 5 + 16;
+  hit_t *got[2];
+  uint32_t ngot[2];
+  for (uint32_t i = 0; i < 2; i++) {
+    fx_t f = fx_new(i ? 3 : 0, 0);
+    configure(f.w, FIXED, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+    populate(&f, 100, 0);
+    parts_t pt;
+    memset(&pt, 0, sizeof pt);
+    atomic_init(&pt.bad, 0u);
+    pt.rc_query = 1;
+    assert_int_equal(weft_channel_register(f.w, "parts", sizeof(hit_t), &pt.ch),
+                     WEFT_OK);
+    recv_t rv = {pt.ch, calloc(cap, sizeof(hit_t)), cap, 0, 0};
+    assert_non_null(rv.buf);
+    weft_system_desc_t d =
+        sys_desc("parts", WEFT_PHASE_FIXED_UPDATE, parts_task, &pt);
+    d.emit[0] = pt.ch;
+    sys_add(f.w, &d);
+    d = sys_desc("parts.query", WEFT_PHASE_FIXED_UPDATE, parts_not_task, &pt);
+    d.query.include[0] = f.pos;
+    d.term_access[0] = WEFT_ACCESS_READ;
+    sys_add(f.w, &d);
+    d = sys_desc("parts.recv", WEFT_PHASE_FIXED_UPDATE, ev_recv, &rv);
+    d.receive[0] = pt.ch;
+    sys_add(f.w, &d);
+    progress_ok(f.w, 0.1);
+
+    assert_int_equal(atomic_load(&pt.bad), 0);
+    assert_int_equal(pt.rc_worker, WEFT_EINVAL);
+    assert_int_equal(pt.rc_limit, WEFT_ELIMIT);
+    assert_int_equal(pt.rc_null, WEFT_EINVAL);
+    assert_int_equal(pt.rc_query, WEFT_EINVAL);
+    assert_int_equal(rv.calls, 1);
+    /* The oracle: the mark, then part by part, event by event. */
+    assert_true(rv.buf[0].e == PARTS_MARK);
+    uint32_t k = 1;
+    for (uint32_t p = 0; p < PARTS_N; p++)
+      for (uint32_t e = 0; e <= p % 5; e++, k++) {
+        if (k >= rv.n || rv.buf[k].e != p || rv.buf[k].chunk != e)
+          fail_msg("world %u: event %u is not (%u, %u)", i, k, p, e);
+      }
+    assert_int_equal(rv.n, k);
+    got[i] = rv.buf;
+    ngot[i] = rv.n;
+    fx_free(&f);
+  }
+  assert_int_equal(ngot[0], ngot[1]);
+  assert_memory_equal(got[0], got[1], ngot[0] * sizeof(hit_t));
+  free(got[0]);
+  free(got[1]);
+}
+
 /* Logs the events of a channel as letters: [abc]. */
 typedef struct evlog_t {
   weft_channel_t ch;
@@ -2702,6 +2826,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_commands_apply_at_phase_end),
       cmocka_unit_test(test_pipeline_pool_digest_matches_inline),
       cmocka_unit_test(test_pipeline_events_parallel_keep_order),
+      cmocka_unit_test(test_pipeline_task_parts_keep_order),
       cmocka_unit_test(test_pipeline_events_clear_after_post_fixed),
       cmocka_unit_test(test_pipeline_resource_writer_orders_readers),
       cmocka_unit_test(test_pipeline_changed_skips_unwritten_chunks),

@@ -385,6 +385,27 @@ int weft_world_run_phase(weft_world_t *world, weft_phase_t phase, double dt);
 int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event);
 
 /**
+ * A context for part @p part of a task's work, for a task that splits its
+ * work on the pool (weft_pool_parallel_for() with
+ * weft_sysctx_pool_worker()) and emits from the pieces. @p worker is the
+ * worker index the parallel-for body received. The events emitted through
+ * @p out sort after the task's own and after those of lower parts, in
+ * emission order within a part; a part must run on one thread at a time.
+ * Parts numbered by the work, not by the thread, therefore publish the
+ * same events in the same order on any number of threads. @p out->cmd is
+ * NULL: a part records no commands (the task records them through its own
+ * context). The thread running the part, while the task's callback runs;
+ * @p out is valid as long as @p task. Returns 0, WEFT_EINVAL (NULL
+ * argument, not a task's context, or a worker index the pipeline does not
+ * have) or WEFT_ELIMIT (@p part >= WEFT_SYSCTX_PARTS).
+ */
+int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
+                     weft_sysctx_t *out);
+
+/** Parts a task's work may have (weft_sysctx_part()). */
+#define WEFT_SYSCTX_PARTS 0xffffffu
+
+/**
  * The pool worker index of the thread running this callback, as
  * weft_pool_submit() and weft_pool_parallel_for() take it (with the
  * world's pool, weft_world_pool()): a callback may split its own work on
