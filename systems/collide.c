@@ -2,18 +2,23 @@
  * Collisions: a narrowphase for circles and axis-aligned boxes, and a
  * system that runs it over the pairs a spatial grid (grid.c) proposes.
  *
- * The system iterates the entities with Position and Collider chunk by
- * chunk; each entity looks at the 3x3 cells around its own and tests only
- * the items with a larger handle, so every pair is tested once, by the
- * chunk of its smaller handle, and the events a chunk emits follow its rows
- * and the grid's cell order. The events are therefore the same, in the same
- * order, on any number of threads.
+ * The system is a task over the grid's snapshot, walked in cell order in
+ * parts of a few grid rows spread over the pool. Each item with a solid
+ * collider tests the items after it in its own cell, those of the cell to
+ * its right and those of the three cells below, so every pair of items in
+ * neighbouring cells is tested exactly once. Walking the grid keeps the
+ * neighbourhoods in cache, where walking the entities in chunk order (as
+ * this system first did) missed on almost every lookup. Each part emits
+ * through its own part context (weft_sysctx_part()), so the events come
+ * out in part order and, within a part, in the order of the walk: the same
+ * on any number of threads.
  *
  * Completeness needs cell >= 2 * the largest circle radius or box half
  * extent: two overlapping shapes then have centres less than one cell
  * apart on each axis, so their (clamped) cells are neighbours.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include <weft.h>
@@ -21,14 +26,6 @@
 
 #include "grid_internal.h"
 #include "sys_internal.h"
-
-/* How many rows ahead the callback prefetches the grid rows an entity
- * will look up, and the first items of those rows: entities come in chunk
- * order, unrelated to space, so each lookup would otherwise miss. */
-#define COLLIDE_ROWS_AHEAD 16u
-#define COLLIDE_ITEMS_AHEAD 8u
-/* Rows whose cells the callback computes at a time (on the stack). */
-#define COLLIDE_BLOCK 256u
 
 /* What the system's callback needs; stored in a world resource, so the
  * world owns it and it lives as long as the system can run. */
@@ -163,76 +160,144 @@ static inline bool layers_match(const weft_collider_t *a,
   return (a->layer & b->mask) != 0 || (b->layer & a->mask) != 0;
 }
 
-/* Tests entity e (collider self at (x, y), in cell (cx, cy)) against the
- * grid items of the 3x3 cells around it with a larger handle, emitting
- * what collides. */
-static int collide_one(weft_sysctx_t *ctx, const collide_ctx_t *cc,
-                       weft_entity_t e, const weft_collider_t *self, float x,
-                       float y, int32_t cx, int32_t cy) {
-  /* Three rows of three cells, each one contiguous stretch (cell by cell,
-   * handle order within a cell): the events come out in the same order as
-   * a cell-by-cell walk. */
-  for (int32_t gy = cy - 1; gy <= cy + 1; gy++) {
-    uint32_t n = 0;
-    const weft_grid_item_t *items =
-        weft__grid_row(cc->grid, cx - 1, cx + 1, gy, &n);
-    for (uint32_t i = 0; i < n; i++) {
-      const weft_grid_item_t *o = &items[i];
-      if (o->e <= e || !layers_match(self, &o->collider))
-        continue;
-      weft_collision_t ev;
-      memset(&ev, 0, sizeof ev);
-      if (!weft_collide_test(self, x, y, &o->collider, o->x, o->y, &ev.nx,
-                             &ev.ny, &ev.depth))
-        continue;
-      ev.a = e;
-      ev.b = o->e;
-      int rc = weft_sysctx_emit(ctx, cc->channel, &ev);
-      if (rc)
-        return rc;
+/* One part of a run: a band of COLLIDE_PART_ROWS grid rows. */
+#define COLLIDE_PART_ROWS 8u
+
+/* A run in progress, shared by its parts (on the task's stack). */
+typedef struct collide_run_t {
+  const weft_sysctx_t *task;
+  const collide_ctx_t *cc;
+  _Atomic int rc; /* the first error a part met; later parts stop */
+} collide_run_t;
+
+/* Tests items a and b, emitting their collision if they collide: the
+ * smaller handle is always the event's a, and the narrowphase sees it
+ * first, so an event does not depend on which item found the pair. */
+static int collide_pair(weft_sysctx_t *ctx, const collide_ctx_t *cc,
+                        const weft_grid_item_t *a, const weft_grid_item_t *b) {
+  if (!layers_match(&a->collider, &b->collider))
+    return 0;
+  if (b->e < a->e) {
+    const weft_grid_item_t *t = a;
+    a = b;
+    b = t;
+  }
+  weft_collision_t ev;
+  memset(&ev, 0, sizeof ev);
+  if (!weft_collide_test(&a->collider, a->x, a->y, &b->collider, b->x, b->y,
+                         &ev.nx, &ev.ny, &ev.depth))
+    return 0;
+  ev.a = a->e;
+  ev.b = b->e;
+  return weft_sysctx_emit(ctx, cc->channel, &ev);
+}
+
+/* Tests item a against items [first, first + n). */
+static int collide_run(weft_sysctx_t *ctx, const collide_ctx_t *cc,
+                       const weft_grid_item_t *a, const weft_grid_item_t *first,
+                       uint32_t n) {
+  for (uint32_t j = 0; j < n; j++) {
+    int rc = collide_pair(ctx, cc, a, &first[j]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+/* The column of the cell of row `row` that holds item i: the cell of the
+ * item's position when that is where the builder put it (always, bar
+ * rounding in a caller's build), else found by walking the row. */
+static int32_t collide_cell_of(const weft_grid_t *g, const uint32_t *row,
+                               uint32_t i) {
+  int32_t cx, cy;
+  weft__grid_cell_xy(g, g->items[i].x, g->items[i].y, &cx, &cy);
+  if (row[cx] <= i && i < row[cx + 1])
+    return cx;
+  cx = 0;
+  while (row[cx + 1] <= i)
+    cx++;
+  return cx;
+}
+
+/*
+ * The items of grid rows [y0, y1), each against half of its neighbourhood:
+ * the items after it in its own cell and in the cell to its right (one
+ * stretch, cells being contiguous within a row), and the three cells
+ * below (another stretch). Every pair of items in neighbouring cells is
+ * then tested exactly once, with no handle comparison to decide which
+ * side tests it. The grid is cell-major, so consecutive items read nearly
+ * the same stretches; empty cells cost nothing, the walk going from item
+ * to item.
+ */
+static int collide_rows(weft_sysctx_t *ctx, const collide_ctx_t *cc, int32_t y0,
+                        int32_t y1) {
+  const weft_grid_t *g = cc->grid;
+  const int32_t nx = g->nx;
+  for (int32_t cy = y0; cy < y1; cy++) {
+    const uint32_t *row = g->starts + (size_t)cy * (uint32_t)nx;
+    for (uint32_t i = row[0], end = row[nx]; i < end;) {
+      int32_t cx = collide_cell_of(g, row, i);
+      uint32_t cell_end = row[cx + 1];
+      uint32_t right_end = cx + 2 <= nx ? row[cx + 2] : row[nx];
+      uint32_t nbelow = 0;
+      const weft_grid_item_t *below =
+          weft__grid_row(g, cx - 1, cx + 1, cy + 1, &nbelow);
+      for (; i < cell_end; i++) {
+        const weft_grid_item_t *a = &g->items[i];
+        if (!solid(&a->collider))
+          continue;
+        int rc = collide_run(ctx, cc, a, a + 1, right_end - i - 1);
+        if (!rc)
+          rc = collide_run(ctx, cc, a, below, nbelow);
+        if (rc)
+          return rc;
+      }
     }
   }
   return 0;
 }
 
-static int collide(weft_sysctx_t *ctx, const weft_iter_t *it) {
-  const collide_ctx_t *cc = ctx->user;
-  const weft_grid_t *grid = cc->grid;
-  void *pos[WEFT_MAX_FIELDS] = {0};
-  weft_iter_fields(it, 0, pos);
-  const float *px = pos[0], *py = pos[1];
-  const weft_collider_t *col = weft_iter_column(it, 1);
-  const uint32_t count = it->count;
-  /* The cells of a block of rows and of the rows the prefetches look
-   * ahead to, computed once in a loop of their own (branch-free, it
-   * vectorizes) rather than three times per entity. */
-  int32_t cxs[COLLIDE_BLOCK + COLLIDE_ROWS_AHEAD];
-  int32_t cys[COLLIDE_BLOCK + COLLIDE_ROWS_AHEAD];
-  for (uint32_t b0 = 0; b0 < count; b0 += COLLIDE_BLOCK) {
-    uint32_t nb = count - b0 < COLLIDE_BLOCK ? count - b0 : COLLIDE_BLOCK;
-    uint32_t nc = count - b0 < COLLIDE_BLOCK + COLLIDE_ROWS_AHEAD
-                      ? count - b0
-                      : COLLIDE_BLOCK + COLLIDE_ROWS_AHEAD;
-    for (uint32_t i = 0; i < nc; i++)
-      weft__grid_cell_xy(grid, px[b0 + i], py[b0 + i], &cxs[i], &cys[i]);
-    for (uint32_t i = 0; i < nb; i++) {
-      if (i + COLLIDE_ROWS_AHEAD < nc)
-        weft__grid_prefetch_rows_at(grid, cxs[i + COLLIDE_ROWS_AHEAD],
-                                    cys[i + COLLIDE_ROWS_AHEAD]);
-      if (i + COLLIDE_ITEMS_AHEAD < nc)
-        weft__grid_prefetch_items_at(grid, cxs[i + COLLIDE_ITEMS_AHEAD],
-                                     cys[i + COLLIDE_ITEMS_AHEAD]);
-      uint32_t r = b0 + i;
-      const weft_collider_t *self = &col[r];
-      if (!solid(self))
-        continue;
-      int rc = collide_one(ctx, cc, it->entities[r], self, px[r], py[r], cxs[i],
-                           cys[i]);
-      if (rc)
-        return rc;
+/* Parts [begin, end) of a run, on pool worker `worker`. */
+static void collide_parts(void *arg, uint32_t begin, uint32_t end,
+                          uint32_t worker) {
+  collide_run_t *run = arg;
+  const weft_grid_t *g = run->cc->grid;
+  for (uint32_t p = begin; p < end; p++) {
+    if (atomic_load_explicit(&run->rc, memory_order_relaxed))
+      return;
+    weft_sysctx_t part;
+    int rc = weft_sysctx_part(run->task, worker, p, &part);
+    if (!rc) {
+      uint32_t y0 = p * COLLIDE_PART_ROWS, y1 = y0 + COLLIDE_PART_ROWS;
+      if (y1 > (uint32_t)g->ny)
+        y1 = (uint32_t)g->ny;
+      rc = collide_rows(&part, run->cc, (int32_t)y0, (int32_t)y1);
+    }
+    if (rc) {
+      int none = 0;
+      atomic_compare_exchange_strong(&run->rc, &none, rc);
+      return;
     }
   }
-  return 0;
+}
+
+/*
+ * The task: the grid's rows in parts of COLLIDE_PART_ROWS, spread over the
+ * pool. Each part emits through its own part context, so the events come
+ * out in part order, hence in cell order, whichever worker ran which part.
+ */
+static int collide(weft_sysctx_t *ctx, const weft_iter_t *none) {
+  (void)none;
+  const collide_ctx_t *cc = ctx->user;
+  const weft_grid_t *g = cc->grid;
+  if (!g->items || g->count == 0 || g->ny <= 0)
+    return 0;
+  collide_run_t run = {.task = ctx, .cc = cc};
+  atomic_init(&run.rc, 0);
+  uint32_t parts =
+      ((uint32_t)g->ny + COLLIDE_PART_ROWS - 1) / COLLIDE_PART_ROWS;
+  weft__sys_split(ctx, parts, 1, collide_parts, &run);
+  return atomic_load_explicit(&run.rc, memory_order_relaxed);
 }
 
 int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
@@ -259,15 +324,9 @@ int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
   d.phase = phase;
   d.run = collide;
   d.user = weft_resource_get(world, res);
-  d.query.include[0] = std->position;
-  d.query.include[1] = std->collider;
-  d.query.exclude[0] = std->dead;
-  d.term_access[0] = WEFT_ACCESS_READ;
-  d.term_access[1] = WEFT_ACCESS_READ;
+  /* A task: everything it reads is the grid's snapshot. */
   d.res_read[0] = weft_grid_resource(grid);
   d.emit[0] = std->collisions;
-  /* Pairs cost far more than rows: smaller jobs spread the work. */
-  d.batch = 512;
   weft_system_t id = 0;
   rc = weft_system_register(world, &d, &id);
   if (!rc && out)

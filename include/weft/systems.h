@@ -249,17 +249,24 @@ uint32_t weft_grid_count(const weft_grid_t *grid);
 /* ---- collisions ---------------------------------------------------------- */
 
 /**
- * Registers "weft.collide": for every entity with Position and Collider,
- * looks up the 3x3 cells around it in @p grid, and for every pair (a, b)
- * with a < b whose layers match and whose shapes overlap (circle/circle,
- * circle/box, box/box) emits one weft_collision_t to std->collisions. Each
- * pair is reported once per tick, by the chunk of a. Runs after the grid's
- * builder (it reads the grid's resource). Entities with the Dead tag take
- * no part. A collider whose layer and mask are both 0 matches every other.
- * The pairs are complete when the grid's cell is at least twice the
- * largest circle radius or box half extent, and the grid holds every
- * collider (build it with `with` 0 or Collider). WEFT_EEXIST when
- * "weft.collide" is registered already.
+ * Registers "weft.collide", a task over @p grid's snapshot: for every pair
+ * of grid items (a, b) in neighbouring cells (3x3) whose layers match and
+ * whose shapes overlap (circle/circle, circle/box, box/box) it emits one
+ * weft_collision_t to std->collisions, a being the smaller handle and the
+ * normal pointing from a to b. Each pair is reported once per tick. Items
+ * whose collider is zero (no Collider, a disabled one, or the Dead tag)
+ * take no part, and neither do entities the grid does not hold, so build
+ * the grid with `with` 0 or Collider. A collider whose layer and mask are
+ * both 0 matches every other. The pairs are complete when the grid's cell
+ * is at least twice the largest circle radius or box half extent.
+ *
+ * The task runs after the grid's builder (it reads the grid's resource)
+ * and splits the grid's rows over the world's pool, emitting in cell order
+ * through part contexts (weft_sysctx_part()): the events, and their order,
+ * are the same on any number of threads. Positions are the ones the grid
+ * saw when it was built. Owner thread, not while a frame runs. Returns 0,
+ * WEFT_EINVAL, WEFT_EEXIST when "weft.collide" is registered already, or
+ * what weft_system_register() returns.
  */
 int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
                      weft_grid_t *grid, weft_phase_t phase, weft_system_t *out);
