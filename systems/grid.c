@@ -338,16 +338,35 @@ static void sort_by_handle(weft_grid_item_t *a, uint32_t n) {
   }
 }
 
+/* Splits the cells in g->nbands bands of nearly equal size. */
+static void set_bands(weft_grid_t *g, uint32_t nbands) {
+  g->nbands = nbands;
+  for (uint32_t b = 0; b <= nbands; b++)
+    g->band_lo[b] = (uint32_t)((uint64_t)g->ncells * b / nbands);
+  g->band_scale = (double)nbands / (double)g->ncells;
+}
+
 /* The cells of band b: [lo, hi). */
 static void band_cells(const weft_grid_t *g, uint32_t b, uint32_t *lo,
                        uint32_t *hi) {
-  *lo = (uint32_t)((uint64_t)g->ncells * b / g->nbands);
-  *hi = (uint32_t)((uint64_t)g->ncells * (b + 1) / g->nbands);
+  *lo = g->band_lo[b];
+  *hi = g->band_lo[b + 1];
 }
 
-/* The band of cell c: the last band whose first cell is at most c. */
+/* The band of cell c (< ncells): the last band whose first cell is at
+ * most c. Two passes over every item call this, so it guesses with a
+ * multiplication and corrects against the table (rarely needed, so the
+ * loops predict well) instead of dividing: a 64-bit division per item was
+ * most of the partition's time. */
 static inline uint32_t band_of(const weft_grid_t *g, uint32_t c) {
-  return (uint32_t)(((uint64_t)(c + 1) * g->nbands - 1) / g->ncells);
+  uint32_t b = (uint32_t)((double)c * g->band_scale);
+  if (b >= g->nbands)
+    b = g->nbands - 1;
+  while (c < g->band_lo[b])
+    b--;
+  while (c >= g->band_lo[b + 1])
+    b++;
+  return b;
 }
 
 /* Items [lo, hi) of range r of the partition (one range per band). */
@@ -493,7 +512,7 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   g->count = n;
   weft_pool_t *pool = weft_world_pool(ctx->world);
   uint32_t workers = pool ? weft_pool_workers(pool) : 1;
-  g->nbands = workers < 1 ? 1 : workers > GRID_BANDS ? GRID_BANDS : workers;
+  set_bands(g, workers < 1 ? 1 : workers > GRID_BANDS ? GRID_BANDS : workers);
   weft__sys_split(ctx, g->nchunks, GRID_GATHER_GRAIN, gather, g);
   if (g->nbands > 1) {
     partition(ctx, g);

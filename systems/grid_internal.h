@@ -43,6 +43,11 @@ struct weft_grid_t {
   uint32_t nchunks, chunks_cap;
   uint32_t band_total[GRID_BANDS], band_base[GRID_BANDS];
   uint32_t nbands;
+  /* Band b's cells are [band_lo[b], band_lo[b + 1]); band_scale (nbands /
+   * ncells) guesses an item's band without a division, the table then
+   * corrects the guess. */
+  uint32_t band_lo[GRID_BANDS + 1];
+  double band_scale;
   /* The items of each band, in item order: band b's are
    * byband[band_base[b] .. + band_total[b]), gathered by a parallel
    * partition (ranges of items, each with its own count per band), so
