@@ -28,7 +28,8 @@ struct weft_grid_t {
   float minx, miny;
   int32_t nx, ny;
   uint32_t ncells;
-  uint32_t *starts; /* ncells + 1 offsets into items */
+  uint32_t *starts; /* ncells + 1 offsets into items (during a rebuild:
+                       counts, then scatter cursors) */
   weft_grid_item_t *items;
   weft_grid_item_t *scratch; /* gathered items, before the sort */
   uint32_t *cells;           /* cell index of scratch[i] */
@@ -37,7 +38,6 @@ struct weft_grid_t {
    * band has at most half as many of those as items. */
   uint32_t *multi;
   uint32_t count, cap;
-  uint32_t *cursor; /* ncells: per-cell counts, then scatter cursors */
   /* The rebuild's chunks, gathered in parallel (see build()). */
   struct grid_chunk_t *chunks;
   uint32_t nchunks, chunks_cap;
