@@ -479,6 +479,59 @@ static void test_collide_big_chunks_match_brute_force(void **state) {
   scene_free(s);
 }
 
+/* An empty grid runs clean, a pair reports once with the smaller handle
+ * as a and the normal from a to b, and the grid empties again. */
+static void test_collide_empty_and_single_pair(void **state) {
+  (void)state;
+  weft_pool_t *pool = NULL;
+  weft_world_t *w = wt_world_pooled(2, 0, &pool);
+  weft_std_t st;
+  assert_int_equal(weft_std_register(w, &st), WEFT_OK);
+  weft_grid_config_t gc;
+  memset(&gc, 0, sizeof gc);
+  gc.cell = 4;
+  gc.max = (weft_vec2_t){400, 400};
+  weft_grid_t *g = NULL;
+  assert_int_equal(weft_grid_create(w, &gc, &g), WEFT_OK);
+  assert_int_equal(weft_sys_grid(w, &st, g, 0, 0, NULL), WEFT_OK);
+  assert_int_equal(weft_sys_collide(w, &st, g, 0, NULL), WEFT_OK);
+  uint32_t n = 99;
+  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
+                   WEFT_OK);
+  weft_event_read(w, st.collisions, &n);
+  assert_int_equal(n, 0);
+
+  /* Spawned right to left, so the left body gets the larger handle; they
+   * sit across a cell border and a part border (8 rows of 4 units). */
+  weft_entity_t e[2];
+  weft_collider_t c = circle(1);
+  for (int i = 0; i < 2; i++) {
+    weft_vec2_t p = {i ? 99.5f : 100.5f, i ? 31.5f : 32.5f};
+    const weft_component_t comps[3] = {st.position, st.collider, 0};
+    const void *vals[2] = {&p, &c};
+    e[i] = wt_spawn_with(w, comps, vals);
+  }
+  assert_true(e[0] < e[1]);
+  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
+                   WEFT_OK);
+  const weft_collision_t *ev = weft_event_read(w, st.collisions, &n);
+  assert_int_equal(n, 1);
+  assert_true(ev[0].a == e[0] && ev[0].b == e[1]);
+  /* From a (100.5, 32.5) to b (99.5, 31.5): down and to the left. */
+  assert_true(ev[0].nx < 0 && ev[0].ny < 0 && ev[0].depth > 0);
+
+  assert_int_equal(weft_despawn(w, e[0]), WEFT_OK);
+  assert_int_equal(weft_despawn(w, e[1]), WEFT_OK);
+  weft_event_clear(w, st.collisions);
+  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
+                   WEFT_OK);
+  weft_event_read(w, st.collisions, &n);
+  assert_int_equal(n, 0);
+  weft_grid_destroy(g);
+  weft_world_destroy(w);
+  weft_pool_destroy(pool);
+}
+
 static void test_collide_skips_dead_and_disabled(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
@@ -585,6 +638,7 @@ int main(void) {
       cmocka_unit_test(test_collide_symmetric),
       cmocka_unit_test(test_collide_matches_brute_force),
       cmocka_unit_test(test_collide_big_chunks_match_brute_force),
+      cmocka_unit_test(test_collide_empty_and_single_pair),
       cmocka_unit_test(test_collide_skips_dead_and_disabled),
       cmocka_unit_test(test_collide_pool_is_byte_identical),
   };
