@@ -47,11 +47,6 @@
  * an item will bump and, this many ahead, the slot that entry then names. */
 #define GRID_SCATTER_AHEAD 8u
 
-/* An item of a band: its index in scratch and its cell. */
-typedef struct grid_pick_t {
-  uint32_t item, cell;
-} grid_pick_t;
-
 /* One chunk of the rebuild: its arrays and where its items go. */
 typedef struct grid_chunk_t {
   const weft_entity_t *entities;
@@ -154,7 +149,7 @@ void weft_grid_destroy(weft_grid_t *g) {
   free(g->scratch);
   free(g->cells);
   free(g->multi);
-  free(g->byband);
+  free(g->at);
   free(g);
 }
 
@@ -216,13 +211,11 @@ static int reserve(weft_grid_t *g, uint32_t need) {
   weft_grid_item_t *scratch = grid_alloc((size_t)cap * sizeof *scratch, false);
   uint32_t *cells = grid_alloc((size_t)cap * sizeof *cells, false);
   uint32_t *multi = grid_alloc((size_t)cap * sizeof *multi, false);
-  grid_pick_t *byband = grid_alloc((size_t)cap * sizeof *byband, false);
-  if (!items || !scratch || !cells || !multi || !byband) {
+  if (!items || !scratch || !cells || !multi) {
     free(items);
     free(scratch);
     free(cells);
     free(multi);
-    free(byband);
     return WEFT_ENOMEM;
   }
   /* The rebuild that asked for room refills everything. */
@@ -230,12 +223,10 @@ static int reserve(weft_grid_t *g, uint32_t need) {
   free(g->scratch);
   free(g->cells);
   free(g->multi);
-  free(g->byband);
   g->items = items;
   g->scratch = scratch;
   g->cells = cells;
   g->multi = multi;
-  g->byband = byband;
   g->cap = cap;
   return 0;
 }
@@ -247,9 +238,13 @@ static int note_chunk(weft_grid_t *g, const weft_iter_t *it, bool moving,
   if (g->nchunks == g->chunks_cap) {
     uint32_t cap = g->chunks_cap ? g->chunks_cap * 2 : 64;
     grid_chunk_t *c = realloc(g->chunks, (size_t)cap * sizeof *c);
-    if (!c)
+    if (c)
+      g->chunks = c;
+    uint32_t *at = realloc(g->at, (size_t)cap * GRID_BANDS * sizeof *at);
+    if (at)
+      g->at = at;
+    if (!c || !at)
       return WEFT_ENOMEM;
-    g->chunks = c;
     g->chunks_cap = cap;
   }
   void *pos[WEFT_MAX_FIELDS] = {0}, *vel[WEFT_MAX_FIELDS] = {0};
@@ -267,17 +262,85 @@ static int note_chunk(weft_grid_t *g, const weft_iter_t *it, bool moving,
   return 0;
 }
 
-/* Gathers chunks [begin, end) into scratch and cells at their places. */
+/* Splits the cells in g->nbands bands of nearly equal size. */
+static void set_bands(weft_grid_t *g, uint32_t nbands) {
+  g->nbands = nbands;
+  for (uint32_t b = 0; b <= nbands; b++)
+    g->band_lo[b] = (uint32_t)((uint64_t)g->ncells * b / nbands);
+  g->band_scale = (double)nbands / (double)g->ncells;
+}
+
+/* The cells of band b: [lo, hi). */
+static void band_cells(const weft_grid_t *g, uint32_t b, uint32_t *lo,
+                       uint32_t *hi) {
+  *lo = g->band_lo[b];
+  *hi = g->band_lo[b + 1];
+}
+
+/* The band of cell c (< ncells): the last band whose first cell is at
+ * most c. Two passes over every item call this, so it guesses with a
+ * multiplication and corrects against the table (rarely needed, so the
+ * loops predict well) instead of dividing: a 64-bit division per item was
+ * most of the partition's time. */
+static inline uint32_t band_of(const weft_grid_t *g, uint32_t c) {
+  uint32_t b = (uint32_t)((double)c * g->band_scale);
+  if (b >= g->nbands)
+    b = g->nbands - 1;
+  while (c < g->band_lo[b])
+    b--;
+  while (c >= g->band_lo[b + 1])
+    b++;
+  return b;
+}
+
+/* The cell of a position, as an index into the cell table. */
+static inline uint32_t cell_index(const weft_grid_t *g, float x, float y) {
+  int32_t cx, cy;
+  weft__grid_cell_xy(g, x, y, &cx, &cy);
+  return (uint32_t)cy * (uint32_t)g->nx + (uint32_t)cx;
+}
+
+/* Counts, for chunks [begin, end), how many of their items fall in each
+ * band (into g->at, nbands words per chunk). */
+static void band_precount(void *arg, uint32_t begin, uint32_t end,
+                          uint32_t worker) {
+  (void)worker;
+  weft_grid_t *g = arg;
+  for (uint32_t k = begin; k < end; k++) {
+    const grid_chunk_t *c = &g->chunks[k];
+    /* Counted on the stack: g->at packs several chunks to a cache line,
+     * and chunks next to each other may be counted on different threads. */
+    uint32_t count[GRID_BANDS] = {0};
+    for (uint32_t r = 0; r < c->count; r++)
+      count[band_of(g, cell_index(g, c->px[r], c->py[r]))]++;
+    memcpy(g->at + (size_t)k * g->nbands, count, g->nbands * sizeof *count);
+  }
+}
+
+/*
+ * Gathers chunks [begin, end) into scratch and cells: with one band at
+ * the chunk's own place, else each item at the next place its chunk has
+ * in the item's band (g->at, from the prefix over the counts), so that
+ * each band's items lie together, in chunk and row order.
+ */
 static void gather(void *arg, uint32_t begin, uint32_t end, uint32_t worker) {
   (void)worker;
   weft_grid_t *g = arg;
-  const uint32_t nx = (uint32_t)g->nx;
+  const bool banded = g->nbands > 1;
   for (uint32_t k = begin; k < end; k++) {
     const grid_chunk_t *c = &g->chunks[k];
-    weft_grid_item_t *out = g->scratch + c->first;
-    uint32_t *cells = g->cells + c->first;
+    /* The chunk's cursors, copied: g->at packs several chunks to a cache
+     * line, and chunks next to each other may be gathered on different
+     * threads. */
+    uint32_t at[GRID_BANDS];
+    if (banded)
+      memcpy(at, g->at + (size_t)k * g->nbands, g->nbands * sizeof *at);
+    else
+      at[0] = c->first;
     for (uint32_t r = 0; r < c->count; r++) {
-      weft_grid_item_t *item = &out[r];
+      uint32_t cell = cell_index(g, c->px[r], c->py[r]);
+      uint32_t i = at[banded ? band_of(g, cell) : 0]++;
+      weft_grid_item_t *item = &g->scratch[i];
       memset(item, 0, sizeof *item);
       item->e = c->entities[r];
       item->x = c->px[r];
@@ -288,9 +351,7 @@ static void gather(void *arg, uint32_t begin, uint32_t end, uint32_t worker) {
       }
       if (c->col)
         item->collider = c->col[r];
-      int32_t cx, cy;
-      weft__grid_cell_xy(g, item->x, item->y, &cx, &cy);
-      cells[r] = (uint32_t)cy * nx + (uint32_t)cx;
+      g->cells[i] = cell;
     }
   }
 }
@@ -337,77 +398,9 @@ static void sort_by_handle(weft_grid_item_t *a, uint32_t n) {
   }
 }
 
-/* Splits the cells in g->nbands bands of nearly equal size. */
-static void set_bands(weft_grid_t *g, uint32_t nbands) {
-  g->nbands = nbands;
-  for (uint32_t b = 0; b <= nbands; b++)
-    g->band_lo[b] = (uint32_t)((uint64_t)g->ncells * b / nbands);
-  g->band_scale = (double)nbands / (double)g->ncells;
-}
-
-/* The cells of band b: [lo, hi). */
-static void band_cells(const weft_grid_t *g, uint32_t b, uint32_t *lo,
-                       uint32_t *hi) {
-  *lo = g->band_lo[b];
-  *hi = g->band_lo[b + 1];
-}
-
-/* The band of cell c (< ncells): the last band whose first cell is at
- * most c. Two passes over every item call this, so it guesses with a
- * multiplication and corrects against the table (rarely needed, so the
- * loops predict well) instead of dividing: a 64-bit division per item was
- * most of the partition's time. */
-static inline uint32_t band_of(const weft_grid_t *g, uint32_t c) {
-  uint32_t b = (uint32_t)((double)c * g->band_scale);
-  if (b >= g->nbands)
-    b = g->nbands - 1;
-  while (c < g->band_lo[b])
-    b--;
-  while (c >= g->band_lo[b + 1])
-    b++;
-  return b;
-}
-
-/* Items [lo, hi) of range r of the partition (one range per band). */
-static void range_items(const weft_grid_t *g, uint32_t r, uint32_t *lo,
-                        uint32_t *hi) {
-  *lo = (uint32_t)((uint64_t)g->count * r / g->nbands);
-  *hi = (uint32_t)((uint64_t)g->count * (r + 1) / g->nbands);
-}
-
-/* Partition, pass 1, per range of items: how many go to each band. */
-static void range_count(void *arg, uint32_t begin, uint32_t end,
-                        uint32_t worker) {
-  (void)worker;
-  weft_grid_t *g = arg;
-  for (uint32_t r = begin; r < end; r++) {
-    uint32_t *n = g->range_next[r], lo, hi;
-    memset(n, 0, sizeof g->range_next[r]);
-    range_items(g, r, &lo, &hi);
-    for (uint32_t i = lo; i < hi; i++)
-      n[band_of(g, g->cells[i])]++;
-  }
-}
-
-/* Partition, pass 2, per range: its items to their bands' stretches, at
- * the places the prefix fixed (range_next), so each band lists its items
- * in item order whatever the number of threads. */
-static void range_scatter(void *arg, uint32_t begin, uint32_t end,
-                          uint32_t worker) {
-  (void)worker;
-  weft_grid_t *g = arg;
-  for (uint32_t r = begin; r < end; r++) {
-    uint32_t *next = g->range_next[r], lo, hi;
-    range_items(g, r, &lo, &hi);
-    for (uint32_t i = lo; i < hi; i++) {
-      uint32_t c = g->cells[i];
-      g->byband[next[band_of(g, c)]++] = (grid_pick_t){i, c};
-    }
-  }
-}
-
 /* Counting, per band: the items of each of its cells, into the cells'
- * entries of starts (band_scatter turns them into offsets). */
+ * entries of starts (band_scatter turns them into offsets). A band's
+ * items lie together in scratch and cells (see gather()). */
 static void band_count(void *arg, uint32_t begin, uint32_t end,
                        uint32_t worker) {
   (void)worker;
@@ -417,48 +410,30 @@ static void band_count(void *arg, uint32_t begin, uint32_t end,
     uint32_t lo, hi;
     band_cells(g, b, &lo, &hi);
     memset(count + lo, 0, (size_t)(hi - lo) * sizeof *count);
-    if (g->nbands == 1) { /* one band: every item, unpartitioned */
-      for (uint32_t i = 0, n = g->count; i < n; i++) {
-        if (i + 2 * GRID_SCATTER_AHEAD < n)
-          __builtin_prefetch(count + g->cells[i + 2 * GRID_SCATTER_AHEAD], 1);
-        count[g->cells[i]]++;
-      }
-      continue;
-    }
-    const grid_pick_t *p = g->byband + g->band_base[b];
-    for (uint32_t j = 0, n = g->band_total[b]; j < n; j++) {
-      if (j + 2 * GRID_SCATTER_AHEAD < n)
-        __builtin_prefetch(count + p[j + 2 * GRID_SCATTER_AHEAD].cell, 1);
-      count[p[j].cell]++;
+    const uint32_t *cells = g->cells + g->band_base[b];
+    for (uint32_t i = 0, n = g->band_total[b]; i < n; i++) {
+      if (i + 2 * GRID_SCATTER_AHEAD < n)
+        __builtin_prefetch(count + cells[i + 2 * GRID_SCATTER_AHEAD], 1);
+      count[cells[i]]++;
     }
   }
 }
 
-/* Places the n items of cells[] (item k of cell cells[k], all items) or
- * of picks[] (a band's), from the last, each at its cell's last free slot.
- * Items come in chunk order, so the entries they bump and the slots those
- * then name are hit at random: both are prefetched. */
-static void place_all(weft_grid_t *g, const uint32_t *cells) {
+/* Places the n items from index first of scratch and cells, from the
+ * last, each at its cell's last free slot. Items come in chunk order, so
+ * the entries they bump and the slots those then name are hit at random:
+ * both are prefetched. */
+static void place(weft_grid_t *g, uint32_t first, uint32_t n) {
   uint32_t *starts = g->starts;
-  for (uint32_t k = g->count; k-- > 0;) {
+  const uint32_t *cells = g->cells + first;
+  const weft_grid_item_t *from = g->scratch + first;
+  for (uint32_t k = n; k-- > 0;) {
     if (k >= 2 * GRID_SCATTER_AHEAD)
       __builtin_prefetch(starts + cells[k - 2 * GRID_SCATTER_AHEAD], 1);
     if (k >= GRID_SCATTER_AHEAD)
       __builtin_prefetch(g->items + starts[cells[k - GRID_SCATTER_AHEAD]] - 1,
                          1);
-    g->items[--starts[cells[k]]] = g->scratch[k];
-  }
-}
-
-static void place_picks(weft_grid_t *g, const grid_pick_t *picks, uint32_t n) {
-  uint32_t *starts = g->starts;
-  for (uint32_t k = n; k-- > 0;) {
-    if (k >= 2 * GRID_SCATTER_AHEAD)
-      __builtin_prefetch(starts + picks[k - 2 * GRID_SCATTER_AHEAD].cell, 1);
-    if (k >= GRID_SCATTER_AHEAD)
-      __builtin_prefetch(
-          g->items + starts[picks[k - GRID_SCATTER_AHEAD].cell] - 1, 1);
-    g->items[--starts[picks[k].cell]] = g->scratch[picks[k].item];
+    g->items[--starts[cells[k]]] = from[k];
   }
 }
 
@@ -493,39 +468,38 @@ static void band_scatter(void *arg, uint32_t begin, uint32_t end,
       at += k;
       starts[c] = at;
     }
-    if (g->nbands == 1)
-      place_all(g, g->cells);
-    else
-      place_picks(g, g->byband + g->band_base[b], g->band_total[b]);
+    place(g, g->band_base[b], g->band_total[b]);
     for (uint32_t j = 0; j < nmulti; j += 2)
       sort_by_handle(g->items + multi[j], multi[j + 1]);
   }
 }
 
-/* Lists each band's items (byband), in item order: count per range of
- * items and band, place each band's stretch and, within it, each range's
- * part, then let every range write its items there. */
-static void partition(weft_sysctx_t *ctx, weft_grid_t *g) {
-  weft__sys_split(ctx, g->nbands, 1, range_count, g);
-  for (uint32_t b = 0, at = 0; b < g->nbands; b++) {
+/* Places each band's stretch of items, and within it each chunk's part:
+ * a prefix over the counts of band_precount(), band by band, chunk by
+ * chunk, so the places depend on the data alone. */
+static void band_places(weft_grid_t *g) {
+  uint32_t at = 0;
+  for (uint32_t b = 0; b < g->nbands; b++) {
     g->band_base[b] = at;
-    for (uint32_t r = 0; r < g->nbands; r++) {
-      uint32_t k = g->range_next[r][b];
-      g->range_next[r][b] = at;
-      at += k;
+    for (uint32_t k = 0; k < g->nchunks; k++) {
+      uint32_t *slot = &g->at[(size_t)k * g->nbands + b];
+      uint32_t n = *slot;
+      *slot = at;
+      at += n;
     }
     g->band_total[b] = at - g->band_base[b];
   }
-  weft__sys_split(ctx, g->nbands, 1, range_scatter, g);
 }
 
 /*
  * The rebuild: note every chunk and its place (one pass over the chunk
- * lists), gather the chunks in parallel, partition the items by band of
- * cells (ranges of items in parallel), then a counting sort by cell per
- * band, each band a job that reads its own items only, so no pass costs
- * every thread all the items. Every step writes places fixed by the data,
- * so the grid is the same on any number of threads.
+ * lists); with more than one band, count each chunk's items per band of
+ * cells (chunks in parallel) and place each band's stretch and each
+ * chunk's part of it (a prefix); gather the chunks in parallel, each item
+ * into its band's stretch; then a counting sort by cell per band, each
+ * band a job that reads its own stretch only, so no pass costs every
+ * thread all the items. Every step writes places fixed by the data, so the
+ * grid is the same on any number of threads.
  */
 static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   (void)chunk;
@@ -551,13 +525,14 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   weft_pool_t *pool = weft_world_pool(ctx->world);
   uint32_t workers = pool ? weft_pool_workers(pool) : 1;
   set_bands(g, workers < 1 ? 1 : workers > GRID_BANDS ? GRID_BANDS : workers);
-  weft__sys_split(ctx, g->nchunks, GRID_GATHER_GRAIN, gather, g);
   if (g->nbands > 1) {
-    partition(ctx, g);
-  } else { /* one band: every item, unpartitioned */
+    weft__sys_split(ctx, g->nchunks, GRID_GATHER_GRAIN, band_precount, g);
+    band_places(g);
+  } else { /* one band: every item, in chunk order */
     g->band_base[0] = 0;
     g->band_total[0] = n;
   }
+  weft__sys_split(ctx, g->nchunks, GRID_GATHER_GRAIN, gather, g);
   weft__sys_split(ctx, g->nbands, 1, band_count, g);
   weft__sys_split(ctx, g->nbands, 1, band_scatter, g);
   g->starts[g->ncells] = n;

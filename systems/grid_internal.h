@@ -18,7 +18,6 @@
 #define GRID_BANDS 16u
 
 struct grid_chunk_t;
-struct grid_pick_t;
 
 struct weft_grid_t {
   weft_world_t *world;
@@ -48,12 +47,9 @@ struct weft_grid_t {
    * corrects the guess. */
   uint32_t band_lo[GRID_BANDS + 1];
   double band_scale;
-  /* The items of each band, in item order: band b's are
-   * byband[band_base[b] .. + band_total[b]), gathered by a parallel
-   * partition (ranges of items, each with its own count per band), so
-   * that a band's passes touch its own items only. */
-  struct grid_pick_t *byband;
-  uint32_t range_next[GRID_BANDS][GRID_BANDS]; /* [range][band] */
+  /* Per chunk, nbands words: its items in each band (band_precount),
+   * then where the gather puts its next item of that band. */
+  uint32_t *at;
   /* Set by weft_sys_grid(). */
   weft_query_t *still;  /* Position, no (enabled) Velocity */
   weft_query_t *moving; /* Position and Velocity */
