@@ -43,6 +43,9 @@
 /* Chunks per gather job. */
 #define GRID_GATHER_GRAIN 16u
 
+/* Bands of cells per worker on a pool (at most GRID_BANDS in all). */
+#define GRID_BANDS_PER_WORKER 4u
+
 /* The counting sort prefetches, 2 * this many items ahead, the cell entry
  * an item will bump and, this many ahead, the slot that entry then names. */
 #define GRID_SCATTER_AHEAD 8u
@@ -524,7 +527,12 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   g->count = n;
   weft_pool_t *pool = weft_world_pool(ctx->world);
   uint32_t workers = pool ? weft_pool_workers(pool) : 1;
-  set_bands(g, workers < 1 ? 1 : workers > GRID_BANDS ? GRID_BANDS : workers);
+  /* One band alone needs no per-band counts; on a pool, several bands per
+   * worker, so that a worker that finishes its band early takes another
+   * (bands differ in items), and each band's slice of the cell table is
+   * smaller and more of it stays in cache. */
+  uint32_t want = workers > 1 ? workers * GRID_BANDS_PER_WORKER : 1;
+  set_bands(g, want > GRID_BANDS ? GRID_BANDS : want);
   if (g->nbands > 1) {
     weft__sys_split(ctx, g->nchunks, GRID_GATHER_GRAIN, band_precount, g);
     band_places(g);

@@ -12,10 +12,10 @@
 #include <weft.h>
 #include <weft/systems.h>
 
-/* Most bands of cells the scatter is split into; each band is one job and
- * reads every item's cell, so there are as many as the pool has workers.
- * The output does not depend on the number. */
-#define GRID_BANDS 16u
+/* Most bands of cells a rebuild is split into (GRID_BANDS_PER_WORKER per
+ * worker, grid.c); each band's sort is one job that reads only its own
+ * items. The output does not depend on the number. */
+#define GRID_BANDS 64u
 
 struct grid_chunk_t;
 
