@@ -479,27 +479,43 @@ static void test_collide_big_chunks_match_brute_force(void **state) {
   scene_free(s);
 }
 
+/* Clears the collisions channel, runs one fixed phase and returns the
+ * number of collisions it published. */
+static uint32_t tick_events(weft_world_t *w, const weft_std_t *st) {
+  weft_event_clear(w, st->collisions);
+  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
+                   WEFT_OK);
+  uint32_t n = 0;
+  weft_event_read(w, st->collisions, &n);
+  return n;
+}
+
+/* A world (on a pool of @p workers; 0: none) with the standard components
+ * and a grid of 4-unit cells over [0, side)^2 with its builder. */
+static weft_world_t *grid_world(uint32_t workers, float side,
+                                weft_pool_t **pool, weft_std_t *st,
+                                weft_grid_t **g) {
+  weft_world_t *w = wt_world_pooled(workers, 0, pool);
+  assert_int_equal(weft_std_register(w, st), WEFT_OK);
+  weft_grid_config_t gc;
+  memset(&gc, 0, sizeof gc);
+  gc.cell = 4;
+  gc.max = (weft_vec2_t){side, side};
+  assert_int_equal(weft_grid_create(w, &gc, g), WEFT_OK);
+  assert_int_equal(weft_sys_grid(w, st, *g, 0, 0, NULL), WEFT_OK);
+  return w;
+}
+
 /* An empty grid runs clean, a pair reports once with the smaller handle
  * as a and the normal from a to b, and the grid empties again. */
 static void test_collide_empty_and_single_pair(void **state) {
   (void)state;
   weft_pool_t *pool = NULL;
-  weft_world_t *w = wt_world_pooled(2, 0, &pool);
   weft_std_t st;
-  assert_int_equal(weft_std_register(w, &st), WEFT_OK);
-  weft_grid_config_t gc;
-  memset(&gc, 0, sizeof gc);
-  gc.cell = 4;
-  gc.max = (weft_vec2_t){400, 400};
   weft_grid_t *g = NULL;
-  assert_int_equal(weft_grid_create(w, &gc, &g), WEFT_OK);
-  assert_int_equal(weft_sys_grid(w, &st, g, 0, 0, NULL), WEFT_OK);
+  weft_world_t *w = grid_world(2, 400, &pool, &st, &g);
   assert_int_equal(weft_sys_collide(w, &st, g, 0, NULL), WEFT_OK);
-  uint32_t n = 99;
-  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
-                   WEFT_OK);
-  weft_event_read(w, st.collisions, &n);
-  assert_int_equal(n, 0);
+  assert_int_equal(tick_events(w, &st), 0);
 
   /* Spawned right to left, so the left body gets the larger handle; they
    * sit across a cell border and a part border (8 rows of 4 units). */
@@ -512,21 +528,16 @@ static void test_collide_empty_and_single_pair(void **state) {
     e[i] = wt_spawn_with(w, comps, vals);
   }
   assert_true(e[0] < e[1]);
-  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
-                   WEFT_OK);
+  assert_int_equal(tick_events(w, &st), 1);
+  uint32_t n = 0;
   const weft_collision_t *ev = weft_event_read(w, st.collisions, &n);
-  assert_int_equal(n, 1);
   assert_true(ev[0].a == e[0] && ev[0].b == e[1]);
   /* From a (100.5, 32.5) to b (99.5, 31.5): down and to the left. */
   assert_true(ev[0].nx < 0 && ev[0].ny < 0 && ev[0].depth > 0);
 
   assert_int_equal(weft_despawn(w, e[0]), WEFT_OK);
   assert_int_equal(weft_despawn(w, e[1]), WEFT_OK);
-  weft_event_clear(w, st.collisions);
-  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
-                   WEFT_OK);
-  weft_event_read(w, st.collisions, &n);
-  assert_int_equal(n, 0);
+  assert_int_equal(tick_events(w, &st), 0);
   weft_grid_destroy(g);
   weft_world_destroy(w);
   weft_pool_destroy(pool);
@@ -534,16 +545,10 @@ static void test_collide_empty_and_single_pair(void **state) {
 
 static void test_collide_skips_dead_and_disabled(void **state) {
   (void)state;
-  weft_world_t *w = wt_world_new(NULL);
+  weft_pool_t *pool = NULL;
   weft_std_t st;
-  assert_int_equal(weft_std_register(w, &st), WEFT_OK);
-  weft_grid_config_t gc;
-  memset(&gc, 0, sizeof gc);
-  gc.cell = 4;
-  gc.max = (weft_vec2_t){40, 40};
   weft_grid_t *g = NULL;
-  assert_int_equal(weft_grid_create(w, &gc, &g), WEFT_OK);
-  assert_int_equal(weft_sys_grid(w, &st, g, 0, 0, NULL), WEFT_OK);
+  weft_world_t *w = grid_world(0, 40, &pool, &st, &g);
   weft_system_t cs = 0;
   assert_int_equal(weft_sys_collide(w, &st, g, 0, &cs), WEFT_OK);
   assert_int_equal(weft_sys_collide(w, &st, g, 0, NULL), WEFT_EEXIST);
@@ -558,21 +563,15 @@ static void test_collide_skips_dead_and_disabled(void **state) {
     const void *vals[2] = {&p, &c};
     e[i] = wt_spawn_with(w, comps, vals);
   }
-  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
-                   WEFT_OK);
-  uint32_t n = 0;
-  weft_event_read(w, st.collisions, &n);
-  assert_int_equal(n, 6);
+  assert_int_equal(tick_events(w, &st), 6);
 
   /* e[0] dead (the smaller handle of its pairs), e[3] disabled (the
    * larger): only (e[1], e[2]) is left. */
   assert_int_equal(weft_add(w, e[0], st.dead, NULL), WEFT_OK);
   assert_int_equal(weft_disable(w, e[3], st.collider), WEFT_OK);
-  weft_event_clear(w, st.collisions);
-  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
-                   WEFT_OK);
+  assert_int_equal(tick_events(w, &st), 1);
+  uint32_t n = 0;
   const weft_collision_t *ev = weft_event_read(w, st.collisions, &n);
-  assert_int_equal(n, 1);
   assert_true(ev[0].a == e[1] && ev[0].b == e[2]);
   assert_float_near(ev[0].nx, 1);
   assert_float_near(ev[0].ny, 0);
@@ -586,18 +585,10 @@ static void test_collide_skips_dead_and_disabled(void **state) {
   c2.mask = 2;
   assert_int_equal(weft_set(w, e[1], st.collider, &c1), WEFT_OK);
   assert_int_equal(weft_set(w, e[2], st.collider, &c2), WEFT_OK);
-  weft_event_clear(w, st.collisions);
-  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
-                   WEFT_OK);
-  weft_event_read(w, st.collisions, &n);
-  assert_int_equal(n, 0);
+  assert_int_equal(tick_events(w, &st), 0);
   c2.mask = 1; /* now e[2] accepts layer 1 */
   assert_int_equal(weft_set(w, e[2], st.collider, &c2), WEFT_OK);
-  weft_event_clear(w, st.collisions);
-  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.1),
-                   WEFT_OK);
-  weft_event_read(w, st.collisions, &n);
-  assert_int_equal(n, 1);
+  assert_int_equal(tick_events(w, &st), 1);
 
   weft_grid_destroy(g);
   weft_world_destroy(w);
