@@ -452,6 +452,38 @@ static void test_grid_items_sorted_in_their_cells(void **state) {
   gfx_free(&f);
 }
 
+/* A grid of three cells on a pool of 8 workers: more bands (32) than
+ * cells, so most bands are empty and every item lands in the last band
+ * that starts at or before its cell. The grid must equal, byte for byte,
+ * the one built without a pool from the same entities. */
+static void test_grid_more_bands_than_cells(void **state) {
+  (void)state;
+  weft_grid_config_t c = area();
+  c.max = (weft_vec2_t){MINX + 3 * CELL, MINY + CELL};
+  gfx_t f[2] = {gfx_new_on(&c, false, 0), gfx_new_on(&c, false, 8)};
+  for (int k = 0; k < 2; k++) {
+    wt_rng_t r = wt_rng(0x3ce11);
+    for (uint32_t i = 0; i < 500; i++)
+      spawn_random(&f[k], &r);
+    rebuild(&f[k]);
+  }
+  int32_t nx = 0, ny = 0;
+  weft_grid_dims(f[1].grid, &nx, &ny);
+  assert_true(nx == 3 && ny == 1);
+  assert_int_equal(weft_grid_count(f[1].grid), 500);
+  assert_int_equal(weft_grid_count(f[0].grid), 500);
+  for (int32_t cx = 0; cx < nx; cx++) {
+    uint32_t n0 = 0, n1 = 0;
+    const weft_grid_item_t *a = weft_grid_cell(f[0].grid, cx, 0, &n0);
+    const weft_grid_item_t *b = weft_grid_cell(f[1].grid, cx, 0, &n1);
+    assert_int_equal(n0, n1);
+    assert_true(n0 > 1); /* clamped strays share the three cells */
+    assert_memory_equal(a, b, n0 * sizeof *a);
+  }
+  gfx_free(&f[1]);
+  gfx_free(&f[0]);
+}
+
 /* On a pool the rebuild partitions the items into bands of cells (one per
  * worker, uneven with three) and sorts each band in a job of its own: the
  * grid must be the model's all the same, rebuild after rebuild. */
@@ -731,6 +763,7 @@ int main(void) {
       cmocka_unit_test(test_grid_geometry_and_clamping),
       cmocka_unit_test(test_grid_items_sorted_in_their_cells),
       cmocka_unit_test(test_grid_bands_on_a_pool),
+      cmocka_unit_test(test_grid_more_bands_than_cells),
       cmocka_unit_test(test_grid_rebuild_follows_changes),
       cmocka_unit_test(test_grid_one_cell_in_handle_order),
       cmocka_unit_test(test_grid_with_filters_entities),
