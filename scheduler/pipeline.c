@@ -525,7 +525,8 @@ static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
     if (y->dispatched)
       y->stats.jobs += atomic_load_explicit(&y->job_next, memory_order_relaxed);
     y->dispatched = false;
-    y->stats.entities += y->rows;
+    y->stats.entities += y->rows + atomic_exchange_explicit(
+                                       &y->counted, 0, memory_order_relaxed);
     y->stats.chunks += y->query ? y->nvisits : 1;
     y->stats.wall_ns += t1 > t0 ? t1 - t0 : 0;
     y->stats.worker_ns +=
@@ -793,6 +794,14 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
   out->chunk = part + 1;
   out->key_ = WEFT_CMD_KEY(y->order, part + 1, 0);
   return 0;
+}
+
+void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {
+  const weft__sched_t *s = ctx ? ctx->sched_ : NULL;
+  if (!s || !ctx->system || ctx->system > s->nsys || !s->sys[ctx->system - 1])
+    return;
+  atomic_fetch_add_explicit(&s->sys[ctx->system - 1]->counted, rows,
+                            memory_order_relaxed);
 }
 
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {

@@ -97,6 +97,7 @@ typedef struct weft__sys_t {
   bool dispatched;           /* this run went to the pool */
   _Atomic uint32_t job_next; /* next free job record (splits) */
   uint64_t rows;             /* rows this run visits */
+  _Atomic uint64_t counted;  /* rows a task counted (weft_sysctx_count) */
   _Atomic uint32_t preds_left;
   _Atomic uint32_t jobs_left;
   /* The failure with the lowest chunk sequence: (seq + 1) << 32 | -code;

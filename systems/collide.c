@@ -272,6 +272,10 @@ static void collide_parts(void *arg, uint32_t begin, uint32_t end,
       if (y1 > (uint32_t)g->ny)
         y1 = (uint32_t)g->ny;
       rc = collide_rows(&part, run->cc, (int32_t)y0, (int32_t)y1);
+      /* The part's items count as the entities the system processed. */
+      const uint32_t *starts = g->starts + (size_t)y0 * (uint32_t)g->nx;
+      weft_sysctx_count(&part, starts[(size_t)(y1 - y0) * (uint32_t)g->nx] -
+                                   starts[0]);
     }
     if (rc) {
       int none = 0;

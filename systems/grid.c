@@ -544,6 +544,7 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   weft__sys_split(ctx, g->nbands, 1, band_count, g);
   weft__sys_split(ctx, g->nbands, 1, band_scatter, g);
   g->starts[g->ncells] = n;
+  weft_sysctx_count(ctx, n); /* the entities the system processed */
   return 0;
 }
 

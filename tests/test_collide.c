@@ -514,7 +514,8 @@ static void test_collide_empty_and_single_pair(void **state) {
   weft_std_t st;
   weft_grid_t *g = NULL;
   weft_world_t *w = grid_world(2, 400, &pool, &st, &g);
-  assert_int_equal(weft_sys_collide(w, &st, g, 0, NULL), WEFT_OK);
+  weft_system_t cs = 0;
+  assert_int_equal(weft_sys_collide(w, &st, g, 0, &cs), WEFT_OK);
   assert_int_equal(tick_events(w, &st), 0);
 
   /* Spawned right to left, so the left body gets the larger handle; they
@@ -538,6 +539,10 @@ static void test_collide_empty_and_single_pair(void **state) {
   assert_int_equal(weft_despawn(w, e[0]), WEFT_OK);
   assert_int_equal(weft_despawn(w, e[1]), WEFT_OK);
   assert_int_equal(tick_events(w, &st), 0);
+  /* Three runs walked 0, 2 and 0 items. */
+  weft_system_stats_t ss;
+  assert_int_equal(weft_system_stats(w, cs, &ss), WEFT_OK);
+  assert_true(ss.runs == 3 && ss.entities == 2);
   weft_grid_destroy(g);
   weft_world_destroy(w);
   weft_pool_destroy(pool);

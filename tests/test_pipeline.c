@@ -1325,6 +1325,7 @@ static void parts_body(void *arg, uint32_t begin, uint32_t end,
       if (weft_sysctx_emit(&pc, pt->ch, &h) != WEFT_OK)
         atomic_fetch_add(&pt->bad, 1u);
     }
+    weft_sysctx_count(&pc, p % 5 + 1); /* the events count as its rows */
   }
 }
 
@@ -1342,6 +1343,8 @@ static int parts_task(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
     parts_body(pt, 0, PARTS_N, WEFT_WORKER_EXTERNAL);
   hit_t mark = {PARTS_MARK, 0, 0};
   int rc = weft_sysctx_emit(ctx, pt->ch, &mark);
+  weft_sysctx_count(ctx, 1);
+  weft_sysctx_count(NULL, 1000); /* ignored */
   weft_sysctx_t pc;
   pt->rc_worker = weft_sysctx_part(ctx, 1000, 0, &pc);
   pt->rc_limit =
@@ -1361,7 +1364,8 @@ static int parts_not_task(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
 
 /* Events emitted from the parts of a task publish in part order, then
  * emission order, after the task's own, whatever the number of workers
- * and the order the parts finish in; bad part requests are refused. */
+ * and the order the parts finish in; bad part requests are refused; rows
+ * the task and its parts count add up in the system's stats. */
 static void test_pipeline_task_parts_keep_order(void **state) {
   (void)state;
   const uint32_t cap = PARTS_N * 5 + 16;
@@ -1382,7 +1386,7 @@ static void test_pipeline_task_parts_keep_order(void **state) {
     weft_system_desc_t d =
         sys_desc("parts", WEFT_PHASE_FIXED_UPDATE, parts_task, &pt);
     d.emit[0] = pt.ch;
-    sys_add(f.w, &d);
+    weft_system_t task = sys_add(f.w, &d);
     d = sys_desc("parts.query", WEFT_PHASE_FIXED_UPDATE, parts_not_task, &pt);
     d.query.include[0] = f.pos;
     d.term_access[0] = WEFT_ACCESS_READ;
@@ -1407,6 +1411,9 @@ static void test_pipeline_task_parts_keep_order(void **state) {
           fail_msg("world %u: event %u is not (%u, %u)", i, k, p, e);
       }
     assert_int_equal(rv.n, k);
+    /* Rows counted by the task and its parts, from any worker: one per
+     * event. */
+    assert_int_equal(sstats(f.w, task).entities, k);
     got[i] = rv.buf;
     ngot[i] = rv.n;
     fx_free(&f);

@@ -402,6 +402,16 @@ int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event);
 int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
                      weft_sysctx_t *out);
 
+/**
+ * Counts @p rows toward the running system's entity count
+ * (weft_system_stats().entities, which otherwise counts the rows handed to
+ * the callback): for a task that processes entities it finds itself, such
+ * as the items of a grid. Any thread running the system's callback or one
+ * of its parts (weft_sysctx_part()); a context of no running system is
+ * ignored.
+ */
+void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows);
+
 /** Parts a task's work may have (weft_sysctx_part()). */
 #define WEFT_SYSCTX_PARTS 0xffffffu
 
