@@ -281,10 +281,11 @@ static void band_cells(const weft_grid_t *g, uint32_t b, uint32_t *lo,
 }
 
 /* The band of cell c (< ncells): the last band whose first cell is at
- * most c. Two passes over every item call this, so it guesses with a
- * multiplication and corrects against the table (rarely needed, so the
- * loops predict well) instead of dividing: a 64-bit division per item was
- * most of the partition's time. */
+ * most c. The per-band count and the gather call this for every item, so
+ * it guesses with a multiplication and corrects against the table (rarely
+ * needed, so the loops predict well) instead of dividing: a 64-bit
+ * division per item was most of the time of the partition pass this
+ * rebuild had before. */
 static inline uint32_t band_of(const weft_grid_t *g, uint32_t c) {
   uint32_t b = (uint32_t)((double)c * g->band_scale);
   if (b >= g->nbands)
