@@ -23,6 +23,18 @@ static inline bool resolve(const weft_world_t *w, weft_entity_t e,
   return false;
 }
 
+/* resolve() for the readers by handle: only the chunk table entry and the
+ * row, so the chunk header's line stays off the chain of dependent loads
+ * between the record and the row. */
+static inline bool resolve_slot(const weft_world_t *w, weft_entity_t e,
+                                const weft__chunk_slot_t **slot,
+                                uint32_t *row) {
+  if (WEFT__LIKELY(weft__index_find(&w->index, w->chunks.table, e, slot, row)))
+    return true;
+  weft__count_stale(w);
+  return false;
+}
+
 static inline bool comp_known(const weft_world_t *w, weft_component_t c) {
   return c >= 1 && c <= w->registry.count;
 }
@@ -478,17 +490,10 @@ int weft_try_get(const weft_world_t *w, weft_entity_t e, weft_component_t c,
 
 const void *weft_get(const weft_world_t *w, weft_entity_t e,
                      weft_component_t c) {
-  if (WEFT__UNLIKELY(!w))
-    return NULL;
-  /* Through the chunk table entry alone: the chunk header's line stays off
-   * the chain of dependent loads between the record and the row. */
   const weft__chunk_slot_t *slot;
   uint32_t row;
-  if (WEFT__UNLIKELY(
-          !weft__index_find(&w->index, w->chunks.table, e, &slot, &row))) {
-    weft__count_stale(w);
+  if (WEFT__UNLIKELY(!w || !resolve_slot(w, e, &slot, &row)))
     return NULL;
-  }
   const weft__column_t *col = weft__archetype_col(slot->arch, c);
   if (!col || col->soa)
     return NULL;
@@ -576,9 +581,7 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
       prefetch_row(w, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, ahead);
     const weft__chunk_slot_t *slot;
     uint32_t row;
-    if (WEFT__UNLIKELY(!weft__index_find(&w->index, w->chunks.table, handles[i],
-                                         &slot, &row))) {
-      weft__count_stale(w);
+    if (WEFT__UNLIKELY(!resolve_slot(w, handles[i], &slot, &row))) {
       for (uint32_t j = 0; j < k; j++)
         out[j] = NULL;
       continue;
