@@ -779,8 +779,7 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
   if (!task || !out || !task->sched_)
     return WEFT_EINVAL;
   const weft__sched_t *s = task->sched_;
-  const weft__sys_t *y =
-      task->system && task->system <= s->nsys ? s->sys[task->system - 1] : NULL;
+  const weft__sys_t *y = weft__sched_sys(s, task->system);
   if (!y || y->query ||
       (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
     return WEFT_EINVAL;
@@ -797,11 +796,9 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
 }
 
 void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {
-  const weft__sched_t *s = ctx ? ctx->sched_ : NULL;
-  if (!s || !ctx->system || ctx->system > s->nsys || !s->sys[ctx->system - 1])
-    return;
-  atomic_fetch_add_explicit(&s->sys[ctx->system - 1]->counted, rows,
-                            memory_order_relaxed);
+  weft__sys_t *y = ctx ? weft__sched_sys(ctx->sched_, ctx->system) : NULL;
+  if (y)
+    atomic_fetch_add_explicit(&y->counted, rows, memory_order_relaxed);
 }
 
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {

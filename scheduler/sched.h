@@ -175,6 +175,12 @@ typedef struct weft__sched_t {
   uint64_t tick;
 } weft__sched_t;
 
+/* System @p id of @p s, or NULL for 0, an unknown id or a removed one. */
+static inline weft__sys_t *weft__sched_sys(const weft__sched_t *s,
+                                           weft_system_t id) {
+  return s && id && id <= s->nsys ? s->sys[id - 1] : NULL;
+}
+
 /* The scheduler of w, created on first use; NULL when out of memory. */
 weft__sched_t *weft__sched_get(weft_world_t *w);
 

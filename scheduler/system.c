@@ -301,10 +301,7 @@ int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
 }
 
 static weft__sys_t *sys_of(const weft_world_t *w, weft_system_t id) {
-  const weft__sched_t *s = w ? w->sched : NULL;
-  if (!s || id == 0 || id > s->nsys)
-    return NULL;
-  return s->sys[id - 1];
+  return weft__sched_sys(w ? w->sched : NULL, id);
 }
 
 int weft_system_remove(weft_world_t *w, weft_system_t id) {

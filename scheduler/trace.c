@@ -69,7 +69,7 @@ void weft_trace_stop(weft_world_t *w) {
 static const char *span_name(const weft__sched_t *s, const weft__span_t *sp) {
   if (sp->kind == WEFT__SPAN_SYNC)
     return "sync";
-  const weft__sys_t *y = sp->id && sp->id <= s->nsys ? s->sys[sp->id - 1] : 0;
+  const weft__sys_t *y = weft__sched_sys(s, sp->id);
   return y ? y->name : "(removed system)";
 }
 
