@@ -121,6 +121,14 @@ int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
   return rc;
 }
 
+/* A NULL value in a small list copies from here. */
+static const uint8_t spawn_zeros[WEFT__SPAWN_SMALL];
+
+/* Whether a column's element fits the small list's inline copies. */
+static inline bool spawn_small_size(uint32_t size) {
+  return size == 4 || size == 8 || size == 12 || size == 16;
+}
+
 /* Whether the remembered list m is comps, terminator included. */
 static inline bool memo_is(const weft__spawn_memo_t *m,
                            const weft_component_t *comps) {
@@ -194,11 +202,13 @@ static inline int spawn_archetype(weft_world_t *w,
     memo->arch = *out;
     memo->n = *count;
     memo->plain = true;
+    memo->small = true;
     for (uint32_t i = 0; i < *count; i++) {
       const weft__column_t *col = weft__archetype_col(*out, comps[i]);
       memo->ids[i] = comps[i];
       memo->cols[i] = col;
       memo->plain = memo->plain && col && !col->soa;
+      memo->small = memo->small && col && spawn_small_size(col->size);
       memo->arr[i] = col ? col->first_array : 0;
       memo->size[i] = col ? col->size : 0;
     }
@@ -233,6 +243,49 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
 }
 
 /*
+ * Writes a small list's values (or zeros) to a new row. Every case is an
+ * inline copy and a NULL value reads zeros instead of branching to
+ * memset, so the loop has no call: the compiler unrolls it over the
+ * list's bounded length and keeps it in scratch registers.
+ */
+static inline void spawn_write_small(const weft__spawn_memo_t *m,
+                                     const weft__chunk_t *c, uint32_t row,
+                                     const void *const *values) {
+  for (uint32_t i = 0; i < m->n; i++) {
+    uint8_t *dst = weft__chunk_at(c, m->arr[i], m->size[i], row);
+    const void *v = values[i] ? values[i] : spawn_zeros;
+    switch (m->size[i]) {
+    case 4:
+      __builtin_memcpy(dst, v, 4);
+      break;
+    case 8:
+      __builtin_memcpy(dst, v, 8);
+      break;
+    case 12:
+      __builtin_memcpy(dst, v, 12);
+      break;
+    default: /* 16, by spawn_small_size() */
+      __builtin_memcpy(dst, v, 16);
+      break;
+    }
+  }
+}
+
+/* Writes a plain list's values (or zeros) of any size to a new row. */
+static WEFT__NOINLINE void spawn_write_plain(const weft__spawn_memo_t *m,
+                                             const weft__chunk_t *c,
+                                             uint32_t row,
+                                             const void *const *values) {
+  for (uint32_t i = 0; i < m->n; i++) {
+    uint8_t *dst = weft__chunk_at(c, m->arr[i], m->size[i], row);
+    if (values[i])
+      weft__copy_elem(dst, values[i], m->size[i]);
+    else
+      memset(dst, 0, m->size[i]);
+  }
+}
+
+/*
  * The one-by-one spawn as code that spawns in a loop makes it: the list it
  * spawned last, every column array-of-structs, room in the archetype's last
  * chunk and a slot the index can issue without growing. Everything else
@@ -256,13 +309,10 @@ static inline bool spawn_fast(weft_world_t *w, const weft_component_t *comps,
   c->sversion = *a->change_version;
   weft_entity_t e = weft__index_issue(&w->index, false, c->id, row);
   c->entities[row] = e;
-  for (uint32_t i = 0; i < m->n; i++) {
-    uint8_t *dst = weft__chunk_at(c, m->arr[i], m->size[i], row);
-    if (values[i])
-      weft__copy_elem(dst, values[i], m->size[i]);
-    else
-      memset(dst, 0, m->size[i]);
-  }
+  if (WEFT__LIKELY(m->small))
+    spawn_write_small(m, c, row, values);
+  else
+    spawn_write_plain(m, c, row, values);
   w->spawns++;
   w->version++;
   *out = e;
@@ -352,8 +402,11 @@ int weft_despawn(weft_world_t *w, weft_entity_t e) {
     return weft__staged_despawn(w, e);
   weft__where_t at;
   RESOLVE_OR_FAIL(w, e, &at);
-  weft__row_remove(w, at.arch, at.chunk, at.row);
+  /* Kill first: the row copy that follows then needs only the archetype,
+   * chunk and row, which keeps its loop out of spilled registers. The
+   * moved row is never e's, so the order changes nothing else. */
   weft__index_kill_entity(&w->index, &w->alloc, at.rec, e);
+  weft__row_remove(w, at.arch, at.chunk, at.row);
   w->despawns++;
   w->version++;
   return 0;

@@ -19,6 +19,8 @@
 
 #define WEFT__SPAWN_CACHE 64u
 #define WEFT__SPAWN_FAST 8u
+/* The largest element the one-by-one spawn copies inline. */
+#define WEFT__SPAWN_SMALL 16u
 
 /* A validated spawn list (ids in the caller's order) and its archetype. */
 typedef struct weft__spawn_memo_t {
@@ -32,6 +34,7 @@ typedef struct weft__spawn_memo_t {
   uint32_t arr[WEFT__SPAWN_FAST];
   uint32_t size[WEFT__SPAWN_FAST];
   bool plain; /* every id is a data component stored array-of-structs */
+  bool small; /* plain, and every element 4, 8, 12 or 16 bytes */
 } weft__spawn_memo_t;
 
 struct weft_world_t {
@@ -162,10 +165,15 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
   weft__chunk_t *last = a->tail;
   uint32_t lrow = last->count - 1;
   if (last != chunk || lrow != row) {
-    for (uint32_t i = 0; i < a->narrays; i++) {
-      uint32_t n = a->arrays[i].elem;
-      weft__copy_elem(weft__chunk_at(chunk, i, n, row),
-                      weft__chunk_at(last, i, n, lrow), n);
+    /* Locals, because every byte store may alias the archetype and the
+     * headers: read through them, the loop would reload all four each
+     * round. */
+    const weft__array_t *arrays = a->arrays;
+    uint8_t *const *dst = chunk->bases, *const *src = last->bases;
+    for (uint32_t i = 0, n = a->narrays; i < n; i++) {
+      uint32_t elem = arrays[i].elem;
+      weft__copy_elem(dst[i] + (size_t)row * elem, src[i] + (size_t)lrow * elem,
+                      elem);
     }
     chunk->sversion = w->change_version; /* a row moved in */
     weft_entity_t moved = last->entities[lrow];

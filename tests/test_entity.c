@@ -666,6 +666,81 @@ static void test_entity_spawn_with_values(void **state) {
   weft_world_destroy(f.w);
 }
 
+/* Bytes of value k for a component of size bytes: never zero. */
+static void fast_value(uint8_t *out, uint32_t size, uint32_t k) {
+  for (uint32_t b = 0; b < size; b++)
+    out[b] = (uint8_t)(k * 37u + b * 11u + 1u) | 1u;
+}
+
+/* Checks e's components of list ids (sizes in sizes) against vals[i]
+ * (NULL: zero). */
+static void expect_fast_row(weft_world_t *w, weft_entity_t e,
+                            const weft_component_t *ids, const uint32_t *sizes,
+                            const void *const *vals) {
+  static const uint8_t zero[64];
+  for (uint32_t i = 0; ids[i]; i++) {
+    const void *got = weft_get(w, e, ids[i]);
+    assert_non_null(got);
+    assert_memory_equal(got, vals[i] ? vals[i] : zero, sizes[i]);
+  }
+}
+
+/*
+ * One-by-one spawns of the list spawned last, into a chunk with room, take
+ * a fast path: one for lists whose elements are all 4, 8, 12 or 16 bytes
+ * (inline copies, NULL values read zeros) and one for other sizes. An
+ * anchor keeps the archetype's chunk, and each round's row still holds
+ * the bytes of the round before, so a value that is not written shows.
+ */
+static void test_entity_spawn_fast_paths_write_every_size(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  const uint32_t sizes[] = {4, 8, 12, 16, 24, 20};
+  weft_component_t c[6];
+  for (uint32_t i = 0; i < 6; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "s%u", sizes[i]);
+    c[i] = wt_register(w, name, sizes[i], 4);
+  }
+  /* Small: every size inline. Plain: a 24- and a 20-byte element too. */
+  const weft_component_t small[] = {c[3], c[0], c[2], c[1], 0};
+  const uint32_t small_sizes[] = {16, 4, 12, 8};
+  const weft_component_t plain[] = {c[0], c[4], c[2], c[5], 0};
+  const uint32_t plain_sizes[] = {4, 24, 12, 20};
+  const weft_component_t *lists[] = {small, plain};
+  const uint32_t *list_sizes[] = {small_sizes, plain_sizes};
+  uint8_t store[4][64];
+  for (uint32_t l = 0; l < 2; l++) {
+    const weft_component_t *ids = lists[l];
+    const uint32_t *sz = list_sizes[l];
+    const void *vals[4];
+    for (uint32_t i = 0; i < 4; i++) {
+      fast_value(store[i], sz[i], i + l * 16);
+      vals[i] = store[i];
+    }
+    /* The anchor keeps the chunk; the second spawn makes the list the
+     * last one spawned, and its row is the one every round reuses. */
+    weft_entity_t anchor = wt_spawn_with(w, ids, vals);
+    assert_int_equal(weft_despawn(w, wt_spawn_with(w, ids, vals)), WEFT_OK);
+    for (uint32_t round = 1; round <= 3; round++) {
+      for (uint32_t i = 0; i < 4; i++) {
+        fast_value(store[i], sz[i], round * 4 + i + l * 16);
+        vals[i] = store[i];
+      }
+      /* Round 1 writes values, round 2 none, round 3 every other one. */
+      for (uint32_t i = 0; i < 4; i++)
+        if (round == 2 || (round == 3 && i % 2 == 0))
+          vals[i] = NULL;
+      weft_entity_t e = wt_spawn_with(w, ids, vals);
+      expect_fast_row(w, e, ids, sz, vals);
+      assert_int_equal(weft_despawn(w, e), WEFT_OK);
+    }
+    assert_int_equal(weft_despawn(w, anchor), WEFT_OK);
+  }
+  assert_int_equal(weft_world_count(w), 0);
+  weft_world_destroy(w);
+}
+
 static void test_entity_spawn_with_rejects_bad_lists(void **state) {
   (void)state;
   fixture_t f = fixture_new(NULL);
@@ -1717,6 +1792,7 @@ int main(void) {
       cmocka_unit_test(test_entity_full_versus_retired),
       cmocka_unit_test(test_entity_capacity_full),
       cmocka_unit_test(test_entity_spawn_with_values),
+      cmocka_unit_test(test_entity_spawn_fast_paths_write_every_size),
       cmocka_unit_test(test_entity_spawn_with_rejects_bad_lists),
       cmocka_unit_test(test_entity_spawn_with_64_components),
       cmocka_unit_test(test_entity_add_zero_fills),
