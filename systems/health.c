@@ -276,6 +276,7 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
       weft_event_read(ctx->world, cfg->std.collisions, &n);
   if (n == 0)
     return 0;
+  weft_sysctx_count(ctx, n); /* its stats count the events it applied */
   uint32_t nblocks = (n - 1) / HEALTH_BLOCK_EVENTS + 1;
   health_run_t r[2] = {{ctx->world, &cfg->std, NULL, 0, NULL},
                        {ctx->world, &cfg->std, NULL, 0, NULL}};

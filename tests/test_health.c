@@ -294,6 +294,9 @@ static void test_health_death_tags_once(void **state) {
   assert_untouched(&h, gun);
   assert_untouched(&h, u);
   assert_int_equal(commands(&h), 3); /* add Dead, disable x2: once */
+  weft_system_stats_t st;
+  assert_int_equal(weft_system_stats(h.w, h.sys, &st), WEFT_OK);
+  assert_int_equal(st.entities, 4); /* the events it read */
 
   /* Tagged now: further contacts change nothing. */
   push(&h, gun, t);
@@ -301,6 +304,8 @@ static void test_health_death_tags_once(void **state) {
   tick(&h);
   assert_float_exact(hp_of(&h, t), -2.0f);
   assert_int_equal(commands(&h), 3);
+  assert_int_equal(weft_system_stats(h.w, h.sys, &st), WEFT_OK);
+  assert_int_equal(st.entities, 6);
 
   /* Exactly 0 is dead too. */
   const float d3 = 3.0f;

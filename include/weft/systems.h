@@ -305,7 +305,8 @@ bool weft_collide_test(const weft_collider_t *a, float ax, float ay,
  * be recorded (out of memory), the run fails (the tick returns
  * WEFT_ESYSTEM naming it) and that death's hit is undone, so hp <= 0 still
  * goes with the Dead tag; earlier events of the run keep their effect, as
- * any failed system's work does. The system keeps its
+ * any failed system's work does. Its weft_system_stats() count the
+ * events it read (each involves two entities). The system keeps its
  * ids in the resource "weft.health.config" and its plan (two blocks of
  * 8,192 events, 512 KiB) in "weft.health.plan"; both live as long as the
  * world. Owner
