@@ -17,7 +17,7 @@
  * items. The output does not depend on the number. */
 #define GRID_BANDS 64u
 
-struct grid_chunk_t;
+struct grid_piece_t;
 
 struct weft_grid_t {
   weft_world_t *world;
@@ -37,9 +37,9 @@ struct weft_grid_t {
    * band has at most half as many of those as items. */
   uint32_t *multi;
   uint32_t count, cap;
-  /* The rebuild's chunks, gathered in parallel (see build()). */
-  struct grid_chunk_t *chunks;
-  uint32_t nchunks, chunks_cap;
+  /* The rebuild's pieces of chunk runs, gathered in parallel (build()). */
+  struct grid_piece_t *pieces;
+  uint32_t npieces, pieces_cap;
   uint32_t band_total[GRID_BANDS], band_base[GRID_BANDS];
   uint32_t nbands;
   /* Band b's cells are [band_lo[b], band_lo[b + 1]); band_scale (nbands /
@@ -47,7 +47,7 @@ struct weft_grid_t {
    * corrects the guess. */
   uint32_t band_lo[GRID_BANDS + 1];
   double band_scale;
-  /* Per chunk, nbands words: its items in each band (band_precount),
+  /* Per piece, nbands words: its items in each band (band_precount),
    * then where the gather puts its next item of that band. */
   uint32_t *at;
   /* Set by weft_sys_grid(). */

@@ -125,9 +125,10 @@ static void random_place(wt_rng_t *r, body_t *b) {
   b->y = coord(r, MINY, (int32_t)wt_below(r, NY + 4) - 2);
 }
 
-/* Spawns one entity with a random mix of Velocity (maybe disabled),
- * Collider (maybe disabled), Dead and Mark. */
-static void spawn_random(gfx_t *f, wt_rng_t *r) {
+/* Spawns one entity: with @p mixed, a random mix of Velocity (maybe
+ * disabled), Collider (maybe disabled), Dead and Mark; else with
+ * Velocity and Collider, both enabled (one archetype). */
+static void spawn_body(gfx_t *f, wt_rng_t *r, bool mixed) {
   if (f->n == f->cap) {
     f->cap = f->cap ? 2 * f->cap : 1024;
     f->b = realloc(f->b, f->cap * sizeof *f->b);
@@ -142,7 +143,7 @@ static void spawn_random(gfx_t *f, wt_rng_t *r) {
   weft_vec2_t p = {b->x, b->y}, v;
   vals[0] = &p;
   uint32_t k = 1;
-  if (wt_chance(r, 1, 2)) {
+  if (!mixed || wt_chance(r, 1, 2)) {
     b->vel = true;
     b->vx = (float)wt_below(r, 200) / 10.0f - 10.0f;
     b->vy = (float)wt_below(r, 200) / 10.0f - 10.0f;
@@ -150,7 +151,7 @@ static void spawn_random(gfx_t *f, wt_rng_t *r) {
     comps[k] = f->std.velocity;
     vals[k++] = &v;
   }
-  if (wt_chance(r, 2, 3)) {
+  if (!mixed || wt_chance(r, 2, 3)) {
     b->col = true;
     b->c.shape = wt_below(r, 2);
     b->c.r = 0.5f + (float)wt_below(r, 40) / 10.0f;
@@ -161,26 +162,30 @@ static void spawn_random(gfx_t *f, wt_rng_t *r) {
     comps[k] = f->std.collider;
     vals[k++] = &b->c;
   }
-  if (wt_chance(r, 1, 10)) {
+  if (mixed && wt_chance(r, 1, 10)) {
     b->dead = true;
     comps[k++] = f->std.dead;
   }
-  if (wt_chance(r, 1, 2)) {
+  if (mixed && wt_chance(r, 1, 2)) {
     b->tagged = true;
     comps[k++] = f->mark;
   }
   comps[k] = 0;
   b->e = wt_spawn_with(f->w, comps, vals);
-  if (b->vel && wt_chance(r, 1, 5)) {
+  if (mixed && b->vel && wt_chance(r, 1, 5)) {
     assert_int_equal(weft_disable(f->w, b->e, f->std.velocity), WEFT_OK);
     b->vel = false;
     b->vel_off = true;
   }
-  if (b->col && wt_chance(r, 1, 5)) {
+  if (mixed && b->col && wt_chance(r, 1, 5)) {
     assert_int_equal(weft_disable(f->w, b->e, f->std.collider), WEFT_OK);
     b->col = false;
     b->col_off = true;
   }
+}
+
+static void spawn_random(gfx_t *f, wt_rng_t *r) {
+  spawn_body(f, r, true);
 }
 
 /* Maps slot indices to the model's live bodies, so that lookups are O(1). */
@@ -520,6 +525,30 @@ static void test_grid_bands_on_a_pool(void **state) {
   }
 }
 
+/* Thousands of entities of one archetype: the queries hand the builder
+ * runs of many chunks, which it cuts in pieces of a few hundred rows, the
+ * cuts falling inside chunks and across their borders. The grid must be
+ * the model's, with no pool and on one of three workers. */
+static void test_grid_long_runs_cut_in_pieces(void **state) {
+  (void)state;
+  static const uint32_t workers[] = {0, 3};
+  for (uint32_t k = 0; k < 2; k++) {
+    weft_grid_config_t c = area();
+    gfx_t f = gfx_new_on(&c, false, workers[k]);
+    wt_rng_t r = wt_rng(0x91ece5 + k);
+    for (uint32_t i = 0; i < 6000; i++)
+      spawn_body(&f, &r, false);
+    for (uint32_t i = 0; i < 300; i++) /* and a few other archetypes */
+      spawn_random(&f, &r);
+    rebuild(&f);
+    check_grid(&f, false);
+    weft_system_stats_t st;
+    assert_int_equal(weft_system_stats(f.w, f.build, &st), WEFT_OK);
+    assert_int_equal(st.entities, 6300);
+    gfx_free(&f);
+  }
+}
+
 static void test_grid_rebuild_follows_changes(void **state) {
   (void)state;
   weft_grid_config_t c = area();
@@ -768,6 +797,7 @@ int main(void) {
       cmocka_unit_test(test_grid_items_sorted_in_their_cells),
       cmocka_unit_test(test_grid_bands_on_a_pool),
       cmocka_unit_test(test_grid_more_bands_than_cells),
+      cmocka_unit_test(test_grid_long_runs_cut_in_pieces),
       cmocka_unit_test(test_grid_rebuild_follows_changes),
       cmocka_unit_test(test_grid_one_cell_in_handle_order),
       cmocka_unit_test(test_grid_with_filters_entities),
