@@ -117,9 +117,11 @@ static int push_arch(weft_world_t *w, weft__sys_t *y, uint32_t mi) {
     return WEFT_ENOMEM;
   weft__ainfo_t *ai = &y->arch[y->narch++];
   ai->match = mi;
+  ai->nstamp = 0;
   for (uint32_t i = 0; i < y->nwcols; i++) {
     const weft__column_t *col = weft__archetype_col(m->arch, y->wcols[i]);
-    ai->stamp[i] = col ? (uint16_t)(col - m->arch->cols) : UINT16_MAX;
+    if (col)
+      ai->stamp[ai->nstamp++] = (uint16_t)(col - m->arch->cols);
   }
   return 0;
 }
@@ -150,17 +152,31 @@ static inline int plan_task(weft_world_t *w, weft__sys_t *y) {
 static void stamp_visits(weft__sys_t *y) {
   if (!y->nwcols)
     return;
-  for (uint32_t v = 0; v < y->nvisits; v++) {
+  /* Locals: every stamp is a uint32_t store, which may alias the
+   * system's and the visits' uint32_t fields, so the loops below would
+   * otherwise reload them for each chunk (21 instructions a chunk for one
+   * column, on the frame's serial path, before anything runs). */
+  const uint32_t version = y->version;
+  for (uint32_t v = 0, nv = y->nvisits; v < nv; v++) {
     const weft__visit_t *vi = &y->visits[v];
     const weft__ainfo_t *ai = &y->arch[vi->ai];
     /* The chunks of a visit are consecutive chunks of one segment, whose
      * version rows are consecutive too (ncols words each): no chunk
      * header but the first is read. */
-    uint32_t *vers = vi->chunk->versions, ncols = vi->chunk->arch->ncols;
-    for (uint32_t c = 0; c < vi->nch; c++, vers += ncols)
-      for (uint32_t i = 0; i < y->nwcols; i++)
-        if (ai->stamp[i] != UINT16_MAX)
-          vers[ai->stamp[i]] = y->version;
+    uint32_t *vers = vi->chunk->versions;
+    const uint32_t ncols = vi->chunk->arch->ncols, nch = vi->nch;
+    const uint32_t ns = ai->nstamp;
+    if (ns == 1) { /* the common case: a system writes one component */
+      const uint32_t k = ai->stamp[0];
+      for (uint32_t c = 0; c < nch; c++)
+        vers[(size_t)c * ncols + k] = version;
+      continue;
+    }
+    uint16_t st[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
+    memcpy(st, ai->stamp, ns * sizeof st[0]);
+    for (uint32_t c = 0; c < nch; c++, vers += ncols)
+      for (uint32_t i = 0; i < ns; i++)
+        vers[st[i]] = version;
   }
 }
 

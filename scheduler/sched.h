@@ -35,10 +35,11 @@ typedef struct weft__visit_t {
                     whose arrays continue each other (CHUNK_RUNS) */
 } weft__visit_t;
 
-/* An archetype a system visits: its query cache entry, and the column of
- * each component the system stamps (UINT16_MAX: absent). */
+/* An archetype a system visits: its query cache entry, and the columns
+ * of the components the system stamps that the archetype has. */
 typedef struct weft__ainfo_t {
-  uint32_t match; /* index into the query's cache (which may move) */
+  uint32_t match;  /* index into the query's cache (which may move) */
+  uint32_t nstamp; /* columns in stamp */
   uint16_t stamp[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
 } weft__ainfo_t;
 

@@ -1666,6 +1666,81 @@ static weft_system_t add_changed_reader(fx_t *f, chg_t *c) {
   return sys_add(f->w, &d);
 }
 
+/* A `changed` reader of one component: counts its chunks and rows, and
+ * the chunks whose version of it is not the writer's last one. */
+typedef struct chg2_t {
+  weft_component_t comp;
+  const uint32_t *writer_version;
+  uint32_t chunks, rows, off_version;
+} chg2_t;
+
+static int chg2_writer(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  uint32_t *version = ctx->user;
+  pos_t *p = chunk->columns[0];
+  vel_t *v = chunk->columns[1];
+  for (uint32_t r = 0; r < chunk->count; r++) {
+    p[r].x += 1.0;
+    v[r].dx += 1.0;
+  }
+  *version = ctx->version;
+  return 0;
+}
+
+static int chg2_reader(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  chg2_t *c = ctx->user;
+  c->chunks++;
+  c->rows += chunk->count;
+  if (weft_iter_version(chunk, c->comp) != *c->writer_version)
+    c->off_version++;
+  return 0;
+}
+
+/*
+ * A system that writes two components stamps both, in every chunk of
+ * its runs (the writer iterates runs of chunks): readers with a `changed`
+ * filter on either, planned in the same frame, visit exactly the
+ * writer's rows, and find its version on each chunk. On a pool of two.
+ */
+static void test_pipeline_changed_sees_every_written_column(void **state) {
+  (void)state;
+  fx_t f = fx_new(2, 4096);
+  configure(f.w, FIXED, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+  populate(&f, 3000, f.tag);
+  populate(&f, 2000, 0);
+  uint32_t version = 0;
+  weft_system_desc_t d =
+      sys_desc("writer2", WEFT_PHASE_FIXED_UPDATE, chg2_writer, &version);
+  d.query.include[0] = f.pos;
+  d.query.include[1] = f.vel;
+  d.query.include[2] = f.tag;
+  d.query.flags = WEFT_QUERY_CHUNK_RUNS;
+  d.term_access[0] = WEFT_ACCESS_WRITE;
+  d.term_access[1] = WEFT_ACCESS_WRITE;
+  d.term_access[2] = WEFT_ACCESS_NONE;
+  sys_add(f.w, &d);
+  chg2_t rd[2] = {{f.pos, &version, 0, 0, 0}, {f.vel, &version, 0, 0, 0}};
+  const char *names[2] = {"reader.pos", "reader.vel"};
+  for (int k = 0; k < 2; k++) {
+    d = sys_desc(names[k], WEFT_PHASE_FIXED_UPDATE, chg2_reader, &rd[k]);
+    d.query.include[0] = rd[k].comp;
+    d.term_access[0] = WEFT_ACCESS_READ;
+    d.changed[0] = rd[k].comp;
+    sys_add(f.w, &d);
+  }
+  progress_ok(f.w, 0.1); /* first run: readers see everything */
+  for (uint32_t frame = 0; frame < 3; frame++) {
+    for (int k = 0; k < 2; k++)
+      rd[k].chunks = rd[k].rows = rd[k].off_version = 0;
+    progress_ok(f.w, 0.1);
+    for (int k = 0; k < 2; k++) {
+      assert_int_equal(rd[k].rows, 3000); /* the tagged rows, only */
+      assert_true(rd[k].chunks > 1);
+      assert_int_equal(rd[k].off_version, 0);
+    }
+  }
+  fx_free(&f);
+}
+
 static void test_pipeline_changed_skips_unwritten_chunks(void **state) {
   (void)state;
   fx_t f = fx_new(0, 4096);
@@ -2837,6 +2912,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_events_clear_after_post_fixed),
       cmocka_unit_test(test_pipeline_resource_writer_orders_readers),
       cmocka_unit_test(test_pipeline_changed_skips_unwritten_chunks),
+      cmocka_unit_test(test_pipeline_changed_sees_every_written_column),
       cmocka_unit_test(test_pipeline_structural_change_marks_chunk),
       cmocka_unit_test(test_pipeline_read_only_does_not_mark),
       cmocka_unit_test(test_pipeline_error_reports_system),
