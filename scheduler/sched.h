@@ -62,6 +62,7 @@ typedef struct weft__sys_t {
   weft__mask_t res_read, res_write, emit, receive;
   weft_component_t wcols[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
   uint32_t nwcols; /* components whose chunk versions it stamps */
+  bool stamp_late; /* this run's jobs stamp their visits (prepare()) */
   weft_component_t changed[WEFT_SYSTEM_MAX_ACCESS];
   uint32_t nchanged;
   char *before[WEFT_SYSTEM_MAX_ORDER];
