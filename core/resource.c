@@ -473,6 +473,62 @@ static void sift_down(weft__resources_t *s, uint32_t i, uint32_t n) {
   }
 }
 
+/*
+ * Where the merge may stop taking records from slot `top`, the heap's
+ * head: at its first record that the other slots' smallest head precedes.
+ * Until then the heap would pop `top` again every time, so those records
+ * go out as one span, with no heap operation each.
+ */
+static uint32_t take_end(const weft__resources_t *s, uint32_t top,
+                         uint32_t live) {
+  const slot_t *sl = &s->slots[top];
+  uint32_t next = UINT32_MAX; /* the runner-up: a child of the head */
+  if (live > 1)
+    next = s->heap[1];
+  if (live > 2 && head_less(s, s->heap[2], next))
+    next = s->heap[2];
+  if (next == UINT32_MAX)
+    return sl->count;
+  const uint64_t bound = s->slots[next].recs[s->slots[next].pos].key;
+  uint32_t end = sl->pos + 1; /* the head itself goes first */
+  /* Equal keys go to the lower slot first. */
+  if (top < next)
+    while (end < sl->count && sl->recs[end].key <= bound)
+      end++;
+  else
+    while (end < sl->count && sl->recs[end].key < bound)
+      end++;
+  return end;
+}
+
+/*
+ * Appends records [from, to) of slot sl to their channels. Records staged
+ * one after the other for one channel have consecutive bytes, so each such
+ * run is one copy: collide stages tens of thousands of events a tick, and
+ * a copy and a heap operation per event had made this serial step about a
+ * millisecond at 1M entities.
+ */
+static uint32_t publish_span(weft__resources_t *s, const slot_t *sl,
+                             uint32_t from, uint32_t to) {
+  uint32_t published = 0;
+  while (from < to) {
+    const rec_t *r = &sl->recs[from];
+    chan_t *c = &s->chans[r->ch - 1];
+    uint32_t k = from + 1;
+    while (k < to && sl->recs[k].ch == r->ch &&
+           sl->recs[k].off == sl->recs[k - 1].off + c->elem)
+      k++;
+    if (!c->drop) {
+      memcpy(c->data + (size_t)c->count * c->elem, sl->bytes + r->off,
+             (size_t)(k - from) * c->elem);
+      c->count += k - from;
+      published += k - from;
+    }
+    from = k;
+  }
+  return published;
+}
+
 uint32_t weft__events_publish(weft_world_t *w) {
   weft__resources_t *s = w ? w->resources : NULL;
   if (!s)
@@ -510,14 +566,11 @@ uint32_t weft__events_publish(weft_world_t *w) {
     sift_down(s, i, live);
   uint32_t published = 0;
   while (live) {
-    slot_t *sl = &s->slots[s->heap[0]];
-    const rec_t *r = &sl->recs[sl->pos++];
-    chan_t *c = &s->chans[r->ch - 1];
-    if (!c->drop) {
-      memcpy(c->data + (size_t)c->count * c->elem, sl->bytes + r->off, c->elem);
-      c->count++;
-      published++;
-    }
+    uint32_t top = s->heap[0];
+    slot_t *sl = &s->slots[top];
+    uint32_t end = take_end(s, top, live);
+    published += publish_span(s, sl, sl->pos, end);
+    sl->pos = end;
     if (sl->pos == sl->count)
       s->heap[0] = s->heap[--live];
     sift_down(s, 0, live);
