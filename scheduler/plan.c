@@ -194,6 +194,7 @@ int weft_plan_compute(const weft_topology_t *t,
     return WEFT_ENOMEM;
   p->pin = cfg.pin;
   p->caller = cfg.caller_participates;
+  p->bind_caller = cfg.caller_participates && cfg.bind_caller;
   int rc = fill_plan(t, &cfg, p);
   if (rc) {
     weft_plan_destroy(p);
@@ -225,7 +226,7 @@ const weft_pu_info_t *weft_plan_place(const weft_plan_t *p, uint32_t w) {
 
 bool weft_plan_bound(const weft_plan_t *p, uint32_t w) {
   return p && w < p->workers && p->pin != WEFT_PIN_NONE &&
-         !(p->caller && w == 0);
+         !(p->caller && w == 0 && !p->bind_caller);
 }
 
 uint32_t weft_plan_groups(const weft_plan_t *p) {
@@ -280,6 +281,39 @@ int weft__plan_bind(const weft_topology_t *t, const weft_plan_t *p,
   return rc;
 }
 
+int weft__plan_bind_caller(const weft_topology_t *t, const weft_plan_t *p,
+                           void **saved) {
+  *saved = NULL;
+  if (!p->bind_caller || !weft_plan_bound(p, 0) || t->synthetic)
+    return 0;
+  hwloc_bitmap_t prev = hwloc_bitmap_alloc();
+  if (!prev)
+    return WEFT_ENOMEM;
+  if (hwloc_get_cpubind(t->hw, prev, HWLOC_CPUBIND_THREAD) != 0) {
+    hwloc_bitmap_free(prev);
+    return WEFT_EINVAL;
+  }
+  int rc = weft__plan_bind(t, p, 0);
+  if (rc) {
+    hwloc_bitmap_free(prev);
+    return rc;
+  }
+  *saved = prev;
+  return 0;
+}
+
+void weft__plan_unbind(const weft_topology_t *t, void *saved) {
+  if (!saved)
+    return;
+  (void)hwloc_set_cpubind(t->hw, saved, HWLOC_CPUBIND_THREAD);
+  hwloc_bitmap_free(saved);
+}
+
+void weft__plan_saved_free(void *saved) {
+  if (saved)
+    hwloc_bitmap_free(saved);
+}
+
 /* ---- description ------------------------------------------------------------
  */
 
@@ -313,7 +347,9 @@ int weft_plan_describe(const weft_topology_t *t, const weft_plan_t *p,
     return (int)len;
   static const char *const pins[] = {"core", "pu", "none"};
   OUT("plan: %u worker(s), pin %s%s\n", p->workers, pins[p->pin],
-      p->caller ? ", caller is worker 0" : "");
+      p->bind_caller ? ", caller is worker 0 (bound)"
+      : p->caller    ? ", caller is worker 0"
+                     : "");
   for (uint32_t w = 0; w < p->workers; w++) {
     const weft_pu_info_t *pl = &p->place[w];
     OUT("  worker %u: pu %u (cpu %u) core %u l3 %u node %u package %u%s; "

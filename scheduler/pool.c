@@ -347,9 +347,34 @@ static uint32_t owed_to(const worker_t *w, const weft_counter_t *c) {
   return w && w->owed == c ? w->owed_n : 0;
 }
 
+/*
+ * Binds the thread acting as worker 0 to worker 0's place (bind_caller),
+ * once per thread: a relaxed load and a compare on every entry after the
+ * first. A thread that stops acting as worker 0 keeps its binding; only
+ * the last one's earlier binding is kept for weft_pool_destroy().
+ */
+static __attribute__((noinline)) void bind_caller(weft_pool_t *p,
+                                                  uintptr_t me) {
+  void *saved = NULL;
+  if (weft__plan_bind_caller(p->topo, p->plan, &saved) != 0)
+    saved = NULL; /* refused: the thread runs where it is */
+  weft__plan_saved_free(p->caller_saved);
+  p->caller_saved = saved;
+  atomic_store_explicit(&p->caller_thread, me, memory_order_relaxed);
+}
+
+static inline void caller_enter(weft_pool_t *p, uint32_t self) {
+  if (self != 0 || !p->first_thread || !p->plan->bind_caller)
+    return;
+  uintptr_t me = (uintptr_t)pthread_self();
+  if (atomic_load_explicit(&p->caller_thread, memory_order_relaxed) != me)
+    bind_caller(p, me);
+}
+
 void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
   if (!p || !c)
     return;
+  caller_enter(p, self);
   worker_t *w = self < p->nworkers ? &p->workers[self] : NULL;
   if (w)
     pay(w); /* owed by the job that waits: pay before it may stall */
@@ -388,6 +413,7 @@ bool weft__pool_hungry(weft_pool_t *p, uint32_t self) {
 }
 
 bool weft__pool_help(weft_pool_t *p, uint32_t self) {
+  caller_enter(p, self);
   if (self < p->nworkers)
     pay(&p->workers[self]);
   job_t j;
@@ -447,6 +473,7 @@ void weft_pool_parallel_for(weft_pool_t *p, uint32_t self, uint32_t begin,
                             void *arg) {
   if (!p || !fn || end <= begin)
     return;
+  caller_enter(p, self);
   if (grain == 0)
     grain = (end - begin + 255) / 256;
   weft_counter_t done;
@@ -696,6 +723,12 @@ void weft_pool_destroy(weft_pool_t *p) {
   if (!p)
     return;
   weft_pool_stop(p);
+  if (atomic_load_explicit(&p->caller_thread, memory_order_relaxed) ==
+      (uintptr_t)pthread_self())
+    weft__plan_unbind(p->topo, p->caller_saved);
+  else
+    weft__plan_saved_free(p->caller_saved);
+  p->caller_saved = NULL;
   free_pool(p);
 }
 

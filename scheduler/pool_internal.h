@@ -70,6 +70,11 @@ struct weft_pool_t {
   worker_t *workers;
   uint32_t nworkers;
   uint32_t first_thread; /* 1 when worker 0 is the caller */
+  /* With bind_caller: the thread last bound as worker 0 (pthread_self(),
+   * 0 for none) and its binding before, restored when it destroys the
+   * pool (see caller_enter()). */
+  _Atomic uintptr_t caller_thread;
+  void *caller_saved;
   uint32_t cap;
   uint64_t spin_ns;
   inject_t *inject; /* one per group */

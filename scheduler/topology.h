@@ -24,6 +24,7 @@ struct weft_plan_t {
   uint32_t workers;
   weft_pin_t pin;
   bool caller;           /* worker 0 is the calling thread */
+  bool bind_caller;      /* ... and is bound when it first acts as such */
   weft_pu_info_t *place; /* per worker */
   uint32_t *group_of;    /* per worker */
   uint32_t ngroups;
@@ -40,5 +41,20 @@ struct weft_plan_t {
  */
 int weft__plan_bind(const weft_topology_t *topo, const weft_plan_t *plan,
                     uint32_t w);
+
+/*
+ * weft__plan_bind() for worker 0 when it is the caller (bind_caller), first
+ * saving the thread's binding into *saved (NULL when nothing was bound):
+ * weft__plan_unbind() puts it back. Returns 0, WEFT_ENOMEM or WEFT_EINVAL.
+ */
+int weft__plan_bind_caller(const weft_topology_t *topo, const weft_plan_t *plan,
+                           void **saved);
+
+/* Restores the binding weft__plan_bind_caller() saved on the calling
+ * thread (if any) and frees it. */
+void weft__plan_unbind(const weft_topology_t *topo, void *saved);
+
+/* Frees a saved binding without restoring it. */
+void weft__plan_saved_free(void *saved);
 
 #endif /* WEFT_SCHEDULER_TOPOLOGY_H */

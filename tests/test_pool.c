@@ -948,6 +948,54 @@ static void test_pool_caller_participates_as_worker_zero(void **state) {
   weft_pool_destroy(p);
 }
 
+/* The calling thread's CPU set. */
+static cpu_set_t my_cpus(void) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+  return set;
+}
+
+/*
+ * With bind_caller, the thread acting as worker 0 is bound to worker 0's
+ * place (one PU here) the first time it waits or runs a parallel-for, and
+ * gets its own binding back when it destroys the pool; without it, the
+ * caller is never bound.
+ */
+static void test_pool_bind_caller_binds_worker_zero(void **state) {
+  (void)state;
+  const cpu_set_t before = my_cpus();
+  for (int bind = 0; bind < 2; bind++) {
+    weft_pool_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.placement.workers = 2;
+    cfg.placement.pin = WEFT_PIN_PU;
+    cfg.placement.caller_participates = true;
+    cfg.placement.bind_caller = bind != 0;
+    weft_pool_t *p = pool_new(&cfg);
+    const weft_plan_t *plan = weft_pool_plan(p);
+    assert_int_equal(weft_plan_bound(plan, 0), bind != 0);
+    assert_true(weft_plan_bound(plan, 1));
+    cpu_set_t now = my_cpus();
+    assert_true(CPU_EQUAL(&now, &before)); /* not at creation */
+    check_parallel_for(p, 0, 0, 1000, 10);
+    cpu_set_t want;
+    CPU_ZERO(&want);
+    CPU_SET(weft_plan_place(plan, 0)->os_pu, &want);
+    now = my_cpus();
+    assert_true(CPU_EQUAL(&now, bind ? &want : &before));
+    weft_counter_t done;
+    counter_init(&done);
+    weft_pool_submit(p, 0, hit_job, &hits[0], &done, WEFT_WORKER_EXTERNAL);
+    weft_pool_wait(p, 0, &done); /* again: still bound, once */
+    now = my_cpus();
+    assert_true(CPU_EQUAL(&now, bind ? &want : &before));
+    weft_pool_destroy(p);
+    now = my_cpus();
+    assert_true(CPU_EQUAL(&now, &before));
+  }
+}
+
 /* --- full queues --------------------------------------------------------- */
 
 static void test_pool_tiny_queue_runs_overflow_inline(void **state) {
@@ -1081,6 +1129,7 @@ int main(void) {
       cmocka_unit_test(test_pool_worker_stats_count_jobs),
       cmocka_unit_test(test_pool_idle_pool_sleeps),
       cmocka_unit_test(test_pool_caller_participates_as_worker_zero),
+      cmocka_unit_test(test_pool_bind_caller_binds_worker_zero),
       cmocka_unit_test(test_pool_tiny_queue_runs_overflow_inline),
       cmocka_unit_test(test_pool_world_chunks_take_numa_homes),
   };

@@ -327,6 +327,9 @@ int main(int argc, char **argv) {
     weft_pool_config_t pc = {0};
     pc.placement.workers = a.threads > 0 ? (uint32_t)a.threads : 0;
     pc.placement.caller_participates = true;
+    /* This thread drives every frame as worker 0: bound to its own core,
+     * it never shares one with a bound worker. */
+    pc.placement.bind_caller = true;
     rc = weft_pool_create(&pc, &pool);
     if (rc) {
       fprintf(stderr, "weft-sim: cannot start %d workers: %s\n", a.threads,

@@ -65,8 +65,18 @@ typedef struct weft_placement_config_t {
   weft_pin_t pin;
   /** Allowed NUMA nodes, bit i = logical node i; 0 means all. */
   uint64_t node_mask;
-  /** The calling thread is worker 0 (it is placed, but never bound). */
+  /** The calling thread is worker 0 (it is placed, but bound only with
+   * bind_caller). */
   bool caller_participates;
+  /** With caller_participates and a pin policy other than NONE: the thread
+   * acting as worker 0 (waiting on the pool, running a parallel-for or a
+   * world's frame) is bound to worker 0's place the first time it does,
+   * as the pool's own threads are bound to theirs. Without it the kernel
+   * may run that thread on a core a bound worker owns, and the two then
+   * share it while another core idles. The pool restores the thread's
+   * previous binding when that thread destroys the pool. Off by default:
+   * threads it starts while bound inherit the binding. */
+  bool bind_caller;
 } weft_placement_config_t;
 
 /**
@@ -118,7 +128,7 @@ uint32_t weft_plan_workers(const weft_plan_t *plan);
 const weft_pu_info_t *weft_plan_place(const weft_plan_t *plan, uint32_t w);
 
 /** True if worker @p w is bound (pin policy not NONE, and not the calling
- * thread). */
+ * thread unless the placement asked for bind_caller). */
 bool weft_plan_bound(const weft_plan_t *plan, uint32_t w);
 
 /** Number of NUMA groups: nodes with at least one worker. */
