@@ -20,12 +20,14 @@
  *         then scaled down to max_speed when faster.
  *
  * With no neighbour, v' is s.v (clamped). The sums run in the order the
- * neighbours are given; the system merges the 3x3 cells (each sorted by
- * handle) on the fly into handle order, filtering self and the boids at
- * radius or farther, and feeds the same accumulator as
- * weft_boids_steer(), so a system step equals the kernel on the neighbour
- * list in handle order, bit for bit. Streaming the merge needs no
- * neighbour buffer, however dense the flock.
+ * neighbours are given; the system collects, cell by cell of the 3x3
+ * around the boid, the boids closer than the radius (self left out), in
+ * runs that keep each cell's handle order, merges the runs into handle
+ * order and feeds the same accumulator as weft_boids_steer(), so a system
+ * step equals the kernel on the neighbour list in handle order, bit for
+ * bit. A boid with more neighbours than its buffer holds (512) merges the
+ * cells' items on the fly instead, which needs no buffer, however dense
+ * the flock.
  *
  * The resolved settings and the grid pointer live in a world resource
  * ("weft.boids.config"), so the caller's config may be temporary.
@@ -47,6 +49,9 @@
  * first items, an entity will read (chunk order is unrelated to space). */
 #define BOIDS_ROWS_AHEAD 16u
 #define BOIDS_ITEMS_AHEAD 8u
+/* Neighbours within the radius one boid buffers (12 KiB of stack); a
+ * denser flock takes the streaming merge. */
+#define BOIDS_NEAR_MAX 512u
 
 typedef struct boids_cfg_t {
   weft_grid_t *grid;
@@ -139,14 +144,11 @@ typedef struct cursor_t {
   const weft_grid_item_t *p, *end;
 } cursor_t;
 
-static weft_vec2_t steer_one(const boids_cfg_t *cfg,
-                             const weft_grid_item_t *self, float dt) {
-  const weft_boids_config_t *c = &cfg->c;
-  const float r2 = c->radius * c->radius;
-  const float min2 = c->min_distance * c->min_distance;
+/* The 3x3 cells around self's cell, as cursors: those holding items. */
+static uint32_t cells_around(const boids_cfg_t *cfg,
+                             const weft_grid_item_t *self, cursor_t cur[9]) {
   int32_t cx, cy;
   weft__grid_cell_xy(cfg->grid, self->x, self->y, &cx, &cy);
-  cursor_t cur[9];
   uint32_t k = 0;
   for (int32_t j = -1; j <= 1; j++) {
     for (int32_t i = -1; i <= 1; i++) {
@@ -160,9 +162,21 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
       }
     }
   }
+  return k;
+}
+
+/* The streaming form: a k-way merge by handle of every item of the 3x3
+ * cells (disjoint, each sorted), filtering as it goes. Needs no buffer,
+ * however dense the flock; steer_one() takes it when its buffer is full. */
+static weft_vec2_t steer_merge(const boids_cfg_t *cfg,
+                               const weft_grid_item_t *self, float dt) {
+  const weft_boids_config_t *c = &cfg->c;
+  const float r2 = c->radius * c->radius;
+  const float min2 = c->min_distance * c->min_distance;
+  cursor_t cur[9];
+  uint32_t k = cells_around(cfg, self, cur);
   acc_t a;
   memset(&a, 0, sizeof a);
-  /* A k-way merge by handle: the cells are disjoint and each sorted. */
   while (k) {
     uint32_t m = 0;
     for (uint32_t j = 1; j < k; j++)
@@ -177,6 +191,63 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
     float d2 = dx * dx + dy * dy;
     if (d2 < r2)
       acc_add(&a, o, dx, dy, d2, min2);
+  }
+  return acc_finish(&a, c, self, dt);
+}
+
+/* A neighbour within the radius, as the accumulator takes it. */
+typedef struct near_t {
+  const weft_grid_item_t *o;
+  float dx, dy, d2;
+} near_t;
+
+/*
+ * One boid's new velocity. The neighbours within the radius are found
+ * first, cell by cell, into runs that stay in handle order (each cell is);
+ * only those runs are then merged by handle into the accumulator. Merging
+ * every item of the 3x3 cells instead, most of them out of range (the
+ * circle covers a third of the square), had cost nine comparisons per
+ * item. A flock denser than the buffer takes the streaming merge.
+ */
+static weft_vec2_t steer_one(const boids_cfg_t *cfg,
+                             const weft_grid_item_t *self, float dt) {
+  const weft_boids_config_t *c = &cfg->c;
+  const float r2 = c->radius * c->radius;
+  const float min2 = c->min_distance * c->min_distance;
+  cursor_t cell[9];
+  const uint32_t ncells = cells_around(cfg, self, cell);
+  near_t buf[BOIDS_NEAR_MAX];
+  uint32_t run_at[9], run_end[9], nruns = 0, n = 0;
+  for (uint32_t j = 0; j < ncells; j++) {
+    uint32_t start = n;
+    for (const weft_grid_item_t *o = cell[j].p; o < cell[j].end; o++) {
+      float dx = self->x - o->x, dy = self->y - o->y;
+      float d2 = dx * dx + dy * dy;
+      if (!(d2 < r2) || o->e == self->e)
+        continue;
+      if (n == BOIDS_NEAR_MAX)
+        return steer_merge(cfg, self, dt);
+      buf[n++] = (near_t){o, dx, dy, d2};
+    }
+    if (n > start) {
+      run_at[nruns] = start;
+      run_end[nruns++] = n;
+    }
+  }
+  acc_t a;
+  memset(&a, 0, sizeof a);
+  while (nruns) {
+    uint32_t m = 0;
+    for (uint32_t j = 1; j < nruns; j++)
+      if (buf[run_at[j]].o->e < buf[run_at[m]].o->e)
+        m = j;
+    const near_t *q = &buf[run_at[m]++];
+    if (run_at[m] == run_end[m]) {
+      nruns--;
+      run_at[m] = run_at[nruns];
+      run_end[m] = run_end[nruns];
+    }
+    acc_add(&a, q->o, q->dx, q->dy, q->d2, min2);
   }
   return acc_finish(&a, c, self, dt);
 }

@@ -427,6 +427,60 @@ static void test_boids_system_matches_naive(void **state) {
   bx_free(&b);
 }
 
+/*
+ * A flock far denser than the system buffers per boid (512 neighbours):
+ * 700 boids in a disc of radius 0.5, where each has 699 neighbours and
+ * takes the streaming merge, and 300 around it with fewer, which take the
+ * buffered one; some have a few hundred. Every boid equals the naive
+ * computation, bit for bit.
+ */
+static void test_boids_dense_flock_matches_naive(void **state) {
+  (void)state;
+  bx_t b = bx_new(0, 2.0f, 0.0f, 10.0f);
+  weft_boids_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.radius = 2.0f;
+  cfg.min_distance = 0.25f;
+  cfg.max_speed = 4.0f;
+  bx_systems(&b, &cfg);
+  const ref_t ref = {2.0f, 0.25f, 1.5f, 1.0f, 1.0f, 4.0f};
+  enum { DENSE = 700, SPREAD = 300, N = DENSE + SPREAD };
+  weft_grid_item_t *all = calloc(N, sizeof *all);
+  assert_non_null(all);
+  wt_rng_t r = wt_rng(0xde45e);
+  for (uint32_t i = 0; i < N; i++) {
+    weft_vec2_t p;
+    if (i < DENSE) { /* rejection-sample the disc */
+      do
+        p = (weft_vec2_t){frand(&r, -0.5f, 0.5f), frand(&r, -0.5f, 0.5f)};
+      while (p.x * p.x + p.y * p.y > 0.25f);
+      p.x += 5.0f;
+      p.y += 5.0f;
+    } else {
+      p = (weft_vec2_t){frand(&r, 0.0f, 10.0f), frand(&r, 0.0f, 10.0f)};
+    }
+    weft_vec2_t v = {frand(&r, -1.0f, 1.0f), frand(&r, -1.0f, 1.0f)};
+    all[i] = item(spawn_boid(&b, p, v, true), p.x, p.y, v.x, v.y);
+  }
+  qsort(all, N, sizeof *all, by_handle);
+  const double dt = 0.0625;
+  run_fixed(&b, dt);
+  uint32_t crowded = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    uint32_t k = 0;
+    weft_vec2_t want = naive(&ref, &all[i], all, N, (float)dt, &k);
+    weft_vec2_t got = get_vec(&b, all[i].e, b.s.velocity);
+    if (got.x != want.x || got.y != want.y)
+      fail_msg("boid %u (%u neighbours): (%.9g, %.9g), naive (%.9g, %.9g)", i,
+               k, (double)got.x, (double)got.y, (double)want.x, (double)want.y);
+    crowded += k > 512;
+  }
+  assert_true(crowded >= DENSE); /* the streaming merge ran */
+  assert_true(crowded < N);      /* and the buffered one */
+  free(all);
+  bx_free(&b);
+}
+
 /* A move system for the multi-step runs: position += velocity * dt. */
 static int move_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
   void *p[WEFT_MAX_FIELDS], *v[WEFT_MAX_FIELDS];
@@ -572,6 +626,7 @@ int main(void) {
       cmocka_unit_test(test_boids_steer_terms_by_hand),
       cmocka_unit_test(test_boids_steer_matches_naive),
       cmocka_unit_test(test_boids_system_matches_naive),
+      cmocka_unit_test(test_boids_dense_flock_matches_naive),
       cmocka_unit_test(test_boids_pool_matches_inline),
       cmocka_unit_test(test_boids_radius_defaults_to_cell),
       cmocka_unit_test(test_boids_register_rejects_bad_config),
