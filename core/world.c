@@ -224,13 +224,9 @@ uint8_t weft_world_tag(const weft_world_t *w) {
   return w ? w->tag : 0;
 }
 
-int weft__fail(const weft_world_t *cw, int code, const char *file, int line,
-               const char *fmt, ...) {
-  if (!cw)
-    return code;
-  /* The error buffer is the one field a failing reader writes; it is
-   * documented as owner-thread state. */
-  weft_world_t *w = (weft_world_t *)cw;
+/* Writes "NAME: [file:line: ]message" into the world's error buffer. */
+static void record(weft_world_t *w, int code, const char *file, int line,
+                   const char *fmt, va_list ap) {
   int n = 0;
   if (file)
     n = snprintf(w->errbuf, sizeof(w->errbuf),
@@ -239,10 +235,29 @@ int weft__fail(const weft_world_t *cw, int code, const char *file, int line,
     n = snprintf(w->errbuf, sizeof(w->errbuf),
                  "%s: ", weft_strerror_name(code));
   if (n < 0 || (size_t)n >= sizeof(w->errbuf))
+    return;
+  vsnprintf(w->errbuf + n, sizeof(w->errbuf) - (size_t)n, fmt, ap);
+}
+
+int weft__fail(const weft_world_t *cw, int code, const char *file, int line,
+               const char *fmt, ...) {
+  if (!cw)
+    return code;
+  /* The error buffer is the one field a failing reader writes; it is
+   * documented as owner-thread state. */
+  va_list ap;
+  va_start(ap, fmt);
+  record((weft_world_t *)cw, code, file, line, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+int weft_world_fail(weft_world_t *w, int code, const char *fmt, ...) {
+  if (!w || !fmt)
     return code;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(w->errbuf + n, sizeof(w->errbuf) - (size_t)n, fmt, ap);
+  record(w, code, NULL, 0, fmt, ap);
   va_end(ap);
   return code;
 }

@@ -290,7 +290,8 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
                    weft_grid_t *grid, const weft_boids_config_t *config,
                    weft_system_t *out) {
   if (!world || !std || !grid)
-    return WEFT_EINVAL;
+    return weft_world_fail(world, WEFT_EINVAL, "weft_sys_boids: %s is NULL",
+                           !std ? "std" : "the grid");
   const float cell = weft_grid_cell_size(grid);
   weft_boids_config_t c = resolve(config, cell);
   /* A radius past the cell size would miss neighbours two cells away. */
@@ -298,10 +299,15 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
       !finite_nonneg(c.min_distance) || !finite_nonneg(c.max_speed) ||
       !isfinite(c.separation) || !isfinite(c.alignment) ||
       !isfinite(c.cohesion))
-    return WEFT_EINVAL;
+    return weft_world_fail(
+        world, WEFT_EINVAL,
+        "weft_sys_boids: bad config (radius %g must be in (0, cell %g]; "
+        "min_distance, max_speed finite and >= 0; weights finite)",
+        (double)c.radius, (double)cell);
   weft_system_t sys = 0;
   if (weft_system_lookup(world, BOIDS_NAME, &sys) == 0)
-    return WEFT_EEXIST;
+    return weft_world_fail(world, WEFT_EEXIST,
+                           "weft_sys_boids: '%s' exists already", BOIDS_NAME);
   boids_cfg_t init;
   memset(&init, 0, sizeof init);
   init.grid = grid;

@@ -308,11 +308,15 @@ int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
                      weft_grid_t *grid, weft_phase_t phase,
                      weft_system_t *out) {
   if (!world || !std || !grid || !weft_grid_resource(grid))
-    return WEFT_EINVAL;
+    return weft_world_fail(world, WEFT_EINVAL, "weft_sys_collide: %s",
+                           !std    ? "std is NULL"
+                           : !grid ? "the grid is NULL"
+                                   : "the grid has no resource");
   static const char name[] = "weft.collide";
   weft_system_t found;
   if (weft_system_lookup(world, name, &found) == 0)
-    return WEFT_EEXIST;
+    return weft_world_fail(world, WEFT_EEXIST,
+                           "weft_sys_collide: '%s' exists already", name);
 
   /* The callback's context lives in a resource of the same name (a
    * separate namespace), reused if an earlier registration left one. */

@@ -28,10 +28,6 @@
 #include "grid_internal.h"
 #include "sys_internal.h"
 
-/* More cells than this is a configuration mistake (a cell far too small
- * for the area), not a grid: the cell table alone would take 64 MiB. */
-#define GRID_MAX_CELLS (1u << 24)
-
 /* Cells up to this size are sorted by insertion, bigger ones by heapsort
  * (in place: no allocation, n log n at worst). */
 #define GRID_SMALL_CELL 24u
@@ -89,25 +85,47 @@ static void *grid_alloc(size_t bytes, bool zero) {
 int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
                      weft_grid_t **out) {
   if (!world || !config || !out)
-    return WEFT_EINVAL;
+    return weft_world_fail(world, WEFT_EINVAL, "weft_grid_create: %s is NULL",
+                           !config ? "config" : "out");
   float cell = config->cell == 0.0f ? 1.0f : config->cell;
   const weft_vec2_t lo = config->min, hi = config->max;
   /* Written so that NaN fails every test. */
-  if (!(cell > 0.0f) || !isfinite(cell) || !isfinite(lo.x) || !isfinite(lo.y) ||
-      !isfinite(hi.x) || !isfinite(hi.y) || !(lo.x < hi.x) || !(lo.y < hi.y))
-    return WEFT_EINVAL;
+  if (!(cell > 0.0f) || !isfinite(cell))
+    return weft_world_fail(world, WEFT_EINVAL,
+                           "weft_grid_create: cell %g is not positive and "
+                           "finite",
+                           (double)cell);
+  if (!isfinite(lo.x) || !isfinite(lo.y) || !isfinite(hi.x) ||
+      !isfinite(hi.y) || !(lo.x < hi.x) || !(lo.y < hi.y))
+    return weft_world_fail(world, WEFT_EINVAL,
+                           "weft_grid_create: the area (%g, %g)..(%g, %g) "
+                           "is not finite with min < max",
+                           (double)lo.x, (double)lo.y, (double)hi.x,
+                           (double)hi.y);
+  uint32_t max_cells =
+      config->max_cells ? config->max_cells : WEFT_GRID_CELLS_DEFAULT;
+  if (max_cells > WEFT_GRID_CELLS_MAX)
+    return weft_world_fail(world, WEFT_EINVAL,
+                           "weft_grid_create: max_cells %u is above "
+                           "WEFT_GRID_CELLS_MAX (%u)",
+                           max_cells, WEFT_GRID_CELLS_MAX);
   double fx = ceil(((double)hi.x - (double)lo.x) / (double)cell);
   double fy = ceil(((double)hi.y - (double)lo.y) / (double)cell);
   if (fx < 1.0)
     fx = 1.0;
   if (fy < 1.0)
     fy = 1.0;
-  if (fx * fy > (double)GRID_MAX_CELLS)
-    return WEFT_EINVAL;
+  if (fx * fy > (double)max_cells)
+    return weft_world_fail(world, WEFT_EINVAL,
+                           "weft_grid_create: %.0f x %.0f cells of size %g "
+                           "is more than max_cells (%u): use larger cells "
+                           "or raise max_cells",
+                           fx, fy, (double)cell, max_cells);
 
   weft_grid_t *g = calloc(1, sizeof *g);
   if (!g)
-    return WEFT_ENOMEM;
+    return weft_world_fail(world, WEFT_ENOMEM,
+                           "weft_grid_create: out of memory");
   g->world = world;
   g->cell = cell;
   g->inv_cell = 1.0f / cell;
@@ -118,8 +136,11 @@ int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
   g->ncells = (uint32_t)g->nx * (uint32_t)g->ny;
   g->starts = grid_alloc(((size_t)g->ncells + 1) * sizeof *g->starts, true);
   if (!g->starts) {
+    uint32_t ncells = g->ncells;
     free(g);
-    return WEFT_ENOMEM;
+    return weft_world_fail(world, WEFT_ENOMEM,
+                           "weft_grid_create: out of memory for %u cells",
+                           ncells);
   }
 
   /* The first free "weft.grid.N": resources are never unregistered, so a
@@ -578,10 +599,16 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
 int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *g,
                   weft_component_t with, weft_phase_t phase,
                   weft_system_t *out) {
-  if (!world || !std || !g || g->world != world)
-    return WEFT_EINVAL;
-  if (g->still || g->moving)
-    return WEFT_EEXIST; /* one builder per grid */
+  if (!world || !std || !g)
+    return weft_world_fail(world, WEFT_EINVAL, "weft_sys_grid: %s is NULL",
+                           !std ? "std" : "the grid");
+  if (g->world != world)
+    return weft_world_fail(world, WEFT_EINVAL,
+                           "weft_sys_grid: the grid belongs to another world");
+  if (g->still || g->moving) /* one builder per grid */
+    return weft_world_fail(world, WEFT_EEXIST,
+                           "weft_sys_grid: grid %u has a builder already",
+                           g->number);
   if (with == std->position)
     with = 0;
 
@@ -592,7 +619,8 @@ int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *g,
     snprintf(name, sizeof name, "weft.grid.build.%u", g->number);
   weft_system_t found;
   if (weft_system_lookup(world, name, &found) == 0)
-    return WEFT_EEXIST;
+    return weft_world_fail(world, WEFT_EEXIST,
+                           "weft_sys_grid: a system '%s' exists already", name);
 
   /* Position without an enabled Velocity (a disabled one counts as
    * absent for an exclude term), unless `with` requires Velocity. */

@@ -304,10 +304,11 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
 int weft_sys_health(weft_world_t *world, const weft_std_t *std,
                     weft_phase_t phase, weft_system_t *out) {
   if (!world || !std)
-    return WEFT_EINVAL;
+    return weft_world_fail(world, WEFT_EINVAL, "weft_sys_health: std is NULL");
   weft_system_t sys = 0;
   if (weft_system_lookup(world, HEALTH_NAME, &sys) == 0)
-    return WEFT_EEXIST;
+    return weft_world_fail(world, WEFT_EEXIST,
+                           "weft_sys_health: '%s' exists already", HEALTH_NAME);
   /* The ids and the plan live in the world: the resources outlive any
    * caller's copy. A previous, removed registration left them; reuse. The
    * small one first: when the world runs out of resources between the two,

@@ -255,8 +255,13 @@ int weft_sys_integrate(weft_world_t *w, const weft_std_t *std,
   memset(&c, 0, sizeof c);
   if (config)
     c = *config;
-  if (!w || !std || !config_ok(&c))
-    return WEFT_EINVAL;
+  if (!w || !std)
+    return weft_world_fail(w, WEFT_EINVAL, "weft_sys_integrate: std is NULL");
+  if (!config_ok(&c))
+    return weft_world_fail(
+        w, WEFT_EINVAL,
+        "weft_sys_integrate: bad config (gravity finite, damping finite "
+        "and >= 0, a known bounds mode, a finite box with min < max)");
   if (!c.phase)
     c.phase = WEFT_PHASE_FIXED_UPDATE;
 
@@ -286,7 +291,8 @@ int weft_sys_integrate(weft_world_t *w, const weft_std_t *std,
   weft_system_t id;
   for (uint32_t i = 0; i < nd; i++)
     if (weft_system_lookup(w, d[i].name, &id) == 0)
-      return WEFT_EEXIST;
+      return weft_world_fail(
+          w, WEFT_EEXIST, "weft_sys_integrate: '%s' exists already", d[i].name);
   weft_resource_t res;
   const void *kept;
   int rc = keep_config(w, &c, &res, &kept);

@@ -34,7 +34,7 @@ static int lifetime_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
 int weft_sys_lifetime(weft_world_t *w, const weft_std_t *std,
                       weft_phase_t phase, weft_system_t *out) {
   if (!w || !std)
-    return WEFT_EINVAL;
+    return weft_world_fail(w, WEFT_EINVAL, "weft_sys_lifetime: std is NULL");
   weft_system_desc_t d;
   memset(&d, 0, sizeof d);
   d.name = "weft.lifetime";
@@ -139,10 +139,11 @@ static int keep_list(weft_world_t *w, const weft_std_t *std,
 int weft_sys_spawners(weft_world_t *w, const weft_std_t *std,
                       weft_phase_t phase, weft_system_t *out) {
   if (!w || !std)
-    return WEFT_EINVAL;
+    return weft_world_fail(w, WEFT_EINVAL, "weft_sys_spawners: std is NULL");
   weft_system_t id = 0;
-  if (weft_system_lookup(w, "weft.spawners", &id) == 0)
-    return WEFT_EEXIST; /* before keep_list() adds a resource */
+  if (weft_system_lookup(w, "weft.spawners", &id) == 0) /* before keep_list() */
+    return weft_world_fail(w, WEFT_EEXIST,
+                           "weft_sys_spawners: 'weft.spawners' exists already");
   weft_resource_t res;
   const spawn_list_t *l;
   int rc = keep_list(w, std, &res, &l);

@@ -44,7 +44,7 @@ static int plain(weft_world_t *w, const char *name, uint32_t size,
 
 int weft_std_register(weft_world_t *w, weft_std_t *out) {
   if (!w || !out)
-    return WEFT_EINVAL;
+    return weft_world_fail(w, WEFT_EINVAL, "weft_std_register: out is NULL");
   weft_std_t s;
   memset(&s, 0, sizeof s);
   int rc = vec2(w, "weft.Position", &s.position);

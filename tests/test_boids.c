@@ -605,6 +605,7 @@ static void test_boids_register_rejects_bad_config(void **state) {
   cfg.max_speed = 0.0f;
   cfg.cohesion = NAN;
   assert_int_equal(weft_sys_boids(b.w, &b.s, b.grid, &cfg, &sys), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(b.w), "bad config"));
   assert_int_equal(weft_system_lookup(b.w, "weft.boids", &sys), WEFT_ENONAME);
   /* The cell size itself is fine; a second registration is not. */
   cfg.cohesion = 0.0f;

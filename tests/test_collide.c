@@ -558,6 +558,7 @@ static void test_collide_skips_dead_and_disabled(void **state) {
   assert_int_equal(weft_sys_collide(w, &st, g, 0, &cs), WEFT_OK);
   assert_int_equal(weft_sys_collide(w, &st, g, 0, NULL), WEFT_EEXIST);
   assert_int_equal(weft_sys_collide(w, &st, NULL, 0, NULL), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(w), "the grid is NULL"));
 
   /* Four unit circles 0.5 apart along x: every pair within 2 overlaps. */
   weft_entity_t e[4];

@@ -311,6 +311,7 @@ static void test_grid_create_rejects_bad_config(void **state) {
   c = area();
   c.cell = 1e-3f; /* 10^5 x 6 * 10^4 cells */
   assert_int_equal(weft_grid_create(w, &c, &g), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(w), "max_cells"));
   assert_null(g);
   /* Nothing registered a builder; a grid from another world is refused. */
   c = area();
@@ -319,11 +320,71 @@ static void test_grid_create_rejects_bad_config(void **state) {
   weft_std_t std;
   assert_int_equal(weft_std_register(other, &std), WEFT_OK);
   assert_int_equal(weft_sys_grid(other, &std, g, 0, 0, NULL), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(other), "another world"));
   assert_int_equal(weft_sys_grid(w, NULL, g, 0, 0, NULL), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(w), "std is NULL"));
   weft_grid_destroy(g);
   weft_grid_destroy(NULL);
   weft_world_destroy(other);
   weft_world_destroy(w);
+}
+
+/* The cell limit: a grid of more cells than 2^24 is refused by default,
+ * saying so, and made when max_cells allows it; there, the last cells
+ * (indices past 2^24) hold what lies in them. */
+static void test_grid_max_cells_lifts_the_limit(void **state) {
+  (void)state;
+  const int32_t side = 4100; /* 16,810,000 cells > 2^24 */
+  const uint32_t need = (uint32_t)side * (uint32_t)side;
+  weft_grid_config_t c;
+  memset(&c, 0, sizeof c);
+  c.cell = 1.0f;
+  c.max = (weft_vec2_t){(float)side, (float)side};
+  weft_world_t *w = wt_world_new(NULL);
+  weft_grid_t *g = NULL;
+  assert_int_equal(weft_grid_create(w, &c, &g), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(w), "4100 x 4100 cells"));
+  assert_non_null(strstr(weft_world_last_error(w), "max_cells (16777216)"));
+  c.max_cells = need - 1;
+  assert_int_equal(weft_grid_create(w, &c, &g), WEFT_EINVAL);
+  c.max_cells = WEFT_GRID_CELLS_MAX + 1u;
+  assert_int_equal(weft_grid_create(w, &c, &g), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(w), "WEFT_GRID_CELLS_MAX"));
+  assert_null(g);
+  weft_world_destroy(w);
+
+  c.max_cells = need;
+  gfx_t f = gfx_new(&c, false);
+  int32_t nx = 0, ny = 0;
+  weft_grid_dims(f.grid, &nx, &ny);
+  assert_int_equal(nx, side);
+  assert_int_equal(ny, side);
+  /* One entity per corner cell and one in the middle. */
+  const float at[][2] = {{0.5f, 0.5f},
+                         {side - 0.5f, side - 0.5f},
+                         {side - 0.5f, 0.5f},
+                         {0.5f, side - 0.5f},
+                         {side / 2 + 0.5f, side / 2 + 0.5f}};
+  weft_entity_t e[5];
+  for (uint32_t i = 0; i < 5; i++) {
+    weft_vec2_t p = {at[i][0], at[i][1]};
+    e[i] = wt_spawn_with(f.w, (weft_component_t[]){f.std.position, 0},
+                         (const void *[]){&p});
+  }
+  rebuild(&f);
+  assert_int_equal(weft_grid_count(f.grid), 5);
+  for (uint32_t i = 0; i < 5; i++) {
+    uint32_t n = 0;
+    const weft_grid_item_t *it =
+        weft_grid_cell(f.grid, (int32_t)at[i][0], (int32_t)at[i][1], &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(it[0].e, e[i]);
+    assert_true(it[0].x == at[i][0] && it[0].y == at[i][1]);
+  }
+  uint32_t n = 9;
+  (void)weft_grid_cell(f.grid, side - 2, side - 1, &n);
+  assert_int_equal(n, 0);
+  gfx_free(&f);
 }
 
 /* Every grid takes a resource; when the world has none left, creation
@@ -793,6 +854,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grid_create_rejects_bad_config),
       cmocka_unit_test(test_grid_create_runs_out_of_resources),
+      cmocka_unit_test(test_grid_max_cells_lifts_the_limit),
       cmocka_unit_test(test_grid_geometry_and_clamping),
       cmocka_unit_test(test_grid_items_sorted_in_their_cells),
       cmocka_unit_test(test_grid_bands_on_a_pool),

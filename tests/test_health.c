@@ -175,6 +175,7 @@ static void test_health_register_rejects_bad_calls(void **state) {
   assert_int_equal(info.phase, WEFT_PHASE_FIXED_UPDATE); /* 0: FixedUpdate */
   weft_system_t again = 0;
   assert_int_equal(weft_sys_health(h.w, &h.s, 0, &again), WEFT_EEXIST);
+  assert_non_null(strstr(weft_world_last_error(h.w), "exists already"));
   /* Removed, it registers again (the kept config is reused). */
   assert_int_equal(weft_system_remove(h.w, sys), WEFT_OK);
   assert_int_equal(weft_sys_health(h.w, &h.s, WEFT_PHASE_PRE_UPDATE, &again),

@@ -542,6 +542,7 @@ static void test_integrate_config_errors(void **state) {
     memset(&s, 0xa5, sizeof s);
     if (weft_sys_integrate(f.w, &f.std, &bad[i], &s) != WEFT_EINVAL)
       fail_msg("bad config %u accepted", i);
+    assert_non_null(strstr(weft_world_last_error(f.w), "bad config"));
     /* nothing registered, *out untouched */
     weft_system_t id;
     assert_int_not_equal(weft_system_lookup(f.w, "weft.move", &id), WEFT_OK);
@@ -550,6 +551,7 @@ static void test_integrate_config_errors(void **state) {
   weft_integrate_config_t ok = config(WEFT_BOUNDS_NONE, true);
   assert_int_equal(weft_sys_integrate(NULL, &f.std, &ok, NULL), WEFT_EINVAL);
   assert_int_equal(weft_sys_integrate(f.w, NULL, &ok, NULL), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(f.w), "std is NULL"));
   /* With mode NONE the box is not looked at; NULL means the defaults. */
   ok.min = (weft_vec2_t){5.0f, 5.0f};
   ok.max = (weft_vec2_t){-5.0f, nan};

@@ -503,6 +503,7 @@ static void test_lifetime_registration_errors(void **state) {
   /* Once per world. */
   assert_int_equal(weft_sys_lifetime(f.w, &f.std, 0, NULL), WEFT_EEXIST);
   assert_int_equal(weft_sys_spawners(f.w, &f.std, 0, NULL), WEFT_EEXIST);
+  assert_non_null(strstr(weft_world_last_error(f.w), "'weft.spawners'"));
   fx_free(&f);
 }
 

@@ -436,6 +436,27 @@ static void test_world_last_error_describes_failure(void **state) {
   weft_world_destroy(w);
 }
 
+/* weft_world_fail() records "NAME: message" (printf-formatted, cut to the
+ * buffer) and returns the code; a NULL world or format records nothing. */
+static void test_world_fail_records_a_message(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  assert_int_equal(weft_world_fail(w, WEFT_EINVAL, "cell %d of %s", 7, "x"),
+                   WEFT_EINVAL);
+  assert_string_equal(weft_world_last_error(w), "WEFT_EINVAL: cell 7 of x");
+  assert_int_equal(weft_world_fail(w, WEFT_ENOMEM, NULL), WEFT_ENOMEM);
+  assert_string_equal(weft_world_last_error(w), "WEFT_EINVAL: cell 7 of x");
+  assert_int_equal(weft_world_fail(NULL, WEFT_EFULL, "gone"), WEFT_EFULL);
+  char big[2048];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  assert_int_equal(weft_world_fail(w, WEFT_EFULL, "%s", big), WEFT_EFULL);
+  const char *m = weft_world_last_error(w);
+  assert_true(strncmp(m, "WEFT_EFULL: aaaa", 16) == 0);
+  assert_true(strlen(m) < sizeof big - 1); /* cut, terminated */
+  weft_world_destroy(w);
+}
+
 static void test_world_stats_track_lifecycle(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
@@ -575,6 +596,7 @@ int main(void) {
       cmocka_unit_test(test_world_clear_retires_exhausted_slots),
       cmocka_unit_test(test_world_clear_reissues_slots_in_order),
       cmocka_unit_test(test_world_last_error_describes_failure),
+      cmocka_unit_test(test_world_fail_records_a_message),
       cmocka_unit_test(test_world_stats_track_lifecycle),
       cmocka_unit_test(test_world_reserve_covers_despawns),
       cmocka_unit_test(test_world_memory_overhead_per_entity),

@@ -78,6 +78,15 @@ static int particles(sim_scene_t *s, uint32_t n, uint64_t seed) {
       fill_motion, &f, NULL);
 }
 
+/* The cell limit a square grid of side `side` cut in cells of size `cell`
+ * needs: its density grows with the entity count, so a large run needs
+ * more than the grid's default. */
+static uint32_t cells_for(float side, float cell) {
+  double per_side = ceil((double)side / (double)cell);
+  double need = per_side * per_side;
+  return need > (double)WEFT_GRID_CELLS_DEFAULT ? (uint32_t)need : 0;
+}
+
 static int boids(sim_scene_t *s, uint32_t n, uint64_t seed) {
   const float radius = 4.0f;
   s->side = ceilf(sqrtf((float)n * 16.0f)); /* ~1 boid per 16 units^2 */
@@ -85,8 +94,10 @@ static int boids(sim_scene_t *s, uint32_t n, uint64_t seed) {
       .mode = WEFT_BOUNDS_WRAP, .min = {0, 0}, .max = {s->side, s->side}};
   weft_integrate_systems_t is;
   int rc = weft_sys_integrate(s->world, &s->std, &ic, &is);
-  weft_grid_config_t gc = {
-      .cell = radius, .min = {0, 0}, .max = {s->side, s->side}};
+  weft_grid_config_t gc = {.cell = radius,
+                           .min = {0, 0},
+                           .max = {s->side, s->side},
+                           .max_cells = cells_for(s->side, radius)};
   if (!rc)
     rc = weft_grid_create(s->world, &gc, &s->grid);
   weft_system_t id;
@@ -181,7 +192,8 @@ static int arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
   int rc = weft_sys_integrate(s->world, &s->std, &ic, &is);
   weft_grid_config_t gc = {.cell = 2.0f, /* the largest collider: 2x2 */
                            .min = {0, 0},
-                           .max = {s->side, s->side}};
+                           .max = {s->side, s->side},
+                           .max_cells = cells_for(s->side, 2.0f)};
   if (!rc)
     rc = weft_grid_create(s->world, &gc, &s->grid);
   weft_system_t id;

@@ -174,7 +174,19 @@ typedef struct weft_grid_config_t {
                              complete. */
   weft_vec2_t min, max; /**< the area covered; positions outside fall in
                              the border cells. Required: min < max. */
+  uint32_t max_cells;   /**< the most cells the area may cut into; 0:
+                             WEFT_GRID_CELLS_DEFAULT. A cell costs 4 bytes
+                             of table, which every rebuild clears and
+                             scans, so the default catches a cell far too
+                             small for the area; a world of millions of
+                             entities at one per few cells needs more (at
+                             most WEFT_GRID_CELLS_MAX). */
 } weft_grid_config_t;
+
+/** The default cell limit of a grid: 2^24 cells, a 64 MiB table. */
+#define WEFT_GRID_CELLS_DEFAULT (1u << 24)
+/** The largest cell limit a grid accepts: 2^30 cells, a 4 GiB table. */
+#define WEFT_GRID_CELLS_MAX (1u << 30)
 
 /** One entity in the grid: a snapshot taken when the grid was built. */
 typedef struct weft_grid_item_t {
@@ -191,7 +203,9 @@ typedef struct weft_grid_item_t {
  * registers a resource ("weft.grid.N", N = 1, 2, ... the first free
  * number) that its builder writes and its readers read, which orders them.
  * Returns WEFT_EINVAL (min >= max, a cell that is not positive and finite,
- * more than 2^24 cells), WEFT_ENOMEM or the resource's registration error.
+ * more cells than max_cells, max_cells above WEFT_GRID_CELLS_MAX),
+ * WEFT_ENOMEM or the resource's registration error; weft_world_last_error()
+ * says which.
  */
 int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
                      weft_grid_t **out);

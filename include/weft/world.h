@@ -183,6 +183,22 @@ void weft_world_stats(const weft_world_t *world, weft_world_stats_t *out);
 const char *weft_world_last_error(const weft_world_t *world);
 
 /**
+ * Records a failure on @p world, as the library's own checks do, and
+ * returns @p code: weft_world_last_error() then reads "NAME: message", NAME
+ * being @p code's name (weft_strerror_name()). For systems and extensions
+ * built on the public API, so that a configuration they refuse is
+ * explained and not only coded. @p fmt is a printf format; the message is
+ * cut to the world's buffer. A NULL world or format records nothing.
+ * Owner thread, like weft_world_last_error(): not from system callbacks
+ * (return the code from the callback instead).
+ */
+int weft_world_fail(weft_world_t *world, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/**
  * A stable 64-bit hash of the whole world state: every archetype's
  * signature and rows in order (handles and component bytes, disabled
  * components included) and the entity index (generations, free order,
