@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "weft/pool.h"
 #include "weft/resource.h"
 
 /*
@@ -46,8 +47,13 @@ int weft__event_stage(weft_world_t *w, uint32_t slot, uint64_t key,
  * thread, with no thread staging. Returns the number of events published.
  * Allocates nothing in steady state; when a channel cannot grow (out of
  * memory) its events are dropped and the world's last error says so.
+ * With @p pool (self: the calling thread's worker index there, or
+ * WEFT_WORKER_EXTERNAL) and room reserved for parallel merges
+ * (weft__events_reserve()), a large publish runs on the pool's workers;
+ * the result is the same, byte for byte.
  */
-uint32_t weft__events_publish(weft_world_t *w);
+uint32_t weft__events_publish(weft_world_t *w, weft_pool_t *pool,
+                              uint32_t self);
 
 /* Events currently staged, all slots. Owner thread, no thread staging. */
 uint32_t weft__events_staged(const weft_world_t *w);
@@ -58,9 +64,10 @@ bool weft__channel_exists(const weft_world_t *w, weft_channel_t ch);
 /*
  * Grows every slot (and the publish scratch) to hold all the events staged
  * right now, in all slots, so that staging as much again, spread over the
- * slots in any way, allocates nothing. Call before publishing. Owner
- * thread, no thread staging. 0 or WEFT_ENOMEM.
+ * slots in any way, allocates nothing, and makes room for @p parts
+ * parallel merges (at most 64; below 2: none). Call before publishing.
+ * Owner thread, no thread staging. 0 or WEFT_ENOMEM.
  */
-int weft__events_reserve(weft_world_t *w);
+int weft__events_reserve(weft_world_t *w, uint32_t parts);
 
 #endif /* WEFT_CORE_RESOURCE_INTERNAL_H */

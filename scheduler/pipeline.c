@@ -617,10 +617,11 @@ static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   if (grow)
     for (uint32_t k = 0; k < s->nslots && !rc; k++)
       rc = weft__cmdbuf_reserve(s->bufs[k], &s->high);
+  /* Two merges per worker, so that one that finishes early takes another. */
   if (events && !rc)
-    rc = weft__events_reserve(w);
+    rc = weft__events_reserve(w, s->pool ? 2 * weft_pool_workers(s->pool) : 0);
   if (events)
-    weft__events_publish(w);
+    weft__events_publish(w, s->pool, s->main_self);
   p->stats.sync_points++;
   p->stats.commands += cmds;
   s->state.sync_points++;

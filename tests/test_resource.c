@@ -490,8 +490,20 @@ static int oracle_cmp(const void *pa, const void *pb) {
 enum { NCH = 3 };
 static const size_t ch_size[NCH] = {8, 24, WEFT_EVENT_MAX_SIZE};
 
-static void test_events_publish_matches_oracle(void **state) {
-  (void)state;
+/* How the keys of one oracle round are drawn. */
+typedef enum keys_t {
+  KEYS_TIES,   /* 40 distinct keys: ties within and across slots */
+  KEYS_WIDE,   /* wide random keys; slots 0 and 1 staged in key order */
+  KEYS_OWNED,  /* each slot a key range of its own, like workers' jobs */
+  KEYS_ONE,    /* every event in one slot, in key order */
+  KEYS_ROUNDS, /* number of kinds */
+} keys_t;
+
+/* Stages n random events of every kind of round over nslots slots and
+ * publishes them (with @p pool: on it, after reserving @p parts merges),
+ * checking each channel against a sort of the staged events. */
+static void oracle_rounds(weft_pool_t *pool, uint32_t parts, uint32_t nslots,
+                          uint32_t n, uint64_t seed) {
   weft_world_t *w = wt_world_new(NULL);
   weft_channel_t ch[NCH];
   for (int c = 0; c < NCH; c++) {
@@ -499,23 +511,34 @@ static void test_events_publish_matches_oracle(void **state) {
     snprintf(name, sizeof name, "ch%d", c);
     ch[c] = chan_reg(w, name, ch_size[c]);
   }
-  enum { NSLOTS = 5, N = 6000 };
-  assert_int_equal(weft__events_slots(w, NSLOTS), WEFT_OK);
-  oracle_t *orc = calloc(N, sizeof *orc);
-  uint64_t *want = calloc(N, sizeof *want);
+  assert_int_equal(weft__events_slots(w, nslots), WEFT_OK);
+  oracle_t *orc = calloc(n, sizeof *orc);
+  uint64_t *want = calloc(n, sizeof *want);
+  uint32_t *seq = calloc(nslots, sizeof *seq);
   assert_non_null(orc);
   assert_non_null(want);
-  wt_rng_t rng = wt_rng(0x5eedu);
-  for (int round = 0; round < 3; round++) {
-    uint32_t seq[NSLOTS] = {0};
-    for (uint32_t i = 0; i < N; i++) {
+  assert_non_null(seq);
+  wt_rng_t rng = wt_rng(seed);
+  for (int round = 0; round < KEYS_ROUNDS; round++) {
+    memset(seq, 0, nslots * sizeof *seq);
+    for (uint32_t i = 0; i < n; i++) {
       oracle_t *o = &orc[i];
-      o->slot = wt_below(&rng, NSLOTS);
-      /* Round 0: few distinct keys (many ties, within and across slots);
-       * later rounds: wide keys, some slots staged in key order. */
-      o->key = round == 0 ? wt_below(&rng, 40) : wt_next(&rng) >> 3;
-      if (round == 2 && o->slot < 2)
-        o->key = (uint64_t)i * 1000 + o->slot;
+      o->slot = round == KEYS_ONE ? nslots - 1 : wt_below(&rng, nslots);
+      switch ((keys_t)round) {
+      case KEYS_TIES:
+        o->key = wt_below(&rng, 40);
+        break;
+      case KEYS_WIDE:
+        o->key =
+            o->slot < 2 ? (uint64_t)i * 1000 + o->slot : wt_next(&rng) >> 3;
+        break;
+      case KEYS_OWNED:
+        o->key = (uint64_t)o->slot << 40 | wt_below(&rng, 1u << 20);
+        break;
+      default:
+        o->key = i / 3;
+        break;
+      }
       o->seq = seq[o->slot]++;
       o->ch = wt_below(&rng, NCH);
       o->id = ((uint64_t)round << 32) | i;
@@ -524,24 +547,49 @@ static void test_events_publish_matches_oracle(void **state) {
       assert_int_equal(weft__event_stage(w, o->slot, o->key, ch[o->ch], ev),
                        WEFT_OK);
     }
-    assert_int_equal(weft__events_staged(w), N);
-    qsort(orc, N, sizeof *orc, oracle_cmp);
-    assert_int_equal(weft__events_publish(w), N);
+    assert_int_equal(weft__events_staged(w), n);
+    qsort(orc, n, sizeof *orc, oracle_cmp);
+    if (pool)
+      assert_int_equal(weft__events_reserve(w, parts), WEFT_OK);
+    assert_int_equal(weft__events_publish(w, pool, WEFT_WORKER_EXTERNAL), n);
     assert_int_equal(weft__events_staged(w), 0);
     for (int c = 0; c < NCH; c++) {
-      uint32_t n = 0;
-      for (uint32_t i = 0; i < N; i++)
+      uint32_t k = 0;
+      for (uint32_t i = 0; i < n; i++)
         if (orc[i].ch == (uint32_t)c)
-          want[n++] = orc[i].id;
-      check_channel(w, ch[c], ch_size[c], want, n);
+          want[k++] = orc[i].id;
+      check_channel(w, ch[c], ch_size[c], want, k);
     }
     weft_event_clear(w, 0);
   }
   /* Nothing staged: publishing is a no-op. */
-  assert_int_equal(weft__events_publish(w), 0);
+  assert_int_equal(weft__events_publish(w, pool, WEFT_WORKER_EXTERNAL), 0);
   free(orc);
   free(want);
+  free(seq);
   weft_world_destroy(w);
+}
+
+static void test_events_publish_matches_oracle(void **state) {
+  (void)state;
+  oracle_rounds(NULL, 0, 5, 6000, 0x5eedu);
+}
+
+/* On a pool, a publish large enough runs as parallel merges over ranges
+ * of keys; whatever the number of ranges and slots, and however the keys
+ * spread over the slots, the channels get what the oracle says. */
+static void test_events_parallel_publish_matches_oracle(void **state) {
+  (void)state;
+  weft_pool_t *pool = NULL;
+  weft_pool_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.placement.workers = 3;
+  assert_int_equal(weft_pool_create(&pc, &pool), WEFT_OK);
+  const uint32_t parts[] = {2, 3, 8, 64, 200 /* capped at 64 */};
+  for (uint32_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    oracle_rounds(pool, parts[i], 1 + i % 4, 20000, 77 + i);
+  oracle_rounds(pool, 6, 40, 30000, 5);
+  weft_pool_destroy(pool);
 }
 
 /* Stages the same logical events over nslots slots, each key owned by one
@@ -567,7 +615,7 @@ static void publish_over(uint32_t nslots, const uint64_t *keys,
     assert_int_equal(weft__event_stage(w, slot, keys[i], ch[chs[i]], ev),
                      WEFT_OK);
   }
-  assert_int_equal(weft__events_publish(w), n);
+  assert_int_equal(weft__events_publish(w, NULL, WEFT_WORKER_EXTERNAL), n);
   uint32_t total = 0;
   for (int c = 0; c < NCH; c++) {
     uint32_t count = 0;
@@ -639,7 +687,7 @@ static void test_events_staged_invisible_until_publish(void **state) {
   weft_event_clear(w, 0);
   assert_null(weft_event_read(w, ch, &n));
   assert_int_equal(weft__events_staged(w), 10);
-  assert_int_equal(weft__events_publish(w), 10);
+  assert_int_equal(weft__events_publish(w, NULL, WEFT_WORKER_EXTERNAL), 10);
   evs = weft_event_read(w, ch, &n);
   assert_int_equal(n, 10);
   for (uint32_t i = 0; i < 10; i++)
@@ -653,7 +701,7 @@ static void test_events_stage_errors(void **state) {
   uint64_t ev = 0;
   /* No slots yet. */
   assert_int_equal(weft__event_stage(w, 0, 0, 1, &ev), WEFT_EINVAL);
-  assert_int_equal(weft__events_publish(w), 0);
+  assert_int_equal(weft__events_publish(w, NULL, WEFT_WORKER_EXTERNAL), 0);
   assert_int_equal(weft__events_staged(w), 0);
   weft_channel_t ch = chan_reg(w, "e", 8);
   assert_int_equal(weft__events_slots(w, 2), WEFT_OK);
@@ -668,24 +716,31 @@ static void test_events_stage_errors(void **state) {
   assert_int_equal(weft__events_slots(w, 16), WEFT_OK);
   assert_int_equal(weft__events_staged(w), 1);
   assert_int_equal(weft__events_slots(NULL, 4), WEFT_EINVAL);
-  assert_int_equal(weft__events_publish(NULL), 0);
+  assert_int_equal(weft__events_publish(NULL, NULL, WEFT_WORKER_EXTERNAL), 0);
   assert_int_equal(weft__events_staged(NULL), 0);
   /* Destroying the world with events staged frees them. */
   assert_int_equal(weft__event_stage(w, 15, 3, ch, &ev), WEFT_OK);
   weft_world_destroy(w);
 }
 
-static void test_events_steady_state_allocates_nothing(void **state) {
-  (void)state;
+/* Rounds of the same load: after the first two, staging and publishing
+ * (with @p pool: in parallel merges, reserved as a sync point does)
+ * allocate nothing, by the world's counters and jemalloc's for this
+ * thread. */
+static void steady_rounds(weft_pool_t *pool, uint32_t per_round) {
   weft_world_t *w = wt_world_new(NULL);
   weft_channel_t a = chan_reg(w, "a", 8), b = chan_reg(w, "b", 40);
   assert_int_equal(weft__events_slots(w, 4), WEFT_OK);
   uint64_t allocs0 = wt_stats(w).allocs, allocs = 0;
+  wt_alloc_probe_t probe;
+  memset(&probe, 0, sizeof probe);
   for (int round = 0; round < 4; round++) {
     wt_rng_t rng = wt_rng(7); /* the same load every round */
-    if (round == 2)
+    if (round == 2) {
       allocs = wt_stats(w).allocs;
-    for (uint32_t i = 0; i < 2000; i++) {
+      probe = wt_alloc_probe(w);
+    }
+    for (uint32_t i = 0; i < per_round; i++) {
       unsigned char ev[40];
       ev_fill(ev, 40, i);
       uint32_t slot = wt_below(&rng, 4);
@@ -693,13 +748,29 @@ static void test_events_steady_state_allocates_nothing(void **state) {
       assert_int_equal(weft__event_stage(w, slot, wt_next(&rng) % 100, c, ev),
                        WEFT_OK);
     }
-    assert_int_equal(weft__events_publish(w), 2000);
+    if (pool)
+      assert_int_equal(weft__events_reserve(w, 8), WEFT_OK);
+    assert_int_equal(weft__events_publish(w, pool, WEFT_WORKER_EXTERNAL),
+                     per_round);
     weft_event_clear(w, 0);
   }
   /* Staging grew the slots (counted at publish) in the first rounds. */
   assert_true(allocs > allocs0);
   assert_int_equal(wt_stats(w).allocs, allocs);
+  wt_assert_no_alloc(w, &probe, "rounds 2 and 3");
   weft_world_destroy(w);
+}
+
+static void test_events_steady_state_allocates_nothing(void **state) {
+  (void)state;
+  steady_rounds(NULL, 2000);
+  weft_pool_t *pool = NULL;
+  weft_pool_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.placement.workers = 2;
+  assert_int_equal(weft_pool_create(&pc, &pool), WEFT_OK);
+  steady_rounds(pool, 9000); /* above the parallel threshold */
+  weft_pool_destroy(pool);
 }
 
 static void test_events_staging_allocations_are_counted(void **state) {
@@ -714,7 +785,7 @@ static void test_events_staging_allocations_are_counted(void **state) {
   uint64_t allocs = wt_stats(w).allocs;
   for (uint64_t i = 0; i < 5000; i++) /* in key order: no sorting */
     assert_int_equal(weft__event_stage(w, 1, i, ch, &i), WEFT_OK);
-  assert_int_equal(weft__events_publish(w), 5000);
+  assert_int_equal(weft__events_publish(w, NULL, WEFT_WORKER_EXTERNAL), 5000);
   assert_true(wt_stats(w).allocs > allocs);
   weft_world_destroy(w);
 }
@@ -762,7 +833,8 @@ static void test_events_threaded_staging(void **state) {
       assert_int_equal(st[t].rc, 0);
     }
     assert_int_equal(weft__events_staged(w), NTHREADS * PER_THREAD);
-    assert_int_equal(weft__events_publish(w), NTHREADS * PER_THREAD);
+    assert_int_equal(weft__events_publish(w, NULL, WEFT_WORKER_EXTERNAL),
+                     NTHREADS * PER_THREAD);
     uint32_t n = 0;
     const uint64_t *evs = weft_event_read(w, ch, &n);
     assert_int_equal(n, NTHREADS * PER_THREAD);
@@ -790,6 +862,7 @@ int main(void) {
       cmocka_unit_test(test_channel_unknown_id),
       cmocka_unit_test(test_channel_register_limits),
       cmocka_unit_test(test_events_publish_matches_oracle),
+      cmocka_unit_test(test_events_parallel_publish_matches_oracle),
       cmocka_unit_test(test_events_same_order_on_any_slot_count),
       cmocka_unit_test(test_events_staged_invisible_until_publish),
       cmocka_unit_test(test_events_stage_errors),
