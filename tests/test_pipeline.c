@@ -2427,6 +2427,55 @@ static void test_pipeline_idle_workers_split_jobs(void **state) {
   fx_free(&f);
 }
 
+/* Counts calls and the rows they covered. */
+typedef struct tally_t {
+  _Atomic uint32_t calls;
+  _Atomic uint32_t rows;
+} tally_t;
+
+static int tally_touch(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  tally_t *t = ctx->user;
+  atomic_fetch_add(&t->calls, 1);
+  atomic_fetch_add(&t->rows, chunk->count);
+  return 0;
+}
+
+/* A run starts as one job per worker, of nearly equal rows, when each
+ * holds a batch: with a batch of a third of the rows, three workers get
+ * exactly three jobs every run (a third cannot split again); with a batch
+ * over half of them, one job. Every row is visited once either way. */
+static void test_pipeline_jobs_start_as_one_part_per_worker(void **state) {
+  (void)state;
+  fx_t f = fx_new(3, 0);
+  configure(f.w, FIXED, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+  populate(&f, BIG_N, 0);
+  tally_t *t = calloc(2, sizeof *t);
+  assert_non_null(t);
+  const uint32_t batch[2] = {BIG_N / 3, BIG_N / 2 + 1};
+  const uint64_t want[2] = {3, 1};
+  weft_system_t sys[2];
+  for (int i = 0; i < 2; i++) {
+    weft_system_desc_t d = sys_desc(
+        i ? "halves" : "thirds", WEFT_PHASE_FIXED_UPDATE, tally_touch, &t[i]);
+    d.query.include[0] = f.pos;
+    d.term_access[0] = WEFT_ACCESS_READ;
+    d.batch = batch[i];
+    sys[i] = sys_add(f.w, &d);
+  }
+  for (uint32_t run = 1; run <= 5; run++) {
+    weft_system_stats_t s0[2] = {sstats(f.w, sys[0]), sstats(f.w, sys[1])};
+    memset(t, 0, 2 * sizeof *t);
+    progress_ok(f.w, FIXED);
+    for (int i = 0; i < 2; i++) {
+      weft_system_stats_t s1 = sstats(f.w, sys[i]);
+      assert_int_equal(s1.jobs - s0[i].jobs, want[i]);
+      assert_int_equal(atomic_load(&t[i].rows), BIG_N);
+    }
+  }
+  free(t);
+  fx_free(&f);
+}
+
 static void test_pipeline_system_stats(void **state) {
   (void)state;
   for (uint32_t workers = 0; workers <= 2; workers += 2) {
@@ -2940,6 +2989,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_exclusive_query_structural_calls),
       cmocka_unit_test(test_pipeline_system_stats),
       cmocka_unit_test(test_pipeline_idle_workers_split_jobs),
+      cmocka_unit_test(test_pipeline_jobs_start_as_one_part_per_worker),
       cmocka_unit_test(test_pipeline_phase_stats),
       cmocka_unit_test(test_pipeline_trace_write),
       cmocka_unit_test(test_pipeline_trace_errors),
