@@ -214,7 +214,7 @@ static uint32_t node_workers(const weft_pool_t *pool, uint32_t node) {
  * per system had to be halved again and again (a steal and a split per
  * halving) before all workers were busy. Alternated with one job per
  * system in weft-bench: update/7sys/2w 0.99-1.01x against 1.01-1.08x,
- * heavy_compute/2w 1.00x against 1.02x, the others within noise.
+ * heavy_compute/2w 1.00x against 1.02-1.03x, the others within noise.
  * Sending part k to worker k in every frame, for its caches, measured
  * worse (update/7sys/2w 1.30-1.35x): a worker then waited for its own
  * part instead of taking whichever was left.
