@@ -81,6 +81,10 @@ static void fill_columns(const weft_world_t *w, weft__archetype_t *a) {
       a->arrays[ai].value_off = col->soa ? c->fields[f].offset : 0;
     }
     a->colmap[id] = (uint16_t)(++ci);
+    if (!col->soa && ai < (1u << WEFT__GETMAP_ARR_BITS) - 1 &&
+        c->size < (1u << (32 - WEFT__GETMAP_ARR_BITS)))
+      a->getmap[id] = (col->first_array + 1u) | c->size
+                                                    << WEFT__GETMAP_ARR_BITS;
   }
 }
 

@@ -104,7 +104,13 @@ typedef struct weft__archetype_t {
   /* The world's change version, stamped on chunks that receive rows. */
   const uint32_t *change_version;
   uint16_t colmap[WEFT_MAX_COMPONENTS + 1]; /* id -> column + 1, 0: none */
+  /* id -> where weft_get() finds an AoS column in one load: its array + 1
+   * in the low WEFT__GETMAP_ARR_BITS bits, its size above; 0 for none (a
+   * tag, SoA, absent, or too large to pack: weft_get() then asks colmap). */
+  uint32_t getmap[WEFT_MAX_COMPONENTS + 1];
 } weft__archetype_t;
+
+#define WEFT__GETMAP_ARR_BITS 12u
 
 /* The archetype with exactly this signature, created if needed. */
 int weft__archetype_get(struct weft_world_t *w, const weft__mask_t *present,

@@ -709,9 +709,70 @@ static void test_storage_iter_fields_match_iter_field(void **state) {
   weft_world_destroy(w);
 }
 
+/* weft_get() finds a column in one load from a per-archetype table that
+ * packs the column's array index in 12 bits; an AoS column after 4,096
+ * field arrays does not fit and is found through the general path. Both
+ * paths give the row's own bytes, and NULL for SoA components and tags. */
+static void test_storage_get_past_the_packed_arrays(void **state) {
+  (void)state;
+  enum { NSOA = 256, NF = 16 };
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.chunk_size = WEFT_CHUNK_SIZE_MAX;
+  weft_world_t *w = wt_world_new(&cfg);
+  static char names[NF][4];
+  weft_field_desc_t fields[NF];
+  for (uint32_t f = 0; f < NF; f++) {
+    snprintf(names[f], sizeof names[f], "f%u", f);
+    fields[f] = (weft_field_desc_t){names[f], f, 1};
+  }
+  /* Registered first, so its array comes before the SoA ones: packed. */
+  weft_component_t early = wt_register(w, "early", sizeof(uint64_t), 0);
+  weft_component_t soa[NSOA];
+  for (uint32_t i = 0; i < NSOA; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "soa%u", i);
+    weft_component_desc_t d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.size = NF;
+    d.alignment = 1;
+    d.fields = fields;
+    d.field_count = NF;
+    d.flags = WEFT_COMPONENT_SOA;
+    assert_int_equal(weft_component_register(w, &d, &soa[i]), WEFT_OK);
+  }
+  weft_component_t late = wt_register(w, "late", sizeof(uint64_t), 0);
+  weft_component_t tag = wt_register_tag(w, "tag");
+  weft_entity_t e[3];
+  for (uint32_t k = 0; k < 3; k++) {
+    e[k] = wt_spawn(w);
+    for (uint32_t i = 0; i < NSOA; i++)
+      assert_int_equal(weft_add(w, e[k], soa[i], NULL), WEFT_OK);
+    uint64_t v = 1000 + k, u = 2000 + k;
+    assert_int_equal(weft_add(w, e[k], early, &u), WEFT_OK);
+    assert_int_equal(weft_add(w, e[k], late, &v), WEFT_OK);
+    assert_int_equal(weft_add(w, e[k], tag, NULL), WEFT_OK);
+  }
+  for (uint32_t k = 0; k < 3; k++) {
+    const uint64_t *v = weft_get(w, e[k], late);
+    const uint64_t *u = weft_get(w, e[k], early);
+    assert_non_null(v);
+    assert_non_null(u);
+    assert_int_equal(*v, 1000 + k);
+    assert_int_equal(*u, 2000 + k);
+    assert_ptr_equal(v, weft_get_mut(w, e[k], late));
+    assert_null(weft_get(w, e[k], soa[NSOA - 1]));
+    assert_null(weft_get(w, e[k], tag));
+    assert_null(weft_get(w, e[k], WEFT_MAX_COMPONENTS + 1));
+  }
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_storage_soa_fields_are_separate_arrays),
+      cmocka_unit_test(test_storage_get_past_the_packed_arrays),
       cmocka_unit_test(test_storage_large_chunks_locate_high_rows),
       cmocka_unit_test(test_storage_trim_frees_empty_segments),
       cmocka_unit_test(test_storage_iter_fields_match_iter_field),
