@@ -513,10 +513,15 @@ static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
 static void switch_period(stats_t *s, bool busy, bool open) {
   /* A seqlock write (the worker is the only writer). The clock is read
    * inside it, as the reader reads its own: a snapshot taken before the
-   * switch then never counts time past the switch. */
+   * switch then never counts time past the switch. That needs the odd
+   * count visible before the clock is read, a store then a load: only a
+   * full fence orders them. With a release fence the store could wait in
+   * the store buffer while the clock was read, a reader could count time
+   * past the switch, and its next snapshot showed less busy time
+   * (stress_pool_stats_never_go_back caught that within a second). */
   uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
   atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
+  atomic_thread_fence(memory_order_seq_cst);
   uint64_t t = now_ns();
   uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
   if (since)
@@ -755,7 +760,8 @@ int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
     since = atomic_load_explicit(&s->since, memory_order_relaxed);
     busy = atomic_load_explicit(&s->busy, memory_order_relaxed);
     t = now_ns();
-    atomic_thread_fence(memory_order_acquire);
+    /* The clock before the second count (see switch_period()). */
+    atomic_thread_fence(memory_order_seq_cst);
     q1 = atomic_load_explicit(&s->seq, memory_order_relaxed);
   } while ((q0 & 1) || q0 != q1);
   out->jobs = atomic_load_explicit(&s->jobs, memory_order_relaxed);

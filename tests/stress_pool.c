@@ -727,9 +727,75 @@ static void stress_pool_stop_start_with_jobs_in_flight(void **state) {
   weft_pool_destroy(p);
 }
 
+/* An outside thread that submits bursts of tiny jobs with pauses
+ * between them, so that the workers keep switching between busy and idle
+ * periods. */
+typedef struct flipper_t {
+  weft_pool_t *p;
+  _Atomic bool stop;
+} flipper_t;
+
+static void tiny_job(void *arg, uint32_t worker) {
+  (void)arg;
+  (void)worker;
+}
+
+static void *flipper_main(void *arg) {
+  flipper_t *f = arg;
+  while (!atomic_load(&f->stop)) {
+    weft_counter_t done;
+    counter_init(&done);
+    for (int i = 0; i < 8; i++)
+      weft_pool_submit(f->p, WEFT_WORKER_EXTERNAL, tiny_job, NULL, &done,
+                       WEFT_WORKER_EXTERNAL);
+    weft_pool_wait(f->p, WEFT_WORKER_EXTERNAL, &done);
+    for (volatile int k = 0; k < 2000; k++)
+      ;
+  }
+  return NULL;
+}
+
+/* Per-worker counters read while the worker switches periods never go
+ * back: each snapshot's busy and idle time are at least the last one's.
+ * (A worker that read its clock before its seqlock's odd count was
+ * visible could close a period at a time before a reader's snapshot of
+ * it, and the next snapshot would show less busy time.) */
+static void stress_pool_stats_never_go_back(void **state) {
+  (void)state;
+  weft_pool_t *p = pool_of(2);
+  flipper_t f = {p, false};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, flipper_main, &f), 0);
+  weft_worker_stats_t last[2];
+  memset(last, 0, sizeof last);
+  const double t0 = now_s();
+  uint64_t reads = 0;
+  while (now_s() - t0 < 1.0 * scale()) {
+    for (uint32_t w = 0; w < 2; w++) {
+      weft_worker_stats_t s;
+      assert_int_equal(weft_pool_worker_stats(p, w, &s), WEFT_OK);
+      if (s.busy_ns < last[w].busy_ns || s.idle_ns < last[w].idle_ns ||
+          s.jobs < last[w].jobs || s.sleeps < last[w].sleeps)
+        fail_msg(
+            "worker %u went back after %llu reads: busy %llu -> %llu, "
+            "idle %llu -> %llu",
+            w, (unsigned long long)reads, (unsigned long long)last[w].busy_ns,
+            (unsigned long long)s.busy_ns, (unsigned long long)last[w].idle_ns,
+            (unsigned long long)s.idle_ns);
+      last[w] = s;
+      reads++;
+    }
+  }
+  atomic_store(&f.stop, true);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_true(last[0].jobs + last[1].jobs > 0);
+  weft_pool_destroy(p);
+}
+
 int main(void) {
   print_message("WEFT_POOL_SCALE=%u\n", scale());
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(stress_pool_stats_never_go_back),
       cmocka_unit_test(stress_pool_millions_of_tiny_jobs),
       cmocka_unit_test(stress_pool_tiny_queues),
       cmocka_unit_test(stress_pool_parallel_for_three_deep),
