@@ -122,14 +122,18 @@ static void insertion_sort(weft__rec_t *a, size_t n) {
   }
 }
 
-/* Puts a slot's records in (key, seq) order. They usually are already: a
+/* Whether a slot's records are in key order, as they usually are: a
  * worker runs its jobs in key order. */
-static void slot_sort(weft_world_t *w, weft__resources_t *s, weft__slot_t *sl) {
+static bool slot_sorted(const weft__slot_t *sl) {
   uint32_t i = 1;
   while (i < sl->count && sl->recs[i - 1].key <= sl->recs[i].key)
     i++;
-  if (i >= sl->count)
-    return;
+  return i >= sl->count;
+}
+
+/* Puts the records of a slot that is not in key order in (key, seq)
+ * order. */
+static void slot_sort(weft_world_t *w, weft__resources_t *s, weft__slot_t *sl) {
   if (weft__grow(&w->alloc, &s->scratch, &s->scratch_cap, sl->count,
                  sizeof(*s->scratch), 64) == 0)
     merge_sort(sl->recs, s->scratch, sl->count);
@@ -278,7 +282,8 @@ static uint32_t publish_serial(weft_world_t *w, weft__resources_t *s) {
     weft__slot_t *sl = &s->slots[i];
     for (uint32_t j = 0; j < sl->count; j++)
       s->chans[sl->recs[j].ch - 1].pending++;
-    slot_sort(w, s, sl);
+    if (!slot_sorted(sl))
+      slot_sort(w, s, sl);
   }
   chans_reserve(w, s);
   uint32_t at[WEFT_MAX_CHANNELS];
@@ -324,13 +329,8 @@ static void par_check_sorted(void *arg, uint32_t begin, uint32_t end,
                              uint32_t worker) {
   (void)worker;
   weft__resources_t *s = arg;
-  for (uint32_t i = begin; i < end; i++) {
-    weft__slot_t *sl = &s->slots[i];
-    uint32_t j = 1;
-    while (j < sl->count && sl->recs[j - 1].key <= sl->recs[j].key)
-      j++;
-    sl->sorted = j >= sl->count;
-  }
+  for (uint32_t i = begin; i < end; i++)
+    s->slots[i].sorted = slot_sorted(&s->slots[i]);
 }
 
 static void par_count(void *arg, uint32_t begin, uint32_t end,
@@ -436,16 +436,13 @@ static void pick_splitters(const weft__resources_t *s, uint32_t parts,
  * publish_serial(), byte for byte, on any number of threads.
  */
 static uint32_t publish_parallel(weft_world_t *w, weft__resources_t *s,
-                                 weft_pool_t *pool, uint32_t self) {
+                                 weft_pool_t *pool, uint32_t self,
+                                 uint64_t total) {
   const uint32_t parts = s->par_parts;
   weft_pool_parallel_for(pool, self, 0, s->nslots, 1, par_check_sorted, s);
-  uint64_t total = 0;
-  for (uint32_t i = 0; i < s->nslots; i++) {
-    weft__slot_t *sl = &s->slots[i];
-    if (!sl->sorted) /* rare: a worker ran its jobs out of key order */
-      slot_sort(w, s, sl);
-    total += sl->count;
-  }
+  for (uint32_t i = 0; i < s->nslots; i++)
+    if (!s->slots[i].sorted) /* rare: a worker ran jobs out of key order */
+      slot_sort(w, s, &s->slots[i]);
   uint64_t split[EVENTS_PARTS_MAX];
   pick_splitters(s, parts, total, split);
   for (uint32_t k = 0; k < parts; k++) {
@@ -500,7 +497,7 @@ uint32_t weft__events_publish(weft_world_t *w, weft_pool_t *pool,
              s->par_slots >= s->nslots && s->par_chans >= s->nchans &&
              total >= EVENTS_PAR_MIN;
   uint32_t published =
-      par ? publish_parallel(w, s, pool, self) : publish_serial(w, s);
+      par ? publish_parallel(w, s, pool, self, total) : publish_serial(w, s);
   for (uint32_t i = 0; i < s->nslots; i++) {
     s->slots[i].count = 0;
     s->slots[i].used = 0;
