@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <weft.h>
 #include <weft/systems.h>
@@ -327,28 +330,61 @@ static void band_cells(const weft_grid_t *g, uint32_t b, uint32_t *lo,
   *hi = g->band_lo[b + 1];
 }
 
+/*
+ * What the per-item passes need of the grid, copied into a local: the
+ * item stores those loops make may alias the grid's fields as far as the
+ * compiler knows, so through the grid pointer every field was loaded
+ * again for every item (and the top cell converted to float again).
+ */
+typedef struct grid_map_t {
+  float minx, miny, inv, topx, topy;
+  uint32_t nx, nbands;
+  double band_scale;
+  const uint32_t *band_lo;
+} grid_map_t;
+
+static grid_map_t grid_map(const weft_grid_t *g) {
+  return (grid_map_t){g->minx,
+                      g->miny,
+                      g->inv_cell,
+                      (float)(g->nx - 1),
+                      (float)(g->ny - 1),
+                      (uint32_t)g->nx,
+                      g->nbands,
+                      g->band_scale,
+                      g->band_lo};
+}
+
+/* weft__grid_axis() with the top cell already a float: the same clamps,
+ * in the same order, so NaN still lands in cell 0. */
+static inline uint32_t map_axis(float d, float inv, float top) {
+  float f = d * inv;
+  f = f > 0.0f ? f : 0.0f;
+  f = f < top ? f : top;
+  return (uint32_t)(int32_t)f;
+}
+
+/* The cell of a position, as an index into the cell table. */
+static inline uint32_t map_cell(const grid_map_t *m, float x, float y) {
+  return map_axis(y - m->miny, m->inv, m->topy) * m->nx +
+         map_axis(x - m->minx, m->inv, m->topx);
+}
+
 /* The band of cell c (< ncells): the last band whose first cell is at
  * most c. The per-band count and the gather call this for every item, so
  * it guesses with a multiplication and corrects against the table (rarely
  * needed, so the loops predict well) instead of dividing: a 64-bit
  * division per item was most of the time of the partition pass this
  * rebuild had before. */
-static inline uint32_t band_of(const weft_grid_t *g, uint32_t c) {
-  uint32_t b = (uint32_t)((double)c * g->band_scale);
-  if (b >= g->nbands)
-    b = g->nbands - 1;
-  while (c < g->band_lo[b])
+static inline uint32_t band_of(const grid_map_t *m, uint32_t c) {
+  uint32_t b = (uint32_t)((double)c * m->band_scale);
+  if (b >= m->nbands)
+    b = m->nbands - 1;
+  while (c < m->band_lo[b])
     b--;
-  while (c >= g->band_lo[b + 1])
+  while (c >= m->band_lo[b + 1])
     b++;
   return b;
-}
-
-/* The cell of a position, as an index into the cell table. */
-static inline uint32_t cell_index(const weft_grid_t *g, float x, float y) {
-  int32_t cx, cy;
-  weft__grid_cell_xy(g, x, y, &cx, &cy);
-  return (uint32_t)cy * (uint32_t)g->nx + (uint32_t)cx;
 }
 
 /* Counts, for pieces [begin, end), how many of their items fall in each
@@ -357,14 +393,49 @@ static void band_precount(void *arg, uint32_t begin, uint32_t end,
                           uint32_t worker) {
   (void)worker;
   weft_grid_t *g = arg;
+  const grid_map_t m = grid_map(g);
   for (uint32_t k = begin; k < end; k++) {
     const grid_piece_t *c = &g->pieces[k];
+    const float *px = c->px, *py = c->py;
     /* Counted on the stack: g->at packs several pieces to a cache line,
      * and pieces next to each other may be counted on different threads. */
     uint32_t count[GRID_BANDS] = {0};
-    for (uint32_t r = 0; r < c->count; r++)
-      count[band_of(g, cell_index(g, c->px[r], c->py[r]))]++;
-    memcpy(g->at + (size_t)k * g->nbands, count, g->nbands * sizeof *count);
+    for (uint32_t r = 0, n = c->count; r < n; r++)
+      count[band_of(&m, map_cell(&m, px[r], py[r]))]++;
+    memcpy(g->at + (size_t)k * m.nbands, count, m.nbands * sizeof *count);
+  }
+}
+
+/*
+ * Gathers one piece: item r goes to slot at[band of its cell]++ (to
+ * at[0]++ when there is one band). The item is built in a local and
+ * stored whole, and the piece's pointers are locals, so the loop keeps
+ * everything in registers; the compiler unswitches the tests for
+ * Velocity and Collider, which hold for the whole piece.
+ */
+static inline __attribute__((always_inline)) void
+gather_piece(const grid_piece_t *c, const grid_map_t *m, bool banded,
+             uint32_t *at, weft_grid_item_t *restrict scratch,
+             uint32_t *restrict cells) {
+  const weft_entity_t *ent = c->entities;
+  const float *px = c->px, *py = c->py, *vx = c->vx, *vy = c->vy;
+  const weft_collider_t *col = c->col;
+  for (uint32_t r = 0, n = c->count; r < n; r++) {
+    weft_grid_item_t item;
+    memset(&item, 0, sizeof item);
+    item.e = ent[r];
+    item.x = px[r];
+    item.y = py[r];
+    if (vx) {
+      item.vx = vx[r];
+      item.vy = vy[r];
+    }
+    if (col)
+      item.collider = col[r];
+    uint32_t cell = map_cell(m, item.x, item.y);
+    uint32_t i = at[banded ? band_of(m, cell) : 0]++;
+    scratch[i] = item;
+    cells[i] = cell;
   }
 }
 
@@ -377,32 +448,21 @@ static void band_precount(void *arg, uint32_t begin, uint32_t end,
 static void gather(void *arg, uint32_t begin, uint32_t end, uint32_t worker) {
   (void)worker;
   weft_grid_t *g = arg;
-  const bool banded = g->nbands > 1;
+  const grid_map_t m = grid_map(g);
+  weft_grid_item_t *scratch = g->scratch;
+  uint32_t *cells = g->cells;
   for (uint32_t k = begin; k < end; k++) {
     const grid_piece_t *c = &g->pieces[k];
     /* The piece's cursors, copied: g->at packs several pieces to a cache
      * line, and pieces next to each other may be gathered on different
      * threads. */
     uint32_t at[GRID_BANDS];
-    if (banded)
-      memcpy(at, g->at + (size_t)k * g->nbands, g->nbands * sizeof *at);
-    else
+    if (m.nbands > 1) {
+      memcpy(at, g->at + (size_t)k * m.nbands, m.nbands * sizeof *at);
+      gather_piece(c, &m, true, at, scratch, cells);
+    } else {
       at[0] = c->first;
-    for (uint32_t r = 0; r < c->count; r++) {
-      uint32_t cell = cell_index(g, c->px[r], c->py[r]);
-      uint32_t i = at[banded ? band_of(g, cell) : 0]++;
-      weft_grid_item_t *item = &g->scratch[i];
-      memset(item, 0, sizeof *item);
-      item->e = c->entities[r];
-      item->x = c->px[r];
-      item->y = c->py[r];
-      if (c->vx) {
-        item->vx = c->vx[r];
-        item->vy = c->vy[r];
-      }
-      if (c->col)
-        item->collider = c->col[r];
-      g->cells[i] = cell;
+      gather_piece(c, &m, false, at, scratch, cells);
     }
   }
 }
@@ -475,17 +535,81 @@ static void band_count(void *arg, uint32_t begin, uint32_t end,
  * the entries they bump and the slots those then name are hit at random:
  * both are prefetched. */
 static void place(weft_grid_t *g, uint32_t first, uint32_t n) {
-  uint32_t *starts = g->starts;
-  const uint32_t *cells = g->cells + first;
-  const weft_grid_item_t *from = g->scratch + first;
+  uint32_t *restrict starts = g->starts;
+  weft_grid_item_t *restrict items = g->items;
+  const uint32_t *restrict cells = g->cells + first;
+  const weft_grid_item_t *restrict from = g->scratch + first;
   for (uint32_t k = n; k-- > 0;) {
     if (k >= 2 * GRID_SCATTER_AHEAD)
       __builtin_prefetch(starts + cells[k - 2 * GRID_SCATTER_AHEAD], 1);
     if (k >= GRID_SCATTER_AHEAD)
-      __builtin_prefetch(g->items + starts[cells[k - GRID_SCATTER_AHEAD]] - 1,
-                         1);
-    g->items[--starts[cells[k]]] = from[k];
+      __builtin_prefetch(items + starts[cells[k - GRID_SCATTER_AHEAD]] - 1, 1);
+    items[--starts[cells[k]]] = from[k];
   }
+}
+
+/* cell_ends() for cells [c, hi) one at a time, from `at` on; returns the
+ * words noted in multi, after the `noted` there already. */
+static uint32_t cell_ends_scalar(uint32_t *restrict starts, uint32_t c,
+                                 uint32_t hi, uint32_t at,
+                                 uint32_t *restrict multi, uint32_t noted) {
+  for (; c < hi; c++) {
+    uint32_t k = starts[c];
+    if (k > 1) {
+      multi[noted++] = at;
+      multi[noted++] = k;
+    }
+    at += k;
+    starts[c] = at;
+  }
+  return noted;
+}
+
+/*
+ * Turns the item counts of cells [lo, hi) into the ends of their slots,
+ * counted on from `at`, and notes the first slot and count of every cell
+ * that holds more than one item in multi. Returns the words noted.
+ *
+ * A sparse grid has several cells per item, so this pass over the cells,
+ * not the items, was most of the instructions of a rebuild: with SSE2 it
+ * takes four cells at a time (a prefix sum in two shifted adds), and
+ * looks at single cells only in the rare groups with a cell to note. The
+ * signed compare that finds those needs counts below 2^31, so a band of
+ * more items (never seen in practice) takes the scalar loop.
+ */
+static uint32_t cell_ends(uint32_t *restrict starts, uint32_t lo, uint32_t hi,
+                          uint32_t at, uint32_t items,
+                          uint32_t *restrict multi) {
+  uint32_t c = lo, noted = 0;
+#if defined(__SSE2__)
+  if (items < (1u << 31)) {
+    const __m128i one = _mm_set1_epi32(1);
+    __m128i carry = _mm_set1_epi32((int32_t)at);
+    for (; hi - c >= 4; c += 4) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(starts + c));
+      if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi32(v, one)), 0)) {
+        uint32_t a = (uint32_t)_mm_cvtsi128_si32(carry);
+        for (uint32_t j = 0; j < 4; j++) {
+          uint32_t k = starts[c + j];
+          if (k > 1) {
+            multi[noted++] = a;
+            multi[noted++] = k;
+          }
+          a += k;
+        }
+      }
+      v = _mm_add_epi32(v, _mm_slli_si128(v, 4));
+      v = _mm_add_epi32(v, _mm_slli_si128(v, 8));
+      v = _mm_add_epi32(v, carry);
+      _mm_storeu_si128((__m128i *)(starts + c), v);
+      carry = _mm_shuffle_epi32(v, 0xff);
+    }
+    at = (uint32_t)_mm_cvtsi128_si32(carry);
+  }
+#else
+  (void)items;
+#endif
+  return cell_ends_scalar(starts, c, hi, at, multi, noted);
 }
 
 /*
@@ -507,18 +631,10 @@ static void band_scatter(void *arg, uint32_t begin, uint32_t end,
   weft_grid_t *g = arg;
   uint32_t *starts = g->starts;
   for (uint32_t b = begin; b < end; b++) {
-    uint32_t lo, hi, at = g->band_base[b], nmulti = 0;
+    uint32_t lo, hi, at = g->band_base[b];
     uint32_t *multi = g->multi + at;
     band_cells(g, b, &lo, &hi);
-    for (uint32_t c = lo; c < hi; c++) {
-      uint32_t k = starts[c];
-      if (k > 1) {
-        multi[nmulti++] = at;
-        multi[nmulti++] = k;
-      }
-      at += k;
-      starts[c] = at;
-    }
+    uint32_t nmulti = cell_ends(starts, lo, hi, at, g->band_total[b], multi);
     place(g, g->band_base[b], g->band_total[b]);
     for (uint32_t j = 0; j < nmulti; j += 2)
       sort_by_handle(g->items + multi[j], multi[j + 1]);

@@ -586,6 +586,48 @@ static void test_grid_bands_on_a_pool(void **state) {
   }
 }
 
+/* Positions that are not finite land in border cells as
+ * weft_grid_cell_of() says: NaN and -inf in cell 0 of their axis, +inf in
+ * the last. The rebuild computes cells on its own path, so it is checked
+ * here, with no pool and with bands on a pool. */
+static void test_grid_non_finite_positions_land_in_border_cells(void **state) {
+  (void)state;
+  static const weft_vec2_t at[] = {
+      {NAN, 35.0f}, {-INFINITY, INFINITY}, {INFINITY, NAN},   {1e30f, -1e30f},
+      {NAN, NAN},   {55.0f, -INFINITY},    {INFINITY, 25.0f}, {-0.0f, 59.99f},
+      {-NAN, 5.0f},
+  };
+  static const int32_t want[][2] = {{0, 3},      {0, NY - 1}, {NX - 1, 0},
+                                    {NX - 1, 0}, {0, 0},      {5, 0},
+                                    {NX - 1, 2}, {0, NY - 1}, {0, 0}};
+  const uint32_t n = sizeof at / sizeof at[0];
+  static const uint32_t workers[] = {0, 3};
+  for (uint32_t k = 0; k < 2; k++) {
+    weft_grid_config_t c = area();
+    gfx_t f = gfx_new_on(&c, false, workers[k]);
+    weft_entity_t e[sizeof at / sizeof at[0]];
+    for (uint32_t i = 0; i < n; i++)
+      e[i] = wt_spawn_with(f.w, (weft_component_t[]){f.std.position, 0},
+                           (const void *[]){&at[i]});
+    rebuild(&f);
+    assert_int_equal(weft_grid_count(f.grid), n);
+    for (uint32_t i = 0; i < n; i++) {
+      int32_t gx = -1, gy = -1;
+      weft_grid_cell_of(f.grid, at[i].x, at[i].y, &gx, &gy);
+      assert_int_equal(gx, want[i][0]);
+      assert_int_equal(gy, want[i][1]);
+      uint32_t m = 0, found = 0;
+      const weft_grid_item_t *it = weft_grid_cell(f.grid, gx, gy, &m);
+      for (uint32_t j = 0; j < m; j++)
+        found += it[j].e == e[i];
+      if (found != 1)
+        fail_msg("entity %u at (%g, %g): found %u times in cell (%d, %d)", i,
+                 (double)at[i].x, (double)at[i].y, found, gx, gy);
+    }
+    gfx_free(&f);
+  }
+}
+
 /* Thousands of entities of one archetype: the queries hand the builder
  * runs of many chunks, which it cuts in pieces of a few hundred rows, the
  * cuts falling inside chunks and across their borders. The grid must be
@@ -860,6 +902,7 @@ int main(void) {
       cmocka_unit_test(test_grid_bands_on_a_pool),
       cmocka_unit_test(test_grid_more_bands_than_cells),
       cmocka_unit_test(test_grid_long_runs_cut_in_pieces),
+      cmocka_unit_test(test_grid_non_finite_positions_land_in_border_cells),
       cmocka_unit_test(test_grid_rebuild_follows_changes),
       cmocka_unit_test(test_grid_one_cell_in_handle_order),
       cmocka_unit_test(test_grid_with_filters_entities),
