@@ -1,7 +1,8 @@
 /*
  * Staging primitives: finding or creating an entity's stage and appending
  * an operation to it. Inline because weft_world_apply() runs them once per
- * command; shared by txn.c (scopes, the drain) and command.c (the merge).
+ * command; shared by stage.c (the staged calls), txn.c (the drain) and
+ * merge.c (the merge).
  */
 #ifndef WEFT_CORE_STAGE_H
 #define WEFT_CORE_STAGE_H
@@ -89,7 +90,7 @@ weft__stage_of_entity(weft_world_t *w, weft_entity_t e, uint32_t kind,
 
 /* A command that could not get memory for its stage: counts it as dropped
  * and reports it (returns WEFT_ENOMEM), so it is never lost silently.
- * @p what names it ("a change"). Out of line (txn.c). */
+ * @p what names it ("a change"). Out of line (stage.c). */
 int weft__stage_dropped(weft_world_t *w, const char *what) WEFT__COLD;
 
 static inline int weft__stage_spawn(weft_world_t *w, weft_entity_t reserved) {

@@ -289,7 +289,7 @@ void weft__route_sync(struct weft_world_t *w);
 void weft__scope_open(struct weft_world_t *w);
 void weft__scope_close(struct weft_world_t *w);
 
-/* The staged forms of the entity.h structural calls (txn.c). */
+/* The staged forms of the entity.h structural calls (stage.c). */
 int weft__staged_spawn(struct weft_world_t *w, const weft_component_t *comps,
                        const void *const *values, weft_entity_t *out);
 int weft__staged_despawn(struct weft_world_t *w, weft_entity_t e);
@@ -307,6 +307,9 @@ int weft__txn_drain(struct weft_world_t *w);
  * it for bulk placement in the next drain's first wave. */
 int weft__txn_fast_spawn(struct weft_world_t *w, const weft__spawn_run_t *run,
                          weft_entity_t *out);
+/* Places the queued fast spawn runs, run by run of equal component lists
+ * (the drain's first wave; spawn_fast.c). */
+int weft__txn_place_fast(struct weft_world_t *w);
 
 /* Drains if no scope is open, no drain runs and something is staged. */
 int weft__txn_settle(struct weft_world_t *w);
