@@ -22,6 +22,22 @@
 #define WEFT__ARENA_FIRST (64u << 10)
 #define WEFT__ARENA_MAX_BLOCK (16u << 20)
 
+/* Allocates a block of size bytes and links it at the arena's tail. */
+static weft__ablock_t *append_block(weft__arena_t *a, weft__alloc_stats_t *st,
+                                    size_t size) {
+  weft__ablock_t *b = weft__alloc(st, sizeof(*b) + size, 16);
+  if (!b)
+    return NULL;
+  b->next = NULL;
+  b->size = size;
+  if (a->tail)
+    a->tail->next = b;
+  else
+    a->head = b;
+  a->tail = b;
+  return b;
+}
+
 void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n) {
   n = (n + 7) & ~(size_t)7;
   /* Blocks too small for this request are skipped, not freed: the next
@@ -36,16 +52,9 @@ void *weft__arena_alloc(weft__arena_t *a, weft__alloc_stats_t *st, size_t n) {
       size = WEFT__ARENA_MAX_BLOCK;
     if (size < n)
       size = n;
-    weft__ablock_t *b = weft__alloc(st, sizeof(*b) + size, 16);
+    weft__ablock_t *b = append_block(a, st, size);
     if (!b)
       return NULL;
-    b->next = NULL;
-    b->size = size;
-    if (a->tail)
-      a->tail->next = b;
-    else
-      a->head = b;
-    a->tail = b;
     a->cur = b;
     a->used = 0;
   }
@@ -63,16 +72,11 @@ int weft__arena_reserve(weft__arena_t *a, weft__alloc_stats_t *st,
       return 0;
   /* One block that holds it all, at the tail: the requests walk the
    * smaller blocks first and finish in it. */
-  weft__ablock_t *b = weft__alloc(st, sizeof(*b) + bytes, 16);
+  weft__ablock_t *b = append_block(a, st, bytes);
   if (!b)
     return WEFT_ENOMEM;
-  b->next = NULL;
-  b->size = bytes;
-  if (a->tail)
-    a->tail->next = b;
-  else
-    a->head = a->cur = b;
-  a->tail = b;
+  if (a->head == b)
+    a->cur = b; /* the first block */
   return 0;
 }
 
