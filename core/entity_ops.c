@@ -541,15 +541,15 @@ int weft_try_get(const weft_world_t *w, weft_entity_t e, weft_component_t c,
   return 0;
 }
 
-const void *weft_get(const weft_world_t *w, weft_entity_t e,
-                     weft_component_t c) {
-  const weft__chunk_slot_t *slot;
-  uint32_t row;
-  if (WEFT__UNLIKELY(!w || !resolve_slot(w, e, &slot, &row)))
-    return NULL;
-  /* One load from the archetype instead of three dependent ones (colmap,
-   * the column array, the column): the column lookup sits between the
-   * record's miss and the row's on every get. */
+/*
+ * The address of component c in row `row` of a chunk, or NULL when the
+ * archetype stores no AoS column for it (absent, a tag, SoA). One load
+ * from the archetype instead of three dependent ones (colmap, the column
+ * array, the column): the column lookup sits between the record's miss
+ * and the row's on every get.
+ */
+static inline const void *row_ptr(const weft__chunk_slot_t *slot, uint32_t row,
+                                  weft_component_t c) {
   const uint32_t gm = c <= WEFT_MAX_COMPONENTS ? slot->arch->getmap[c] : 0;
   const uint32_t arr_mask = (1u << WEFT__GETMAP_ARR_BITS) - 1;
   if (WEFT__LIKELY(gm))
@@ -561,101 +561,120 @@ const void *weft_get(const weft_world_t *w, weft_entity_t e,
   return slot->bases[col->first_array] + (size_t)row * col->size;
 }
 
+const void *weft_get(const weft_world_t *w, weft_entity_t e,
+                     weft_component_t c) {
+  const weft__chunk_slot_t *slot;
+  uint32_t row;
+  if (WEFT__UNLIKELY(!w || !resolve_slot(w, e, &slot, &row)))
+    return NULL;
+  return row_ptr(slot, row, c);
+}
+
 /* How many handles ahead weft_get_many() prefetches index records, and
- * how many ahead it reads them to prefetch the rows they name. */
-#define WEFT__GET_AHEAD 64u
-#define WEFT__GET_ROWS_AHEAD 16u
+ * how many ahead it reads them to prefetch the rows they name (a power of
+ * two: the places it finds wait in a ring of that size). */
+#define WEFT__GET_AHEAD 128u
+#define WEFT__GET_ROWS_AHEAD 64u
 
-static inline void prefetch_record(const weft_world_t *w, weft_entity_t e) {
+/* What weft_get_many() needs of the world, copied into locals: its stores
+ * to `out` may alias the world as far as the compiler knows, which made it
+ * load every one of these again for every handle. */
+typedef struct get_ctx_t {
+  weft__record_t *const *pages;
+  const weft__chunk_slot_t *table;
+  uint32_t hwm, row_bits, row_mask;
+} get_ctx_t;
+
+/* A place found ahead: the chunk table entry (NULL: no place), the row,
+ * and the addresses of the components' values in it. */
+typedef struct get_at_t {
+  const weft__chunk_slot_t *slot;
+  uint32_t row;
+  const void *p[WEFT_GET_MANY_MAX];
+} get_at_t;
+
+static inline const weft__record_t *get_rec(const get_ctx_t *g, uint32_t idx) {
+  return &g->pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
+}
+
+/* Stage 1: prefetches the record of a handle. */
+static inline void prefetch_record(const get_ctx_t *g, weft_entity_t e) {
   uint32_t idx = (uint32_t)e;
-  if (idx < w->index.hwm)
-    __builtin_prefetch(weft__index_rec(&w->index, idx), 0, 0);
+  if (idx < g->hwm)
+    __builtin_prefetch(get_rec(g, idx), 0, 0);
 }
 
 /*
- * The column of component c in a chunk of archetype a, remembered for the
- * last archetype seen: consecutive handles often share one.
+ * Stage 2: reads the (prefetched) record of e and returns the place it
+ * names, prefetching the handle stored there, which validation reads, and
+ * the row's values of the k components. Unvalidated: a stale handle
+ * costs useless prefetches at most.
  */
-typedef struct get_col_t {
-  const weft__archetype_t *arch;
-  uint32_t arr, size;
-  bool aos;
-} get_col_t;
-
-static inline bool get_col(get_col_t *g, const weft__archetype_t *a,
-                           weft_component_t c) {
-  if (a != g->arch) {
-    const weft__column_t *col = weft__archetype_col(a, c);
-    g->arch = a;
-    g->aos = col && !col->soa;
-    g->arr = col ? col->first_array : 0;
-    g->size = col ? col->size : 0;
+static inline __attribute__((always_inline)) void
+find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
+         uint32_t k, get_at_t *at) {
+  at->slot = NULL;
+  uint32_t idx = (uint32_t)e;
+  if (idx >= g->hwm)
+    return;
+  uint32_t v = get_rec(g, idx)->v;
+  if (!(v & WEFT__REC_LOC))
+    return;
+  at->slot = &g->table[(v & ~WEFT__REC_LOC) >> g->row_bits];
+  at->row = v & g->row_mask;
+  __builtin_prefetch(at->slot->entities + at->row, 0, 0);
+  for (uint32_t j = 0; j < k; j++) {
+    const void *p = row_ptr(at->slot, at->row, comps[j]);
+    at->p[j] = p;
+    if (p)
+      __builtin_prefetch(p, 0, 3);
   }
-  return g->aos;
-}
-
-/*
- * Reads the (prefetched) record of e and prefetches the handle its row
- * stores, which validation reads, and the row's values of the k
- * components. Unvalidated: a stale handle costs useless prefetches at most.
- */
-static inline void prefetch_row(const weft_world_t *w, weft_entity_t e,
-                                const weft_component_t *comps, uint32_t k,
-                                get_col_t *g) {
-  const weft__index_t *ix = &w->index;
-  uint32_t idx = (uint32_t)e;
-  if (idx >= ix->hwm)
-    return;
-  const weft__record_t *r = weft__index_rec(ix, idx);
-  if (!(r->v & WEFT__REC_LOC))
-    return;
-  const weft__chunk_slot_t *s = weft__rec_slot(w, r);
-  uint32_t row = weft__rec_row(ix, r);
-  __builtin_prefetch(s->entities + row, 0, 0);
-  for (uint32_t j = 0; j < k; j++)
-    if (get_col(&g[j], s->arch, comps[j]))
-      __builtin_prefetch(s->bases[g[j].arr] + (size_t)row * g[j].size, 0, 3);
 }
 
 /*
  * weft_get_many() for k components: each handle is resolved once, then
  * its k columns are read. Three stages: records are prefetched GET_AHEAD
- * handles ahead, read to prefetch their rows GET_ROWS_AHEAD ahead, and
- * resolved here, so the misses of independent lookups overlap. Inlined
- * into both callers, so k = 1 compiles to the one-component loop.
+ * handles ahead; read GET_ROWS_AHEAD ahead, where the place they name is
+ * kept and its row prefetched; and validated here, against the handle the
+ * row stores (a live handle is the one stored at the place its record
+ * names: that equality also checks the world tag, as stored handles carry
+ * it), so the misses of independent lookups overlap. Inlined into both
+ * callers, so k = 1 compiles to the one-component loop.
  */
 static inline __attribute__((always_inline)) uint32_t
 get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
          const weft_component_t *comps, uint32_t k, const void **out) {
-  uint32_t hits = 0;
-  get_col_t ahead[WEFT_GET_MANY_MAX], here[WEFT_GET_MANY_MAX];
-  memset(ahead, 0, sizeof ahead);
-  memset(here, 0, sizeof here);
+  const get_ctx_t g = {w->index.pages, w->chunks.table, w->index.hwm,
+                       w->index.row_bits, w->index.row_mask};
+  const uint32_t ring_mask = WEFT__GET_ROWS_AHEAD - 1;
+  get_at_t ring[WEFT__GET_ROWS_AHEAD];
+  uint32_t hits = 0, stale = 0;
   for (uint32_t i = 0; i < n && i < WEFT__GET_AHEAD; i++)
-    prefetch_record(w, handles[i]);
+    prefetch_record(&g, handles[i]);
   for (uint32_t i = 0; i < n && i < WEFT__GET_ROWS_AHEAD; i++)
-    prefetch_row(w, handles[i], comps, k, ahead);
+    find_row(&g, handles[i], comps, k, &ring[i]);
   for (uint32_t i = 0; i < n; i++, out += k) {
     if (i + WEFT__GET_AHEAD < n)
-      prefetch_record(w, handles[i + WEFT__GET_AHEAD]);
-    if (i + WEFT__GET_ROWS_AHEAD < n)
-      prefetch_row(w, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, ahead);
-    const weft__chunk_slot_t *slot;
-    uint32_t row;
-    if (WEFT__UNLIKELY(!resolve_slot(w, handles[i], &slot, &row))) {
+      prefetch_record(&g, handles[i + WEFT__GET_AHEAD]);
+    get_at_t *at = &ring[i & ring_mask];
+    if (WEFT__UNLIKELY(!at->slot ||
+                       at->slot->entities[at->row] != handles[i])) {
       for (uint32_t j = 0; j < k; j++)
         out[j] = NULL;
-      continue;
-    }
-    for (uint32_t j = 0; j < k; j++) {
-      const void *p = NULL;
-      if (get_col(&here[j], slot->arch, comps[j])) {
-        p = slot->bases[here[j].arr] + (size_t)row * here[j].size;
-        hits++;
+      stale++;
+    } else {
+      for (uint32_t j = 0; j < k; j++) {
+        hits += at->p[j] != NULL;
+        out[j] = at->p[j];
       }
-      out[j] = p;
     }
+    /* The entry is free now: it takes the handle GET_ROWS_AHEAD on. */
+    if (i + WEFT__GET_ROWS_AHEAD < n)
+      find_row(&g, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, at);
   }
+  if (stale)
+    atomic_fetch_add_explicit(&((weft_world_t *)w)->stale, stale,
+                              memory_order_relaxed);
   return hits;
 }
 

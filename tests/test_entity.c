@@ -1622,7 +1622,8 @@ static void test_entity_batch_spawn_prefers_fresh_slots(void **state) {
 
 /* weft_get_many() agrees with weft_get() handle by handle: live entities
  * in several archetypes, entities lacking the component, despawned and
- * forged handles, and a tag. */
+ * forged handles, a live handle of another world, and a tag. Every
+ * handle that is not live counts once as stale. */
 static void test_entity_get_many_matches_get(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
@@ -1635,6 +1636,12 @@ static void test_entity_get_many_matches_get(void **state) {
   assert_int_equal(weft_component_register(w, &du, &u), 0);
   enum { N = 3000 };
   static weft_entity_t h[N + 8];
+  /* Another world, whose entities take the same slots and generations as
+   * this world's: only the tag tells its handles apart. */
+  weft_world_config_t oc = {.world_tag = 200};
+  weft_world_t *other = wt_world_new(&oc);
+  weft_component_t ov;
+  assert_int_equal(weft_component_register(other, &dv, &ov), 0);
   static const void *got[N + 8];
   wt_rng_t rng = wt_rng(42);
   for (uint32_t i = 0; i < N; i++) {
@@ -1655,7 +1662,16 @@ static void test_entity_get_many_matches_get(void **state) {
   h[N] = WEFT_ENTITY_NULL;
   h[N + 1] = ~(weft_entity_t)0;
   h[N + 2] = h[1] + ((weft_entity_t)1 << 32); /* wrong generation */
-  uint32_t n = N + 3, expect_hits = 0;
+  for (uint32_t k = 0; k < 2; k++) /* the second takes slot 1, as h[1] did */
+    assert_int_equal(
+        weft_spawn_with(other, (weft_component_t[]){ov, 0}, NULL, &h[N + 3]),
+        0);
+  assert_int_equal(weft_entity_index(h[N + 3]), weft_entity_index(h[1]));
+  assert_int_equal(weft_entity_generation(h[N + 3]),
+                   weft_entity_generation(h[1]));
+  assert_true(h[N + 3] != h[1]);
+  assert_true(weft_is_alive(w, h[1]));
+  uint32_t n = N + 4, expect_hits = 0, expect_stale = 0;
   /* Shuffle so that consecutive handles change archetype often. */
   for (uint32_t i = n - 1; i > 0; i--) {
     uint32_t j = wt_below(&rng, i + 1);
@@ -1663,10 +1679,17 @@ static void test_entity_get_many_matches_get(void **state) {
     h[i] = h[j];
     h[j] = tmp;
   }
-  for (uint32_t i = 0; i < n; i++)
+  for (uint32_t i = 0; i < n; i++) {
     expect_hits += weft_get(w, h[i], v) != NULL;
+    expect_stale += !weft_is_alive(w, h[i]);
+  }
   assert_true(expect_hits > N / 4);
+  assert_int_equal(expect_stale, N / 5 + 4);
+  weft_world_stats_t before, after;
+  weft_world_stats(w, &before);
   assert_int_equal(weft_get_many(w, h, n, v, got), expect_hits);
+  weft_world_stats(w, &after);
+  assert_int_equal(after.stale - before.stale, expect_stale);
   for (uint32_t i = 0; i < n; i++) {
     assert_ptr_equal(got[i], weft_get(w, h[i], v));
     if (got[i]) {
@@ -1679,6 +1702,7 @@ static void test_entity_get_many_matches_get(void **state) {
   for (uint32_t i = 0; i < n; i++)
     assert_null(got[i]);
   weft_world_destroy(w);
+  weft_world_destroy(other);
 }
 
 /* weft_get_many_n() agrees with weft_get() for every handle and component
