@@ -142,7 +142,7 @@ static inline bool memo_is(const weft__spawn_memo_t *m,
 static inline uint32_t spawn_cache_slot(const weft_component_t *comps,
                                         uint32_t *n) {
   uint32_t h = 0x811c9dc5u, k = 0;
-  for (; comps[k] && k <= WEFT__SPAWN_FAST; k++)
+  for (; k <= WEFT__SPAWN_FAST && comps[k]; k++)
     h = (h ^ comps[k]) * 0x01000193u;
   *n = k;
   return (h ^ (h >> 15)) & (WEFT__SPAWN_CACHE - 1);
