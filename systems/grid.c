@@ -48,9 +48,15 @@
 /* Bands of cells per worker on a pool (at most GRID_BANDS in all). */
 #define GRID_BANDS_PER_WORKER 4u
 
-/* The counting sort prefetches, 2 * this many items ahead, the cell entry
- * an item will bump and, this many ahead, the slot that entry then names. */
-#define GRID_SCATTER_AHEAD 8u
+/* How far ahead the counting sort prefetches (items): the cell entries
+ * the count bumps, those the placing takes slots from, and the slots an
+ * item is then copied to. Measured at 1M items over 6.25M cells on one
+ * thread (a program of its own): counting 3.7 ms with 16 ahead against
+ * 2.5 with 64; placing 16.2 ms as one loop 8 and 16 ahead, 9.1 as the
+ * two loops of place() at these distances. */
+#define GRID_COUNT_AHEAD 64u
+#define GRID_SLOT_AHEAD 64u
+#define GRID_COPY_AHEAD 32u
 
 /* One piece of the rebuild: up to GRID_PIECE consecutive rows of one run
  * of chunks, its arrays and where its items go. */
@@ -523,28 +529,41 @@ static void band_count(void *arg, uint32_t begin, uint32_t end,
     memset(count + lo, 0, (size_t)(hi - lo) * sizeof *count);
     const uint32_t *cells = g->cells + g->band_base[b];
     for (uint32_t i = 0, n = g->band_total[b]; i < n; i++) {
-      if (i + 2 * GRID_SCATTER_AHEAD < n)
-        __builtin_prefetch(count + cells[i + 2 * GRID_SCATTER_AHEAD], 1);
+      if (i + GRID_COUNT_AHEAD < n)
+        __builtin_prefetch(count + cells[i + GRID_COUNT_AHEAD], 1);
       count[cells[i]]++;
     }
   }
 }
 
-/* Places the n items from index first of scratch and cells, from the
+/*
+ * Places the n items from index first of scratch and cells, from the
  * last, each at its cell's last free slot. Items come in chunk order, so
- * the entries they bump and the slots those then name are hit at random:
- * both are prefetched. */
+ * the entries they take slots from and the slots are hit at random, and
+ * both are prefetched. Two loops: the first takes every item's slot (the
+ * item's entry of cells becomes its slot, which nothing reads after), the
+ * second copies the items. Apart, each loop's misses are independent of
+ * one another and overlap; in one loop, each copy's address waited on the
+ * entry's miss. An item (48 bytes) often spans two lines: both are
+ * prefetched.
+ */
 static void place(weft_grid_t *g, uint32_t first, uint32_t n) {
   uint32_t *restrict starts = g->starts;
   weft_grid_item_t *restrict items = g->items;
-  const uint32_t *restrict cells = g->cells + first;
+  uint32_t *restrict slot = g->cells + first;
   const weft_grid_item_t *restrict from = g->scratch + first;
   for (uint32_t k = n; k-- > 0;) {
-    if (k >= 2 * GRID_SCATTER_AHEAD)
-      __builtin_prefetch(starts + cells[k - 2 * GRID_SCATTER_AHEAD], 1);
-    if (k >= GRID_SCATTER_AHEAD)
-      __builtin_prefetch(items + starts[cells[k - GRID_SCATTER_AHEAD]] - 1, 1);
-    items[--starts[cells[k]]] = from[k];
+    if (k >= GRID_SLOT_AHEAD)
+      __builtin_prefetch(starts + slot[k - GRID_SLOT_AHEAD], 1);
+    slot[k] = --starts[slot[k]];
+  }
+  for (uint32_t k = n; k-- > 0;) {
+    if (k >= GRID_COPY_AHEAD) {
+      const char *to = (const char *)(items + slot[k - GRID_COPY_AHEAD]);
+      __builtin_prefetch(to, 1);
+      __builtin_prefetch(to + sizeof *items - 1, 1);
+    }
+    items[slot[k]] = from[k];
   }
 }
 

@@ -31,7 +31,7 @@ struct weft_grid_t {
                        counts, then scatter cursors) */
   weft_grid_item_t *items;
   weft_grid_item_t *scratch; /* gathered items, before the sort */
-  uint32_t *cells;           /* cell index of scratch[i] */
+  uint32_t *cells; /* cell index of scratch[i]; its slot once placed */
   /* Per band, from its first item on: (first item, count) of each of its
    * cells that holds more than one item, the ones that need sorting. A
    * band has at most half as many of those as items. */
