@@ -144,22 +144,29 @@ typedef struct cursor_t {
   const weft_grid_item_t *p, *end;
 } cursor_t;
 
-/* The 3x3 cells around self's cell, as cursors: those holding items. */
+/* The 3x3 cells around self's cell that hold items, as cursors, row by
+ * row and left to right. A row's cells are read from one stretch of its
+ * offsets (cells off the grid hold nothing), where a lookup per cell
+ * repeated the row's checks nine times a boid. */
 static uint32_t cells_around(const boids_cfg_t *cfg,
                              const weft_grid_item_t *self, cursor_t cur[9]) {
+  const weft_grid_t *g = cfg->grid;
   int32_t cx, cy;
-  weft__grid_cell_xy(cfg->grid, self->x, self->y, &cx, &cy);
+  weft__grid_cell_xy(g, self->x, self->y, &cx, &cy);
+  if (!g->items)
+    return 0;
+  const int32_t x0 = cx > 0 ? cx - 1 : 0;
+  const int32_t x1 = cx + 1 < g->nx ? cx + 1 : g->nx - 1;
   uint32_t k = 0;
-  for (int32_t j = -1; j <= 1; j++) {
-    for (int32_t i = -1; i <= 1; i++) {
-      uint32_t n = 0;
-      const weft_grid_item_t *it =
-          weft__grid_row(cfg->grid, cx + i, cx + i, cy + j, &n);
-      if (it && n) {
-        cur[k].p = it;
-        cur[k].end = it + n;
-        k++;
-      }
+  for (int32_t y = cy - 1; y <= cy + 1; y++) {
+    if (y < 0 || y >= g->ny)
+      continue;
+    const uint32_t *row = g->starts + (size_t)y * (uint32_t)g->nx;
+    for (int32_t x = x0; x <= x1; x++) {
+      uint32_t first = row[x], end = row[x + 1];
+      cur[k].p = g->items + first;
+      cur[k].end = g->items + end;
+      k += end > first;
     }
   }
   return k;
@@ -216,18 +223,20 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
   const float min2 = c->min_distance * c->min_distance;
   cursor_t cell[9];
   const uint32_t ncells = cells_around(cfg, self, cell);
-  near_t buf[BOIDS_NEAR_MAX];
+  /* One spare entry: every candidate is written at buf[n] and kept by
+   * counting it, so the loop has no branch on the distance, which a third
+   * of the candidates pass in no order a predictor could learn. */
+  near_t buf[BOIDS_NEAR_MAX + 1];
   uint32_t run_at[9], run_end[9], nruns = 0, n = 0;
   for (uint32_t j = 0; j < ncells; j++) {
     uint32_t start = n;
     for (const weft_grid_item_t *o = cell[j].p; o < cell[j].end; o++) {
       float dx = self->x - o->x, dy = self->y - o->y;
       float d2 = dx * dx + dy * dy;
-      if (!(d2 < r2) || o->e == self->e)
-        continue;
-      if (n == BOIDS_NEAR_MAX)
+      buf[n] = (near_t){o, dx, dy, d2};
+      n += (d2 < r2) & (o->e != self->e);
+      if (n > BOIDS_NEAR_MAX)
         return steer_merge(cfg, self, dt);
-      buf[n++] = (near_t){o, dx, dy, d2};
     }
     if (n > start) {
       run_at[nruns] = start;
