@@ -202,9 +202,11 @@ static weft_vec2_t steer_merge(const boids_cfg_t *cfg,
   return acc_finish(&a, c, self, dt);
 }
 
-/* A neighbour within the radius, as the accumulator takes it. */
+/* A neighbour within the radius, as the accumulator takes it, and its
+ * handle (the merge's key). */
 typedef struct near_t {
   const weft_grid_item_t *o;
+  weft_entity_t e;
   float dx, dy, d2;
 } near_t;
 
@@ -233,29 +235,33 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
     for (const weft_grid_item_t *o = cell[j].p; o < cell[j].end; o++) {
       float dx = self->x - o->x, dy = self->y - o->y;
       float d2 = dx * dx + dy * dy;
-      buf[n] = (near_t){o, dx, dy, d2};
+      buf[n] = (near_t){o, o->e, dx, dy, d2};
       n += (d2 < r2) & (o->e != self->e);
       if (n > BOIDS_NEAR_MAX)
         return steer_merge(cfg, self, dt);
     }
-    if (n > start) {
-      run_at[nruns] = start;
-      run_end[nruns++] = n;
-    }
+    run_at[nruns] = start;
+    run_end[nruns] = n;
+    nruns += n > start;
   }
+  /* The merge, also without data-dependent branches: each run's head
+   * handle (UINT64_MAX once it is used up; every run, used or not, is
+   * looked at), the smallest taken each step. Handles are unique, and
+   * UINT64_MAX is no live handle. */
+  uint64_t head[9];
+  for (uint32_t j = 0; j < 9; j++)
+    head[j] = j < nruns ? buf[run_at[j]].e : UINT64_MAX;
   acc_t a;
   memset(&a, 0, sizeof a);
-  while (nruns) {
+  for (uint32_t left = n; left; left--) {
     uint32_t m = 0;
-    for (uint32_t j = 1; j < nruns; j++)
-      if (buf[run_at[j]].o->e < buf[run_at[m]].o->e)
-        m = j;
+    for (uint32_t j = 1; j < 9; j++)
+      m = head[j] < head[m] ? j : m;
     const near_t *q = &buf[run_at[m]++];
-    if (run_at[m] == run_end[m]) {
-      nruns--;
-      run_at[m] = run_at[nruns];
-      run_end[m] = run_end[nruns];
-    }
+    /* buf[run_at[m]] is inside the buffer (run ends are at most n, and
+     * buf holds one entry past the largest n) and read only when the run
+     * still has it. */
+    head[m] = run_at[m] < run_end[m] ? buf[run_at[m]].e : UINT64_MAX;
     acc_add(&a, q->o, q->dx, q->dy, q->d2, min2);
   }
   return acc_finish(&a, c, self, dt);
