@@ -205,35 +205,6 @@ static inline void reach(const weft_collider_t *c, float *rx, float *ry) {
  * narrowphase would have rejected too. */
 #define COLLIDE_REACH_SLACK (1.0f + 1.0f / 256.0f)
 
-/*
- * Tests item a against items [first, first + n). Most neighbours in a
- * neighbourhood do not touch (nine in ten in the arena), so each is first
- * rejected when its centre is farther from a's, on either axis, than the
- * two reaches together: no pair of these shapes can overlap then. That
- * test reads the items' own fields, where the full one went through the
- * layer filter, the solidity checks and the shape dispatch first. A NaN
- * fails both comparisons and so still reaches the narrowphase.
- */
-static inline __attribute__((always_inline)) int
-collide_run(weft_sysctx_t *ctx, const collide_ctx_t *cc,
-            const weft_grid_item_t *a, const weft_grid_item_t *first,
-            uint32_t n) {
-  float arx, ary;
-  reach(&a->collider, &arx, &ary);
-  for (uint32_t j = 0; j < n; j++) {
-    const weft_grid_item_t *b = &first[j];
-    float brx, bry;
-    reach(&b->collider, &brx, &bry);
-    if (fabsf(b->x - a->x) > (arx + brx) * COLLIDE_REACH_SLACK ||
-        fabsf(b->y - a->y) > (ary + bry) * COLLIDE_REACH_SLACK)
-      continue;
-    int rc = collide_pair(ctx, cc, a, b);
-    if (rc)
-      return rc;
-  }
-  return 0;
-}
-
 /* The column of the cell of row `row` that holds item i: the cell of the
  * item's position when that is where the builder put it (always, bar
  * rounding in a caller's build), else found by walking the row. */
@@ -259,10 +230,67 @@ static int32_t collide_cell_of(const weft_grid_t *g, const uint32_t *row,
  * the same stretches; empty cells cost nothing, the walk going from item
  * to item.
  */
+/* Candidate pairs collide_rows() lists before testing them, and the most
+ * candidates one item adds without a branch per candidate. */
+#define COLLIDE_PAIRS 1024u
+#define COLLIDE_NEAR 4u
+
+/* A candidate pair: item indices into the grid's items. */
+typedef struct collide_cand_t {
+  uint32_t a, b;
+} collide_cand_t;
+
+/*
+ * Tests the listed pairs, in order. Most neighbours in a neighbourhood do
+ * not touch (nine in ten in the arena), so each pair is first rejected
+ * when the centres lie farther apart, on either axis, than the two reaches
+ * together: no pair of these shapes can overlap then. That test reads the
+ * items' own fields, where the full one goes through the layer filter,
+ * the solidity checks and the shape dispatch. A NaN fails both comparisons
+ * and so still reaches the narrowphase. The pairs within reach are
+ * compacted without a branch (one in ten, in no order a predictor could
+ * learn), then the narrowphase runs over them.
+ */
+static int collide_listed(weft_sysctx_t *ctx, const collide_ctx_t *cc,
+                          collide_cand_t *pairs, uint32_t n) {
+  const weft_grid_item_t *items = cc->grid->items;
+  uint32_t near = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    const weft_grid_item_t *a = &items[pairs[k].a], *b = &items[pairs[k].b];
+    float arx, ary, brx, bry;
+    reach(&a->collider, &arx, &ary);
+    reach(&b->collider, &brx, &bry);
+    bool in = !(fabsf(b->x - a->x) > (arx + brx) * COLLIDE_REACH_SLACK) &
+              !(fabsf(b->y - a->y) > (ary + bry) * COLLIDE_REACH_SLACK);
+    pairs[near] = pairs[k];
+    near += in;
+  }
+  for (uint32_t k = 0; k < near; k++) {
+    int rc = collide_pair(ctx, cc, &items[pairs[k].a], &items[pairs[k].b]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+/*
+ * The items of grid rows [y0, y1), each against half of its neighbourhood:
+ * the items after it in its own cell and in the cell to its right (one
+ * stretch, cells being contiguous within a row), and the three cells
+ * below (another stretch). Every pair of items in neighbouring cells is
+ * then tested exactly once, with no handle comparison to decide which
+ * side tests it. The grid is cell-major, so consecutive items read nearly
+ * the same stretches; empty cells cost nothing, the walk going from item
+ * to item. The pairs are listed first and tested in blocks, in the order
+ * listed: an item's candidates are few and vary (most have none), and a
+ * loop over them per item mispredicted its end about once an item.
+ */
 static int collide_rows(weft_sysctx_t *ctx, const collide_ctx_t *cc, int32_t y0,
                         int32_t y1) {
   const weft_grid_t *g = cc->grid;
   const int32_t nx = g->nx;
+  collide_cand_t pairs[COLLIDE_PAIRS];
+  uint32_t np = 0;
   for (int32_t cy = y0; cy < y1; cy++) {
     const uint32_t *row = g->starts + (size_t)cy * (uint32_t)nx;
     for (uint32_t i = row[0], end = row[nx]; i < end;) {
@@ -272,19 +300,40 @@ static int collide_rows(weft_sysctx_t *ctx, const collide_ctx_t *cc, int32_t y0,
       uint32_t nbelow = 0;
       const weft_grid_item_t *below =
           weft__grid_row(g, cx - 1, cx + 1, cy + 1, &nbelow);
+      const uint32_t below0 = below ? (uint32_t)(below - g->items) : 0;
       for (; i < cell_end; i++) {
-        const weft_grid_item_t *a = &g->items[i];
-        if (!solid(&a->collider))
+        if (np + COLLIDE_NEAR > COLLIDE_PAIRS) {
+          int rc = collide_listed(ctx, cc, pairs, np);
+          if (rc)
+            return rc;
+          np = 0;
+        }
+        const uint32_t nright = right_end - i - 1, m = nright + nbelow;
+        const bool solid_a = solid(&g->items[i].collider);
+        if (m <= COLLIDE_NEAR) {
+          for (uint32_t t = 0; t < COLLIDE_NEAR; t++) {
+            pairs[np] = (collide_cand_t){i, t < nright ? i + 1 + t
+                                                       : below0 + (t - nright)};
+            np += (t < m) & solid_a;
+          }
           continue;
-        int rc = collide_run(ctx, cc, a, a + 1, right_end - i - 1);
-        if (!rc)
-          rc = collide_run(ctx, cc, a, below, nbelow);
-        if (rc)
-          return rc;
+        }
+        if (!solid_a)
+          continue;
+        for (uint32_t t = 0; t < m; t++) {
+          if (np == COLLIDE_PAIRS) {
+            int rc = collide_listed(ctx, cc, pairs, np);
+            if (rc)
+              return rc;
+            np = 0;
+          }
+          pairs[np++] = (collide_cand_t){i, t < nright ? i + 1 + t
+                                                       : below0 + (t - nright)};
+        }
       }
     }
   }
-  return 0;
+  return np ? collide_listed(ctx, cc, pairs, np) : 0;
 }
 
 /* Parts [begin, end) of a run, on pool worker `worker`. */
