@@ -643,7 +643,10 @@ find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
  */
 static inline __attribute__((always_inline)) uint32_t
 get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
-         const weft_component_t *comps, uint32_t k, const void **out) {
+         const weft_component_t *comps, uint32_t k, const void **out, bool *has,
+         weft_component_t has_c) {
+  /* With `has` (weft_has_many(), k = 0): whether each entity has has_c. */
+  const bool has_known = has && comp_known(w, has_c);
   const get_ctx_t g = {w->index.pages, w->chunks.table, w->index.hwm,
                        w->index.row_bits, w->index.row_mask};
   const uint32_t ring_mask = WEFT__GET_ROWS_AHEAD - 1;
@@ -661,11 +664,17 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
                        at->slot->entities[at->row] != handles[i])) {
       for (uint32_t j = 0; j < k; j++)
         out[j] = NULL;
+      if (has)
+        has[i] = false;
       stale++;
     } else {
       for (uint32_t j = 0; j < k; j++) {
         hits += at->p[j] != NULL;
         out[j] = at->p[j];
+      }
+      if (has) {
+        has[i] = has_known && weft__mask_test(&at->slot->arch->present, has_c);
+        hits += has[i];
       }
     }
     /* The entry is free now: it takes the handle GET_ROWS_AHEAD on. */
@@ -682,7 +691,7 @@ uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
                        uint32_t n, weft_component_t c, const void **out) {
   if (!w || !handles || !out)
     return 0;
-  return get_many(w, handles, n, &c, 1, out);
+  return get_many(w, handles, n, &c, 1, out, NULL, 0);
 }
 
 uint32_t weft_get_many_n(const weft_world_t *w, const weft_entity_t *handles,
@@ -690,7 +699,15 @@ uint32_t weft_get_many_n(const weft_world_t *w, const weft_entity_t *handles,
                          const void **out) {
   if (!w || !handles || !comps || !out || k == 0 || k > WEFT_GET_MANY_MAX)
     return 0;
-  return get_many(w, handles, n, comps, k, out);
+  return get_many(w, handles, n, comps, k, out, NULL, 0);
+}
+
+uint32_t weft_has_many(const weft_world_t *w, const weft_entity_t *handles,
+                       uint32_t n, weft_component_t c, bool *out) {
+  if (!w || !handles || !out)
+    return 0;
+  const void *none[1]; /* k = 0: no pointer is written */
+  return get_many(w, handles, n, NULL, 0, none, out, c);
 }
 
 void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {

@@ -130,8 +130,13 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
     e[0][j] = ev[j].a;
     e[1][j] = ev[j].b;
   }
-  for (int p = 0; p < 2; p++)
+  bool dead[2][HEALTH_BATCH];
+  for (int p = 0; p < 2; p++) {
     weft_get_many_n(r->w, e[p], k, comps, NCOMP, got[p]);
+    /* Pipelined too: one weft_has() per party, a chain of dependent
+     * misses each, was most of the planning's time. */
+    weft_has_many(r->w, e[p], k, r->s->dead, dead[p]);
+  }
   for (uint32_t j = 0; j < k; j++) {
     health_plan_t *pl = &r->plan[lo + j];
     const void *const *g[2] = {got[0] + j * NCOMP, got[1] + j * NCOMP};
@@ -146,7 +151,7 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
        * so the event does nothing whether it lives or not; otherwise it
        * is live, and takes part unless tagged Dead. */
       bool some = g[p][HP] || g[p][DMG] || g[p][ARM];
-      if (some && !weft_has(r->w, e[p][j], r->s->dead))
+      if (some && !dead[p][j])
         pl->flags |= PLAN_OK_A << p;
       const weft_damage_t *d = g[1 - p][DMG]; /* what hits party p */
       if (d && pl->h[p]) {

@@ -1705,6 +1705,82 @@ static void test_entity_get_many_matches_get(void **state) {
   weft_world_destroy(other);
 }
 
+/* weft_has_many() agrees with weft_has() handle by handle, for a tag, a
+ * component, a disabled component, an unknown id and an unused one, over
+ * live, despawned, forged and other-world handles in shuffled archetypes;
+ * each handle that is not live counts once as stale; bad arguments write
+ * nothing. */
+static void test_entity_has_many_matches_has(void **state) {
+  (void)state;
+  fixture_t f = fixture_new(NULL);
+  weft_world_t *w = f.w;
+  weft_world_config_t oc = {.world_tag = 201};
+  weft_world_t *other = wt_world_new(&oc);
+  enum { N = 2500 };
+  static weft_entity_t h[N + 4];
+  static bool got[N + 4];
+  wt_rng_t rng = wt_rng(11);
+  for (uint32_t i = 0; i < N; i++) {
+    weft_component_t list[5];
+    uint32_t k = 0;
+    weft_component_t maybe[4] = {f.pos, f.tag, f.vel, f.soa};
+    for (uint32_t j = 0; j < 4; j++)
+      if (wt_chance(&rng, 1, 2))
+        list[k++] = maybe[j];
+    list[k] = WEFT_COMPONENT_NONE;
+    assert_int_equal(weft_spawn_with(w, list, NULL, &h[i]), 0);
+    if (k && wt_chance(&rng, 1, 4))
+      assert_int_equal(weft_disable(w, h[i], list[0]), 0);
+  }
+  for (uint32_t i = 0; i < N; i += 3)
+    assert_int_equal(weft_despawn(w, h[i]), 0);
+  h[N] = ~(weft_entity_t)0;
+  h[N + 1] = h[2] + ((weft_entity_t)1 << 32); /* wrong generation */
+  h[N + 2] = WEFT_ENTITY_NULL;
+  assert_int_equal(
+      weft_spawn_with(other, (weft_component_t[]){0}, NULL, &h[N + 3]), 0);
+  uint32_t n = N + 4;
+  for (uint32_t i = n - 1; i > 0; i--) {
+    uint32_t j = wt_below(&rng, i + 1);
+    weft_entity_t tmp = h[i];
+    h[i] = h[j];
+    h[j] = tmp;
+  }
+  uint32_t stale = 0;
+  for (uint32_t i = 0; i < n; i++)
+    stale += !weft_is_alive(w, h[i]);
+  assert_int_equal(stale, (N + 2) / 3 + 4);
+  const weft_component_t comps[] = {f.tag, f.pos, f.vel,     f.soa,
+                                    999,   0,     UINT32_MAX};
+  for (uint32_t c = 0; c < sizeof comps / sizeof comps[0]; c++) {
+    uint32_t expect = 0;
+    for (uint32_t i = 0; i < n; i++)
+      expect += weft_has(w, h[i], comps[c]);
+    if (comps[c] == f.tag || comps[c] == f.pos)
+      assert_true(expect > N / 8);
+    weft_world_stats_t before, after;
+    weft_world_stats(w, &before);
+    memset(got, 0xaa, sizeof got);
+    assert_int_equal(weft_has_many(w, h, n, comps[c], got), expect);
+    weft_world_stats(w, &after);
+    assert_int_equal(after.stale - before.stale, stale);
+    for (uint32_t i = 0; i < n; i++)
+      if (got[i] != weft_has(w, h[i], comps[c]))
+        fail_msg("component %u, handle %#llx: has_many %d, has %d", comps[c],
+                 (unsigned long long)h[i], got[i], weft_has(w, h[i], comps[c]));
+  }
+  /* Bad arguments: nothing written. */
+  got[0] = true;
+  assert_int_equal(weft_has_many(w, h, n, f.tag, NULL), 0);
+  assert_int_equal(weft_has_many(w, NULL, n, f.tag, got), 0);
+  assert_int_equal(weft_has_many(NULL, h, n, f.tag, got), 0);
+  assert_true(got[0]);
+  assert_int_equal(weft_has_many(w, h, 0, f.tag, got), 0);
+  assert_true(got[0]);
+  weft_world_destroy(w);
+  weft_world_destroy(other);
+}
+
 /* weft_get_many_n() agrees with weft_get() for every handle and component
  * of the list (present, absent, a tag, repeated, unknown, SoA) over live,
  * despawned and forged handles in shuffled archetypes; bad arguments write
@@ -1839,6 +1915,7 @@ int main(void) {
       cmocka_unit_test(test_entity_batch_spawn_prefers_fresh_slots),
       cmocka_unit_test(test_entity_get_many_matches_get),
       cmocka_unit_test(test_entity_get_many_n_matches_get),
+      cmocka_unit_test(test_entity_has_many_matches_has),
       cmocka_unit_test(test_entity_locations_at_every_chunk_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

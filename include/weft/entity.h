@@ -179,6 +179,17 @@ void *weft_get_field(weft_world_t *world, weft_entity_t e, weft_component_t c,
 /** True if @p e is live and has @p c, enabled or disabled. */
 bool weft_has(const weft_world_t *world, weft_entity_t e, weft_component_t c);
 
+/**
+ * weft_has() for @p n handles at once: out[i] receives what weft_has()
+ * would return for handles[i], with the lookups pipelined as in
+ * weft_get_many(), and a handle that is not live counts once as stale, as
+ * in weft_has(). Works for tags, which weft_get_many() cannot see. Returns
+ * the number of true entries; 0, writing nothing, for a NULL argument.
+ * Reader threads; @p out is the caller's.
+ */
+uint32_t weft_has_many(const weft_world_t *world, const weft_entity_t *handles,
+                       uint32_t n, weft_component_t c, bool *out);
+
 /** True if @p e is live and has @p c enabled. */
 bool weft_is_enabled(const weft_world_t *world, weft_entity_t e,
                      weft_component_t c);
