@@ -1620,6 +1620,17 @@ static void test_entity_batch_spawn_prefers_fresh_slots(void **state) {
   weft_world_destroy(f.w);
 }
 
+/* Shuffles h[0, n) (Fisher-Yates), so that consecutive handles change
+ * archetype and chunk often. */
+static void shuffle_handles(weft_entity_t *h, uint32_t n, wt_rng_t *rng) {
+  for (uint32_t i = n - 1; n && i > 0; i--) {
+    uint32_t j = wt_below(rng, i + 1);
+    weft_entity_t tmp = h[i];
+    h[i] = h[j];
+    h[j] = tmp;
+  }
+}
+
 /* weft_get_many() agrees with weft_get() handle by handle: live entities
  * in several archetypes, entities lacking the component, despawned and
  * forged handles, a live handle of another world, and a tag. Every
@@ -1673,12 +1684,7 @@ static void test_entity_get_many_matches_get(void **state) {
   assert_true(weft_is_alive(w, h[1]));
   uint32_t n = N + 4, expect_hits = 0, expect_stale = 0;
   /* Shuffle so that consecutive handles change archetype often. */
-  for (uint32_t i = n - 1; i > 0; i--) {
-    uint32_t j = wt_below(&rng, i + 1);
-    weft_entity_t tmp = h[i];
-    h[i] = h[j];
-    h[j] = tmp;
-  }
+  shuffle_handles(h, n, &rng);
   for (uint32_t i = 0; i < n; i++) {
     expect_hits += weft_get(w, h[i], v) != NULL;
     expect_stale += !weft_is_alive(w, h[i]);
@@ -1705,6 +1711,25 @@ static void test_entity_get_many_matches_get(void **state) {
   weft_world_destroy(other);
 }
 
+/* Spawns an entity with a random subset of pos, tag, vel and soa (no
+ * values); *first, when asked, receives the subset's first component
+ * (WEFT_COMPONENT_NONE for the empty one). */
+static weft_entity_t spawn_mixed(const fixture_t *f, wt_rng_t *rng,
+                                 weft_component_t *first) {
+  weft_component_t list[5];
+  uint32_t k = 0;
+  const weft_component_t maybe[4] = {f->pos, f->tag, f->vel, f->soa};
+  for (uint32_t j = 0; j < 4; j++)
+    if (wt_chance(rng, 1, 2))
+      list[k++] = maybe[j];
+  list[k] = WEFT_COMPONENT_NONE;
+  weft_entity_t e;
+  assert_int_equal(weft_spawn_with(f->w, list, NULL, &e), 0);
+  if (first)
+    *first = list[0];
+  return e;
+}
+
 /* weft_has_many() agrees with weft_has() handle by handle, for a tag, a
  * component, a disabled component, an unknown id and an unused one, over
  * live, despawned, forged and other-world handles in shuffled archetypes;
@@ -1721,16 +1746,10 @@ static void test_entity_has_many_matches_has(void **state) {
   static bool got[N + 4];
   wt_rng_t rng = wt_rng(11);
   for (uint32_t i = 0; i < N; i++) {
-    weft_component_t list[5];
-    uint32_t k = 0;
-    weft_component_t maybe[4] = {f.pos, f.tag, f.vel, f.soa};
-    for (uint32_t j = 0; j < 4; j++)
-      if (wt_chance(&rng, 1, 2))
-        list[k++] = maybe[j];
-    list[k] = WEFT_COMPONENT_NONE;
-    assert_int_equal(weft_spawn_with(w, list, NULL, &h[i]), 0);
-    if (k && wt_chance(&rng, 1, 4))
-      assert_int_equal(weft_disable(w, h[i], list[0]), 0);
+    weft_component_t first;
+    h[i] = spawn_mixed(&f, &rng, &first);
+    if (first && wt_chance(&rng, 1, 4))
+      assert_int_equal(weft_disable(w, h[i], first), 0);
   }
   for (uint32_t i = 0; i < N; i += 3)
     assert_int_equal(weft_despawn(w, h[i]), 0);
@@ -1740,12 +1759,7 @@ static void test_entity_has_many_matches_has(void **state) {
   assert_int_equal(
       weft_spawn_with(other, (weft_component_t[]){0}, NULL, &h[N + 3]), 0);
   uint32_t n = N + 4;
-  for (uint32_t i = n - 1; i > 0; i--) {
-    uint32_t j = wt_below(&rng, i + 1);
-    weft_entity_t tmp = h[i];
-    h[i] = h[j];
-    h[j] = tmp;
-  }
+  shuffle_handles(h, n, &rng);
   uint32_t stale = 0;
   for (uint32_t i = 0; i < n; i++)
     stale += !weft_is_alive(w, h[i]);
@@ -1793,27 +1807,14 @@ static void test_entity_get_many_n_matches_get(void **state) {
   static weft_entity_t h[N + 2];
   static const void *got[(N + 2) * K];
   wt_rng_t rng = wt_rng(7);
-  for (uint32_t i = 0; i < N; i++) {
-    weft_component_t list[5];
-    uint32_t k = 0;
-    weft_component_t maybe[4] = {f.pos, f.tag, f.vel, f.soa};
-    for (uint32_t j = 0; j < 4; j++)
-      if (wt_chance(&rng, 1, 2))
-        list[k++] = maybe[j];
-    list[k] = WEFT_COMPONENT_NONE;
-    assert_int_equal(weft_spawn_with(w, list, NULL, &h[i]), 0);
-  }
+  for (uint32_t i = 0; i < N; i++)
+    h[i] = spawn_mixed(&f, &rng, NULL);
   for (uint32_t i = 0; i < N; i += 3)
     assert_int_equal(weft_despawn(w, h[i]), 0);
   h[N] = ~(weft_entity_t)0;
   h[N + 1] = h[2] + ((weft_entity_t)1 << 32); /* wrong generation */
   uint32_t n = N + 2;
-  for (uint32_t i = n - 1; i > 0; i--) {
-    uint32_t j = wt_below(&rng, i + 1);
-    weft_entity_t tmp = h[i];
-    h[i] = h[j];
-    h[j] = tmp;
-  }
+  shuffle_handles(h, n, &rng);
   const weft_component_t comps[K] = {f.vel, f.tag, f.pos, f.vel, 999, f.soa};
   for (uint32_t k = 1; k <= K; k++) {
     uint32_t expect = 0;
