@@ -293,43 +293,43 @@ static int collide_rows(weft_sysctx_t *ctx, const collide_ctx_t *cc, int32_t y0,
   uint32_t np = 0;
   for (int32_t cy = y0; cy < y1; cy++) {
     const uint32_t *row = g->starts + (size_t)cy * (uint32_t)nx;
-    for (uint32_t i = row[0], end = row[nx]; i < end;) {
-      int32_t cx = collide_cell_of(g, row, i);
-      uint32_t cell_end = row[cx + 1];
-      uint32_t right_end = cx + 2 <= nx ? row[cx + 2] : row[nx];
+    /* Item by item, each finding its own cell: a cell holds about one
+     * item, and a loop over a cell's items mispredicted its end whenever
+     * one held two. */
+    for (uint32_t i = row[0], end = row[nx]; i < end; i++) {
+      if (np + COLLIDE_NEAR > COLLIDE_PAIRS) {
+        int rc = collide_listed(ctx, cc, pairs, np);
+        if (rc)
+          return rc;
+        np = 0;
+      }
+      const int32_t cx = collide_cell_of(g, row, i);
+      const uint32_t right_end = cx + 2 <= nx ? row[cx + 2] : row[nx];
       uint32_t nbelow = 0;
       const weft_grid_item_t *below =
           weft__grid_row(g, cx - 1, cx + 1, cy + 1, &nbelow);
       const uint32_t below0 = below ? (uint32_t)(below - g->items) : 0;
-      for (; i < cell_end; i++) {
-        if (np + COLLIDE_NEAR > COLLIDE_PAIRS) {
+      const uint32_t nright = right_end - i - 1, m = nright + nbelow;
+      const bool solid_a = solid(&g->items[i].collider);
+      if (m <= COLLIDE_NEAR) {
+        for (uint32_t t = 0; t < COLLIDE_NEAR; t++) {
+          pairs[np] = (collide_cand_t){i, t < nright ? i + 1 + t
+                                                     : below0 + (t - nright)};
+          np += (t < m) & solid_a;
+        }
+        continue;
+      }
+      if (!solid_a)
+        continue;
+      for (uint32_t t = 0; t < m; t++) {
+        if (np == COLLIDE_PAIRS) {
           int rc = collide_listed(ctx, cc, pairs, np);
           if (rc)
             return rc;
           np = 0;
         }
-        const uint32_t nright = right_end - i - 1, m = nright + nbelow;
-        const bool solid_a = solid(&g->items[i].collider);
-        if (m <= COLLIDE_NEAR) {
-          for (uint32_t t = 0; t < COLLIDE_NEAR; t++) {
-            pairs[np] = (collide_cand_t){i, t < nright ? i + 1 + t
-                                                       : below0 + (t - nright)};
-            np += (t < m) & solid_a;
-          }
-          continue;
-        }
-        if (!solid_a)
-          continue;
-        for (uint32_t t = 0; t < m; t++) {
-          if (np == COLLIDE_PAIRS) {
-            int rc = collide_listed(ctx, cc, pairs, np);
-            if (rc)
-              return rc;
-            np = 0;
-          }
-          pairs[np++] = (collide_cand_t){i, t < nright ? i + 1 + t
-                                                       : below0 + (t - nright)};
-        }
+        pairs[np++] =
+            (collide_cand_t){i, t < nright ? i + 1 + t : below0 + (t - nright)};
       }
     }
   }
