@@ -626,8 +626,9 @@ find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
   for (uint32_t j = 0; j < k; j++) {
     const void *p = row_ptr(at->slot, at->row, comps[j]);
     at->p[j] = p;
-    if (p)
-      __builtin_prefetch(p, 0, 3);
+    /* NULL too: a prefetch never faults, and testing for an absent
+     * component here mispredicted often with mixed archetypes. */
+    __builtin_prefetch(p, 0, 3);
   }
 }
 
