@@ -91,9 +91,16 @@ int weft__index_reserve(weft__index_t *ix, weft__alloc_stats_t *st,
 /* Bytes the index owns: its pages and its free stack. */
 uint64_t weft__index_bytes(const weft__index_t *ix);
 
+/* The record of slot idx in a page table (loops that keep the index's
+ * page table in a local use this; the rest go through weft__index_rec). */
+static inline weft__record_t *weft__pages_rec(weft__record_t *const *pages,
+                                              uint32_t idx) {
+  return &pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
+}
+
 static inline weft__record_t *weft__index_rec(const weft__index_t *ix,
                                               uint32_t idx) {
-  return &ix->pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
+  return weft__pages_rec(ix->pages, idx);
 }
 
 /* Records that the live entity in slot idx now sits at (chunk_id, row). */

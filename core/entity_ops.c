@@ -594,7 +594,7 @@ typedef struct get_at_t {
 } get_at_t;
 
 static inline const weft__record_t *get_rec(const get_ctx_t *g, uint32_t idx) {
-  return &g->pages[idx >> WEFT__PAGE_BITS][idx & WEFT__PAGE_MASK];
+  return weft__pages_rec(g->pages, idx);
 }
 
 /* Stage 1: prefetches the record of a handle. */
@@ -683,8 +683,7 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
       find_row(&g, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, at);
   }
   if (stale)
-    atomic_fetch_add_explicit(&((weft_world_t *)w)->stale, stale,
-                              memory_order_relaxed);
+    weft__count_stale_n(w, stale);
   return hits;
 }
 

@@ -105,10 +105,15 @@ void weft__resources_fini(weft_world_t *w);
 void weft__sched_fini(weft_world_t *w);
 void weft__runif_fini(weft_world_t *w);
 
+/* Counts n rejected handles; safe from concurrent readers. */
+static inline void weft__count_stale_n(const weft_world_t *w, uint64_t n) {
+  atomic_fetch_add_explicit(&((weft_world_t *)w)->stale, n,
+                            memory_order_relaxed);
+}
+
 /* Counts a rejected handle; safe from concurrent readers. */
 static inline void weft__count_stale(const weft_world_t *w) {
-  atomic_fetch_add_explicit(&((weft_world_t *)w)->stale, 1,
-                            memory_order_relaxed);
+  weft__count_stale_n(w, 1);
 }
 
 /*

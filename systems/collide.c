@@ -273,6 +273,24 @@ static int collide_listed(weft_sysctx_t *ctx, const collide_ctx_t *cc,
   return 0;
 }
 
+/* Candidate t of item i: the t-th item after it in its right stretch
+ * (nright items), then the stretch below, from item below0 on. */
+static inline collide_cand_t candidate(uint32_t i, uint32_t nright,
+                                       uint32_t below0, uint32_t t) {
+  return (collide_cand_t){i, t < nright ? i + 1 + t : below0 + (t - nright)};
+}
+
+/* Tests and empties the list when fewer than @p room pairs fit in it. */
+static inline int make_room(weft_sysctx_t *ctx, const collide_ctx_t *cc,
+                            collide_cand_t *pairs, uint32_t *np,
+                            uint32_t room) {
+  if (*np + room <= COLLIDE_PAIRS)
+    return 0;
+  int rc = collide_listed(ctx, cc, pairs, *np);
+  *np = 0;
+  return rc;
+}
+
 /*
  * The items of grid rows [y0, y1), each against half of its neighbourhood:
  * the items after it in its own cell and in the cell to its right (one
@@ -297,12 +315,9 @@ static int collide_rows(weft_sysctx_t *ctx, const collide_ctx_t *cc, int32_t y0,
      * item, and a loop over a cell's items mispredicted its end whenever
      * one held two. */
     for (uint32_t i = row[0], end = row[nx]; i < end; i++) {
-      if (np + COLLIDE_NEAR > COLLIDE_PAIRS) {
-        int rc = collide_listed(ctx, cc, pairs, np);
-        if (rc)
-          return rc;
-        np = 0;
-      }
+      int rc = make_room(ctx, cc, pairs, &np, COLLIDE_NEAR);
+      if (rc)
+        return rc;
       const int32_t cx = collide_cell_of(g, row, i);
       const uint32_t right_end = cx + 2 <= nx ? row[cx + 2] : row[nx];
       uint32_t nbelow = 0;
@@ -313,8 +328,7 @@ static int collide_rows(weft_sysctx_t *ctx, const collide_ctx_t *cc, int32_t y0,
       const bool solid_a = solid(&g->items[i].collider);
       if (m <= COLLIDE_NEAR) {
         for (uint32_t t = 0; t < COLLIDE_NEAR; t++) {
-          pairs[np] = (collide_cand_t){i, t < nright ? i + 1 + t
-                                                     : below0 + (t - nright)};
+          pairs[np] = candidate(i, nright, below0, t);
           np += (t < m) & solid_a;
         }
         continue;
@@ -322,14 +336,10 @@ static int collide_rows(weft_sysctx_t *ctx, const collide_ctx_t *cc, int32_t y0,
       if (!solid_a)
         continue;
       for (uint32_t t = 0; t < m; t++) {
-        if (np == COLLIDE_PAIRS) {
-          int rc = collide_listed(ctx, cc, pairs, np);
-          if (rc)
-            return rc;
-          np = 0;
-        }
-        pairs[np++] =
-            (collide_cand_t){i, t < nright ? i + 1 + t : below0 + (t - nright)};
+        rc = make_room(ctx, cc, pairs, &np, 1);
+        if (rc)
+          return rc;
+        pairs[np++] = candidate(i, nright, below0, t);
       }
     }
   }

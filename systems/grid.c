@@ -361,19 +361,10 @@ static grid_map_t grid_map(const weft_grid_t *g) {
                       g->band_lo};
 }
 
-/* weft__grid_axis() with the top cell already a float: the same clamps,
- * in the same order, so NaN still lands in cell 0. */
-static inline uint32_t map_axis(float d, float inv, float top) {
-  float f = d * inv;
-  f = f > 0.0f ? f : 0.0f;
-  f = f < top ? f : top;
-  return (uint32_t)(int32_t)f;
-}
-
 /* The cell of a position, as an index into the cell table. */
 static inline uint32_t map_cell(const grid_map_t *m, float x, float y) {
-  return map_axis(y - m->miny, m->inv, m->topy) * m->nx +
-         map_axis(x - m->minx, m->inv, m->topx);
+  return (uint32_t)weft__grid_axis_top(y - m->miny, m->inv, m->topy) * m->nx +
+         (uint32_t)weft__grid_axis_top(x - m->minx, m->inv, m->topx);
 }
 
 /* The band of cell c (< ncells): the last band whose first cell is at
@@ -592,7 +583,7 @@ static uint32_t cell_ends_scalar(uint32_t *restrict starts, uint32_t c,
  * A sparse grid has several cells per item, so this pass over the cells,
  * not the items, was most of the instructions of a rebuild: with SSE2 it
  * takes four cells at a time (a prefix sum in two shifted adds), and
- * looks at single cells only in the rare groups with a cell to note. The
+ * hands the rare groups with a cell to note to the scalar loop. The
  * signed compare that finds those needs counts below 2^31, so a band of
  * more items (never seen in practice) takes the scalar loop.
  */
@@ -607,15 +598,11 @@ static uint32_t cell_ends(uint32_t *restrict starts, uint32_t lo, uint32_t hi,
     for (; hi - c >= 4; c += 4) {
       __m128i v = _mm_loadu_si128((const __m128i *)(starts + c));
       if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi32(v, one)), 0)) {
-        uint32_t a = (uint32_t)_mm_cvtsi128_si32(carry);
-        for (uint32_t j = 0; j < 4; j++) {
-          uint32_t k = starts[c + j];
-          if (k > 1) {
-            multi[noted++] = a;
-            multi[noted++] = k;
-          }
-          a += k;
-        }
+        /* A group with a cell to note takes the scalar loop. */
+        noted = cell_ends_scalar(
+            starts, c, c + 4, (uint32_t)_mm_cvtsi128_si32(carry), multi, noted);
+        carry = _mm_set1_epi32((int32_t)starts[c + 3]);
+        continue;
       }
       v = _mm_add_epi32(v, _mm_slli_si128(v, 4));
       v = _mm_add_epi32(v, _mm_slli_si128(v, 8));

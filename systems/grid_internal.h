@@ -57,17 +57,22 @@ struct weft_grid_t {
 };
 
 /*
- * The clamped cell coordinate of offset d along an axis of n cells,
- * branch-free: NaN and -inf land in cell 0, +inf in cell n - 1 (the
- * comparisons are written so that a NaN fails them), and the value is in
- * [0, n - 1] before the conversion.
+ * The clamped cell coordinate of offset d along an axis whose last cell
+ * is top (as a float), branch-free: NaN and -inf land in cell 0, +inf in cell n
+ * - 1 (the comparisons are written so that a NaN fails them), and the value is
+ * in [0, top] before the conversion.
  */
-static inline int32_t weft__grid_axis(float d, float inv, int32_t n) {
+static inline int32_t weft__grid_axis_top(float d, float inv, float top) {
   float f = d * inv;
   f = f > 0.0f ? f : 0.0f;
-  float top = (float)(n - 1);
   f = f < top ? f : top;
   return (int32_t)f;
+}
+
+/* The same for an axis of n cells; loops over many positions compute the
+ * top cell, (float)(n - 1), once and call weft__grid_axis_top(). */
+static inline int32_t weft__grid_axis(float d, float inv, int32_t n) {
+  return weft__grid_axis_top(d, inv, (float)(n - 1));
 }
 
 /* The cell of (x, y), clamped into the grid. */
