@@ -9,6 +9,11 @@
  * GET_BLOCK handles (resolve a block, then sum it), the API meant for
  * random access at scale: it overlaps the misses of independent lookups.
  *
+ * has_many: the same walk through weft_has_many() in blocks of GET_BLOCK
+ * handles, counting the entities that have the component: a batch of
+ * validated lookups that reads no value. No target; read it against
+ * get_many.
+ *
  * get_floor: no weft at all. The least a validated handle lookup costs:
  * the same walk through an 8-byte record per entity that holds the
  * generation and the row, then the row's data, as plain C against the
@@ -75,6 +80,23 @@ static uint64_t get_weft_many(void *p, uint64_t reps) {
   return sum;
 }
 
+static uint64_t get_weft_has_many(void *p, uint64_t reps) {
+  get_state_t *s = p;
+  uint64_t sum = 0;
+  bool has[GET_BLOCK];
+  for (uint64_t r = 0; r < reps; ++r) {
+    for (uint32_t i = 0; i < s->n; i += GET_BLOCK) {
+      uint32_t k = s->n - i < GET_BLOCK ? s->n - i : GET_BLOCK;
+      if (weft_has_many(s->world, s->handles + i, k, s->comp, has) != k)
+        bench_die("weft_has_many", WEFT_ESTALE);
+      for (uint32_t j = 0; j < k; j++)
+        sum += has[j];
+    }
+    bench_clobber();
+  }
+  return sum;
+}
+
 /*
  * The baseline: an indexed load per element. gcc 12 -O3
  * -fopt-info-vec-optimized: "loop vectorized using 16 byte vectors" (an
@@ -132,12 +154,13 @@ void bench_get(bench_ctx_t *ctx) {
   uint32_t n = ctx->quick ? 100000 : 1000000;
   char label[16], name[64];
   bench_size_label(label, sizeof label, n);
-  char many[64], floor_name[64];
+  char many[64], has_name[64], floor_name[64];
   snprintf(name, sizeof name, "get/%s", label);
   snprintf(many, sizeof many, "get_many/%s", label);
+  snprintf(has_name, sizeof has_name, "has_many/%s", label);
   snprintf(floor_name, sizeof floor_name, "get_floor/%s", label);
   if (!bench_selected(ctx, name) && !bench_selected(ctx, many) &&
-      !bench_selected(ctx, floor_name))
+      !bench_selected(ctx, has_name) && !bench_selected(ctx, floor_name))
     return;
 
   get_state_t s = {.n = n};
@@ -184,6 +207,14 @@ void bench_get(bench_ctx_t *ctx) {
     c.name = many;
     c.work = (bench_side_t){"weft_get_many", get_weft_many, &s, n, false};
     bench_compare(ctx, &c);
+  }
+  if (bench_selected(ctx, has_name)) {
+    c.name = has_name;
+    c.unit = "ns/has";
+    c.work = (bench_side_t){"weft_has_many", get_weft_has_many, &s, n, false};
+    c.target_kind = BENCH_TARGET_NONE;
+    bench_compare(ctx, &c);
+    c.unit = "ns/get";
   }
   if (bench_selected(ctx, floor_name)) {
     c.name = floor_name;
