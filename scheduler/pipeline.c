@@ -22,6 +22,7 @@
 #include "core/world.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/sched.h"
+#include "scheduler/visits.h"
 
 uint64_t weft__now_ns(void) {
   struct timespec ts;
@@ -58,250 +59,6 @@ static void cpu_relax(void) {
  * unless it is worker 0 of a pool it participates in). */
 static uint32_t slot_of(const weft__sched_t *s, uint32_t worker) {
   return worker < s->nslots - 1 ? worker : s->nslots - 1;
-}
-
-/* ---- planning a run ------------------------------------------------------ */
-
-static bool chunk_changed(const weft__sys_t *y, const weft__chunk_t *c) {
-  if (c->sversion > y->last_run)
-    return true;
-  for (uint32_t i = 0; i < y->nchanged; i++) {
-    const weft__column_t *col = weft__archetype_col(c->arch, y->changed[i]);
-    if (col && c->versions[col - c->arch->cols] > y->last_run)
-      return true;
-  }
-  return false;
-}
-
-static int push_visit(weft_world_t *w, weft__sys_t *y, weft__chunk_t *c,
-                      uint32_t seq, uint32_t ai, uint32_t rows, uint32_t nch) {
-  if (y->nvisits == y->visits_cap &&
-      weft__grow(&w->alloc, &y->visits, &y->visits_cap, y->nvisits + 1,
-                 sizeof(*y->visits), 16))
-    return WEFT_ENOMEM;
-  y->visits[y->nvisits++] =
-      (weft__visit_t){c, seq, ai, (uint32_t)y->rows, rows, nch};
-  y->rows += rows;
-  return 0;
-}
-
-/* How many chunks from a->chunks[k] one visit covers: with CHUNK_RUNS,
- * full chunks whose arrays continue each other, up to `batch` rows (so
- * that lazy halving still has something to split); else one. */
-static uint32_t run_length(const weft__sys_t *y, const weft__archetype_t *a,
-                           uint32_t k, uint32_t *rows) {
-  const weft__chunk_t *cur = a->chunks[k];
-  uint32_t n = 1;
-  *rows = cur->count;
-  if (!(y->query->flags & WEFT_QUERY_CHUNK_RUNS) || !a->contiguous ||
-      y->nchanged)
-    return 1;
-  while (k + n < a->nchunks && cur->count == a->row_cap) {
-    const weft__chunk_t *next = a->chunks[k + n];
-    if (next->entities != cur->entities + a->row_cap ||
-        *rows + next->count > y->batch)
-      break;
-    *rows += next->count;
-    cur = next;
-    n++;
-  }
-  return n;
-}
-
-/* Records archetype match m for the visits that follow: its arrays and the
- * columns the system stamps, resolved once per archetype, not per chunk. */
-static int push_arch(weft_world_t *w, weft__sys_t *y, uint32_t mi) {
-  const weft__match_t *m = &y->query->matches[mi];
-  if (y->narch == y->arch_cap && weft__grow(&w->alloc, &y->arch, &y->arch_cap,
-                                            y->narch + 1, sizeof(*y->arch), 8))
-    return WEFT_ENOMEM;
-  weft__ainfo_t *ai = &y->arch[y->narch++];
-  ai->match = mi;
-  ai->nstamp = 0;
-  for (uint32_t i = 0; i < y->nwcols; i++) {
-    const weft__column_t *col = weft__archetype_col(m->arch, y->wcols[i]);
-    if (col)
-      ai->stamp[ai->nstamp++] = (uint16_t)(col - m->arch->cols);
-  }
-  return 0;
-}
-
-static int push_job(weft_world_t *w, weft__sys_t *y, uint32_t first,
-                    uint32_t count) {
-  if (y->njobs == y->jobs_cap && weft__grow(&w->alloc, &y->jobs, &y->jobs_cap,
-                                            y->njobs + 1, sizeof(*y->jobs), 8))
-    return WEFT_ENOMEM;
-  uint32_t node = count ? y->visits[first].chunk->node : WEFT_WORKER_EXTERNAL;
-  y->jobs[y->njobs++] = (weft__job_t){y, first, count, node};
-  return 0;
-}
-
-/* A task makes one call; its one job never changes. */
-static inline int plan_task(weft_world_t *w, weft__sys_t *y) {
-  y->nvisits = 0;
-  y->rows = 0;
-  if (!y->jobs_cap)
-    return push_job(w, y, 0, 0);
-  y->njobs = 1;
-  return 0;
-}
-
-/* Stamps the columns the system writes, in the chunks of visit vi, with
- * its version. */
-static inline void stamp_visit(const weft__sys_t *y, const weft__visit_t *vi) {
-  /* Locals: every stamp is a uint32_t store, which may alias the
-   * system's and the visits' uint32_t fields, so the loops below would
-   * otherwise reload them for each chunk (21 instructions a chunk for one
-   * column). */
-  const weft__ainfo_t *ai = &y->arch[vi->ai];
-  const uint32_t version = y->version, ns = ai->nstamp;
-  /* The chunks of a visit are consecutive chunks of one segment, whose
-   * version rows are consecutive too (ncols words each): no chunk header
-   * but the first is read. */
-  uint32_t *vers = vi->chunk->versions;
-  const uint32_t ncols = vi->chunk->arch->ncols, nch = vi->nch;
-  if (ns == 1) { /* the common case: a system writes one component */
-    const uint32_t k = ai->stamp[0];
-    for (uint32_t c = 0; c < nch; c++)
-      vers[(size_t)c * ncols + k] = version;
-    return;
-  }
-  uint16_t st[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
-  memcpy(st, ai->stamp, ns * sizeof st[0]);
-  for (uint32_t c = 0; c < nch; c++, vers += ncols)
-    for (uint32_t i = 0; i < ns; i++)
-      vers[st[i]] = version;
-}
-
-/*
- * Stamps every chunk the run visits, when the run is planned: before any
- * system of the segment runs, so that a later system's `changed` filter,
- * planned at the same time, sees the writes. Segments with no such filter
- * leave the stamps to the jobs instead (stamp_late, see prepare()): one
- * header line and a few stores per visit, which on the serial path before
- * anything runs had left both workers idle 12-14 us between frames of two
- * systems over 1M entities on this VM (5-8 us with the jobs stamping).
- */
-static void stamp_visits(weft__sys_t *y) {
-  if (!y->nwcols || y->stamp_late)
-    return;
-  for (uint32_t v = 0, nv = y->nvisits; v < nv; v++)
-    stamp_visit(y, &y->visits[v]);
-}
-
-/* The rows of visits before visit i (all of them at i == nvisits). */
-static inline uint64_t rows_before(const weft__sys_t *y, uint32_t i) {
-  return i < y->nvisits ? y->visits[i].cum : y->rows;
-}
-
-/* The number of workers in the pool's group on NUMA node @p node. */
-static uint32_t node_workers(const weft_pool_t *pool, uint32_t node) {
-  const weft_plan_t *plan = weft_pool_plan(pool);
-  for (uint32_t g = 0, n = weft_plan_groups(plan); g < n; g++) {
-    uint32_t gn;
-    uint32_t k = weft_plan_group(plan, g, &gn, NULL);
-    if (gn == node)
-      return k;
-  }
-  return 0;
-}
-
-/*
- * Cuts visits [first, end), all on one home node, into jobs: one part per
- * worker of that node's group, of nearly equal rows (fewer parts when one
- * would hold less than a batch; one job without a pool). At the start of
- * a run every idle worker can take a whole part at once, where one job
- * per system had to be halved again and again (a steal and a split per
- * halving) before all workers were busy. Alternated with one job per
- * system in weft-bench: update/7sys/2w 0.99-1.01x against 1.01-1.08x,
- * heavy_compute/2w 1.00x against 1.02-1.03x, the others within noise.
- * Sending part k to worker k in every frame, for its caches, measured
- * worse (update/7sys/2w 1.30-1.35x): a worker then waited for its own
- * part instead of taking whichever was left.
- */
-static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,
-                      uint32_t end) {
-  const weft_pool_t *pool = w->pool;
-  uint32_t parts = pool ? node_workers(pool, y->visits[first].chunk->node) : 0;
-  const uint64_t base = rows_before(y, first);
-  const uint64_t rows = rows_before(y, end) - base;
-  if (parts > rows / y->batch)
-    parts = (uint32_t)(rows / y->batch);
-  if (parts < 2)
-    return push_job(w, y, first, end - first);
-  for (uint32_t k = 0, a = first; k < parts && a < end; k++) {
-    uint32_t b = end;
-    if (k + 1 < parts) {
-      const uint64_t to = base + rows * (k + 1) / parts;
-      for (b = a + 1; b < end && rows_before(y, b) < to;)
-        b++;
-    }
-    if (push_job(w, y, a, b - a))
-      return WEFT_ENOMEM;
-    a = b;
-  }
-  return 0;
-}
-
-/*
- * Lists the chunks the system visits this run and cuts them into jobs at
- * every change of home node, and each such run into one part per worker
- * (push_parts()); a job splits further, in halves down to
- * `batch` rows, only while some worker is idle (job_main). Every cut falls
- * between chunks, and commands and events are keyed per chunk, so where
- * the cuts fall never changes the result. A plan is kept while the world
- * has not changed structurally (and the system has no `changed` filter).
- * Allocates only when the world grew.
- */
-static int plan_system(weft_world_t *w, weft__sys_t *y) {
-  if (y->plan_version == w->version && y->planned && !y->nchanged &&
-      y->plan_matches == y->query->nmatches) {
-    y->njobs = y->nplanned; /* drop last run's splits */
-    stamp_visits(y);
-    return 0;
-  }
-  y->planned = false;
-  y->nvisits = y->njobs = y->narch = 0;
-  y->rows = 0;
-  const weft_query_t *q = y->query;
-  uint32_t seq = 0;
-  for (uint32_t m = 0; m < q->nmatches; m++) {
-    const weft__archetype_t *a = q->matches[m].arch;
-    if (!a->count) {
-      seq += a->nchunks;
-      continue;
-    }
-    if (push_arch(w, y, m))
-      return WEFT_ENOMEM;
-    for (uint32_t k = 0, n; k < a->nchunks; k += n, seq += n) {
-      weft__chunk_t *c = a->chunks[k];
-      n = 1;
-      if (c->count == 0 || (y->nchanged && !chunk_changed(y, c)))
-        continue;
-      uint32_t rows;
-      n = run_length(y, a, k, &rows);
-      if (push_visit(w, y, c, seq, y->narch - 1, rows, n))
-        return WEFT_ENOMEM;
-    }
-  }
-  /* Room for every split: at most one job per visit. */
-  if (y->nvisits > y->jobs_cap && weft__grow(&w->alloc, &y->jobs, &y->jobs_cap,
-                                             y->nvisits, sizeof(*y->jobs), 8))
-    return WEFT_ENOMEM;
-  uint32_t first = 0;
-  for (uint32_t i = 0; i < y->nvisits; i++)
-    if (i + 1 == y->nvisits ||
-        y->visits[i + 1].chunk->node != y->visits[first].chunk->node) {
-      if (push_parts(w, y, first, i + 1))
-        return WEFT_ENOMEM;
-      first = i + 1;
-    }
-  y->nplanned = y->njobs;
-  y->plan_version = w->version;
-  y->plan_matches = q->nmatches;
-  y->planned = true;
-  stamp_visits(y);
-  return 0;
 }
 
 /* ---- running chunks ------------------------------------------------------ */
@@ -404,8 +161,8 @@ static void maybe_split(weft__sched_t *s, weft__sys_t *y, uint32_t i,
   if (*end - i < 2 || !weft__pool_hungry(s->pool, worker))
     return;
   uint32_t mid = i + (*end - i) / 2;
-  if (rows_before(y, mid) - rows_before(y, i) < y->batch ||
-      rows_before(y, *end) - rows_before(y, mid) < y->batch)
+  if (weft__rows_before(y, mid) - weft__rows_before(y, i) < y->batch ||
+      weft__rows_before(y, *end) - weft__rows_before(y, mid) < y->batch)
     return;
   uint32_t idx =
       atomic_fetch_add_explicit(&y->job_next, 1, memory_order_relaxed);
@@ -461,7 +218,7 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
       maybe_split(s, y, i, end, split);
     const weft__visit_t *v = &y->visits[i];
     if (y->stamp_late)
-      stamp_visit(y, v);
+      weft__stamp_visit(y, v);
     key_ctx(&ctx, y, v->seq);
     view_chunk(&it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
                y->nterms);
@@ -587,7 +344,7 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     atomic_store_explicit(&y->start_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&y->end_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&y->busy_ns, 0, memory_order_relaxed);
-    if (y->query ? plan_system(w, y) : plan_task(w, y))
+    if (y->query ? weft__plan_system(w, y) : weft__plan_task(w, y))
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
     *rows += y->query ? y->rows : 1;
@@ -692,7 +449,7 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
     weft_iter_t it;
     weft_query_iter(y->query, &it);
     for (uint32_t seq = 0; weft_iter_next(&it); seq++) {
-      if (y->nchanged && !chunk_changed(y, weft__iter_chunk(&it)))
+      if (y->nchanged && !weft__chunk_changed(y, weft__iter_chunk(&it)))
         continue; /* as the plan decided */
       key_ctx(&ctx, y, seq);
       int rc = y->run(&ctx, &it);

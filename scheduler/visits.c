@@ -1,0 +1,225 @@
+/*
+ * Planning a system's run: the chunks its query matches become visits
+ * (runs of contiguous chunks with WEFT_QUERY_CHUNK_RUNS), the visits are
+ * cut into jobs at every change of home node and into one part per
+ * worker of that node, and the columns the system writes are stamped
+ * with its version. A plan is kept from run to run while the world has
+ * not changed structurally, so a steady-state frame plans nothing.
+ */
+#include <string.h>
+
+#include "core/archetype.h"
+#include "core/query_internal.h"
+#include "core/world.h"
+#include "scheduler/pool_internal.h"
+#include "scheduler/visits.h"
+
+bool weft__chunk_changed(const weft__sys_t *y, const weft__chunk_t *c) {
+  if (c->sversion > y->last_run)
+    return true;
+  for (uint32_t i = 0; i < y->nchanged; i++) {
+    const weft__column_t *col = weft__archetype_col(c->arch, y->changed[i]);
+    if (col && c->versions[col - c->arch->cols] > y->last_run)
+      return true;
+  }
+  return false;
+}
+
+static int push_visit(weft_world_t *w, weft__sys_t *y, weft__chunk_t *c,
+                      uint32_t seq, uint32_t ai, uint32_t rows, uint32_t nch) {
+  if (y->nvisits == y->visits_cap &&
+      weft__grow(&w->alloc, &y->visits, &y->visits_cap, y->nvisits + 1,
+                 sizeof(*y->visits), 16))
+    return WEFT_ENOMEM;
+  y->visits[y->nvisits++] =
+      (weft__visit_t){c, seq, ai, (uint32_t)y->rows, rows, nch};
+  y->rows += rows;
+  return 0;
+}
+
+/* How many chunks from a->chunks[k] one visit covers: with CHUNK_RUNS,
+ * full chunks whose arrays continue each other, up to `batch` rows (so
+ * that lazy halving still has something to split); else one. */
+static uint32_t run_length(const weft__sys_t *y, const weft__archetype_t *a,
+                           uint32_t k, uint32_t *rows) {
+  const weft__chunk_t *cur = a->chunks[k];
+  uint32_t n = 1;
+  *rows = cur->count;
+  if (!(y->query->flags & WEFT_QUERY_CHUNK_RUNS) || !a->contiguous ||
+      y->nchanged)
+    return 1;
+  while (k + n < a->nchunks && cur->count == a->row_cap) {
+    const weft__chunk_t *next = a->chunks[k + n];
+    if (next->entities != cur->entities + a->row_cap ||
+        *rows + next->count > y->batch)
+      break;
+    *rows += next->count;
+    cur = next;
+    n++;
+  }
+  return n;
+}
+
+/* Records archetype match m for the visits that follow: its arrays and the
+ * columns the system stamps, resolved once per archetype, not per chunk. */
+static int push_arch(weft_world_t *w, weft__sys_t *y, uint32_t mi) {
+  const weft__match_t *m = &y->query->matches[mi];
+  if (y->narch == y->arch_cap && weft__grow(&w->alloc, &y->arch, &y->arch_cap,
+                                            y->narch + 1, sizeof(*y->arch), 8))
+    return WEFT_ENOMEM;
+  weft__ainfo_t *ai = &y->arch[y->narch++];
+  ai->match = mi;
+  ai->nstamp = 0;
+  for (uint32_t i = 0; i < y->nwcols; i++) {
+    const weft__column_t *col = weft__archetype_col(m->arch, y->wcols[i]);
+    if (col)
+      ai->stamp[ai->nstamp++] = (uint16_t)(col - m->arch->cols);
+  }
+  return 0;
+}
+
+static int push_job(weft_world_t *w, weft__sys_t *y, uint32_t first,
+                    uint32_t count) {
+  if (y->njobs == y->jobs_cap && weft__grow(&w->alloc, &y->jobs, &y->jobs_cap,
+                                            y->njobs + 1, sizeof(*y->jobs), 8))
+    return WEFT_ENOMEM;
+  uint32_t node = count ? y->visits[first].chunk->node : WEFT_WORKER_EXTERNAL;
+  y->jobs[y->njobs++] = (weft__job_t){y, first, count, node};
+  return 0;
+}
+
+/* A task makes one call; its one job never changes. */
+int weft__plan_task(weft_world_t *w, weft__sys_t *y) {
+  y->nvisits = 0;
+  y->rows = 0;
+  if (!y->jobs_cap)
+    return push_job(w, y, 0, 0);
+  y->njobs = 1;
+  return 0;
+}
+
+/*
+ * Stamps every chunk the run visits, when the run is planned: before any
+ * system of the segment runs, so that a later system's `changed` filter,
+ * planned at the same time, sees the writes. Segments with no such filter
+ * leave the stamps to the jobs instead (stamp_late, see prepare()): one
+ * header line and a few stores per visit, which on the serial path before
+ * anything runs had left both workers idle 12-14 us between frames of two
+ * systems over 1M entities on this VM (5-8 us with the jobs stamping).
+ */
+static void stamp_visits(weft__sys_t *y) {
+  if (!y->nwcols || y->stamp_late)
+    return;
+  for (uint32_t v = 0, nv = y->nvisits; v < nv; v++)
+    weft__stamp_visit(y, &y->visits[v]);
+}
+
+/* The number of workers in the pool's group on NUMA node @p node. */
+static uint32_t node_workers(const weft_pool_t *pool, uint32_t node) {
+  const weft_plan_t *plan = weft_pool_plan(pool);
+  for (uint32_t g = 0, n = weft_plan_groups(plan); g < n; g++) {
+    uint32_t gn;
+    uint32_t k = weft_plan_group(plan, g, &gn, NULL);
+    if (gn == node)
+      return k;
+  }
+  return 0;
+}
+
+/*
+ * Cuts visits [first, end), all on one home node, into jobs: one part per
+ * worker of that node's group, of nearly equal rows (fewer parts when one
+ * would hold less than a batch; one job without a pool). At the start of
+ * a run every idle worker can take a whole part at once, where one job
+ * per system had to be halved again and again (a steal and a split per
+ * halving) before all workers were busy. Alternated with one job per
+ * system in weft-bench: update/7sys/2w 0.99-1.01x against 1.01-1.08x,
+ * heavy_compute/2w 1.00x against 1.02-1.03x, the others within noise.
+ * Sending part k to worker k in every frame, for its caches, measured
+ * worse (update/7sys/2w 1.30-1.35x): a worker then waited for its own
+ * part instead of taking whichever was left.
+ */
+static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,
+                      uint32_t end) {
+  const weft_pool_t *pool = w->pool;
+  uint32_t parts = pool ? node_workers(pool, y->visits[first].chunk->node) : 0;
+  const uint64_t base = weft__rows_before(y, first);
+  const uint64_t rows = weft__rows_before(y, end) - base;
+  if (parts > rows / y->batch)
+    parts = (uint32_t)(rows / y->batch);
+  if (parts < 2)
+    return push_job(w, y, first, end - first);
+  for (uint32_t k = 0, a = first; k < parts && a < end; k++) {
+    uint32_t b = end;
+    if (k + 1 < parts) {
+      const uint64_t to = base + rows * (k + 1) / parts;
+      for (b = a + 1; b < end && weft__rows_before(y, b) < to;)
+        b++;
+    }
+    if (push_job(w, y, a, b - a))
+      return WEFT_ENOMEM;
+    a = b;
+  }
+  return 0;
+}
+
+/*
+ * Lists the chunks the system visits this run and cuts them into jobs at
+ * every change of home node, and each such run into one part per worker
+ * (push_parts()); a job splits further, in halves down to
+ * `batch` rows, only while some worker is idle (job_main). Every cut falls
+ * between chunks, and commands and events are keyed per chunk, so where
+ * the cuts fall never changes the result. A plan is kept while the world
+ * has not changed structurally (and the system has no `changed` filter).
+ * Allocates only when the world grew.
+ */
+int weft__plan_system(weft_world_t *w, weft__sys_t *y) {
+  if (y->plan_version == w->version && y->planned && !y->nchanged &&
+      y->plan_matches == y->query->nmatches) {
+    y->njobs = y->nplanned; /* drop last run's splits */
+    stamp_visits(y);
+    return 0;
+  }
+  y->planned = false;
+  y->nvisits = y->njobs = y->narch = 0;
+  y->rows = 0;
+  const weft_query_t *q = y->query;
+  uint32_t seq = 0;
+  for (uint32_t m = 0; m < q->nmatches; m++) {
+    const weft__archetype_t *a = q->matches[m].arch;
+    if (!a->count) {
+      seq += a->nchunks;
+      continue;
+    }
+    if (push_arch(w, y, m))
+      return WEFT_ENOMEM;
+    for (uint32_t k = 0, n; k < a->nchunks; k += n, seq += n) {
+      weft__chunk_t *c = a->chunks[k];
+      n = 1;
+      if (c->count == 0 || (y->nchanged && !weft__chunk_changed(y, c)))
+        continue;
+      uint32_t rows;
+      n = run_length(y, a, k, &rows);
+      if (push_visit(w, y, c, seq, y->narch - 1, rows, n))
+        return WEFT_ENOMEM;
+    }
+  }
+  /* Room for every split: at most one job per visit. */
+  if (y->nvisits > y->jobs_cap && weft__grow(&w->alloc, &y->jobs, &y->jobs_cap,
+                                             y->nvisits, sizeof(*y->jobs), 8))
+    return WEFT_ENOMEM;
+  uint32_t first = 0;
+  for (uint32_t i = 0; i < y->nvisits; i++)
+    if (i + 1 == y->nvisits ||
+        y->visits[i + 1].chunk->node != y->visits[first].chunk->node) {
+      if (push_parts(w, y, first, i + 1))
+        return WEFT_ENOMEM;
+      first = i + 1;
+    }
+  y->nplanned = y->njobs;
+  y->plan_version = w->version;
+  y->plan_matches = q->nmatches;
+  y->planned = true;
+  stamp_visits(y);
+  return 0;
+}

@@ -1,0 +1,61 @@
+/*
+ * Planning a system's run (visits.c): the chunks it visits, cut into jobs
+ * per home node and per worker, and the change stamps of the columns it
+ * writes. pipeline.c plans every system of a segment before any runs,
+ * then dispatches the jobs.
+ */
+#ifndef WEFT_SCHEDULER_VISITS_H
+#define WEFT_SCHEDULER_VISITS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/archetype.h"
+#include "scheduler/sched.h"
+
+/* Whether chunk c changed since system y last ran: a structural change,
+ * or a write to a column of its `changed` filter. */
+bool weft__chunk_changed(const weft__sys_t *y, const weft__chunk_t *c);
+
+/* Plans a task (a system without a query): one job, one call. */
+int weft__plan_task(weft_world_t *w, weft__sys_t *y);
+
+/* Plans a query system's run: its visits and jobs (see visits.c). Returns
+ * 0 or WEFT_ENOMEM, which leaves the system unplanned. */
+int weft__plan_system(weft_world_t *w, weft__sys_t *y);
+
+/* Stamps the columns the system writes, in the chunks of visit vi, with
+ * its version. */
+static inline void weft__stamp_visit(const weft__sys_t *y,
+                                     const weft__visit_t *vi) {
+  /* Locals: every stamp is a uint32_t store, which may alias the
+   * system's and the visits' uint32_t fields, so the loops below would
+   * otherwise reload them for each chunk (21 instructions a chunk for one
+   * column). */
+  const weft__ainfo_t *ai = &y->arch[vi->ai];
+  const uint32_t version = y->version, ns = ai->nstamp;
+  /* The chunks of a visit are consecutive chunks of one segment, whose
+   * version rows are consecutive too (ncols words each): no chunk header
+   * but the first is read. */
+  uint32_t *vers = vi->chunk->versions;
+  const uint32_t ncols = vi->chunk->arch->ncols, nch = vi->nch;
+  if (ns == 1) { /* the common case: a system writes one component */
+    const uint32_t k = ai->stamp[0];
+    for (uint32_t c = 0; c < nch; c++)
+      vers[(size_t)c * ncols + k] = version;
+    return;
+  }
+  uint16_t st[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
+  memcpy(st, ai->stamp, ns * sizeof st[0]);
+  for (uint32_t c = 0; c < nch; c++, vers += ncols)
+    for (uint32_t i = 0; i < ns; i++)
+      vers[st[i]] = version;
+}
+
+/* The rows of visits before visit i (all of them at i == nvisits). */
+static inline uint64_t weft__rows_before(const weft__sys_t *y, uint32_t i) {
+  return i < y->nvisits ? y->visits[i].cum : y->rows;
+}
+
+#endif /* WEFT_SCHEDULER_VISITS_H */
