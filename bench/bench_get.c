@@ -134,16 +134,6 @@ static uint64_t get_two_level(uint32_t n, const get_data_t *restrict data,
   return sum;
 }
 
-static uint64_t get_floor(void *p, uint64_t reps) {
-  get_state_t *s = p;
-  uint64_t sum = 0;
-  for (uint64_t r = 0; r < reps; ++r) {
-    sum += get_two_level(s->n, s->data, s->records, s->order);
-    bench_clobber();
-  }
-  return sum;
-}
-
 /* The pipelined floor: get_two_level's loads, with the prefetches that
  * overlap them across lookups. Scalar, as get_two_level ("control flow in
  * loop"). */
@@ -161,14 +151,27 @@ static uint64_t get_two_level_pf(uint32_t n, const get_data_t *restrict data,
   return sum;
 }
 
-static uint64_t get_floor_pf(void *p, uint64_t reps) {
-  get_state_t *s = p;
+/* One of the floors' walks, over the state's arrays. */
+typedef uint64_t (*get_walk_fn)(uint32_t n, const get_data_t *restrict data,
+                                const uint64_t *restrict records,
+                                const uint32_t *restrict order);
+
+static uint64_t get_walks(const get_state_t *s, uint64_t reps,
+                          get_walk_fn walk) {
   uint64_t sum = 0;
   for (uint64_t r = 0; r < reps; ++r) {
-    sum += get_two_level_pf(s->n, s->data, s->records, s->order);
+    sum += walk(s->n, s->data, s->records, s->order);
     bench_clobber();
   }
   return sum;
+}
+
+static uint64_t get_floor(void *p, uint64_t reps) {
+  return get_walks(p, reps, get_two_level);
+}
+
+static uint64_t get_floor_pf(void *p, uint64_t reps) {
+  return get_walks(p, reps, get_two_level_pf);
 }
 
 static uint64_t get_base(void *p, uint64_t reps) {

@@ -21,15 +21,12 @@
 
 #include <stdlib.h>
 
-#include "sim_scenarios.h"
+#include "support/sim_test.h"
 
-#define ARENA_DT (1.0 / 60.0)
 #define ARENA_WORLDS 3u
 
 typedef struct arena_t {
-  weft_world_t *w;
-  weft_pool_t *pool;
-  sim_scene_t scene;
+  wt_sim_t sim;
   uint32_t min_events; /* fewest collision events a tick published */
 } arena_t;
 
@@ -48,7 +45,7 @@ static int count_events(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   (void)chunk;
   arena_t *a = ctx->user;
   uint32_t n = 0;
-  weft_event_read(ctx->world, a->scene.std.collisions, &n);
+  weft_event_read(ctx->world, a->sim.scene.std.collisions, &n);
   if (n < a->min_events)
     a->min_events = n;
   return 0;
@@ -56,50 +53,28 @@ static int count_events(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
 
 static void arena_open(arena_t *a, uint32_t workers, uint32_t entities) {
   memset(a, 0, sizeof *a);
-  a->w = wt_world_pooled(workers, 0, &a->pool);
-  weft_pipeline_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.fixed_dt = ARENA_DT;
-  assert_int_equal(weft_pipeline_configure(a->w, &cfg), WEFT_OK);
-  int rc = sim_scene_build(&a->scene, a->w, SIM_ARENA, entities, 11);
-  if (rc != WEFT_OK)
-    fail_msg("sim_scene_build: %s (%s)", weft_strerror(rc),
-             weft_world_last_error(a->w));
+  wt_sim_open(&a->sim, SIM_ARENA, workers, entities, 11);
   weft_system_desc_t d;
   memset(&d, 0, sizeof d);
   d.name = "stress.count_events";
   d.phase = WEFT_PHASE_FIXED_UPDATE;
-  d.receive[0] = a->scene.std.collisions;
+  d.receive[0] = a->sim.scene.std.collisions;
   d.run = count_events;
   d.user = a;
   weft_system_t sys = 0;
-  rc = weft_system_register(a->w, &d, &sys);
+  int rc = weft_system_register(a->sim.w, &d, &sys);
   if (rc != WEFT_OK)
     fail_msg("registering the counter: %s (%s)", weft_strerror(rc),
-             weft_world_last_error(a->w));
+             weft_world_last_error(a->sim.w));
   a->min_events = UINT32_MAX;
-}
-
-static void arena_close(arena_t *a) {
-  sim_scene_free(&a->scene);
-  weft_world_destroy(a->w); /* before the pool it uses */
-  if (a->pool)
-    weft_pool_destroy(a->pool);
-}
-
-static void arena_tick(arena_t *a) {
-  int rc = weft_world_progress(a->w, ARENA_DT);
-  if (rc != WEFT_OK)
-    fail_msg("weft_world_progress: %s (%s)", weft_strerror(rc),
-             weft_world_last_error(a->w));
 }
 
 /* Health ran every tick. */
 static void check_health_ran(const arena_t *a, uint32_t ticks) {
   weft_system_t sys = 0;
-  assert_int_equal(weft_system_lookup(a->w, "weft.health", &sys), WEFT_OK);
+  assert_int_equal(weft_system_lookup(a->sim.w, "weft.health", &sys), WEFT_OK);
   weft_system_stats_t st;
-  assert_int_equal(weft_system_stats(a->w, sys, &st), WEFT_OK);
+  assert_int_equal(weft_system_stats(a->sim.w, sys, &st), WEFT_OK);
   assert_int_equal(st.runs, ticks);
 }
 
@@ -111,29 +86,29 @@ static void stress_arena_lockstep_digests(void **state) {
   arena_t a[ARENA_WORLDS];
   for (uint32_t k = 0; k < ARENA_WORLDS; k++)
     arena_open(&a[k], workers[k], entities);
-  uint64_t first = weft_world_digest(a[0].w);
+  uint64_t first = weft_world_digest(a[0].sim.w);
   for (uint32_t t = 0; t < ticks; t++) {
     for (uint32_t k = 0; k < ARENA_WORLDS; k++)
-      arena_tick(&a[k]);
-    uint64_t d0 = weft_world_digest(a[0].w);
-    uint32_t n0 = weft_world_count(a[0].w);
+      wt_sim_tick(&a[k].sim);
+    uint64_t d0 = weft_world_digest(a[0].sim.w);
+    uint32_t n0 = weft_world_count(a[0].sim.w);
     for (uint32_t k = 1; k < ARENA_WORLDS; k++) {
-      uint64_t dk = weft_world_digest(a[k].w);
-      if (dk != d0 || weft_world_count(a[k].w) != n0)
+      uint64_t dk = weft_world_digest(a[k].sim.w);
+      if (dk != d0 || weft_world_count(a[k].sim.w) != n0)
         fail_msg("tick %u, %u workers: digest %016llx (%u entities), "
                  "inline %016llx (%u entities)",
                  t + 1, workers[k], (unsigned long long)dk,
-                 weft_world_count(a[k].w), (unsigned long long)d0, n0);
+                 weft_world_count(a[k].sim.w), (unsigned long long)d0, n0);
     }
   }
   /* The world moved, and every tick gave health more than one block of
    * events, so the overlap of planning and applying ran. */
-  assert_true(weft_world_digest(a[0].w) != first);
+  assert_true(weft_world_digest(a[0].sim.w) != first);
   if (a[0].min_events <= 8192)
     fail_msg("only %u collision events in a tick", a[0].min_events);
   for (uint32_t k = 0; k < ARENA_WORLDS; k++) {
     check_health_ran(&a[k], ticks);
-    arena_close(&a[k]);
+    wt_sim_close(&a[k].sim);
   }
 }
 
