@@ -80,7 +80,8 @@ typedef struct weft_cmdbuf_t weft_cmdbuf_t;
   (((uint64_t)(order) << 40) | ((uint64_t)((chunk)&0xffffffu) << 16) |         \
    (uint64_t)((row)&0xffffu))
 
-/** True for a handle returned by weft_cmd_spawn(). */
+/** True for a handle returned by weft_cmd_spawn(). Any thread (reads only
+ * the handle's bits). */
 static inline bool weft_entity_is_pending(weft_entity_t e) {
   return (e & 0x80000000u) != 0;
 }
@@ -126,21 +127,25 @@ int weft_cmd_despawn(weft_cmdbuf_t *buf, weft_entity_t e);
 /**
  * Records adding @p c to @p e with @p value (copied now; NULL zero-fills).
  * Adding a component the entity has by then does nothing, as weft_add().
+ * Recording thread.
  */
 int weft_cmd_add(weft_cmdbuf_t *buf, weft_entity_t e, weft_component_t c,
                  const void *value);
 
-/** Records writing @p value (copied now) to @p c, adding it if missing. */
+/** Records writing @p value (copied now) to @p c, adding it if missing.
+ * Recording thread. */
 int weft_cmd_set(weft_cmdbuf_t *buf, weft_entity_t e, weft_component_t c,
                  const void *value);
 
-/** Records removing @p c from @p e. */
+/** Records removing @p c from @p e. Recording thread. */
 int weft_cmd_remove(weft_cmdbuf_t *buf, weft_entity_t e, weft_component_t c);
 
-/** Records enabling @p c on @p e (a no-op if absent by then). */
+/** Records enabling @p c on @p e (a no-op if absent by then). Recording
+ * thread. */
 int weft_cmd_enable(weft_cmdbuf_t *buf, weft_entity_t e, weft_component_t c);
 
-/** Records disabling @p c on @p e (a no-op if absent by then). */
+/** Records disabling @p c on @p e (a no-op if absent by then). Recording
+ * thread. */
 int weft_cmd_disable(weft_cmdbuf_t *buf, weft_entity_t e, weft_component_t c);
 
 /**
@@ -153,11 +158,12 @@ int weft_cmd_disable(weft_cmdbuf_t *buf, weft_entity_t e, weft_component_t c);
 int weft_cmd_set_query(weft_cmdbuf_t *buf, const weft_query_t *query,
                        weft_component_t c, const void *value);
 
-/** As weft_cmd_set_query(), removing @p c. */
+/** As weft_cmd_set_query(), removing @p c; same threads. */
 int weft_cmd_remove_query(weft_cmdbuf_t *buf, const weft_query_t *query,
                           weft_component_t c);
 
-/** Records a despawn of every entity @p query matches now. */
+/** Records a despawn of every entity @p query matches now. Same threads as
+ * weft_cmd_set_query(). */
 int weft_cmd_despawn_query(weft_cmdbuf_t *buf, const weft_query_t *query);
 
 /**

@@ -94,15 +94,17 @@ int weft_component_register(weft_world_t *world,
 int weft_component_lookup(const weft_world_t *world, const char *name,
                           weft_component_t *out);
 
-/** Fills @p out for component @p id; WEFT_ENOCOMP if unknown. */
+/** Fills @p out for component @p id; WEFT_ENOCOMP if unknown. Reader
+ * threads; the strings in *out live as long as the world. */
 int weft_component_info(const weft_world_t *world, weft_component_t id,
                         weft_component_info_t *out);
 
-/** Finds a field of a component by name; *out gets its index. */
+/** Finds a field of a component by name; *out gets its index. Reader
+ * threads. */
 int weft_component_field(const weft_world_t *world, weft_component_t id,
                          const char *field_name, uint32_t *out);
 
-/** Number of registered components. */
+/** Number of registered components. Reader threads. */
 uint32_t weft_component_count(const weft_world_t *world);
 
 #ifdef __cplusplus

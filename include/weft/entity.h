@@ -35,15 +35,15 @@ typedef uint64_t weft_entity_t;
 /** Never a live entity. */
 #define WEFT_ENTITY_NULL ((weft_entity_t)0)
 
-/** The slot index of a handle. */
+/** The slot index of a handle. Any thread. */
 static inline uint32_t weft_entity_index(weft_entity_t e) {
   return (uint32_t)e;
 }
-/** The generation of a handle. */
+/** The generation of a handle. Any thread. */
 static inline uint32_t weft_entity_generation(weft_entity_t e) {
   return (uint32_t)(e >> 32) & 0x00ffffffu;
 }
-/** The world tag of a handle. */
+/** The world tag of a handle. Any thread. */
 static inline uint32_t weft_entity_tag(weft_entity_t e) {
   return (uint32_t)(e >> 56);
 }
@@ -68,7 +68,7 @@ int weft_spawn(weft_world_t *world, weft_entity_t *out);
  * most 64 ids; duplicates are an error). @p values may be NULL, or hold one
  * pointer per component (NULL entries and tags are zero-filled). On failure
  * nothing is spawned. Returns WEFT_EFULL/WEFT_ERETIRED when no slot is
- * left, WEFT_ENOCOMP, WEFT_EINVAL or WEFT_ENOMEM.
+ * left, WEFT_ENOCOMP, WEFT_EINVAL or WEFT_ENOMEM. Owner thread.
  */
 int weft_spawn_with(weft_world_t *world, const weft_component_t *comps,
                     const void *const *values, weft_entity_t *out);
@@ -79,6 +79,7 @@ int weft_spawn_with(weft_world_t *world, const weft_component_t *comps,
  * taken above the high-water mark while capacity allows so that the ids are
  * contiguous; otherwise freed slots are reused. If @p out is non-NULL it
  * receives the n handles. All or nothing: on error none are spawned.
+ * Owner thread; @p fill runs on it too.
  */
 int weft_spawn_batch(weft_world_t *world, uint32_t n,
                      const weft_component_t *comps, weft_fill_fn fill,
@@ -87,7 +88,7 @@ int weft_spawn_batch(weft_world_t *world, uint32_t n,
 /**
  * Destroys an entity and its components. Its slot's generation advances;
  * when the generations are exhausted the slot retires for good.
- * WEFT_ESTALE for a handle that is not live.
+ * WEFT_ESTALE for a handle that is not live. Owner thread.
  */
 int weft_despawn(weft_world_t *world, weft_entity_t e);
 
@@ -97,25 +98,27 @@ bool weft_is_alive(const weft_world_t *world, weft_entity_t e);
 /**
  * Adds component @p c to @p e, zero-filled or copied from @p value (may be
  * NULL). If @p e already has @p c this is a no-op that keeps the current
- * value (use weft_set() to overwrite) and returns 0.
+ * value (use weft_set() to overwrite) and returns 0. Owner thread.
  */
 int weft_add(weft_world_t *world, weft_entity_t e, weft_component_t c,
              const void *value);
 
-/** Removes @p c from @p e; a no-op returning 0 if absent. */
+/** Removes @p c from @p e; a no-op returning 0 if absent. Owner thread. */
 int weft_remove(weft_world_t *world, weft_entity_t e, weft_component_t c);
 
 /**
  * Copies @p value into component @p c of @p e, adding the component first
  * if it is missing. Works for SoA components (the value is scattered into
  * the field arrays). Allocates nothing when the component is present.
+ * Owner thread.
  */
 int weft_set(weft_world_t *world, weft_entity_t e, weft_component_t c,
              const void *value);
 
 /**
  * Copies component @p c of @p e into @p out (gathering SoA fields).
- * Returns WEFT_ESTALE, WEFT_ENOCOMP, WEFT_ENOTFOUND or WEFT_ETAG.
+ * Returns WEFT_ESTALE, WEFT_ENOCOMP, WEFT_ENOTFOUND or WEFT_ETAG. Reader
+ * threads.
  */
 int weft_read(const weft_world_t *world, weft_entity_t e, weft_component_t c,
               void *out);
@@ -124,7 +127,8 @@ int weft_read(const weft_world_t *world, weft_entity_t e, weft_component_t c,
  * Returns a read-only pointer to component @p c of @p e, or NULL if the
  * handle is stale, the component unknown or absent, a tag, or stored
  * field-level SoA (use weft_get_field()). Disabled components are still
- * readable. The pointer is valid until the next structural change.
+ * readable. Reader threads; the pointer points into the world's storage
+ * and is valid until the next structural change.
  */
 const void *weft_get(const weft_world_t *world, weft_entity_t e,
                      weft_component_t c);
@@ -159,24 +163,26 @@ uint32_t weft_get_many_n(const weft_world_t *world,
                          const weft_component_t *comps, uint32_t k,
                          const void **out);
 
-/** Like weft_get() but writable. Owner thread. */
+/** Like weft_get() but writable. Owner thread; same lifetime. */
 void *weft_get_mut(weft_world_t *world, weft_entity_t e, weft_component_t c);
 
 /**
  * Like weft_get() with the reason for a miss: WEFT_ESTALE, WEFT_ENOCOMP,
- * WEFT_ENOTFOUND, WEFT_ETAG or WEFT_ESOA.
+ * WEFT_ENOTFOUND, WEFT_ETAG or WEFT_ESOA. Same threads and lifetime.
  */
 int weft_try_get(const weft_world_t *world, weft_entity_t e, weft_component_t c,
                  const void **out);
 
 /**
  * Returns a writable pointer to field @p field of component @p c of @p e,
- * for SoA and plain components alike, or NULL on any miss.
+ * for SoA and plain components alike, or NULL on any miss. Owner thread;
+ * valid until the next structural change.
  */
 void *weft_get_field(weft_world_t *world, weft_entity_t e, weft_component_t c,
                      uint32_t field);
 
-/** True if @p e is live and has @p c, enabled or disabled. */
+/** True if @p e is live and has @p c, enabled or disabled. Reader
+ * threads. */
 bool weft_has(const weft_world_t *world, weft_entity_t e, weft_component_t c);
 
 /**
@@ -190,18 +196,18 @@ bool weft_has(const weft_world_t *world, weft_entity_t e, weft_component_t c);
 uint32_t weft_has_many(const weft_world_t *world, const weft_entity_t *handles,
                        uint32_t n, weft_component_t c, bool *out);
 
-/** True if @p e is live and has @p c enabled. */
+/** True if @p e is live and has @p c enabled. Reader threads. */
 bool weft_is_enabled(const weft_world_t *world, weft_entity_t e,
                      weft_component_t c);
 
 /**
  * Disables @p c on @p e: the value is kept, but queries skip the entity
  * unless they ask for disabled components. WEFT_ENOTFOUND if absent;
- * disabling a disabled component is a no-op.
+ * disabling a disabled component is a no-op. Owner thread.
  */
 int weft_disable(weft_world_t *world, weft_entity_t e, weft_component_t c);
 
-/** Enables a disabled component; its value is unchanged. */
+/** Enables a disabled component; its value is unchanged. Owner thread. */
 int weft_enable(weft_world_t *world, weft_entity_t e, weft_component_t c);
 
 #ifdef __cplusplus

@@ -112,10 +112,12 @@ void weft_pool_stop(weft_pool_t *pool);
  * 0, or WEFT_ELIMIT when threads could not be started. */
 int weft_pool_start(weft_pool_t *pool);
 
-/** Workers in the pool (the caller included when it participates). */
+/** Workers in the pool (the caller included when it participates). Any
+ * thread. */
 uint32_t weft_pool_workers(const weft_pool_t *pool);
 
-/** The pool's placement plan; lives as long as the pool. */
+/** The pool's placement plan, owned by the pool; lives as long as the
+ * pool. Any thread. */
 const weft_plan_t *weft_pool_plan(const weft_pool_t *pool);
 
 /**

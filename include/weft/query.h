@@ -132,7 +132,8 @@ void weft_query_destroy(weft_query_t *query);
 /** Number of entities the query currently matches. Reader threads. */
 uint32_t weft_query_count(const weft_query_t *query);
 
-/** Number of archetypes the query caches (matching, empty or not). */
+/** Number of archetypes the query caches (matching, empty or not). Reader
+ * threads. */
 uint32_t weft_query_archetype_count(const weft_query_t *query);
 
 /**
@@ -152,7 +153,8 @@ bool weft_iter_next_slow_(weft_iter_t *it);
  * Advances to the next non-empty chunk. Returns false at the end, closing
  * the iteration's scope (which may apply staged changes; the result of that
  * drain is weft_world_last_drain()). In checked mode, panics if the world
- * changed structurally since weft_query_iter().
+ * changed structurally since weft_query_iter(). The thread that started
+ * the iteration.
  *
  * Inline: handing out a chunk of the query's flat cache is a handful of
  * loads and stores. The end of the iteration, iterators that walk the
@@ -183,7 +185,8 @@ static inline bool weft_iter_next(weft_iter_t *it) {
  */
 void weft_iter_close(weft_iter_t *it);
 
-/** The array of include term @p term (as it->columns[term]). */
+/** The array of include term @p term (as it->columns[term]). Same thread
+ * as the iteration; valid while the chunk is current. */
 static inline void *weft_iter_column(const weft_iter_t *it, uint32_t term) {
   return term < WEFT_QUERY_MAX_TERMS ? it->columns[term] : (void *)0;
 }
@@ -264,11 +267,13 @@ static inline uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term,
 /**
  * The array of any component @p c in the current chunk (for example an
  * `any` term), or NULL when the chunk's archetype lacks it or it is a tag
- * or SoA component.
+ * or SoA component. Same thread as the iteration; valid while the chunk
+ * is current.
  */
 void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c);
 
-/** True if the current chunk's entities have @p c enabled. */
+/** True if the current chunk's entities have @p c enabled. Same thread as
+ * the iteration. */
 bool weft_iter_enabled(const weft_iter_t *it, weft_component_t c);
 
 #ifdef __cplusplus

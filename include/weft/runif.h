@@ -56,32 +56,36 @@ typedef bool (*weft_runif_fn)(weft_world_t *world, double dt, void *user);
 int weft_runif_every(weft_world_t *world, double interval, weft_runif_t **out);
 
 /** every() whose later intervals are jittered by ±@p jitter from @p rng
- * (which must outlive the condition, e.g. a world stream). */
+ * (which must outlive the condition, e.g. a world stream). Owner thread;
+ * *out as every factory's. */
 int weft_runif_every_jitter(weft_world_t *world, double interval, double jitter,
                             weft_rng_t *rng, weft_runif_t **out);
 
-/** Fires once after @p delay seconds of evaluated time. */
+/** Fires once after @p delay seconds of evaluated time. Owner thread. */
 int weft_runif_after(weft_world_t *world, double delay, weft_runif_t **out);
 
-/** Fires at most once per @p period seconds, starting ready. */
+/** Fires at most once per @p period seconds, starting ready. Owner
+ * thread. */
 int weft_runif_cooldown(weft_world_t *world, double period, weft_runif_t **out);
 
-/** True while the world's state (weft_world_set_state()) is @p state. */
+/** True while the world's state (weft_world_set_state()) is @p state.
+ * Owner thread. */
 int weft_runif_in_state(weft_world_t *world, uint32_t state,
                         weft_runif_t **out);
 
-/** @p a and then, only if it was true, @p b. */
+/** @p a and then, only if it was true, @p b. Owner thread. */
 int weft_runif_both(weft_world_t *world, weft_runif_t *a, weft_runif_t *b,
                     weft_runif_t **out);
 
-/** @p a or else, only if it was false, @p b. */
+/** @p a or else, only if it was false, @p b. Owner thread. */
 int weft_runif_either(weft_world_t *world, weft_runif_t *a, weft_runif_t *b,
                       weft_runif_t **out);
 
-/** Not @p a. */
+/** Not @p a. Owner thread. */
 int weft_runif_negate(weft_world_t *world, weft_runif_t *a, weft_runif_t **out);
 
-/** A user predicate called with @p user. */
+/** A user predicate called with @p user (on the thread that evaluates
+ * conditions: the one driving the frame). Owner thread. */
 int weft_runif_custom(weft_world_t *world, weft_runif_fn fn, void *user,
                       weft_runif_t **out);
 

@@ -155,7 +155,7 @@ typedef struct weft_integrate_systems_t {
  * config: min >= max, negative damping, a value that is not finite, an
  * unknown mode; the box is ignored with mode NONE), WEFT_EEXIST (the
  * systems exist already), or a registration error; on error no system
- * stays registered.
+ * stays registered. Owner thread.
  */
 int weft_sys_integrate(weft_world_t *world, const weft_std_t *std,
                        const weft_integrate_config_t *config,
@@ -231,11 +231,12 @@ int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *grid,
                   weft_component_t with, weft_phase_t phase,
                   weft_system_t *out);
 
-/** Cell size and dimensions (cells along x and y). Reader threads. */
+/** Cell size. Reader threads. */
 float weft_grid_cell_size(const weft_grid_t *grid);
+/** Dimensions: cells along x and y. Reader threads. */
 void weft_grid_dims(const weft_grid_t *grid, int32_t *nx, int32_t *ny);
 
-/** The cell holding point (x, y) (clamped to the grid). */
+/** The cell holding point (x, y) (clamped to the grid). Reader threads. */
 void weft_grid_cell_of(const weft_grid_t *grid, float x, float y, int32_t *cx,
                        int32_t *cy);
 
@@ -257,7 +258,8 @@ const weft_grid_item_t *weft_grid_cell(const weft_grid_t *grid, int32_t cx,
 const weft_grid_item_t *weft_grid_row(const weft_grid_t *grid, int32_t x0,
                                       int32_t x1, int32_t cy, uint32_t *n);
 
-/** Items in the grid after the last rebuild. */
+/** Items in the grid after the last rebuild. Same threads as
+ * weft_grid_cell(). */
 uint32_t weft_grid_count(const weft_grid_t *grid);
 
 /* ---- collisions ---------------------------------------------------------- */
@@ -337,7 +339,7 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
 /**
  * Registers "weft.lifetime": remaining -= dt; entities whose lifetime ran
  * out (remaining <= 0) are despawned through commands. WEFT_EINVAL (NULL
- * argument), WEFT_EEXIST, or a registration error.
+ * argument), WEFT_EEXIST, or a registration error. Owner thread.
  */
 int weft_sys_lifetime(weft_world_t *world, const weft_std_t *std,
                       weft_phase_t phase, weft_system_t *out);
@@ -355,7 +357,7 @@ int weft_sys_lifetime(weft_world_t *world, const weft_std_t *std,
  * bits of weft_sysctx_random(ctx, spawner, WEFT_SPAWNER_STREAM, n) scaled
  * to [0, 1). The timer restarts at timer + interval, or at interval when
  * that is still <= 0. WEFT_EINVAL (NULL argument), WEFT_EEXIST, or a
- * registration error.
+ * registration error. Owner thread.
  */
 int weft_sys_spawners(weft_world_t *world, const weft_std_t *std,
                       weft_phase_t phase, weft_system_t *out);

@@ -92,7 +92,8 @@ typedef struct weft_placement_config_t {
 int weft_topology_load(const char *synthetic, const char *restrict_pus,
                        weft_topology_t **out);
 
-/** Frees a topology. NULL is a no-op. */
+/** Frees a topology. NULL is a no-op. The thread that owns it, once no
+ * plan or call uses it. */
 void weft_topology_destroy(weft_topology_t *topo);
 
 /** Fills @p out with the topology's counts. Any thread. */
@@ -104,7 +105,7 @@ const weft_pu_info_t *weft_topology_pu(const weft_topology_t *topo, uint32_t i);
 
 /** The NUMA distance between two logical nodes (10 = local), as the
  * machine reports it or, without such a report, 10 / 16 (same package) /
- * 20. */
+ * 20. Any thread. */
 uint32_t weft_topology_distance(const weft_topology_t *topo, uint32_t a,
                                 uint32_t b);
 
@@ -117,38 +118,40 @@ uint32_t weft_topology_distance(const weft_topology_t *topo, uint32_t a,
 int weft_plan_compute(const weft_topology_t *topo,
                       const weft_placement_config_t *config, weft_plan_t **out);
 
-/** Frees a plan. NULL is a no-op. */
+/** Frees a plan. NULL is a no-op. The thread that owns it, once nothing
+ * uses it (a pool keeps its own). */
 void weft_plan_destroy(weft_plan_t *plan);
 
-/** Workers in the plan. */
+/** Workers in the plan. Any thread. */
 uint32_t weft_plan_workers(const weft_plan_t *plan);
 
 /** Where worker @p w runs (its PU and that PU's core, L3, node, package),
- * or NULL for a bad index. Lives as long as the plan. */
+ * or NULL for a bad index. Any thread; owned by the plan and lives as long
+ * as it. */
 const weft_pu_info_t *weft_plan_place(const weft_plan_t *plan, uint32_t w);
 
 /** True if worker @p w is bound (pin policy not NONE, and not the calling
  * thread unless the placement asked for bind_caller). */
 bool weft_plan_bound(const weft_plan_t *plan, uint32_t w);
 
-/** Number of NUMA groups: nodes with at least one worker. */
+/** Number of NUMA groups: nodes with at least one worker. Any thread. */
 uint32_t weft_plan_groups(const weft_plan_t *plan);
 
 /**
  * Group @p g: its logical node and its workers (ascending). Returns the
- * number of workers and sets *workers; 0 for a bad index. The array lives
- * as long as the plan.
+ * number of workers and sets *workers; 0 for a bad index. Any thread; the
+ * array is owned by the plan and lives as long as it.
  */
 uint32_t weft_plan_group(const weft_plan_t *plan, uint32_t g, uint32_t *node,
                          const uint32_t **workers);
 
-/** The group of worker @p w (UINT32_MAX for a bad index). */
+/** The group of worker @p w (UINT32_MAX for a bad index). Any thread. */
 uint32_t weft_plan_group_of(const weft_plan_t *plan, uint32_t w);
 
 /**
  * The order in which worker @p w steals: every other worker, nearest
- * first. Returns the count (workers - 1) and sets *order; the array lives
- * as long as the plan.
+ * first. Returns the count (workers - 1) and sets *order. Any thread; the
+ * array is owned by the plan and lives as long as it.
  */
 uint32_t weft_plan_steal_order(const weft_plan_t *plan, uint32_t w,
                                const uint32_t **order);
@@ -157,7 +160,8 @@ uint32_t weft_plan_steal_order(const weft_plan_t *plan, uint32_t w,
  * Writes a human-readable description of the topology and the plan (plan
  * may be NULL) to @p buf, at most @p size bytes with the terminator.
  * Returns the length the full text needs, like snprintf (buf may be NULL
- * when size is 0); 0 for a NULL topology or a NULL buf with a size.
+ * when size is 0); 0 for a NULL topology or a NULL buf with a size. Any
+ * thread; the caller owns @p buf.
  */
 int weft_plan_describe(const weft_topology_t *topo, const weft_plan_t *plan,
                        char *buf, uint32_t size);

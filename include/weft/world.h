@@ -221,10 +221,10 @@ int weft_world_last_drain(const weft_world_t *world);
  */
 struct weft_pool_t *weft_world_pool(const weft_world_t *world);
 
-/** True if checked mode is on for this world. */
+/** True if checked mode is on for this world. Any thread. */
 bool weft_world_checked(const weft_world_t *world);
 
-/** The tag (1..255) stamped into this world's handles. */
+/** The tag (1..255) stamped into this world's handles. Any thread. */
 uint8_t weft_world_tag(const weft_world_t *world);
 
 #ifdef __cplusplus
