@@ -110,14 +110,28 @@ static void clamp(float *restrict a, uint32_t n, float lo, float hi) {
   }
 }
 
+/* -u when c holds, else u: the sign bit flipped through an integer mask,
+ * which is what IEEE negation does. Two chained `c ? -u : u` selects
+ * vectorized into ~70 instructions per four floats of masks and blends
+ * (GCC 12); this form takes about a third of that. */
+static inline float negate_if(bool c, float u) {
+  uint32_t b;
+  memcpy(&b, &u, sizeof b);
+  b ^= -(uint32_t)c & UINT32_C(0x80000000);
+  memcpy(&u, &b, sizeof u);
+  return u;
+}
+
 /* Clamps p to [lo, hi]; a velocity that points out through the side p
- * crossed is reversed (one that already points back in is kept). */
+ * crossed is reversed (one that already points back in is kept). Below lo
+ * and above hi exclude each other (lo < hi), so both tests read the
+ * incoming velocity, as the two steps in turn would. */
 static void bounce(float *restrict p, float *restrict v, uint32_t n, float lo,
                    float hi) {
   for (uint32_t i = 0; i < n; i++) {
     float x = p[i], u = v[i];
-    u = (x < lo && u < 0.0f) ? -u : u;
-    u = (x > hi && u > 0.0f) ? -u : u;
+    bool out = ((x < lo) & (u < 0.0f)) | ((x > hi) & (u > 0.0f));
+    u = negate_if(out, u);
     x = x < lo ? lo : x;
     x = x > hi ? hi : x;
     p[i] = x;

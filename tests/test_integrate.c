@@ -298,6 +298,55 @@ static void test_integrate_bounce_matches_reference(void **state) {
   run_reference(0, &c, 5);
 }
 
+/* The raw bits of a float, so that -0 and NaN payloads compare exactly. */
+static uint32_t bits_of(float f) {
+  uint32_t b;
+  memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+/*
+ * Bounce at the walls with the velocities where a select can go wrong:
+ * +0 and -0 (neither points out: kept, sign and all), NaN of either sign
+ * (no comparison holds: kept), a velocity pointing back in (kept) and one
+ * pointing out (reversed), below and above both walls and inside. The
+ * reference decides, bit for bit.
+ */
+static void test_integrate_bounce_edge_velocities(void **state) {
+  (void)state;
+  fx_t f = fx_new(0);
+  weft_integrate_config_t c = config(WEFT_BOUNDS_BOUNCE, false);
+  integrate_ok(&f, &c, NULL);
+  const float xs[] = {c.min.x - 5.0f, c.max.x + 5.0f, 0.0f, c.min.x, c.max.x};
+  const float vs[] = {0.0f, -0.0f, NAN, -NAN, 3.0f, -3.0f};
+  enum { NX = sizeof xs / sizeof xs[0], NV = sizeof vs / sizeof vs[0] };
+  weft_entity_t e[NX * NV];
+  ref_t r[NX * NV];
+  const weft_component_t comps[] = {f.std.position, f.std.velocity, 0};
+  for (uint32_t i = 0; i < NX * NV; i++) {
+    weft_vec2_t p = {xs[i / NV], 0.0f}, v = {vs[i % NV], 0.0f};
+    const void *values[] = {&p, &v};
+    e[i] = wt_spawn_with(f.w, comps, values);
+    r[i] = (ref_t){.e = e[i], .px = p.x, .py = p.y, .vx = v.x, .vy = v.y};
+    /* The reference step: move, then bounce. */
+    r[i].px += r[i].vx * (float)DT;
+    r[i].py += r[i].vy * (float)DT;
+    ref_bounce(&r[i].px, &r[i].vx, c.min.x, c.max.x);
+    ref_bounce(&r[i].py, &r[i].vy, c.min.y, c.max.y);
+  }
+  step_ok(f.w, DT);
+  for (uint32_t i = 0; i < NX * NV; i++) {
+    uint32_t got_v = bits_of(field(&f, e[i], f.std.velocity, 0));
+    uint32_t got_p = bits_of(field(&f, e[i], f.std.position, 0));
+    if (got_v != bits_of(r[i].vx) || got_p != bits_of(r[i].px))
+      fail_msg("x %g, v %g: position %08x velocity %08x, reference %08x "
+               "%08x",
+               (double)xs[i / NV], (double)vs[i % NV], got_p, got_v,
+               bits_of(r[i].px), bits_of(r[i].vx));
+  }
+  fx_free(&f);
+}
+
 /* A huge damping step stops entities instead of reversing them. */
 static void test_integrate_damping_factor_floors_at_zero(void **state) {
   (void)state;
@@ -617,6 +666,7 @@ int main(void) {
       cmocka_unit_test(test_integrate_wrap_matches_reference),
       cmocka_unit_test(test_integrate_clamp_matches_reference),
       cmocka_unit_test(test_integrate_bounce_matches_reference),
+      cmocka_unit_test(test_integrate_bounce_edge_velocities),
       cmocka_unit_test(test_integrate_damping_factor_floors_at_zero),
       cmocka_unit_test(test_integrate_bounds_invariants),
       cmocka_unit_test(test_integrate_wrap_far_and_edges),
