@@ -159,6 +159,8 @@ typedef struct weft__sched_t {
 
   weft_pool_t *pool;
   uint32_t main_self; /* the driving thread's pool worker index */
+  bool affine;        /* this segment's launches keep each worker on its rows
+                         (pipeline.c, launch()); written before any launch */
   weft__slot_t *slots;
   weft_cmdbuf_t **bufs;      /* the slots' buffers, for weft_world_apply() */
   weft__cmdbuf_usage_t high; /* the most one segment recorded, all slots */
