@@ -135,9 +135,11 @@ static uint32_t node_workers(const weft_pool_t *pool, uint32_t node) {
  * halving) before all workers were busy. Alternated with one job per
  * system in weft-bench: update/7sys/2w 0.99-1.01x against 1.01-1.08x,
  * heavy_compute/2w 1.00x against 1.02-1.03x, the others within noise.
- * Sending part k to worker k in every frame, for its caches, measured
- * worse (update/7sys/2w 1.30-1.35x): a worker then waited for its own
- * part instead of taking whichever was left.
+ * Which worker takes which part is the launch's business (pipeline.c,
+ * launch()): in segments without a main-thread system, part k stays with
+ * worker k from frame to frame. Routing part k to worker k through
+ * mailboxes measured worse (update/7sys/2w 1.30-1.35x): a worker then
+ * waited for its own part instead of taking whichever was left.
  */
 static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,
                       uint32_t end) {
