@@ -265,27 +265,44 @@ static inline uint32_t own_part(uint32_t self, uint32_t parts) {
 }
 
 /*
- * Launches system y from worker @p self: its jobs go to self's deque.
- * In an affine segment, self's own part goes last, so that self takes it
- * back (the owner pops the bottom) while thieves take the others from the
- * top: worker k then runs part k of every system, frame after frame, and
- * its rows stay in its caches. Otherwise the parts go in order, and a
- * thief tends to take a whole system (the top and, with it, half of the
+ * Submits the jobs of the n systems in l from worker @p self, to self's
+ * deque, in affine order: the other workers' parts of every system first
+ * (the last parts first, part j of every system before part j - 1 of
+ * any), then self's own part of each. Self pops its own parts back (the
+ * owner takes the bottom) while thieves take the others from the top, and
+ * with two workers the thief takes part 1 of every system rather than both
+ * parts of the first: worker k then runs part k of every system, frame
+ * after frame, and its rows stay in its caches.
+ */
+static void submit_affine(weft__sched_t *s, weft__sys_t *const *l, uint32_t n,
+                          uint32_t self) {
+  uint32_t parts = 0;
+  for (uint32_t r = 0; r < n; r++)
+    if (l[r]->njobs > parts)
+      parts = l[r]->njobs;
+  for (uint32_t j = parts; j-- > 0;)
+    for (uint32_t r = 0; r < n; r++)
+      if (j < l[r]->njobs && j != own_part(self, l[r]->njobs))
+        submit(s, l[r], j, self);
+  for (uint32_t r = 0; r < n; r++)
+    submit(s, l[r], own_part(self, l[r]->njobs), self);
+}
+
+/*
+ * Launches system y from worker @p self: its jobs go to self's deque, in
+ * affine order in an affine segment. Otherwise the parts go in order, and
+ * a thief tends to take a whole system (the top and, with it, half of the
  * rest).
  */
 static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
   if (!launch_prepare(s, y, self))
     return;
-  if (!s->affine) {
-    for (uint32_t j = 0; j < y->njobs; j++)
-      submit(s, y, j, self);
+  if (s->affine) {
+    submit_affine(s, &y, 1, self);
     return;
   }
-  const uint32_t own = own_part(self, y->njobs);
-  for (uint32_t j = y->njobs; j-- > 0;)
-    if (j != own)
-      submit(s, y, j, self);
-  submit(s, y, own, self);
+  for (uint32_t j = 0; j < y->njobs; j++)
+    submit(s, y, j, self);
 }
 
 /* Root systems launch_roots() orders at once; more launch one by one. */
@@ -293,34 +310,22 @@ static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
 
 /*
  * Launches the systems of a segment that wait for nobody. In an affine
- * segment they go at once, as launch() orders one: the other workers'
- * parts of every system first (the last parts first), then the driving
- * thread's own part of each, so that with two workers the thief takes
- * part 1 of every system and not both parts of the first.
+ * segment their jobs are submitted together (submit_affine()), so that
+ * the order holds across systems and not only within each.
  */
 static void launch_roots(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
   weft__sys_t *roots[LAUNCH_ROOTS_MAX];
   const uint32_t self = s->main_self;
-  uint32_t nr = 0, parts = 0;
+  uint32_t nr = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (l[i]->npred != 0)
       continue;
-    if (!s->affine || nr == LAUNCH_ROOTS_MAX) {
+    if (!s->affine || nr == LAUNCH_ROOTS_MAX)
       launch(s, l[i], self);
-      continue;
-    }
-    if (!launch_prepare(s, l[i], self))
-      continue;
-    roots[nr++] = l[i];
-    if (l[i]->njobs > parts)
-      parts = l[i]->njobs;
+    else if (launch_prepare(s, l[i], self))
+      roots[nr++] = l[i];
   }
-  for (uint32_t j = parts; j-- > 0;)
-    for (uint32_t r = 0; r < nr; r++)
-      if (j < roots[r]->njobs && j != own_part(self, roots[r]->njobs))
-        submit(s, roots[r], j, self);
-  for (uint32_t r = 0; r < nr; r++)
-    submit(s, roots[r], own_part(self, roots[r]->njobs), self);
+  submit_affine(s, roots, nr, self);
 }
 
 /* Runs a whole system on the driving thread. */
