@@ -96,8 +96,7 @@ void bench_arena(bench_ctx_t *ctx) {
       .target = 1.0 / 0.9,
       .workers = 2,
   };
-  bench_compare(ctx, &c);
-  bench_result_t *r = &ctx->results[ctx->count - 1];
+  bench_result_t *r = bench_compare(ctx, &c);
   r->efficiency = 1.0 / r->ratio;
   fprintf(stderr,
           "%-28s    parallel efficiency %.1f%% (%u entities at the "

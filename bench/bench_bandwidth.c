@@ -259,10 +259,9 @@ static void bw_run(bench_ctx_t *ctx, const char *name, uint32_t n,
       .target = workers == 2 ? 1.0 / BW_TARGET_FRACTION : 0.0,
       .workers = workers,
   };
-  bench_compare(ctx, &c);
+  bench_result_t *r = bench_compare(ctx, &c);
   bw_teardown(&s);
 
-  bench_result_t *r = &ctx->results[ctx->count - 1];
   r->bytes = BW_BYTES;
   fprintf(stderr, "%-28s    %.2f GB/s, reference %.2f GB/s, fraction %.3f\n",
           name, BW_BYTES / r->value, BW_BYTES / r->baseline_value,

@@ -297,9 +297,8 @@ static void hc_compare(bench_ctx_t *ctx, hc_state_t *s, const char *name,
       .target = target,
       .workers = work.fn == hc_weft_1w ? 1u : 2u, /* all others: 2 */
   };
-  bench_compare(ctx, &c);
+  bench_result_t *r = bench_compare(ctx, &c);
   if (workers) {
-    bench_result_t *r = &ctx->results[ctx->count - 1];
     r->workers = workers;
     r->efficiency = 1.0 / r->ratio;
     fprintf(stderr, "%-28s    parallel efficiency %.1f%%\n", name,

@@ -17,7 +17,9 @@
 enum {
   BENCH_ROUNDS_FULL = 15,
   BENCH_ROUNDS_QUICK = 3,
-  BENCH_MAX_ROUNDS = 1000
+  BENCH_MAX_ROUNDS = 1000,
+  BENCH_PASSES_FULL = 3,
+  BENCH_PASSES_QUICK = 1
 };
 
 #define BENCH_ROUND_NS_FULL 20e6
@@ -29,13 +31,16 @@ double bench_now_ns(void) {
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-void bench_ctx_init(bench_ctx_t *ctx, bool quick, uint32_t rounds) {
+void bench_ctx_init(bench_ctx_t *ctx, bool quick, uint32_t rounds,
+                    uint32_t passes) {
   memset(ctx, 0, sizeof *ctx);
   ctx->quick = quick;
   ctx->rounds =
       rounds ? rounds : (quick ? BENCH_ROUNDS_QUICK : BENCH_ROUNDS_FULL);
   if (ctx->rounds > BENCH_MAX_ROUNDS)
     ctx->rounds = BENCH_MAX_ROUNDS;
+  ctx->passes =
+      passes ? passes : (quick ? BENCH_PASSES_QUICK : BENCH_PASSES_FULL);
   ctx->round_ns = quick ? BENCH_ROUND_NS_QUICK : BENCH_ROUND_NS_FULL;
 }
 
@@ -58,6 +63,8 @@ int bench_ctx_set_filter(bench_ctx_t *ctx, const char *pattern, char *err,
 void bench_ctx_free(bench_ctx_t *ctx) {
   if (ctx->has_filter)
     regfree(&ctx->filter);
+  for (size_t i = 0; i < ctx->count; ++i)
+    free(ctx->results[i].samples);
   free(ctx->results);
   ctx->results = NULL;
   ctx->count = ctx->cap = 0;
@@ -74,7 +81,16 @@ bool bench_selected(bench_ctx_t *ctx, const char *name) {
   return true;
 }
 
-void bench_record(bench_ctx_t *ctx, const bench_result_t *r) {
+/* The result named @p name from an earlier pass, or NULL. */
+static bench_result_t *find_result(bench_ctx_t *ctx, const char *name) {
+  for (size_t i = 0; i < ctx->count; ++i)
+    if (strcmp(ctx->results[i].name, name) == 0)
+      return &ctx->results[i];
+  return NULL;
+}
+
+/* Appends a result; returns it. */
+static bench_result_t *push_result(bench_ctx_t *ctx, const bench_result_t *r) {
   if (ctx->count == ctx->cap) {
     size_t cap = ctx->cap ? ctx->cap * 2 : 16;
     bench_result_t *p = realloc(ctx->results, cap * sizeof *p);
@@ -83,7 +99,20 @@ void bench_record(bench_ctx_t *ctx, const bench_result_t *r) {
     ctx->results = p;
     ctx->cap = cap;
   }
-  ctx->results[ctx->count++] = *r;
+  ctx->results[ctx->count] = *r;
+  return &ctx->results[ctx->count++];
+}
+
+void bench_record(bench_ctx_t *ctx, const bench_result_t *r) {
+  bench_result_t *old = find_result(ctx, r->name);
+  if (!old) {
+    push_result(ctx, r);
+    return;
+  }
+  free(old->samples);
+  *old = *r;
+  old->samples = NULL;
+  old->nsamples = old->cap_samples = 0;
 }
 
 /* Times @p reps repetitions of one side; returns nanoseconds. */
@@ -125,17 +154,70 @@ static double median(double *v, size_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-void bench_compare(bench_ctx_t *ctx, const bench_case_t *c) {
-  uint32_t rounds = ctx->rounds;
-  double *w = malloc(3 * (size_t)rounds * sizeof *w);
-  if (!w)
+/* Makes room for @p more samples in each of @p r's three blocks. */
+static void reserve_samples(bench_result_t *r, uint32_t more) {
+  uint32_t need = r->nsamples + more;
+  if (need <= r->cap_samples)
+    return;
+  uint32_t cap = need > 2 * r->cap_samples ? need : 2 * r->cap_samples;
+  double *p = malloc(3 * (size_t)cap * sizeof *p);
+  if (!p)
     bench_die("allocating round samples", WEFT_ENOMEM);
-  double *b = w + rounds, *q = b + rounds;
+  for (int k = 0; k < 3; ++k)
+    if (r->nsamples)
+      memcpy(p + (size_t)k * cap, r->samples + (size_t)k * r->cap_samples,
+             r->nsamples * sizeof *p);
+  free(r->samples);
+  r->samples = p;
+  r->cap_samples = cap;
+}
 
+/* Sets @p r's medians and extremes from all its samples. */
+static void summarize(bench_result_t *r) {
+  uint32_t n = r->nsamples;
+  double *tmp = malloc((size_t)n * sizeof *tmp);
+  if (!tmp)
+    bench_die("summarizing round samples", WEFT_ENOMEM);
+  double *out[3] = {&r->value, &r->baseline_value, &r->ratio};
+  for (int k = 0; k < 3; ++k) {
+    memcpy(tmp, r->samples + (size_t)k * r->cap_samples, n * sizeof *tmp);
+    *out[k] = median(tmp, n); /* sorts tmp: the ratios' extremes follow */
+  }
+  r->ratio_min = tmp[0];
+  r->ratio_max = tmp[n - 1];
+  r->rounds = n;
+  free(tmp);
+}
+
+/* The result a comparison's samples go to: the earlier passes' one, or a
+ * new one. */
+static bench_result_t *case_result(bench_ctx_t *ctx, const bench_case_t *c) {
+  bench_result_t *r = find_result(ctx, c->name);
+  if (r)
+    return r;
+  bench_result_t res;
+  memset(&res, 0, sizeof res);
+  snprintf(res.name, sizeof res.name, "%s", c->name);
+  snprintf(res.baseline, sizeof res.baseline, "%s", c->base.name);
+  res.unit = c->unit;
+  res.n = c->n;
+  res.target_kind = c->target_kind;
+  res.target = c->target;
+  res.workers = c->workers;
+  res.efficiency = NAN;
+  return push_result(ctx, &res);
+}
+
+bench_result_t *bench_compare(bench_ctx_t *ctx, const bench_case_t *c) {
+  uint32_t rounds = ctx->rounds;
   fprintf(stderr, "%-28s vs %-20s", c->name, c->base.name);
   fflush(stderr);
   uint64_t reps_w = calibrate(ctx, &c->work);
   uint64_t reps_b = calibrate(ctx, &c->base);
+  bench_result_t *res = case_result(ctx, c);
+  reserve_samples(res, rounds);
+  double *w = res->samples + res->nsamples;
+  double *b = w + res->cap_samples, *q = b + res->cap_samples;
   for (uint32_t r = 0; r < rounds; ++r) {
     double tw, tb;
     if (r % 2 == 0) {
@@ -149,28 +231,15 @@ void bench_compare(bench_ctx_t *ctx, const bench_case_t *c) {
     b[r] = tb / ((double)reps_b * c->base.ops);
     q[r] = w[r] / b[r];
   }
+  res->nsamples += rounds;
+  summarize(res);
 
-  bench_result_t res;
-  memset(&res, 0, sizeof res);
-  snprintf(res.name, sizeof res.name, "%s", c->name);
-  snprintf(res.baseline, sizeof res.baseline, "%s", c->base.name);
-  res.unit = c->unit;
-  res.n = c->n;
-  res.rounds = rounds;
-  res.value = median(w, rounds);
-  res.baseline_value = median(b, rounds);
-  res.ratio = median(q, rounds); /* sorts q: q[0] and q[rounds-1] are */
-  res.ratio_min = q[0];          /* the extremes afterwards */
-  res.ratio_max = q[rounds - 1];
-  res.target_kind = c->target_kind;
-  res.target = c->target;
-  res.workers = c->workers;
-  res.efficiency = NAN;
-  bench_record(ctx, &res);
-  free(w);
-
-  fprintf(stderr, " %8.3f %s  ratio %.3f [%.3f..%.3f]\n", res.value, res.unit,
-          res.ratio, res.ratio_min, res.ratio_max);
+  fprintf(stderr, " %8.3f %s  ratio %.3f [%.3f..%.3f]", res->value, res->unit,
+          res->ratio, res->ratio_min, res->ratio_max);
+  if (ctx->passes > 1)
+    fprintf(stderr, "  (%u rounds so far)", res->nsamples);
+  fputs("\n", stderr);
+  return res;
 }
 
 static bool target_met(const bench_result_t *r) {
@@ -317,6 +386,16 @@ int bench_write_json(const bench_ctx_t *ctx, const char *path) {
       fprintf(f, ", \"target_kind\": \"%s\", \"pass\": %s",
               r->target_kind == BENCH_TARGET_VALUE ? "value" : "ratio",
               target_met(r) ? "true" : "false");
+    }
+    if (r->nsamples > 0) {
+      /* In round order, pass after pass: shows warm-up and host swings. */
+      fputs(", \"round_ratios\": [", f);
+      const double *q = r->samples + 2 * (size_t)r->cap_samples;
+      for (uint32_t k = 0; k < r->nsamples; ++k) {
+        fputs(k ? ", " : "", f);
+        json_number(f, q[k]);
+      }
+      fputs("]", f);
     }
     if (r->workers > 0) {
       fprintf(f, ", \"workers\": %u, \"efficiency\": ", r->workers);

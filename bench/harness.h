@@ -16,6 +16,19 @@
  * each other they see the same CPU state, so the median ratio is stable
  * even when the absolute numbers drift.
  *
+ * A workload's rounds all fall within a second or so, which is shorter
+ * than one of the host's fast or slow stretches: a whole row could land in
+ * a slow stretch, and that shifts absolute values (ns per move) and the
+ * ratios of workloads that a slow stretch does not slow as much as their
+ * baselines. So the suite runs in passes (3 by default, 1 with --quick):
+ * every pass runs every selected workload, from setup to teardown, for N
+ * rounds, and a workload's medians are taken over the samples of all
+ * passes. Its samples then come from windows a whole pass (about a
+ * minute) apart, and one slow stretch decides at most a third of them.
+ * (Splitting the same rounds over the passes instead would cut each
+ * pass's run short: several workloads' first rounds after setup run a few
+ * percent slow, and the arena would stop at an earlier, smaller world.)
+ *
  * Every operation returns a checksum that the harness folds into a volatile
  * sink, so the compiler cannot discard the work; bench_clobber() between
  * repetitions stops it from merging repetitions.
@@ -68,6 +81,12 @@ typedef struct bench_result_t {
   uint32_t workers;  /* parallel workloads only; 0: not set */
   double efficiency; /* parallel workloads only; emitted when workers > 0 */
   double bytes;      /* memory traffic per operation; > 0: the JSON adds GB/s */
+  /* Per-round samples of every pass so far (timed rows only): workload
+   * values, baseline values and ratios, samples[0..3*nsamples) in three
+   * blocks of cap_samples. Owned by the context. */
+  double *samples;
+  uint32_t nsamples;
+  uint32_t cap_samples;
 } bench_result_t;
 
 /* One side (workload or baseline) of a comparison. */
@@ -100,8 +119,10 @@ typedef struct bench_case_t {
 /* Run-wide settings and the collected results. Owned by main(). */
 typedef struct bench_ctx_t {
   bool quick;
-  bool list_only; /* --list: print selected names, run nothing */
-  uint32_t rounds;
+  bool list_only;  /* --list: print selected names, run nothing */
+  uint32_t rounds; /* rounds per workload in one pass */
+  uint32_t passes; /* the suite runs this many times */
+  uint32_t pass;   /* the pass running now, from 0 */
   double round_ns; /* minimum duration of one side of a round */
   bool has_filter;
   regex_t filter;
@@ -125,8 +146,10 @@ void bench_get(bench_ctx_t *ctx);
 void bench_memory(bench_ctx_t *ctx);
 void bench_jobs(bench_ctx_t *ctx);
 
-/* Sets defaults (full or quick); 0 rounds keeps the mode's default. */
-void bench_ctx_init(bench_ctx_t *ctx, bool quick, uint32_t rounds);
+/* Sets defaults (full or quick); 0 rounds or passes keeps the mode's
+ * default. */
+void bench_ctx_init(bench_ctx_t *ctx, bool quick, uint32_t rounds,
+                    uint32_t passes);
 /* Compiles @p pattern (POSIX extended); returns 0 or writes the reason to
  * @p err and returns -1. */
 int bench_ctx_set_filter(bench_ctx_t *ctx, const char *pattern, char *err,
@@ -137,10 +160,15 @@ void bench_ctx_free(bench_ctx_t *ctx);
  * --list mode prints the name and returns false. */
 bool bench_selected(bench_ctx_t *ctx, const char *name);
 
-/* Runs a comparison with the alternating method and records the result. */
-void bench_compare(bench_ctx_t *ctx, const bench_case_t *c);
+/* Runs this pass's rounds of a comparison with the alternating method and
+ * merges them into the workload's result (created in the first pass).
+ * Returns the result, valid until the next bench_compare or bench_record:
+ * its medians cover every pass so far, so derived numbers (efficiency)
+ * are set from it again in every pass. */
+bench_result_t *bench_compare(bench_ctx_t *ctx, const bench_case_t *c);
 
-/* Records a computed result (no timing). */
+/* Records a computed result (no timing); a later pass's value replaces
+ * the earlier one of the same name. */
 void bench_record(bench_ctx_t *ctx, const bench_result_t *r);
 
 /* Prints the table; returns the number of missed targets. */

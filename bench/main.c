@@ -1,8 +1,8 @@
 /*
  * weft-bench: weft's workloads against plain-C baselines.
  *
- *   weft-bench [--quick] [--rounds N] [--filter REGEX] [--json FILE]
- *              [--svg FILE] [--list]
+ *   weft-bench [--quick] [--rounds N] [--passes P] [--filter REGEX]
+ *              [--json FILE] [--svg FILE] [--list]
  *
  * Progress goes to stderr, the result table to stdout. Exit status: 0 when
  * every selected workload ran (missed targets are printed, not fatal), 1 on
@@ -46,8 +46,12 @@ static const bench_scenario_t bench_registry[] = {
 static void usage(FILE *out) {
   fputs("usage: weft-bench [options]\n"
         "  --quick          fast smoke run: few rounds, small sizes\n"
-        "  --rounds N       rounds per workload (1..1000; default 15, "
-        "quick 3)\n"
+        "  --rounds N       rounds per workload and pass (1..1000; default "
+        "15,\n"
+        "                   quick 3)\n"
+        "  --passes P       run the suite P times (1..1000; default 3, quick "
+        "1);\n"
+        "                   the medians cover the rounds of every pass\n"
         "  --filter REGEX   run workloads whose name matches the POSIX "
         "extended\n"
         "                   regular expression\n"
@@ -89,7 +93,8 @@ static bool is_option(const char *a, const char *opt) {
   return strncmp(a, opt, len) == 0 && (a[len] == '\0' || a[len] == '=');
 }
 
-static int parse_rounds(const char *s, uint32_t *out) {
+/* Parses a count in 1..1000 (--rounds, --passes). */
+static int parse_count(const char *s, uint32_t *out) {
   char *end;
   errno = 0;
   if (*s < '0' || *s > '9')
@@ -103,7 +108,7 @@ static int parse_rounds(const char *s, uint32_t *out) {
 
 int main(int argc, char **argv) {
   bool quick = false, list = false;
-  uint32_t rounds = 0;
+  uint32_t rounds = 0, passes = 0;
   const char *filter = NULL, *json = NULL, *svg = NULL;
 
   for (int i = 1; i < argc; ++i) {
@@ -119,8 +124,14 @@ int main(int argc, char **argv) {
       const char *v = option_value(argc, argv, &i, "--rounds");
       if (!v)
         return bad_usage("%s needs a value", "--rounds");
-      if (parse_rounds(v, &rounds) != 0)
+      if (parse_count(v, &rounds) != 0)
         return bad_usage("--rounds wants an integer in 1..1000, got '%s'", v);
+    } else if (is_option(a, "--passes")) {
+      const char *v = option_value(argc, argv, &i, "--passes");
+      if (!v)
+        return bad_usage("%s needs a value", "--passes");
+      if (parse_count(v, &passes) != 0)
+        return bad_usage("--passes wants an integer in 1..1000, got '%s'", v);
     } else if (is_option(a, "--filter")) {
       filter = option_value(argc, argv, &i, "--filter");
       if (!filter)
@@ -152,7 +163,7 @@ int main(int argc, char **argv) {
   }
 
   bench_ctx_t ctx;
-  bench_ctx_init(&ctx, quick, rounds);
+  bench_ctx_init(&ctx, quick, rounds, list ? 1 : passes);
   ctx.list_only = list;
   if (filter) {
     char err[256];
@@ -164,11 +175,18 @@ int main(int argc, char **argv) {
   }
 
   if (!list)
-    fprintf(stderr, "weft-bench: %s run, %u rounds per workload\n",
-            quick ? "quick" : "full", ctx.rounds);
+    fprintf(stderr, "weft-bench: %s run, %u rounds per workload in %u pass%s\n",
+            quick ? "quick" : "full", ctx.rounds * ctx.passes, ctx.passes,
+            ctx.passes == 1 ? "" : "es");
   size_t scenarios = sizeof bench_registry / sizeof bench_registry[0];
-  for (size_t i = 0; i < scenarios; ++i)
-    bench_registry[i].run(&ctx);
+  for (ctx.pass = 0; ctx.pass < ctx.passes; ++ctx.pass) {
+    if (ctx.passes > 1)
+      fprintf(stderr, "\n-- pass %u of %u\n", ctx.pass + 1, ctx.passes);
+    for (size_t i = 0; i < scenarios; ++i)
+      bench_registry[i].run(&ctx);
+    if (ctx.count == 0)
+      break; /* nothing selected: the check below says so */
+  }
 
   if (list) {
     bench_ctx_free(&ctx);

@@ -1,0 +1,99 @@
+# Runs weft-bench and checks its JSON report (ctest label "unit"):
+#
+#   cmake -DWEFT_BENCH=<path to weft-bench> -DWEFT_EXPECT_ROUNDS=<n>
+#         -DWEFT_JSON=<report path> -P run_weft_bench.cmake -- <arguments...>
+#
+# Every row must appear once, however many passes ran, and every timed
+# row must carry n per-round ratios (the rounds of all passes), with its
+# reported ratio their median and its extremes their minimum and maximum.
+# With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text> it instead
+# checks the exit status and that the text appears.
+cmake_minimum_required(VERSION 3.20)
+
+if(NOT WEFT_BENCH)
+  message(FATAL_ERROR "run_weft_bench.cmake: -DWEFT_BENCH is required")
+endif()
+
+include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
+
+execute_process(COMMAND "${WEFT_BENCH}" ${args}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(DEFINED WEFT_EXPECT_RC)
+  if(NOT "${rc}" STREQUAL "${WEFT_EXPECT_RC}")
+    message(FATAL_ERROR "weft-bench ${args}: exit status '${rc}', expected "
+                        "${WEFT_EXPECT_RC}\n${out}${err}")
+  endif()
+  string(FIND "${out}${err}" "${WEFT_EXPECT_OUT}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "weft-bench ${args}: output lacks "
+                        "'${WEFT_EXPECT_OUT}'\n${out}${err}")
+  endif()
+  return()
+endif()
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "weft-bench ${args}: exit status '${rc}'\n${out}${err}")
+endif()
+
+file(READ "${WEFT_JSON}" json)
+string(JSON rows LENGTH "${json}")
+if(rows EQUAL 0)
+  message(FATAL_ERROR "weft-bench ${args}: no rows in ${WEFT_JSON}")
+endif()
+set(names "")
+set(timed 0)
+math(EXPR last_row "${rows} - 1")
+foreach(i RANGE ${last_row})
+  string(JSON name GET "${json}" ${i} name)
+  if(name IN_LIST names)
+    message(FATAL_ERROR "row ${name} appears twice in ${WEFT_JSON}")
+  endif()
+  list(APPEND names "${name}")
+  string(JSON kind ERROR_VARIABLE none TYPE "${json}" ${i} round_ratios)
+  if(NOT kind STREQUAL "ARRAY")
+    continue() # a computed row (memory): no rounds
+  endif()
+  math(EXPR timed "${timed} + 1")
+  string(JSON n LENGTH "${json}" ${i} round_ratios)
+  string(JSON rounds GET "${json}" ${i} rounds)
+  if(NOT n EQUAL WEFT_EXPECT_ROUNDS OR NOT rounds EQUAL WEFT_EXPECT_ROUNDS)
+    message(FATAL_ERROR "${name}: ${n} round ratios, rounds ${rounds}; "
+                        "expected ${WEFT_EXPECT_ROUNDS}")
+  endif()
+  string(JSON ratio GET "${json}" ${i} ratio)
+  string(JSON lo GET "${json}" ${i} ratio_min)
+  string(JSON hi GET "${json}" ${i} ratio_max)
+  set(below 0)
+  set(above 0)
+  set(min "")
+  set(max "")
+  math(EXPR last "${n} - 1")
+  foreach(k RANGE ${last})
+    string(JSON q GET "${json}" ${i} round_ratios ${k})
+    if(min STREQUAL "" OR q LESS min)
+      set(min ${q})
+    endif()
+    if(max STREQUAL "" OR q GREATER max)
+      set(max ${q})
+    endif()
+    if(NOT q GREATER ratio)
+      math(EXPR below "${below} + 1")
+    endif()
+    if(NOT q LESS ratio)
+      math(EXPR above "${above} + 1")
+    endif()
+  endforeach()
+  math(EXPR half "${n} / 2")
+  if(below LESS half OR above LESS half)
+    message(FATAL_ERROR "${name}: ratio ${ratio} is not the median of its "
+                        "${n} rounds (${below} at or below, ${above} at or "
+                        "above)")
+  endif()
+  if(NOT min EQUAL lo OR NOT max EQUAL hi)
+    message(FATAL_ERROR "${name}: ratio range [${lo}..${hi}], rounds span "
+                        "[${min}..${max}]")
+  endif()
+  message(STATUS "${name}: ${n} rounds, ratio ${ratio} [${lo}..${hi}]")
+endforeach()
+if(timed EQUAL 0)
+  message(FATAL_ERROR "weft-bench ${args}: no timed row")
+endif()
