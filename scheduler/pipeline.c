@@ -213,12 +213,19 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
   it.terms_ = y->terms;
   it.term_count_ = y->nterms;
   const weft__match_t *matches = y->query->matches;
+  /* Stamp the whole range first, in one pass over its version rows. Stamps
+   * written between the callback's calls cost a streaming system 2-4% more
+   * (update/2sys/st and /7sys/st over 1M entities, alternated frame by
+   * frame on one world; the same stamps up front in the plan measured the
+   * same). A range split off later is stamped again by its job, which is
+   * harmless: a stamp only stores this run's version. */
+  if (y->stamp_late)
+    for (uint32_t i = first; i < *end; i++)
+      weft__stamp_visit(y, &y->visits[i]);
   for (uint32_t i = first; i < *end; i++) {
     if (split != NO_SPLIT)
       maybe_split(s, y, i, end, split);
     const weft__visit_t *v = &y->visits[i];
-    if (y->stamp_late)
-      weft__stamp_visit(y, v);
     key_ctx(&ctx, y, v->seq);
     view_chunk(&it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
                y->nterms);

@@ -102,10 +102,11 @@ int weft__plan_task(weft_world_t *w, weft__sys_t *y) {
  * Stamps every chunk the run visits, when the run is planned: before any
  * system of the segment runs, so that a later system's `changed` filter,
  * planned at the same time, sees the writes. Segments with no such filter
- * leave the stamps to the jobs instead (stamp_late, see prepare()): one
- * header line and a few stores per visit, which on the serial path before
- * anything runs had left both workers idle 12-14 us between frames of two
- * systems over 1M entities on this VM (5-8 us with the jobs stamping).
+ * leave the stamps to the jobs instead (stamp_late, see prepare()), each
+ * job its own range before its first call (run_visits()): one header line
+ * and a few stores per visit, which on the serial path before anything
+ * runs had left both workers idle 12-14 us between frames of two systems
+ * over 1M entities on this VM (5-8 us with the jobs stamping).
  */
 static void stamp_visits(weft__sys_t *y) {
   if (!y->nwcols || y->stamp_late)
