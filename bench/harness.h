@@ -6,15 +6,27 @@
  * baseline run taken seconds apart says little. Instead every workload is
  * paired with a baseline written in plain C over plain arrays (restrict
  * pointers, 64-byte aligned storage, loops the compiler vectorizes) and the
- * two are sampled alternately: A B, B A, A B, ... for N rounds (15 by
- * default, 3 with --quick). Each side of a round repeats its operation
- * enough times to last at least ~20 ms (calibrated once after a warm-up
- * run), timed with clock_gettime(CLOCK_MONOTONIC). Per round we get the
- * workload's and the baseline's time per operation and their ratio; the
- * reported value, baseline value and ratio are the medians of those
- * per-round numbers. Because both halves of a round run within ~50 ms of
- * each other they see the same CPU state, so the median ratio is stable
- * even when the absolute numbers drift.
+ * two are sampled alternately: A B, B A, A B, ... for N rounds (16 by
+ * default, 4 with --quick; an odd N is rounded up). Each side of a round
+ * repeats its operation enough times to last at least ~20 ms (calibrated
+ * once after a warm-up run), timed with clock_gettime(CLOCK_MONOTONIC).
+ * Because both halves of a round run within ~50 ms of each other they see
+ * the same CPU state, so ratios are stable even when the absolute numbers
+ * drift.
+ *
+ * In that order the side that opens a round has just run (it closed the
+ * round before) and finds part of its data still in the caches, while the
+ * side that follows it starts cold. Workloads of tens of MB, partly cache
+ * resident on this machine, show it plainly: update/2sys/st read about
+ * 0.87x in rounds that weft opened and 1.08x in rounds the baseline
+ * opened, and simple_iter/soa/1M 1.00-1.05x against 1.10-1.23x, so a
+ * median of single rounds fell on whichever order had one round more. So
+ * the rounds are taken in pairs, (A B, B A), in which each side opens once
+ * and follows once, and a pair's value, baseline value and ratio are the
+ * geometric means of its two rounds'; an untimed run of A before the
+ * first round makes that round's opener warm like every later one. The
+ * reported value, baseline value and ratio are the medians of the
+ * per-pair numbers, and the ratio's extremes are those of the pairs.
  *
  * A workload's rounds all fall within a second or so, which is shorter
  * than one of the host's fast or slow stretches: a whole row could land in
@@ -22,7 +34,7 @@
  * ratios of workloads that a slow stretch does not slow as much as their
  * baselines. So the suite runs in passes (3 by default, 1 with --quick):
  * every pass runs every selected workload, from setup to teardown, for N
- * rounds, and a workload's medians are taken over the samples of all
+ * rounds, and a workload's medians are taken over the pairs of all
  * passes. Its samples then come from windows a whole pass (about a
  * minute) apart, and one slow stretch decides at most a third of them.
  * (Splitting the same rounds over the passes instead would cut each
@@ -70,10 +82,10 @@ typedef struct bench_result_t {
   char baseline[48]; /* empty: no baseline */
   const char *unit;
   uint64_t n;            /* entities the workload ran on */
-  uint32_t rounds;       /* 0 for a computed (untimed) value */
-  double value;          /* median of per-round workload values */
-  double baseline_value; /* median of per-round baseline values */
-  double ratio;          /* median of per-round workload/baseline ratios */
+  uint32_t rounds;       /* timed rounds, all passes; 0: computed value */
+  double value;          /* median of per-pair workload values */
+  double baseline_value; /* median of per-pair baseline values */
+  double ratio;          /* median of per-pair workload/baseline ratios */
   double ratio_min;
   double ratio_max;
   bench_target_kind_t target_kind;
@@ -81,9 +93,10 @@ typedef struct bench_result_t {
   uint32_t workers;  /* parallel workloads only; 0: not set */
   double efficiency; /* parallel workloads only; emitted when workers > 0 */
   double bytes;      /* memory traffic per operation; > 0: the JSON adds GB/s */
-  /* Per-round samples of every pass so far (timed rows only): workload
-   * values, baseline values and ratios, samples[0..3*nsamples) in three
-   * blocks of cap_samples. Owned by the context. */
+  /* Per-round samples of every pass so far (timed rows only), in round
+   * order, so rounds 2k and 2k + 1 make pair k: workload values, baseline
+   * values and ratios, three blocks of cap_samples. Owned by the
+   * context. */
   double *samples;
   uint32_t nsamples;
   uint32_t cap_samples;
@@ -120,7 +133,7 @@ typedef struct bench_case_t {
 typedef struct bench_ctx_t {
   bool quick;
   bool list_only;  /* --list: print selected names, run nothing */
-  uint32_t rounds; /* rounds per workload in one pass */
+  uint32_t rounds; /* rounds per workload in one pass; even */
   uint32_t passes; /* the suite runs this many times */
   uint32_t pass;   /* the pass running now, from 0 */
   double round_ns; /* minimum duration of one side of a round */

@@ -46,9 +46,9 @@ static const bench_scenario_t bench_registry[] = {
 static void usage(FILE *out) {
   fputs("usage: weft-bench [options]\n"
         "  --quick          fast smoke run: few rounds, small sizes\n"
-        "  --rounds N       rounds per workload and pass (1..1000; default "
-        "15,\n"
-        "                   quick 3)\n"
+        "  --rounds N       rounds per workload and pass (1..1000, odd "
+        "rounded up;\n"
+        "                   default 16, quick 4)\n"
         "  --passes P       run the suite P times (1..1000; default 3, quick "
         "1);\n"
         "                   the medians cover the rounds of every pass\n"

@@ -4,8 +4,9 @@
 #         -DWEFT_JSON=<report path> -P run_weft_bench.cmake -- <arguments...>
 #
 # Every row must appear once, however many passes ran, and every timed
-# row must carry n per-round ratios (the rounds of all passes), with its
-# reported ratio their median and its extremes their minimum and maximum.
+# row must carry n per-round ratios (the rounds of all passes) and n / 2
+# pair ratios, each between its two rounds' ratios, with its reported
+# ratio the pairs' median and its extremes their minimum and maximum.
 # With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text> it instead
 # checks the exit status and that the text appears.
 cmake_minimum_required(VERSION 3.20)
@@ -62,13 +63,32 @@ foreach(i RANGE ${last_row})
   string(JSON ratio GET "${json}" ${i} ratio)
   string(JSON lo GET "${json}" ${i} ratio_min)
   string(JSON hi GET "${json}" ${i} ratio_max)
+  string(JSON pairs LENGTH "${json}" ${i} pair_ratios)
+  math(EXPR want_pairs "${n} / 2")
+  if(NOT pairs EQUAL want_pairs)
+    message(FATAL_ERROR "${name}: ${pairs} pair ratios for ${n} rounds")
+  endif()
+  # Each pair's ratio is the geometric mean of its two rounds' ratios, so
+  # it lies between them.
+  math(EXPR last "${pairs} - 1")
+  foreach(k RANGE ${last})
+    math(EXPR r0 "2 * ${k}")
+    math(EXPR r1 "2 * ${k} + 1")
+    string(JSON p GET "${json}" ${i} pair_ratios ${k})
+    string(JSON q0 GET "${json}" ${i} round_ratios ${r0})
+    string(JSON q1 GET "${json}" ${i} round_ratios ${r1})
+    if((p LESS q0 AND p LESS q1) OR (p GREATER q0 AND p GREATER q1))
+      message(FATAL_ERROR "${name}: pair ${k} ratio ${p} lies outside its "
+                          "rounds' ${q0} and ${q1}")
+    endif()
+  endforeach()
+  # The reported ratio is the pairs' median, its range their extremes.
   set(below 0)
   set(above 0)
   set(min "")
   set(max "")
-  math(EXPR last "${n} - 1")
   foreach(k RANGE ${last})
-    string(JSON q GET "${json}" ${i} round_ratios ${k})
+    string(JSON q GET "${json}" ${i} pair_ratios ${k})
     if(min STREQUAL "" OR q LESS min)
       set(min ${q})
     endif()
@@ -82,17 +102,18 @@ foreach(i RANGE ${last_row})
       math(EXPR above "${above} + 1")
     endif()
   endforeach()
-  math(EXPR half "${n} / 2")
+  math(EXPR half "${pairs} / 2")
   if(below LESS half OR above LESS half)
     message(FATAL_ERROR "${name}: ratio ${ratio} is not the median of its "
-                        "${n} rounds (${below} at or below, ${above} at or "
-                        "above)")
+                        "${pairs} pairs (${below} at or below, ${above} at "
+                        "or above)")
   endif()
   if(NOT min EQUAL lo OR NOT max EQUAL hi)
-    message(FATAL_ERROR "${name}: ratio range [${lo}..${hi}], rounds span "
+    message(FATAL_ERROR "${name}: ratio range [${lo}..${hi}], pairs span "
                         "[${min}..${max}]")
   endif()
-  message(STATUS "${name}: ${n} rounds, ratio ${ratio} [${lo}..${hi}]")
+  message(STATUS "${name}: ${n} rounds, ${pairs} pairs, ratio ${ratio} "
+                 "[${lo}..${hi}]")
 endforeach()
 if(timed EQUAL 0)
   message(FATAL_ERROR "weft-bench ${args}: no timed row")
