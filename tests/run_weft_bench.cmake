@@ -7,8 +7,9 @@
 # row must carry n per-round ratios (the rounds of all passes) and n / 2
 # pair ratios, each between its two rounds' ratios, with its reported
 # ratio the pairs' median and its extremes their minimum and maximum.
-# With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text> it instead
-# checks the exit status and that the text appears.
+# With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text>[|<text>...]
+# it instead checks the exit status and that each text appears
+# (expect_exit.cmake).
 cmake_minimum_required(VERSION 3.20)
 
 if(NOT WEFT_BENCH)
@@ -17,20 +18,13 @@ endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
 
-execute_process(COMMAND "${WEFT_BENCH}" ${args}
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(DEFINED WEFT_EXPECT_RC)
-  if(NOT "${rc}" STREQUAL "${WEFT_EXPECT_RC}")
-    message(FATAL_ERROR "weft-bench ${args}: exit status '${rc}', expected "
-                        "${WEFT_EXPECT_RC}\n${out}${err}")
-  endif()
-  string(FIND "${out}${err}" "${WEFT_EXPECT_OUT}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "weft-bench ${args}: output lacks "
-                        "'${WEFT_EXPECT_OUT}'\n${out}${err}")
-  endif()
+  include(${CMAKE_CURRENT_LIST_DIR}/expect_exit.cmake)
+  weft_expect_exit(weft-bench "${WEFT_BENCH}")
   return()
 endif()
+execute_process(COMMAND "${WEFT_BENCH}" ${args}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "weft-bench ${args}: exit status '${rc}'\n${out}${err}")
 endif()

@@ -4,8 +4,9 @@
 #   cmake -DWEFT_SIM=<path to weft-sim> -DWEFT_THREADS=1,2
 #         -P run_weft_sim.cmake -- <weft-sim arguments...>
 #
-# With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text> it instead
-# runs once and checks the exit status and that the text appears.
+# With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text>[|<text>...]
+# it instead runs once and checks the exit status and that each text
+# appears (expect_exit.cmake).
 cmake_minimum_required(VERSION 3.20)
 
 if(NOT WEFT_SIM)
@@ -15,17 +16,8 @@ endif()
 include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
 
 if(DEFINED WEFT_EXPECT_RC)
-  execute_process(COMMAND "${WEFT_SIM}" ${args}
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT "${rc}" STREQUAL "${WEFT_EXPECT_RC}")
-    message(FATAL_ERROR "weft-sim ${args}: exit status '${rc}', expected "
-                        "${WEFT_EXPECT_RC}\n${out}${err}")
-  endif()
-  string(FIND "${out}${err}" "${WEFT_EXPECT_OUT}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "weft-sim ${args}: output lacks "
-                        "'${WEFT_EXPECT_OUT}'\n${out}${err}")
-  endif()
+  include(${CMAKE_CURRENT_LIST_DIR}/expect_exit.cmake)
+  weft_expect_exit(weft-sim "${WEFT_SIM}")
   return()
 endif()
 

@@ -15,20 +15,5 @@ endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
 
-execute_process(COMMAND "${WEFT_TOPO}" ${args}
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-set(all "${out}${err}")
-if(NOT "${rc}" STREQUAL "${WEFT_EXPECT_RC}")
-  message(FATAL_ERROR "weft-topo ${args}: exit status '${rc}', expected "
-                      "${WEFT_EXPECT_RC}\n${all}")
-endif()
-if(DEFINED WEFT_EXPECT_OUT)
-  string(REPLACE "|" ";" wanted "${WEFT_EXPECT_OUT}")
-  foreach(text IN LISTS wanted)
-    string(FIND "${all}" "${text}" at)
-    if(at EQUAL -1)
-      message(FATAL_ERROR "weft-topo ${args}: output lacks '${text}'\n${all}")
-    endif()
-  endforeach()
-endif()
-message(STATUS "weft-topo ${args}: exit status ${rc} as expected")
+include(${CMAKE_CURRENT_LIST_DIR}/expect_exit.cmake)
+weft_expect_exit(weft-topo "${WEFT_TOPO}")
