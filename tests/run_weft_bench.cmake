@@ -9,20 +9,12 @@
 # ratio the pairs' median and its extremes their minimum and maximum.
 # With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text>[|<text>...]
 # it instead checks the exit status and that each text appears
-# (expect_exit.cmake).
+# (tool_script.cmake).
 cmake_minimum_required(VERSION 3.20)
 
-if(NOT WEFT_BENCH)
-  message(FATAL_ERROR "run_weft_bench.cmake: -DWEFT_BENCH is required")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/tool_script.cmake)
+weft_tool_script(weft-bench WEFT_BENCH)
 
-include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
-
-if(DEFINED WEFT_EXPECT_RC)
-  include(${CMAKE_CURRENT_LIST_DIR}/expect_exit.cmake)
-  weft_expect_exit(weft-bench "${WEFT_BENCH}")
-  return()
-endif()
 execute_process(COMMAND "${WEFT_BENCH}" ${args}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)

@@ -6,20 +6,11 @@
 #
 # With -DWEFT_EXPECT_RC=<status> and -DWEFT_EXPECT_OUT=<text>[|<text>...]
 # it instead runs once and checks the exit status and that each text
-# appears (expect_exit.cmake).
+# appears (tool_script.cmake).
 cmake_minimum_required(VERSION 3.20)
 
-if(NOT WEFT_SIM)
-  message(FATAL_ERROR "run_weft_sim.cmake: -DWEFT_SIM is required")
-endif()
-
-include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
-
-if(DEFINED WEFT_EXPECT_RC)
-  include(${CMAKE_CURRENT_LIST_DIR}/expect_exit.cmake)
-  weft_expect_exit(weft-sim "${WEFT_SIM}")
-  return()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/tool_script.cmake)
+weft_tool_script(weft-sim WEFT_SIM)
 
 set(first "")
 string(REPLACE "," ";" threads "${WEFT_THREADS}")

@@ -8,12 +8,6 @@
 # arguments come after "--" so that they may hold spaces and semicolons.
 cmake_minimum_required(VERSION 3.20)
 
-if(NOT WEFT_TOPO OR "${WEFT_EXPECT_RC}" STREQUAL "")
-  message(FATAL_ERROR "run_weft_topo.cmake: -DWEFT_TOPO and -DWEFT_EXPECT_RC "
-                      "are required")
-endif()
-
-include(${CMAKE_CURRENT_LIST_DIR}/script_args.cmake)
-
-include(${CMAKE_CURRENT_LIST_DIR}/expect_exit.cmake)
-weft_expect_exit(weft-topo "${WEFT_TOPO}")
+include(${CMAKE_CURRENT_LIST_DIR}/tool_script.cmake)
+weft_tool_script(weft-topo WEFT_TOPO)
+message(FATAL_ERROR "weft-topo test script: -DWEFT_EXPECT_RC is required")
