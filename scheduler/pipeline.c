@@ -220,8 +220,7 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
    * same). A range split off later is stamped again by its job, which is
    * harmless: a stamp only stores this run's version. */
   if (y->stamp_late)
-    for (uint32_t i = first; i < *end; i++)
-      weft__stamp_visit(y, &y->visits[i]);
+    weft__stamp_visits(y, first, *end);
   for (uint32_t i = first; i < *end; i++) {
     if (split != NO_SPLIT)
       maybe_split(s, y, i, end, split);

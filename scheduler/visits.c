@@ -108,11 +108,10 @@ int weft__plan_task(weft_world_t *w, weft__sys_t *y) {
  * runs had left both workers idle 12-14 us between frames of two systems
  * over 1M entities on this VM (5-8 us with the jobs stamping).
  */
-static void stamp_visits(weft__sys_t *y) {
+static void stamp_at_plan(weft__sys_t *y) {
   if (!y->nwcols || y->stamp_late)
     return;
-  for (uint32_t v = 0, nv = y->nvisits; v < nv; v++)
-    weft__stamp_visit(y, &y->visits[v]);
+  weft__stamp_visits(y, 0, y->nvisits);
 }
 
 /* The number of workers in the pool's group on NUMA node @p node. */
@@ -180,7 +179,7 @@ int weft__plan_system(weft_world_t *w, weft__sys_t *y) {
   if (y->plan_version == w->version && y->planned && !y->nchanged &&
       y->plan_matches == y->query->nmatches) {
     y->njobs = y->nplanned; /* drop last run's splits */
-    stamp_visits(y);
+    stamp_at_plan(y);
     return 0;
   }
   y->planned = false;
@@ -223,6 +222,6 @@ int weft__plan_system(weft_world_t *w, weft__sys_t *y) {
   y->plan_version = w->version;
   y->plan_matches = q->nmatches;
   y->planned = true;
-  stamp_visits(y);
+  stamp_at_plan(y);
   return 0;
 }

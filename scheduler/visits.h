@@ -53,6 +53,13 @@ static inline void weft__stamp_visit(const weft__sys_t *y,
       vers[st[i]] = version;
 }
 
+/* Stamps visits [first, end) of y. */
+static inline void weft__stamp_visits(const weft__sys_t *y, uint32_t first,
+                                      uint32_t end) {
+  for (uint32_t v = first; v < end; v++)
+    weft__stamp_visit(y, &y->visits[v]);
+}
+
 /* The rows of visits before visit i (all of them at i == nvisits). */
 static inline uint64_t weft__rows_before(const weft__sys_t *y, uint32_t i) {
   return i < y->nvisits ? y->visits[i].cum : y->rows;
