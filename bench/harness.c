@@ -173,8 +173,13 @@ static void reserve_samples(bench_result_t *r, uint32_t more) {
   r->cap_samples = cap;
 }
 
-/* Sets @p r's medians and extremes from all its samples, pair by pair:
- * the geometric means of rounds 2k and 2k + 1 (harness.h). */
+/* Pair k's number from per-round numbers @p v: the geometric mean of
+ * rounds 2k and 2k + 1 (harness.h). */
+static inline double pair_mean(const double *v, uint32_t k) {
+  return sqrt(v[2 * k] * v[2 * k + 1]);
+}
+
+/* Sets @p r's medians and extremes from all its samples, pair by pair. */
 static void summarize(bench_result_t *r) {
   uint32_t pairs = r->nsamples / 2;
   double *tmp = malloc((size_t)pairs * sizeof *tmp);
@@ -184,7 +189,7 @@ static void summarize(bench_result_t *r) {
   for (int k = 0; k < 3; ++k) {
     const double *v = r->samples + (size_t)k * r->cap_samples;
     for (uint32_t i = 0; i < pairs; ++i)
-      tmp[i] = sqrt(v[2 * i] * v[2 * i + 1]);
+      tmp[i] = pair_mean(v, i);
     *out[k] = median(tmp, pairs); /* sorts tmp: the ratios' extremes follow */
   }
   r->ratio_min = tmp[0];
@@ -403,9 +408,9 @@ int bench_write_json(const bench_ctx_t *ctx, const char *path) {
         json_number(f, q[k]);
       }
       fputs("], \"pair_ratios\": [", f);
-      for (uint32_t k = 0; k + 1 < r->nsamples; k += 2) {
+      for (uint32_t k = 0; k < r->nsamples / 2; ++k) {
         fputs(k ? ", " : "", f);
-        json_number(f, sqrt(q[k] * q[k + 1]));
+        json_number(f, pair_mean(q, k));
       }
       fputs("]", f);
     }

@@ -93,15 +93,22 @@ static bool is_option(const char *a, const char *opt) {
   return strncmp(a, opt, len) == 0 && (a[len] == '\0' || a[len] == '=');
 }
 
-/* Parses a count in 1..1000 (--rounds, --passes). */
-static int parse_count(const char *s, uint32_t *out) {
-  char *end;
+/* Takes the value of count option @p opt (--rounds, --passes), an integer
+ * in 1..1000, into *out. Returns 0, or 2 after saying what was wrong. */
+static int count_option(int argc, char **argv, int *i, const char *opt,
+                        uint32_t *out) {
+  const char *s = option_value(argc, argv, i, opt);
+  if (!s)
+    return bad_usage("%s needs a value", opt);
+  char *end = (char *)s;
   errno = 0;
-  if (*s < '0' || *s > '9')
-    return -1;
-  unsigned long v = strtoul(s, &end, 10);
-  if (errno || *end || v < 1 || v > 1000)
-    return -1;
+  unsigned long v = *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : 0;
+  if (v < 1 || v > 1000 || errno || *end) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s wants an integer in 1..1000, got '%s'", opt,
+             s);
+    return bad_usage("%s", msg);
+  }
   *out = (uint32_t)v;
   return 0;
 }
@@ -120,18 +127,11 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       return 0;
-    } else if (is_option(a, "--rounds")) {
-      const char *v = option_value(argc, argv, &i, "--rounds");
-      if (!v)
-        return bad_usage("%s needs a value", "--rounds");
-      if (parse_count(v, &rounds) != 0)
-        return bad_usage("--rounds wants an integer in 1..1000, got '%s'", v);
-    } else if (is_option(a, "--passes")) {
-      const char *v = option_value(argc, argv, &i, "--passes");
-      if (!v)
-        return bad_usage("%s needs a value", "--passes");
-      if (parse_count(v, &passes) != 0)
-        return bad_usage("--passes wants an integer in 1..1000, got '%s'", v);
+    } else if (is_option(a, "--rounds") || is_option(a, "--passes")) {
+      bool r = is_option(a, "--rounds");
+      if (count_option(argc, argv, &i, r ? "--rounds" : "--passes",
+                       r ? &rounds : &passes))
+        return 2;
     } else if (is_option(a, "--filter")) {
       filter = option_value(argc, argv, &i, "--filter");
       if (!filter)

@@ -55,26 +55,23 @@ foreach(i RANGE ${last_row})
     message(FATAL_ERROR "${name}: ${pairs} pair ratios for ${n} rounds")
   endif()
   # Each pair's ratio is the geometric mean of its two rounds' ratios, so
-  # it lies between them.
-  math(EXPR last "${pairs} - 1")
-  foreach(k RANGE ${last})
-    math(EXPR r0 "2 * ${k}")
-    math(EXPR r1 "2 * ${k} + 1")
-    string(JSON p GET "${json}" ${i} pair_ratios ${k})
-    string(JSON q0 GET "${json}" ${i} round_ratios ${r0})
-    string(JSON q1 GET "${json}" ${i} round_ratios ${r1})
-    if((p LESS q0 AND p LESS q1) OR (p GREATER q0 AND p GREATER q1))
-      message(FATAL_ERROR "${name}: pair ${k} ratio ${p} lies outside its "
-                          "rounds' ${q0} and ${q1}")
-    endif()
-  endforeach()
-  # The reported ratio is the pairs' median, its range their extremes.
+  # it lies between them; the reported ratio is the pairs' median, its
+  # range their extremes.
   set(below 0)
   set(above 0)
   set(min "")
   set(max "")
+  math(EXPR last "${pairs} - 1")
   foreach(k RANGE ${last})
+    math(EXPR r0 "2 * ${k}")
+    math(EXPR r1 "2 * ${k} + 1")
     string(JSON q GET "${json}" ${i} pair_ratios ${k})
+    string(JSON q0 GET "${json}" ${i} round_ratios ${r0})
+    string(JSON q1 GET "${json}" ${i} round_ratios ${r1})
+    if((q LESS q0 AND q LESS q1) OR (q GREATER q0 AND q GREATER q1))
+      message(FATAL_ERROR "${name}: pair ${k} ratio ${q} lies outside its "
+                          "rounds' ${q0} and ${q1}")
+    endif()
     if(min STREQUAL "" OR q LESS min)
       set(min ${q})
     endif()
