@@ -42,11 +42,12 @@ struct weft_grid_t {
   uint32_t npieces, pieces_cap;
   uint32_t band_total[GRID_BANDS], band_base[GRID_BANDS];
   uint32_t nbands;
-  /* Band b's cells are [band_lo[b], band_lo[b + 1]); band_scale (nbands /
-   * ncells) guesses an item's band without a division, the table then
-   * corrects the guess. */
+  /* Band b's cells are [band_lo[b], band_lo[b + 1]): whole rows of cells,
+   * so that an item's band follows from its row alone, through row_band
+   * (ny entries; filled for nbands_filled bands). */
   uint32_t band_lo[GRID_BANDS + 1];
-  double band_scale;
+  uint8_t *row_band;
+  uint32_t nbands_filled;
   /* Per piece, nbands words: its items in each band (band_precount),
    * then where the gather puts its next item of that band. */
   uint32_t *at;

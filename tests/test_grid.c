@@ -518,44 +518,61 @@ static void test_grid_items_sorted_in_their_cells(void **state) {
   gfx_free(&f);
 }
 
-/* A grid of three cells on a pool of 8 workers: more bands (32) than
- * cells, so most bands are empty and every item lands in the last band
- * that starts at or before its cell. The grid must equal, byte for byte,
- * the one built without a pool from the same entities. */
-static void test_grid_more_bands_than_cells(void **state) {
+/* The rebuild on a pool cuts bands of whole rows, four per worker but at
+ * most one per row. Grids where that matters, each built on a pool and
+ * without one from the same entities, must be equal byte for byte:
+ * - three cells by one row on 8 workers (32 bands wanted, one taken);
+ * - three cells by five rows on 8 workers (five bands of one row);
+ * - the area in cells a seventh of the size (70 x 42) on 5 workers: 20
+ *   bands of two or three rows. */
+static void test_grid_bands_of_rows(void **state) {
   (void)state;
-  weft_grid_config_t c = area();
-  c.max = (weft_vec2_t){MINX + 3 * CELL, MINY + CELL};
-  gfx_t f[2] = {gfx_new_on(&c, false, 0), gfx_new_on(&c, false, 8)};
-  for (int k = 0; k < 2; k++) {
-    wt_rng_t r = wt_rng(0x3ce11);
-    for (uint32_t i = 0; i < 500; i++)
-      spawn_random(&f[k], &r);
-    rebuild(&f[k]);
+  static const struct {
+    float cell;
+    int32_t nx, ny;
+    uint32_t workers;
+  } cases[] = {{CELL, 3, 1, 8}, {CELL, 3, 5, 8}, {CELL / 7, 7 * NX, 7 * NY, 5}};
+  for (uint32_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+    weft_grid_config_t c = area();
+    c.cell = cases[t].cell;
+    c.max = (weft_vec2_t){MINX + (float)cases[t].nx * c.cell,
+                          MINY + (float)cases[t].ny * c.cell};
+    gfx_t f[2] = {gfx_new_on(&c, false, 0),
+                  gfx_new_on(&c, false, cases[t].workers)};
+    for (int k = 0; k < 2; k++) {
+      wt_rng_t r = wt_rng(0x3ce11 + t);
+      for (uint32_t i = 0; i < 500; i++)
+        spawn_random(&f[k], &r);
+      rebuild(&f[k]);
+    }
+    int32_t nx = 0, ny = 0;
+    weft_grid_dims(f[1].grid, &nx, &ny);
+    assert_true(nx == cases[t].nx && ny == cases[t].ny);
+    for (int k = 0; k < 2; k++) {
+      assert_int_equal(weft_grid_count(f[k].grid), 500);
+      weft_system_stats_t st;
+      assert_int_equal(weft_system_stats(f[k].w, f[k].build, &st), WEFT_OK);
+      assert_int_equal(st.entities, 500); /* the items it gathered */
+    }
+    uint32_t total = 0;
+    for (int32_t cy = 0; cy < ny; cy++)
+      for (int32_t cx = 0; cx < nx; cx++) {
+        uint32_t n0 = 0, n1 = 0;
+        const weft_grid_item_t *a = weft_grid_cell(f[0].grid, cx, cy, &n0);
+        const weft_grid_item_t *b = weft_grid_cell(f[1].grid, cx, cy, &n1);
+        assert_int_equal(n0, n1);
+        if (n0)
+          assert_memory_equal(a, b, n0 * sizeof *a);
+        total += n0;
+      }
+    assert_int_equal(total, 500);
+    gfx_free(&f[1]);
+    gfx_free(&f[0]);
   }
-  int32_t nx = 0, ny = 0;
-  weft_grid_dims(f[1].grid, &nx, &ny);
-  assert_true(nx == 3 && ny == 1);
-  for (int k = 0; k < 2; k++) {
-    assert_int_equal(weft_grid_count(f[k].grid), 500);
-    weft_system_stats_t st;
-    assert_int_equal(weft_system_stats(f[k].w, f[k].build, &st), WEFT_OK);
-    assert_int_equal(st.entities, 500); /* the items it gathered */
-  }
-  for (int32_t cx = 0; cx < nx; cx++) {
-    uint32_t n0 = 0, n1 = 0;
-    const weft_grid_item_t *a = weft_grid_cell(f[0].grid, cx, 0, &n0);
-    const weft_grid_item_t *b = weft_grid_cell(f[1].grid, cx, 0, &n1);
-    assert_int_equal(n0, n1);
-    assert_true(n0 > 1); /* clamped strays share the three cells */
-    assert_memory_equal(a, b, n0 * sizeof *a);
-  }
-  gfx_free(&f[1]);
-  gfx_free(&f[0]);
 }
 
-/* On a pool the rebuild partitions the items into bands of cells (one per
- * worker, uneven with three) and sorts each band in a job of its own: the
+/* On a pool the rebuild partitions the items into bands of rows (four
+ * per worker, uneven with three) and sorts each band in a job of its own: the
  * grid must be the model's all the same, rebuild after rebuild. */
 static void test_grid_bands_on_a_pool(void **state) {
   (void)state;
@@ -900,7 +917,7 @@ int main(void) {
       cmocka_unit_test(test_grid_geometry_and_clamping),
       cmocka_unit_test(test_grid_items_sorted_in_their_cells),
       cmocka_unit_test(test_grid_bands_on_a_pool),
-      cmocka_unit_test(test_grid_more_bands_than_cells),
+      cmocka_unit_test(test_grid_bands_of_rows),
       cmocka_unit_test(test_grid_long_runs_cut_in_pieces),
       cmocka_unit_test(test_grid_non_finite_positions_land_in_border_cells),
       cmocka_unit_test(test_grid_rebuild_follows_changes),
