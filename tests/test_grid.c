@@ -518,20 +518,23 @@ static void test_grid_items_sorted_in_their_cells(void **state) {
   gfx_free(&f);
 }
 
-/* The rebuild on a pool cuts bands of whole rows, four per worker but at
- * most one per row. Grids where that matters, each built on a pool and
+/* The rebuild on a pool cuts bands of whole rows, two or four per worker
+ * but at most one per row. Grids where that matters, each built on a pool and
  * without one from the same entities, must be equal byte for byte:
  * - three cells by one row on 8 workers (32 bands wanted, one taken);
  * - three cells by five rows on 8 workers (five bands of one row);
  * - the area in cells a seventh of the size (70 x 42) on 5 workers: 20
- *   bands of two or three rows. */
+ *   bands of two or three rows; on 3 workers, six bands of seven rows. */
 static void test_grid_bands_of_rows(void **state) {
   (void)state;
   static const struct {
     float cell;
     int32_t nx, ny;
     uint32_t workers;
-  } cases[] = {{CELL, 3, 1, 8}, {CELL, 3, 5, 8}, {CELL / 7, 7 * NX, 7 * NY, 5}};
+  } cases[] = {{CELL, 3, 1, 8},
+               {CELL, 3, 5, 8},
+               {CELL / 7, 7 * NX, 7 * NY, 5},
+               {CELL / 7, 7 * NX, 7 * NY, 3}};
   for (uint32_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
     weft_grid_config_t c = area();
     c.cell = cases[t].cell;
@@ -571,9 +574,9 @@ static void test_grid_bands_of_rows(void **state) {
   }
 }
 
-/* On a pool the rebuild partitions the items into bands of rows (four
- * per worker, uneven with three) and sorts each band in a job of its own: the
- * grid must be the model's all the same, rebuild after rebuild. */
+/* On a pool the rebuild partitions the items into bands of rows (two or
+ * four per worker, uneven with three) and sorts each band in a job of its own:
+ * the grid must be the model's all the same, rebuild after rebuild. */
 static void test_grid_bands_on_a_pool(void **state) {
   (void)state;
   static const uint32_t workers[] = {2, 3, 5};
