@@ -122,15 +122,6 @@ static void insertion_sort(weft__rec_t *a, size_t n) {
   }
 }
 
-/* Whether a slot's records are in key order, as they usually are: a
- * worker runs its jobs in key order. */
-static bool slot_sorted(const weft__slot_t *sl) {
-  uint32_t i = 1;
-  while (i < sl->count && sl->recs[i - 1].key <= sl->recs[i].key)
-    i++;
-  return i >= sl->count;
-}
-
 /* Puts the records of a slot that is not in key order in (key, seq)
  * order. */
 static void slot_sort(weft_world_t *w, weft__resources_t *s, weft__slot_t *sl) {
@@ -276,15 +267,33 @@ static void chans_reserve(weft_world_t *w, weft__resources_t *s) {
   }
 }
 
+/* Adds records [from, to) of slot sl to counts per channel (cnt[ch - 1]):
+ * one addition when they all name one channel, as they usually do. */
+static void count_channels(const weft__slot_t *sl, uint32_t from, uint32_t to,
+                           uint32_t *cnt) {
+  if (sl->only_ch) {
+    cnt[sl->only_ch - 1] += to - from;
+    return;
+  }
+  for (uint32_t j = from; j < to; j++)
+    cnt[sl->recs[j].ch - 1]++;
+}
+
+/* Sorts the slots staged out of key order (what staging noted). */
+static void sort_slots(weft_world_t *w, weft__resources_t *s) {
+  for (uint32_t i = 0; i < s->nslots; i++)
+    if (s->slots[i].count && s->slots[i].disorder)
+      slot_sort(w, s, &s->slots[i]);
+}
+
 /* The whole publish as one merge on this thread. */
 static uint32_t publish_serial(weft_world_t *w, weft__resources_t *s) {
-  for (uint32_t i = 0; i < s->nslots; i++) {
-    weft__slot_t *sl = &s->slots[i];
-    for (uint32_t j = 0; j < sl->count; j++)
-      s->chans[sl->recs[j].ch - 1].pending++;
-    if (!slot_sorted(sl))
-      slot_sort(w, s, sl);
-  }
+  uint32_t pending[WEFT_MAX_CHANNELS] = {0};
+  for (uint32_t i = 0; i < s->nslots; i++)
+    count_channels(&s->slots[i], 0, s->slots[i].count, pending);
+  for (uint32_t i = 0; i < s->nchans; i++)
+    s->chans[i].pending += pending[i];
+  sort_slots(w, s);
   chans_reserve(w, s);
   uint32_t at[WEFT_MAX_CHANNELS];
   for (uint32_t i = 0; i < s->nchans; i++)
@@ -325,14 +334,6 @@ static uint32_t lower_bound(const weft__slot_t *sl, uint64_t key) {
   return lo;
 }
 
-static void par_check_sorted(void *arg, uint32_t begin, uint32_t end,
-                             uint32_t worker) {
-  (void)worker;
-  weft__resources_t *s = arg;
-  for (uint32_t i = begin; i < end; i++)
-    s->slots[i].sorted = slot_sorted(&s->slots[i]);
-}
-
 static void par_count(void *arg, uint32_t begin, uint32_t end,
                       uint32_t worker) {
   (void)worker;
@@ -342,8 +343,7 @@ static void par_count(void *arg, uint32_t begin, uint32_t end,
     uint32_t *cnt = part_counts(s, k);
     memset(cnt, 0, s->nchans * sizeof(*cnt));
     for (uint32_t i = 0; i < s->nslots; i++)
-      for (uint32_t j = m.pos[i]; j < m.end[i]; j++)
-        cnt[s->slots[i].recs[j].ch - 1]++;
+      count_channels(&s->slots[i], m.pos[i], m.end[i], cnt);
   }
 }
 
@@ -430,19 +430,17 @@ static void pick_splitters(const weft__resources_t *s, uint32_t parts,
  * splitter keys (pick_splitters()) cut every slot (binary searches), so
  * all records of one key fall in one range and each range's merge gives
  * the order the serial merge gives. A pass
- * counts each range's events per channel; the prefix over the ranges then
- * fixes where each range's events of a channel start, and the ranges
- * merge at once, each into its own places. Same result as
+ * counts each range's events per channel (without reading them where
+ * each slot's events are of one channel, as staging noted); the prefix over the
+ * ranges then fixes where each range's events of a channel start, and the
+ * ranges merge at once, each into its own places. Same result as
  * publish_serial(), byte for byte, on any number of threads.
  */
 static uint32_t publish_parallel(weft_world_t *w, weft__resources_t *s,
                                  weft_pool_t *pool, uint32_t self,
                                  uint64_t total) {
   const uint32_t parts = s->par_parts;
-  weft_pool_parallel_for(pool, self, 0, s->nslots, 1, par_check_sorted, s);
-  for (uint32_t i = 0; i < s->nslots; i++)
-    if (!s->slots[i].sorted) /* rare: a worker ran jobs out of key order */
-      slot_sort(w, s, &s->slots[i]);
+  sort_slots(w, s);
   uint64_t split[EVENTS_PARTS_MAX];
   pick_splitters(s, parts, total, split);
   for (uint32_t k = 0; k < parts; k++) {
@@ -453,7 +451,15 @@ static uint32_t publish_parallel(weft_world_t *w, weft__resources_t *s,
       m.end[i] = k + 1 < parts ? lower_bound(sl, split[k + 1]) : sl->count;
     }
   }
-  weft_pool_parallel_for(pool, self, 0, parts, 1, par_count, s);
+  /* Counting per channel reads every record only where a slot holds
+   * events of several channels; otherwise it is a sum of lengths. */
+  bool mixed = false;
+  for (uint32_t i = 0; i < s->nslots; i++)
+    mixed |= s->slots[i].count && !s->slots[i].only_ch;
+  if (mixed)
+    weft_pool_parallel_for(pool, self, 0, parts, 1, par_count, s);
+  else
+    par_count(s, 0, parts, WEFT_WORKER_EXTERNAL);
   for (uint32_t k = 0; k < parts; k++) {
     const uint32_t *cnt = part_counts(s, k);
     for (uint32_t c = 0; c < s->nchans; c++)

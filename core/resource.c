@@ -292,6 +292,14 @@ int weft__event_stage(weft_world_t *w, uint32_t slot, uint64_t key,
                   4096);
   WEFT_CHECK(w, rc == 0, rc, "out of memory staging in worker slot %u", slot);
   weft__rec_t *r = &sl->recs[sl->count];
+  if (sl->count == 0) {
+    sl->disorder = false;
+    sl->only_ch = ch;
+  } else {
+    sl->disorder |= key < r[-1].key;
+    if (ch != sl->only_ch)
+      sl->only_ch = 0;
+  }
   r->key = key;
   r->ch = ch;
   r->seq = sl->count;

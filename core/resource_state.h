@@ -53,7 +53,12 @@ typedef struct weft__slot_t {
   uint8_t *bytes;
   uint32_t used;
   uint32_t bytes_cap;
-  bool sorted; /* publish only: records in (key, seq) order */
+  /* Kept as records are staged, so that a publish need not scan for
+   * them: a record came with a smaller key than the one before it (the
+   * slot must be sorted; rare: a worker ran jobs out of key order), and
+   * the channel every record names (0 when they name several). */
+  bool disorder;
+  weft_channel_t only_ch;
   weft__alloc_stats_t alloc;
 } weft__slot_t;
 

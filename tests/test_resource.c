@@ -519,12 +519,16 @@ static void oracle_rounds(weft_pool_t *pool, uint32_t parts, uint32_t nslots,
   assert_non_null(want);
   assert_non_null(seq);
   wt_rng_t rng = wt_rng(seed);
-  for (int round = 0; round < KEYS_ROUNDS; round++) {
+  /* Each kind of keys twice: events of random channels, then each slot's
+   * events of one channel (the publish counts those without reading them). */
+  for (int round = 0; round < 2 * KEYS_ROUNDS; round++) {
+    const bool per_slot = round >= KEYS_ROUNDS;
     memset(seq, 0, nslots * sizeof *seq);
     for (uint32_t i = 0; i < n; i++) {
       oracle_t *o = &orc[i];
-      o->slot = round == KEYS_ONE ? nslots - 1 : wt_below(&rng, nslots);
-      switch ((keys_t)round) {
+      o->slot =
+          round % KEYS_ROUNDS == KEYS_ONE ? nslots - 1 : wt_below(&rng, nslots);
+      switch ((keys_t)(round % KEYS_ROUNDS)) {
       case KEYS_TIES:
         o->key = wt_below(&rng, 40);
         break;
@@ -540,7 +544,7 @@ static void oracle_rounds(weft_pool_t *pool, uint32_t parts, uint32_t nslots,
         break;
       }
       o->seq = seq[o->slot]++;
-      o->ch = wt_below(&rng, NCH);
+      o->ch = per_slot ? o->slot % NCH : wt_below(&rng, NCH);
       o->id = ((uint64_t)round << 32) | i;
       unsigned char ev[WEFT_EVENT_MAX_SIZE];
       ev_fill(ev, ch_size[o->ch], o->id);
