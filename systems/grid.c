@@ -421,34 +421,35 @@ static void band_precount(void *arg, uint32_t begin, uint32_t end,
 
 /*
  * Gathers one piece: item r goes to slot at[band of its cell]++ (to
- * at[0]++ when there is one band). The item is built in a local and
- * stored whole, and the piece's pointers are locals, so the loop keeps
- * everything in registers; the compiler unswitches the tests for
- * Velocity and Collider, which hold for the whole piece.
+ * at[0]++ when there is one band). Each field is stored straight into its
+ * slot: an item built in a local and then stored whole was staged on the
+ * stack by the compiler, and each of the three 16-byte loads that copied it
+ * out spanned two smaller stores, which the CPU cannot forward, so every
+ * item waited on three failed store forwards. The piece's pointers are
+ * locals, and the tests for Velocity and Collider hold for the whole
+ * piece, so they predict perfectly. Every byte of an item is written (it
+ * has no padding), so the grid stays the same byte for byte.
  */
 static inline __attribute__((always_inline)) void
 gather_piece(const grid_piece_t *c, const grid_map_t *m, bool banded,
              uint32_t *at, weft_grid_item_t *restrict scratch,
              uint32_t *restrict cells) {
+  static const weft_collider_t none;
   const weft_entity_t *ent = c->entities;
   const float *px = c->px, *py = c->py, *vx = c->vx, *vy = c->vy;
   const weft_collider_t *col = c->col;
   for (uint32_t r = 0, n = c->count; r < n; r++) {
-    weft_grid_item_t item;
-    memset(&item, 0, sizeof item);
-    item.e = ent[r];
-    item.x = px[r];
-    item.y = py[r];
-    if (vx) {
-      item.vx = vx[r];
-      item.vy = vy[r];
-    }
-    if (col)
-      item.collider = col[r];
-    uint32_t cy = map_row(m, item.y);
-    uint32_t cell = map_cell(m, cy, item.x);
+    const float x = px[r], y = py[r];
+    uint32_t cy = map_row(m, y);
+    uint32_t cell = map_cell(m, cy, x);
     uint32_t i = at[banded ? m->row_band[cy] : 0]++;
-    scratch[i] = item;
+    weft_grid_item_t *d = &scratch[i];
+    d->e = ent[r];
+    d->x = x;
+    d->y = y;
+    d->vx = vx ? vx[r] : 0.0f;
+    d->vy = vy ? vy[r] : 0.0f;
+    d->collider = col ? col[r] : none;
     cells[i] = cell;
   }
 }
