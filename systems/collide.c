@@ -20,6 +20,9 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <weft.h>
 #include <weft/systems.h>
@@ -280,6 +283,35 @@ static inline collide_cand_t candidate(uint32_t i, uint32_t nright,
   return (collide_cand_t){i, t < nright ? i + 1 + t : below0 + (t - nright)};
 }
 
+/*
+ * Lists item i's first COLLIDE_NEAR candidates at pairs[np...] whether or
+ * not it has that many (the caller counts only the first m): no branch
+ * per candidate. With SSE2 the four are worked out and stored at once,
+ * where one at a time (a select, a store and a counted add each) took
+ * about 48 instructions an item, a quarter of collide's.
+ */
+static inline void list_near(collide_cand_t *pairs, uint32_t i, uint32_t nright,
+                             uint32_t below0) {
+#if defined(__SSE2__)
+  _Static_assert(COLLIDE_NEAR == 4 && sizeof(collide_cand_t) == 8,
+                 "list_near stores four pairs of two words");
+  /* nright <= COLLIDE_NEAR here, so the signed compare is exact. */
+  const __m128i t = _mm_set_epi32(3, 2, 1, 0);
+  const __m128i right = _mm_add_epi32(_mm_set1_epi32((int32_t)(i + 1)), t);
+  const __m128i below =
+      _mm_add_epi32(_mm_set1_epi32((int32_t)(below0 - nright)), t);
+  const __m128i in_right = _mm_cmplt_epi32(t, _mm_set1_epi32((int32_t)nright));
+  const __m128i b = _mm_or_si128(_mm_and_si128(in_right, right),
+                                 _mm_andnot_si128(in_right, below));
+  const __m128i a = _mm_set1_epi32((int32_t)i);
+  _mm_storeu_si128((__m128i *)pairs, _mm_unpacklo_epi32(a, b));
+  _mm_storeu_si128((__m128i *)(pairs + 2), _mm_unpackhi_epi32(a, b));
+#else
+  for (uint32_t t = 0; t < COLLIDE_NEAR; t++)
+    pairs[t] = candidate(i, nright, below0, t);
+#endif
+}
+
 /* Tests and empties the list when fewer than @p room pairs fit in it. */
 static inline int make_room(weft_sysctx_t *ctx, const collide_ctx_t *cc,
                             collide_cand_t *pairs, uint32_t *np,
@@ -327,10 +359,8 @@ static int collide_rows(weft_sysctx_t *ctx, const collide_ctx_t *cc, int32_t y0,
       const uint32_t nright = right_end - i - 1, m = nright + nbelow;
       const bool solid_a = solid(&g->items[i].collider);
       if (m <= COLLIDE_NEAR) {
-        for (uint32_t t = 0; t < COLLIDE_NEAR; t++) {
-          pairs[np] = candidate(i, nright, below0, t);
-          np += (t < m) & solid_a;
-        }
+        list_near(pairs + np, i, nright, below0);
+        np += solid_a ? m : 0;
         continue;
       }
       if (!solid_a)
