@@ -333,6 +333,11 @@ static int note_run(weft_grid_t *g, const weft_iter_t *it, bool moving,
   return rc;
 }
 
+/* The first row of band b of nbands over ny rows (b == nbands: ny). */
+static uint32_t band_row(uint32_t ny, uint32_t b, uint32_t nbands) {
+  return (uint32_t)((uint64_t)ny * b / nbands);
+}
+
 /*
  * Splits the grid in bands of whole rows, nearly equal, at most one per
  * row: band b is rows [ny * b / nbands, ny * (b + 1) / nbands). Rows
@@ -343,18 +348,18 @@ static int note_run(weft_grid_t *g, const weft_iter_t *it, bool moving,
  * that for every item.
  */
 static void set_bands(weft_grid_t *g, uint32_t nbands) {
+  _Static_assert(GRID_BANDS <= 256, "row_band holds a band in a byte");
   const uint32_t ny = (uint32_t)g->ny;
   if (nbands > ny)
     nbands = ny;
   g->nbands = nbands;
   for (uint32_t b = 0; b <= nbands; b++)
-    g->band_lo[b] = (uint32_t)((uint64_t)ny * b / nbands) * (uint32_t)g->nx;
+    g->band_lo[b] = band_row(ny, b, nbands) * (uint32_t)g->nx;
   if (g->nbands_filled == nbands)
     return;
   for (uint32_t b = 0; b < nbands; b++) {
-    uint32_t y0 = (uint32_t)((uint64_t)ny * b / nbands);
-    uint32_t y1 = (uint32_t)((uint64_t)ny * (b + 1) / nbands);
-    memset(g->row_band + y0, (int)b, y1 - y0);
+    uint32_t y0 = band_row(ny, b, nbands);
+    memset(g->row_band + y0, (int)b, band_row(ny, b + 1, nbands) - y0);
   }
   g->nbands_filled = nbands;
 }
