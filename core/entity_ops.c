@@ -612,7 +612,7 @@ static inline void prefetch_record(const get_ctx_t *g, weft_entity_t e) {
  */
 static inline __attribute__((always_inline)) void
 find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
-         uint32_t k, get_at_t *at) {
+         uint32_t k, uint32_t address_only, get_at_t *at) {
   at->slot = NULL;
   uint32_t idx = (uint32_t)e;
   if (idx >= g->hwm)
@@ -628,7 +628,8 @@ find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
     at->p[j] = p;
     /* NULL too: a prefetch never faults, and testing for an absent
      * component here mispredicted often with mixed archetypes. */
-    __builtin_prefetch(p, 0, 3);
+    if (!(address_only >> j & 1))
+      __builtin_prefetch(p, 0, 3);
   }
 }
 
@@ -639,14 +640,16 @@ find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
  * kept and its row prefetched; and validated here, against the handle the
  * row stores (a live handle is the one stored at the place its record
  * names: that equality also checks the world tag, as stored handles carry
- * it), so the misses of independent lookups overlap. Inlined into both
- * callers, so k = 1 compiles to the one-component loop.
+ * it), so the misses of independent lookups overlap. Inlined into every
+ * caller, so k = 1 compiles to the one-component loop. Rows of the
+ * components whose bit is set in @p address_only are not prefetched.
  */
 static inline __attribute__((always_inline)) uint32_t
 get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
-         const weft_component_t *comps, uint32_t k, const void **out, bool *has,
-         weft_component_t has_c) {
-  /* With `has` (weft_has_many(), k = 0): whether each entity has has_c. */
+         const weft_component_t *comps, uint32_t k, uint32_t address_only,
+         const void **out, bool *has, weft_component_t has_c) {
+  /* With `has` (weft_has_many(), weft_get_many_ex()): whether each entity
+   * has has_c. */
   const bool has_known = has && comp_known(w, has_c);
   const get_ctx_t g = {w->index.pages, w->chunks.table, w->index.hwm,
                        w->index.row_bits, w->index.row_mask};
@@ -656,7 +659,7 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
   for (uint32_t i = 0; i < n && i < WEFT__GET_AHEAD; i++)
     prefetch_record(&g, handles[i]);
   for (uint32_t i = 0; i < n && i < WEFT__GET_ROWS_AHEAD; i++)
-    find_row(&g, handles[i], comps, k, &ring[i]);
+    find_row(&g, handles[i], comps, k, address_only, &ring[i]);
   for (uint32_t i = 0; i < n; i++, out += k) {
     if (i + WEFT__GET_AHEAD < n)
       prefetch_record(&g, handles[i + WEFT__GET_AHEAD]);
@@ -680,7 +683,8 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
     }
     /* The entry is free now: it takes the handle GET_ROWS_AHEAD on. */
     if (i + WEFT__GET_ROWS_AHEAD < n)
-      find_row(&g, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, at);
+      find_row(&g, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, address_only,
+               at);
   }
   if (stale)
     weft__count_stale_n(w, stale);
@@ -691,7 +695,7 @@ uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
                        uint32_t n, weft_component_t c, const void **out) {
   if (!w || !handles || !out)
     return 0;
-  return get_many(w, handles, n, &c, 1, out, NULL, 0);
+  return get_many(w, handles, n, &c, 1, 0, out, NULL, 0);
 }
 
 uint32_t weft_get_many_n(const weft_world_t *w, const weft_entity_t *handles,
@@ -699,7 +703,19 @@ uint32_t weft_get_many_n(const weft_world_t *w, const weft_entity_t *handles,
                          const void **out) {
   if (!w || !handles || !comps || !out || k == 0 || k > WEFT_GET_MANY_MAX)
     return 0;
-  return get_many(w, handles, n, comps, k, out, NULL, 0);
+  return get_many(w, handles, n, comps, k, 0, out, NULL, 0);
+}
+
+uint32_t weft_get_many_ex(const weft_world_t *w, const weft_entity_t *handles,
+                          uint32_t n, const weft_component_t *comps, uint32_t k,
+                          const void **out, const weft_get_many_opts_t *opts) {
+  bool *has = opts ? opts->has_out : NULL;
+  if (!w || !handles || k > WEFT_GET_MANY_MAX || (k && (!comps || !out)) ||
+      (!k && !has))
+    return 0;
+  const void *none[1]; /* k = 0: no pointer is written */
+  return get_many(w, handles, n, comps, k, opts ? opts->address_only : 0,
+                  k ? out : none, has, has ? opts->has : 0);
 }
 
 uint32_t weft_has_many(const weft_world_t *w, const weft_entity_t *handles,
@@ -707,7 +723,7 @@ uint32_t weft_has_many(const weft_world_t *w, const weft_entity_t *handles,
   if (!w || !handles || !out)
     return 0;
   const void *none[1]; /* k = 0: no pointer is written */
-  return get_many(w, handles, n, NULL, 0, none, out, c);
+  return get_many(w, handles, n, NULL, 0, 0, none, out, c);
 }
 
 void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {

@@ -1839,6 +1839,84 @@ static void test_entity_get_many_n_matches_get(void **state) {
   weft_world_destroy(w);
 }
 
+/* weft_get_many_ex() gives weft_get_many_n()'s pointers and weft_has()'s
+ * answers from one pass, whatever rows it is told not to prefetch: for
+ * k = 0 to K components, a tag, a component, an unknown and an unused id
+ * as the has term, over live, despawned and forged handles in shuffled
+ * archetypes; each handle that is not live counts once as stale; bad
+ * arguments write nothing. */
+static void test_entity_get_many_ex_matches_get_and_has(void **state) {
+  (void)state;
+  fixture_t f = fixture_new(NULL);
+  weft_world_t *w = f.w;
+  enum { N = 2000, K = 4 };
+  static weft_entity_t h[N + 2];
+  static const void *got[(N + 2) * K];
+  static bool has[N + 2];
+  wt_rng_t rng = wt_rng(19);
+  for (uint32_t i = 0; i < N; i++)
+    h[i] = spawn_mixed(&f, &rng, NULL);
+  for (uint32_t i = 0; i < N; i += 4)
+    assert_int_equal(weft_despawn(w, h[i]), 0);
+  h[N] = ~(weft_entity_t)0;
+  h[N + 1] = h[1] + ((weft_entity_t)1 << 32); /* wrong generation */
+  uint32_t n = N + 2, stale = 0;
+  shuffle_handles(h, n, &rng);
+  for (uint32_t i = 0; i < n; i++)
+    stale += !weft_is_alive(w, h[i]);
+  assert_int_equal(stale, N / 4 + 2);
+  const weft_component_t comps[K] = {f.pos, f.vel, f.tag, f.soa};
+  const weft_component_t has_terms[] = {f.tag, f.vel, 999, 0};
+  for (uint32_t k = 0; k <= K; k++) {
+    for (uint32_t t = 0; t < sizeof has_terms / sizeof has_terms[0]; t++) {
+      weft_get_many_opts_t o = {.address_only = wt_below(&rng, 1u << K),
+                                .has = has_terms[t],
+                                .has_out = has};
+      uint32_t expect = 0;
+      for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t j = 0; j < k; j++)
+          expect += weft_get(w, h[i], comps[j]) != NULL;
+        expect += weft_has(w, h[i], has_terms[t]);
+      }
+      if (k > 0 || t < 2)
+        assert_true(expect > N / 8);
+      memset(has, 0xaa, sizeof has);
+      weft_world_stats_t before, after;
+      weft_world_stats(w, &before);
+      assert_int_equal(weft_get_many_ex(w, h, n, comps, k, got, &o), expect);
+      weft_world_stats(w, &after);
+      assert_int_equal(after.stale - before.stale, stale);
+      for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t j = 0; j < k; j++)
+          assert_ptr_equal(got[i * k + j], weft_get(w, h[i], comps[j]));
+        if (has[i] != weft_has(w, h[i], has_terms[t]))
+          fail_msg("k %u, has %u, handle %#llx: %d, weft_has %d", k,
+                   has_terms[t], (unsigned long long)h[i], has[i],
+                   weft_has(w, h[i], has_terms[t]));
+      }
+    }
+  }
+  /* Without options it is weft_get_many_n(). */
+  static const void *plain[(N + 2) * K];
+  assert_int_equal(weft_get_many_ex(w, h, n, comps, K, got, NULL),
+                   weft_get_many_n(w, h, n, comps, K, plain));
+  assert_memory_equal(got, plain, (size_t)n * K * sizeof *got);
+  /* Bad arguments: nothing written. */
+  weft_get_many_opts_t o = {.has = f.tag, .has_out = has};
+  got[0] = got;
+  has[0] = true;
+  assert_int_equal(weft_get_many_ex(w, h, n, comps, 0, got, NULL), 0);
+  assert_int_equal(
+      weft_get_many_ex(w, h, n, comps, WEFT_GET_MANY_MAX + 1, got, &o), 0);
+  assert_int_equal(weft_get_many_ex(w, h, n, NULL, 1, got, &o), 0);
+  assert_int_equal(weft_get_many_ex(w, h, n, comps, 1, NULL, &o), 0);
+  assert_int_equal(weft_get_many_ex(w, NULL, n, comps, 1, got, &o), 0);
+  assert_int_equal(weft_get_many_ex(NULL, h, n, comps, 1, got, &o), 0);
+  assert_ptr_equal(got[0], got);
+  assert_true(has[0]);
+  weft_world_destroy(w);
+}
+
 /* A record packs chunk id and row into 31 bits, split by the chunk size:
  * at every size, rows up to the largest a chunk holds resolve, and swap
  * removal keeps every survivor's value and kills every despawned handle. */
@@ -1917,6 +1995,7 @@ int main(void) {
       cmocka_unit_test(test_entity_get_many_matches_get),
       cmocka_unit_test(test_entity_get_many_n_matches_get),
       cmocka_unit_test(test_entity_has_many_matches_has),
+      cmocka_unit_test(test_entity_get_many_ex_matches_get_and_has),
       cmocka_unit_test(test_entity_locations_at_every_chunk_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

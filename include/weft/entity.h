@@ -163,6 +163,42 @@ uint32_t weft_get_many_n(const weft_world_t *world,
                          const weft_component_t *comps, uint32_t k,
                          const void **out);
 
+/**
+ * What weft_get_many_ex() does besides weft_get_many_n(). All zero (or a
+ * NULL pointer to it) means nothing more.
+ */
+typedef struct weft_get_many_opts_t {
+  /**
+   * Bit j set: comps[j] is only addressed, its value read or written later
+   * (perhaps on another thread), so its rows are not prefetched. A row
+   * prefetched into this core's cache and then written from another core
+   * costs that core a transfer; one not read at all costs bandwidth.
+   */
+  uint32_t address_only;
+  /** The component (or tag) that has_out reports on. */
+  weft_component_t has;
+  /** When not NULL, has_out[i] receives what weft_has() would return for
+   * handles[i] and `has`, from the same lookup as the pointers. */
+  bool *has_out;
+} weft_get_many_opts_t;
+
+/**
+ * weft_get_many_n() with options (@p opts, may be NULL): rows not to
+ * prefetch, and weft_has() for one more component in the same pass, which
+ * saves a second walk over the handles when a tag decides what the
+ * pointers are used for. @p k may be 0 when @p opts asks for has_out (out
+ * is then not written). Returns the number of non-NULL pointers written
+ * plus the number of true has_out entries; 0, writing nothing, for a NULL
+ * world or handles, k above WEFT_GET_MANY_MAX, k > 0 with NULL comps or
+ * out, or k = 0 without has_out. A handle that is not live counts once as
+ * stale. Reader threads; pointers are valid until the next structural
+ * change, and @p out and has_out are the caller's.
+ */
+uint32_t weft_get_many_ex(const weft_world_t *world,
+                          const weft_entity_t *handles, uint32_t n,
+                          const weft_component_t *comps, uint32_t k,
+                          const void **out, const weft_get_many_opts_t *opts);
+
 /** Like weft_get() but writable. Owner thread; same lifetime. */
 void *weft_get_mut(weft_world_t *world, weft_entity_t e, weft_component_t c);
 
