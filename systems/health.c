@@ -27,6 +27,7 @@
  * The system keeps its component ids in a world resource
  * ("weft.health.config"), so the caller's weft_std_t may be temporary.
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -42,7 +43,7 @@ typedef struct health_plan_t health_plan_t;
 
 typedef struct health_cfg_t {
   weft_std_t std;
-  health_plan_t *plan; /* 2 * HEALTH_BLOCK_EVENTS entries, a resource */
+  health_plan_t *plan; /* the ring: HEALTH_RING blocks, a resource */
 } health_cfg_t;
 
 /* The damage @p armor lets through of a hit of @p amount. */
@@ -63,33 +64,39 @@ static float mitigate(float amount, const weft_armor_t *armor) {
  * The run has two steps per block of events, so that the expensive part
  * runs on every worker while the outcome stays that of the serial rules:
  *
- * 1. Plan, in parallel over ranges of the block: each event's parties are
- *    resolved (live, no Dead tag, their Health row) and the damage each
- *    would deal the other is worked out. That reads only what no event
- *    changes during the run: liveness and Dead are structural (commands
- *    apply after the run), Damage and Armor are read-only here, and hp is
- *    not read at all (only the address of its row).
- * 2. Apply, on the calling thread, in event order: the only state events
- *    share is hp, so this pass reads and writes hp through the planned
- *    rows and records deaths, exactly as the rules above say.
+ * 1. Plan, on any worker: each event's parties are resolved (live, no
+ *    Dead tag, their Health row) and the damage each would deal the other
+ *    is worked out. That reads only what no event changes during the run:
+ *    liveness and Dead are structural (commands apply after the run),
+ *    Damage and Armor are read-only here, and hp is not read at all (only
+ *    the address of its row).
+ * 2. Apply, on the thread running the system, in block order and event
+ *    order: the only state events share is hp, so this pass reads and
+ *    writes hp through the planned rows and records deaths (into this
+ *    thread's command buffer), exactly as the rules above say.
  *
- * With a pool the two overlap: while the calling thread applies block k,
- * the other workers plan block k + 1 into the other half of the plan (the
- * caller joins them when it is done). So the workers never run out of
- * work between blocks: when they did, with a plan-then-apply loop over
- * blocks of 4,096 events, they fell asleep during each apply, woke too late
- * to take their share of the next plan, and planning barely scaled.
+ * Planning takes nearly all the time (about 135 ns an event against 8 to
+ * apply, 1M-entity arena), so the blocks are small and planned without a
+ * barrier between them: every worker takes the next block as soon as it
+ * is done with one, and the system's thread applies each block as soon as
+ * it is planned, planning blocks itself while the next one to apply is
+ * not ready. The plan is a ring of HEALTH_RING blocks; a block is taken
+ * only when its place in the ring has been applied, and once taken it is
+ * planned without waiting on anything, so the block the apply waits for is
+ * always in progress on a running thread. With a barrier per block of
+ * 8,192 events (the previous scheme) the two-worker run lost about 1.2 ms
+ * a tick to ideal at 1M entities, half of it in the first block, which
+ * nothing overlapped.
  *
- * The plan lives in a world resource ("weft.health.plan", two blocks), so
- * steady-state runs allocate nothing. Within a range, weft_get_many_n
- * resolves batches of parties at once, each party once for its three
- * components, so that the cache misses of independent lookups overlap.
+ * The plan lives in a world resource ("weft.health.plan"), so steady-state
+ * runs allocate nothing. Within a block, weft_get_many_n resolves batches
+ * of parties at once, each party once for its three components, so that
+ * the cache misses of independent lookups overlap.
  */
 #define HEALTH_PLAN "weft.health.plan"
-#define HEALTH_BLOCK_EVENTS 8192u /* events per block; the plan holds two */
-#define HEALTH_GRAIN 512u         /* events per planning job */
-#define HEALTH_JOBS (HEALTH_BLOCK_EVENTS / HEALTH_GRAIN)
-#define HEALTH_BATCH 128u /* parties per weft_get_many_n call */
+#define HEALTH_BLOCK_EVENTS 1024u /* events per block */
+#define HEALTH_RING 16u           /* blocks the plan holds */
+#define HEALTH_BATCH 128u         /* parties per weft_get_many_n call */
 /* How far ahead the apply pass prefetches the Health rows (events) and the
  * plan entries (events). On two workers most plan entries were written on
  * the other core, whose lines take about 215 ns to come over on this VM:
@@ -109,7 +116,7 @@ struct health_plan_t {
   uint32_t flags;
 };
 
-/* One block of events and its half of the plan. */
+/* One block of events and its place in the ring. */
 typedef struct health_run_t {
   weft_world_t *w;
   const weft_std_t *s;
@@ -118,11 +125,25 @@ typedef struct health_run_t {
   health_plan_t *plan;
 } health_run_t;
 
-/* A planning job: events [begin, end) of a block. */
-typedef struct plan_job_t {
-  const health_run_t *r;
-  uint32_t begin, end;
-} plan_job_t;
+/*
+ * A run's shared state. `next` is taken by every planner, `applied`
+ * written by the applying thread and read by the planners, and each ready
+ * flag written by one planner and read by the applier: each on a line of
+ * its own, so that no thread's stores slow another's loads of the rest.
+ */
+typedef struct health_pipe_t {
+  weft_world_t *w;
+  const health_cfg_t *cfg;
+  const weft_collision_t *ev;
+  uint32_t n, nblocks;
+  _Alignas(64) _Atomic uint32_t next;    /* the next block to take */
+  _Alignas(64) _Atomic uint32_t applied; /* blocks applied */
+  _Alignas(64) _Atomic uint32_t stop;    /* nonzero: the apply failed */
+  /* ready[k % HEALTH_RING] == k + 1: block k is planned. */
+  struct {
+    _Alignas(64) _Atomic uint32_t k1;
+  } ready[HEALTH_RING];
+} health_pipe_t;
 
 /* Plans events [lo, lo + k) of the block, k <= HEALTH_BATCH. */
 static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
@@ -138,10 +159,16 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
   }
   bool dead[2][HEALTH_BATCH];
   for (int p = 0; p < 2; p++) {
-    weft_get_many_n(r->w, e[p], k, comps, NCOMP, got[p]);
-    /* Pipelined too: one weft_has() per party, a chain of dependent
-     * misses each, was most of the planning's time. */
-    weft_has_many(r->w, e[p], k, r->s->dead, dead[p]);
+    /* Dead from the same lookups (pipelined: one weft_has() per party, a
+     * chain of dependent misses each, was once most of the planning's
+     * time; a second pass over the handles, a quarter of its
+     * instructions). The Health rows are only addressed here: the apply
+     * reads and writes them, often on another core, and a copy prefetched
+     * into this core's cache only made that core fetch it from here
+     * (planning 7-8% faster without that prefetch). */
+    weft_get_many_opts_t o = {
+        .address_only = 1u << HP, .has = r->s->dead, .has_out = dead[p]};
+    weft_get_many_ex(r->w, e[p], k, comps, NCOMP, got[p], &o);
   }
   for (uint32_t j = 0; j < k; j++) {
     health_plan_t *pl = &r->plan[lo + j];
@@ -168,41 +195,10 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
   }
 }
 
-/* Plans events [begin, end) of block r. */
-static void plan_range(const health_run_t *r, uint32_t begin, uint32_t end) {
-  for (uint32_t lo = begin; lo < end; lo += HEALTH_BATCH)
-    plan_batch(r, lo, end - lo < HEALTH_BATCH ? end - lo : HEALTH_BATCH);
-}
-
-static void plan_job(void *arg, uint32_t worker) {
-  (void)worker;
-  const plan_job_t *j = arg;
-  plan_range(j->r, j->begin, j->end);
-}
-
-/* Hands block r's planning to the pool in jobs of HEALTH_GRAIN events,
- * counted on @p done; without a pool, plans it here. */
-static void plan_submit(weft_sysctx_t *ctx, const health_run_t *r,
-                        plan_job_t *jobs, weft_counter_t *done) {
-  weft_pool_t *pool = weft_world_pool(ctx->world);
-  if (!pool) {
-    plan_range(r, 0, r->n);
-    return;
-  }
-  uint32_t self = weft_sysctx_pool_worker(ctx), k = 0;
-  for (uint32_t lo = 0; lo < r->n; lo += HEALTH_GRAIN, k++) {
-    jobs[k] = (plan_job_t){r, lo,
-                           r->n - lo < HEALTH_GRAIN ? r->n : lo + HEALTH_GRAIN};
-    weft_pool_submit(pool, self, plan_job, &jobs[k], done,
-                     WEFT_WORKER_EXTERNAL);
-  }
-}
-
-/* Waits for the jobs counted on @p done, running them here meanwhile. */
-static void plan_wait(weft_sysctx_t *ctx, weft_counter_t *done) {
-  weft_pool_t *pool = weft_world_pool(ctx->world);
-  if (pool)
-    weft_pool_wait(pool, weft_sysctx_pool_worker(ctx), done);
+/* Plans block r. */
+static void plan_block(const health_run_t *r) {
+  for (uint32_t lo = 0; lo < r->n; lo += HEALTH_BATCH)
+    plan_batch(r, lo, r->n - lo < HEALTH_BATCH ? r->n - lo : HEALTH_BATCH);
 }
 
 /* Records the death of @p e: add Dead, disable Velocity and Collider.
@@ -247,11 +243,22 @@ static int hit(weft_sysctx_t *ctx, const weft_std_t *s, weft_health_t *h,
  * where a call per party that reloaded the entry took 115. Party a's hp
  * need not be checked again before b hits it: a and b are different
  * entities, so b's hit left it as it was.
+ *
+ * A block was most likely planned on another core: before the loop, whose
+ * prefetches run ahead within the block, the block's first plan entries
+ * and the Health rows they name are prefetched, so that the start of each
+ * block does not take those misses one by one.
  */
 static int apply(weft_sysctx_t *ctx, const health_run_t *r) {
   const uint32_t both = PLAN_OK_A | PLAN_OK_B;
   const health_plan_t *plan = r->plan;
   const uint32_t k = r->n;
+  for (uint32_t j = 0; j < HEALTH_PLAN_AHEAD && j < k; j++)
+    __builtin_prefetch(&plan[j], 0);
+  for (uint32_t j = 0; j < HEALTH_AHEAD && j < k; j++) {
+    __builtin_prefetch(plan[j].h[0], 1);
+    __builtin_prefetch(plan[j].h[1], 1);
+  }
   for (uint32_t j = 0; j < k; j++) {
     if (j + HEALTH_PLAN_AHEAD < k)
       __builtin_prefetch(&plan[j + HEALTH_PLAN_AHEAD], 0);
@@ -277,14 +284,74 @@ static int apply(weft_sysctx_t *ctx, const health_run_t *r) {
   return 0;
 }
 
-/* Points @p r at block @p b of the @p n events: its events and its half
- * of the plan. */
-static void block_at(health_run_t *r, const health_cfg_t *cfg,
-                     const weft_collision_t *ev, uint32_t n, uint32_t b) {
-  uint32_t base = b * HEALTH_BLOCK_EVENTS;
-  r->ev = ev + base;
-  r->n = n - base < HEALTH_BLOCK_EVENTS ? n - base : HEALTH_BLOCK_EVENTS;
-  r->plan = cfg->plan + (b % 2) * HEALTH_BLOCK_EVENTS;
+/* Block @p k of the run: its events and its place in the ring. */
+static health_run_t block_at(const health_pipe_t *p, uint32_t k) {
+  uint32_t base = k * HEALTH_BLOCK_EVENTS;
+  return (health_run_t){p->w, &p->cfg->std, p->ev + base,
+                        p->n - base < HEALTH_BLOCK_EVENTS ? p->n - base
+                                                          : HEALTH_BLOCK_EVENTS,
+                        p->cfg->plan + (k % HEALTH_RING) * HEALTH_BLOCK_EVENTS};
+}
+
+/*
+ * Takes the next block when there is one and its place in the ring is
+ * free (the block HEALTH_RING before it applied), plans it and marks it
+ * ready. Returns false when there was none to take. The acquire load of
+ * `applied` orders this block's plan stores after the apply's reads of
+ * the block that used its place before.
+ */
+static bool plan_next(health_pipe_t *p, bool *more) {
+  uint32_t k = atomic_load_explicit(&p->next, memory_order_relaxed);
+  *more =
+      k < p->nblocks && !atomic_load_explicit(&p->stop, memory_order_relaxed);
+  if (!*more ||
+      k >= atomic_load_explicit(&p->applied, memory_order_acquire) +
+               HEALTH_RING ||
+      !atomic_compare_exchange_weak_explicit(
+          &p->next, &k, k + 1, memory_order_relaxed, memory_order_relaxed))
+    return false;
+  health_run_t r = block_at(p, k);
+  plan_block(&r);
+  atomic_store_explicit(&p->ready[k % HEALTH_RING].k1, k + 1,
+                        memory_order_release);
+  return true;
+}
+
+/* A worker's share: plans blocks until none is left to take. It waits
+ * only for room in the ring, which the applying thread frees. */
+static void plan_job(void *arg, uint32_t worker) {
+  (void)worker;
+  health_pipe_t *p = arg;
+  bool more = true;
+  while (more)
+    if (!plan_next(p, &more) && more)
+      weft__sys_relax();
+}
+
+/*
+ * The applying thread: applies the blocks in order, each as soon as it is
+ * planned, and plans blocks itself while the next one is not ready.
+ * Returns 0 or the first command error, after which nothing more is
+ * applied or taken.
+ */
+static int apply_all(weft_sysctx_t *ctx, health_pipe_t *p) {
+  for (uint32_t k = 0; k < p->nblocks;) {
+    if (atomic_load_explicit(&p->ready[k % HEALTH_RING].k1,
+                             memory_order_acquire) == k + 1) {
+      health_run_t r = block_at(p, k);
+      int rc = apply(ctx, &r);
+      if (rc) {
+        atomic_store_explicit(&p->stop, 1, memory_order_relaxed);
+        return rc;
+      }
+      atomic_store_explicit(&p->applied, ++k, memory_order_release);
+      continue;
+    }
+    bool more;
+    if (!plan_next(p, &more))
+      weft__sys_relax(); /* block k is being planned elsewhere */
+  }
+  return 0;
 }
 
 static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
@@ -295,28 +362,31 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
       weft_event_read(ctx->world, cfg->std.collisions, &n);
   if (n == 0)
     return 0;
-  weft_sysctx_count(ctx, n); /* its stats count the events it applied */
-  uint32_t nblocks = (n - 1) / HEALTH_BLOCK_EVENTS + 1;
-  health_run_t r[2] = {{ctx->world, &cfg->std, NULL, 0, NULL},
-                       {ctx->world, &cfg->std, NULL, 0, NULL}};
-  plan_job_t jobs[HEALTH_JOBS];
+  weft_sysctx_count(ctx, n);      /* its stats count the events it applied */
+  health_pipe_t pipe, *p = &pipe; /* the helpers are done before return */
+  p->w = ctx->world;
+  p->cfg = cfg;
+  p->ev = ev;
+  p->n = n;
+  p->nblocks = (n - 1) / HEALTH_BLOCK_EVENTS + 1;
+  atomic_init(&p->next, 0);
+  atomic_init(&p->applied, 0);
+  atomic_init(&p->stop, 0);
+  for (uint32_t i = 0; i < HEALTH_RING; i++)
+    atomic_init(&p->ready[i].k1, 0);
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  uint32_t helpers = pool ? weft_pool_workers(pool) - 1 : 0;
+  if (helpers > p->nblocks - 1)
+    helpers = p->nblocks - 1;
   weft_counter_t done;
   memset(&done, 0, sizeof done);
-  block_at(&r[0], cfg, ev, n, 0);
-  plan_submit(ctx, &r[0], jobs, &done);
-  plan_wait(ctx, &done);
-  int rc = 0;
-  for (uint32_t b = 0; b < nblocks && !rc; b++) {
-    health_run_t *cur = &r[b % 2], *next = &r[(b + 1) % 2];
-    bool more = b + 1 < nblocks;
-    if (more) { /* planned by the others while this thread applies */
-      block_at(next, cfg, ev, n, b + 1);
-      plan_submit(ctx, next, jobs, &done);
-    }
-    rc = apply(ctx, cur);
-    if (more) /* the jobs point into this frame: wait even after an error */
-      plan_wait(ctx, &done);
-  }
+  uint32_t self = pool ? weft_sysctx_pool_worker(ctx) : 0;
+  for (uint32_t i = 0; i < helpers; i++)
+    weft_pool_submit(pool, self, plan_job, p, &done, WEFT_WORKER_EXTERNAL);
+  int rc = apply_all(ctx, p);
+  /* The helpers read the pipe: wait for them even after an error. */
+  if (helpers)
+    weft_pool_wait(pool, self, &done);
   return rc;
 }
 
@@ -338,9 +408,9 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   weft_resource_t res = 0, plan = 0;
   int rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
   if (!rc)
-    rc =
-        weft__sys_state(world, HEALTH_PLAN, NULL,
-                        2 * HEALTH_BLOCK_EVENTS * sizeof(health_plan_t), &plan);
+    rc = weft__sys_state(
+        world, HEALTH_PLAN, NULL,
+        HEALTH_RING * HEALTH_BLOCK_EVENTS * sizeof(health_plan_t), &plan);
   if (rc)
     return rc;
   health_cfg_t *cfg = weft_resource_get(world, res);

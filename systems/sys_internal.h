@@ -30,4 +30,12 @@ int weft__sys_state(weft_world_t *world, const char *name, const void *init,
 void weft__sys_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
                      weft_range_fn fn, void *arg);
 
+/* Tells the CPU this thread is spinning (x86's pause), so a waiting loop
+ * yields the core's shared resources to its sibling. */
+static inline void weft__sys_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 #endif /* WEFT_SYSTEMS_SYS_INTERNAL_H */
