@@ -574,6 +574,71 @@ static void test_grid_bands_of_rows(void **state) {
   }
 }
 
+/* A grid whose cell table alone outgrows the rebuild's cache budget (16
+ * MiB: here 2,858 x 1,715 cells, 19.6 MB) is rebuilt in bands of rows even
+ * without a pool (four), for locality. Built that way, and on a pool of
+ * three (six bands), from the same entities, the grids must be equal byte
+ * for byte, and hold every live entity once, in the cell
+ * weft_grid_cell_of() gives, in handle order. */
+static void test_grid_large_grid_bands_without_pool(void **state) {
+  (void)state;
+  weft_grid_config_t c = area();
+  c.cell = 0.035f;
+  c.max_cells = 5000000;
+  gfx_t f[2] = {gfx_new_on(&c, false, 0), gfx_new_on(&c, false, 3)};
+  for (int k = 0; k < 2; k++) {
+    wt_rng_t r = wt_rng(0x1a29e);
+    for (uint32_t i = 0; i < 3000; i++)
+      spawn_random(&f[k], &r);
+    for (uint32_t i = 0; i < f[k].n; i += 7) {
+      assert_int_equal(weft_despawn(f[k].w, f[k].b[i].e), WEFT_OK);
+      f[k].b[i].alive = false;
+    }
+    rebuild(&f[k]);
+  }
+  int32_t nx = 0, ny = 0;
+  weft_grid_dims(f[0].grid, &nx, &ny);
+  assert_true((uint64_t)nx * (uint64_t)ny * 4u > 16u << 20);
+  uint32_t live = 0;
+  slots_t slots = slots_of(&f[0]);
+  uint8_t *seen = calloc(f[0].n, 1);
+  assert_non_null(seen);
+  for (uint32_t i = 0; i < f[0].n; i++) {
+    const body_t *b = &f[0].b[i];
+    if (!b->alive)
+      continue;
+    live++;
+    int32_t cx = -1, cy = -1;
+    weft_grid_cell_of(f[0].grid, b->x, b->y, &cx, &cy);
+    uint32_t n0 = 0, n1 = 0;
+    const weft_grid_item_t *a = weft_grid_cell(f[0].grid, cx, cy, &n0);
+    const weft_grid_item_t *p = weft_grid_cell(f[1].grid, cx, cy, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(a, p, n0 * sizeof *a);
+    bool found = false;
+    for (uint32_t k = 0; k < n0; k++) {
+      if (k > 0)
+        assert_true(a[k - 1].e < a[k].e);
+      int j = find_body(&f[0], &slots, a[k].e);
+      assert_true(j >= 0);
+      found |= (uint32_t)j == i;
+      if ((uint32_t)j == i) {
+        assert_false(seen[i]);
+        seen[i] = 1;
+        assert_true(a[k].x == b->x && a[k].y == b->y);
+      }
+    }
+    assert_true(found);
+  }
+  assert_true(live > 2500);
+  assert_int_equal(weft_grid_count(f[0].grid), live);
+  assert_int_equal(weft_grid_count(f[1].grid), live);
+  free(seen);
+  free(slots.at);
+  gfx_free(&f[1]);
+  gfx_free(&f[0]);
+}
+
 /* On a pool the rebuild partitions the items into bands of rows (two or
  * four per worker, uneven with three) and sorts each band in a job of its own:
  * the grid must be the model's all the same, rebuild after rebuild. */
@@ -921,6 +986,7 @@ int main(void) {
       cmocka_unit_test(test_grid_items_sorted_in_their_cells),
       cmocka_unit_test(test_grid_bands_on_a_pool),
       cmocka_unit_test(test_grid_bands_of_rows),
+      cmocka_unit_test(test_grid_large_grid_bands_without_pool),
       cmocka_unit_test(test_grid_long_runs_cut_in_pieces),
       cmocka_unit_test(test_grid_non_finite_positions_land_in_border_cells),
       cmocka_unit_test(test_grid_rebuild_follows_changes),
