@@ -89,9 +89,9 @@ static float mitigate(float amount, const weft_armor_t *armor) {
  * nothing overlapped.
  *
  * The plan lives in a world resource ("weft.health.plan"), so steady-state
- * runs allocate nothing. Within a block, weft_get_many_n resolves batches
- * of parties at once, each party once for its three components, so that
- * the cache misses of independent lookups overlap.
+ * runs allocate nothing. Within a block, weft_get_many_ex resolves batches
+ * of parties at once, each party once for its three components and the
+ * Dead tag, so that the cache misses of independent lookups overlap.
  */
 #define HEALTH_PLAN "weft.health.plan"
 #define HEALTH_BLOCK_EVENTS 1024u /* events per block */
