@@ -91,18 +91,38 @@ static void merge_runs(const weft__rec_t *src, weft__rec_t *dst, size_t lo,
     dst[k++] = src[j++];
 }
 
-/* Sorts a[0, n) by (key, seq) with tmp (n records) as the other buffer. */
+/* The end of the ascending run of a[lo, n) that starts at lo. */
+static size_t run_end(const weft__rec_t *a, size_t lo, size_t n) {
+  size_t i = lo + 1;
+  while (i < n && !rec_less(&a[i], &a[i - 1]))
+    i++;
+  return i;
+}
+
+/*
+ * Sorts a[0, n) by (key, seq) with tmp (n records) as the other buffer: a
+ * natural merge sort, each pass merging pairs of the ascending runs it
+ * finds. A slot is out of order because a worker ran parts out of order
+ * (a steal), and each part stages an ascending run of records, so a slot
+ * holds a few long runs and takes a few passes: a bottom-up sort from runs
+ * of one took 16 passes over 33,000 records and 0.4-1.5 ms of each sync in
+ * the 1M-entity arena on two workers, the most of its publish.
+ */
 static void merge_sort(weft__rec_t *a, weft__rec_t *tmp, size_t n) {
   weft__rec_t *src = a, *dst = tmp;
-  for (size_t width = 1; width < n; width *= 2) {
-    for (size_t lo = 0; lo < n; lo += 2 * width) {
-      size_t mid = lo + width < n ? lo + width : n;
-      size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+  for (;;) {
+    size_t runs = 0;
+    for (size_t lo = 0; lo < n; runs++) {
+      size_t mid = run_end(src, lo, n);
+      size_t hi = mid < n ? run_end(src, mid, n) : n;
       merge_runs(src, dst, lo, mid, hi);
+      lo = hi;
     }
     weft__rec_t *t = src;
     src = dst;
     dst = t;
+    if (runs <= 1)
+      break;
   }
   if (src != a)
     memcpy(a, src, n * sizeof(*a));
