@@ -569,24 +569,19 @@ static void sort_by_handle(weft_grid_item_t *a, uint32_t n) {
   }
 }
 
-/* Counting, per band: the items of each of its cells, into the cells'
- * entries of starts (band_scatter turns them into offsets). A band's
- * items lie together in scratch and cells (see gather()). */
-static void band_count(void *arg, uint32_t begin, uint32_t end,
-                       uint32_t worker) {
-  (void)worker;
-  weft_grid_t *g = arg;
+/* Counts the items of each cell of band b into the cells' entries of
+ * starts (scatter_band() turns them into offsets). A band's items lie
+ * together in scratch and cells (see gather()). */
+static void count_band(weft_grid_t *g, uint32_t b) {
   uint32_t *count = g->starts;
-  for (uint32_t b = begin; b < end; b++) {
-    uint32_t lo, hi;
-    band_cells(g, b, &lo, &hi);
-    memset(count + lo, 0, (size_t)(hi - lo) * sizeof *count);
-    const uint32_t *cells = g->cells + g->band_base[b];
-    for (uint32_t i = 0, n = g->band_total[b]; i < n; i++) {
-      if (i + GRID_COUNT_AHEAD < n)
-        __builtin_prefetch(count + cells[i + GRID_COUNT_AHEAD], 1);
-      count[cells[i]]++;
-    }
+  uint32_t lo, hi;
+  band_cells(g, b, &lo, &hi);
+  memset(count + lo, 0, (size_t)(hi - lo) * sizeof *count);
+  const uint32_t *cells = g->cells + g->band_base[b];
+  for (uint32_t i = 0, n = g->band_total[b]; i < n; i++) {
+    if (i + GRID_COUNT_AHEAD < n)
+      __builtin_prefetch(count + cells[i + GRID_COUNT_AHEAD], 1);
+    count[cells[i]]++;
   }
 }
 
@@ -694,19 +689,26 @@ static uint32_t cell_ends(uint32_t *restrict starts, uint32_t lo, uint32_t hi,
  * ones rather than every cell again. The items of a band are a stretch of
  * their own, so the bands never write the same memory.
  */
-static void band_scatter(void *arg, uint32_t begin, uint32_t end,
-                         uint32_t worker) {
+static void scatter_band(weft_grid_t *g, uint32_t b) {
+  uint32_t lo, hi, at = g->band_base[b];
+  uint32_t *multi = g->multi + at;
+  band_cells(g, b, &lo, &hi);
+  uint32_t nmulti = cell_ends(g->starts, lo, hi, at, g->band_total[b], multi);
+  place(g, g->band_base[b], g->band_total[b]);
+  for (uint32_t j = 0; j < nmulti; j += 2)
+    sort_by_handle(g->items + multi[j], multi[j + 1]);
+}
+
+/* Sorts bands [begin, end), each counted and scattered in one job: its
+ * slice of the cell table and its stretch of items stay on one core
+ * between the two, and the rebuild waits for the pool once, not twice. */
+static void band_sort(void *arg, uint32_t begin, uint32_t end,
+                      uint32_t worker) {
   (void)worker;
   weft_grid_t *g = arg;
-  uint32_t *starts = g->starts;
   for (uint32_t b = begin; b < end; b++) {
-    uint32_t lo, hi, at = g->band_base[b];
-    uint32_t *multi = g->multi + at;
-    band_cells(g, b, &lo, &hi);
-    uint32_t nmulti = cell_ends(starts, lo, hi, at, g->band_total[b], multi);
-    place(g, g->band_base[b], g->band_total[b]);
-    for (uint32_t j = 0; j < nmulti; j += 2)
-      sort_by_handle(g->items + multi[j], multi[j + 1]);
+    count_band(g, b);
+    scatter_band(g, b);
   }
 }
 
@@ -802,8 +804,7 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
     g->band_total[0] = n;
   }
   weft__sys_split(ctx, g->npieces, GRID_GATHER_GRAIN, gather, g);
-  weft__sys_split(ctx, g->nbands, 1, band_count, g);
-  weft__sys_split(ctx, g->nbands, 1, band_scatter, g);
+  weft__sys_split(ctx, g->nbands, 1, band_sort, g);
   g->starts[g->ncells] = n;
   weft_sysctx_count(ctx, n); /* the entities the system processed */
   return 0;
