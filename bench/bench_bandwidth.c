@@ -75,7 +75,7 @@
 #define BW_MAX_ROWS 16u
 #define BW_BATCH (1u << 16)
 #define BW_HUGE_PAGE ((size_t)2 << 20)
-#define BW_GAP ((size_t)16384 + 64)
+#define BW_GAP ((size_t)16384)
 
 typedef struct bw_state_t {
   uint32_t n;
@@ -199,18 +199,19 @@ static void bw_world_setup(bw_state_t *s) {
 
 /* Array k of the baseline: n floats, untouched so that the first write
  * places it, on transparent huge pages as weft's segments are, and
- * starting k * BW_GAP bytes into its 2 MiB aligned block so that the six
- * streams do not share cache sets (weft's segments space their arrays the
+ * starting k * BW_GAP bytes and a further line 1 + (11 * k) % 63 of a page
+ * into its 2 MiB aligned block, so that the six streams neither share
+ * cache sets nor alias modulo 4096 (weft's segments space their arrays the
  * same way). */
 static float *bw_alloc_array(bw_state_t *s, uint32_t n, uint32_t k) {
-  size_t bytes = (size_t)n * sizeof(float) + 6 * BW_GAP;
+  size_t bytes = (size_t)n * sizeof(float) + 6 * BW_GAP + 4096;
   bytes = (bytes + BW_HUGE_PAGE - 1) & ~(BW_HUGE_PAGE - 1);
   void *p = aligned_alloc(BW_HUGE_PAGE, bytes);
   if (!p)
     bench_die("aligned_alloc", WEFT_ENOMEM);
   (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: fine if refused */
   s->mem[k] = p;
-  return (float *)((char *)p + k * BW_GAP);
+  return (float *)((char *)p + k * BW_GAP + 64u * (1u + (11u * k) % 63u));
 }
 
 static void bw_arrays_setup(bw_state_t *s) {

@@ -430,19 +430,40 @@ int bench_write_json(const bench_ctx_t *ctx, const char *path) {
   return bench_fclose(f);
 }
 
+/*
+ * Baselines stream several arrays side by side (pos and vel, x y z), and a
+ * CPU checks a load against earlier stores by the low 12 address bits:
+ * arrays that start at the same offset modulo 4096 make every load of one
+ * wait on the store to another at the same index (4K aliasing).
+ * aligned_alloc() placed large blocks at whatever offset the allocator
+ * chose (jemalloc randomises it), so a baseline's arrays now and then
+ * aliased and the baseline ran slow in that run. Each block starts a
+ * chosen line into a page instead: block k at line 1 + (11 * k) % 63, so
+ * up to 63 consecutive blocks take different lines. The page-aligned
+ * allocation keeps the block's real start just before it.
+ */
+static unsigned bench_alloc_seq;
+
 void *bench_alloc(size_t bytes) {
   size_t size = (bytes + 63u) & ~(size_t)63u;
   if (size == 0)
     size = 64;
-  void *p = aligned_alloc(64, size);
-  if (!p)
+  size_t off = 64u * (1u + (11u * bench_alloc_seq++) % 63u);
+  unsigned char *raw = aligned_alloc(4096, size + 4096);
+  if (!raw)
     bench_die("aligned_alloc", WEFT_ENOMEM);
+  unsigned char *p = raw + off;
+  memcpy(p - sizeof raw, &raw, sizeof raw);
   memset(p, 0, size);
   return p;
 }
 
 void bench_free(void *p) {
-  free(p);
+  if (!p)
+    return;
+  unsigned char *raw;
+  memcpy(&raw, (unsigned char *)p - sizeof raw, sizeof raw);
+  free(raw);
 }
 
 _Noreturn void bench_die(const char *what, int rc) {

@@ -198,8 +198,11 @@ int bench_fclose(FILE *f);
  * (errno set). */
 int bench_write_svg(const bench_ctx_t *ctx, const char *path);
 
-/* 64-byte aligned, zero-filled (so pages are touched before timing).
- * Exits on failure. Free with bench_free(). */
+/* 64-byte aligned, zero-filled (so pages are touched before timing), and
+ * each block at its own offset modulo 4096 (a line further on, in steps of
+ * eleven lines, than the block before), so that the arrays a baseline
+ * streams side by side never alias in the low 12 address bits (see
+ * bench_alloc()). Exits on failure. Free with bench_free(). */
 void *bench_alloc(size_t bytes);
 void bench_free(void *p);
 
