@@ -449,7 +449,9 @@ void *bench_alloc(size_t bytes) {
   if (size == 0)
     size = 64;
   size_t off = 64u * (1u + (11u * bench_alloc_seq++) % 63u);
-  unsigned char *raw = aligned_alloc(4096, size + 4096);
+  /* C11's aligned_alloc wants a multiple of the alignment. */
+  unsigned char *raw =
+      aligned_alloc(4096, (size + 2 * 4096 - 1) & ~(size_t)4095u);
   if (!raw)
     bench_die("aligned_alloc", WEFT_ENOMEM);
   unsigned char *p = raw + off;
