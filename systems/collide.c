@@ -166,11 +166,16 @@ static inline bool layers_match(const weft_collider_t *a,
 /* One part of a run: a band of COLLIDE_PART_ROWS grid rows. */
 #define COLLIDE_PART_ROWS 8u
 
-/* A run in progress, shared by its parts (on the task's stack). */
+/* A run in progress, shared by its parts (on the task's stack). The
+ * parts are taken band by band of the grid's last rebuild: band b's are
+ * [next[b], end[b]). */
 typedef struct collide_run_t {
   const weft_sysctx_t *task;
   const collide_ctx_t *cc;
   _Atomic int rc; /* the first error a part met; later parts stop */
+  uint32_t nbands;
+  uint32_t end[GRID_BANDS];
+  _Atomic uint32_t next[GRID_BANDS];
 } collide_run_t;
 
 /* Tests items a and b, emitting their collision if they collide: the
@@ -404,10 +409,40 @@ static void collide_parts(void *arg, uint32_t begin, uint32_t end,
   }
 }
 
+/* Takes and runs the parts of band b left, one at a time. */
+static void take_band(collide_run_t *run, uint32_t b, uint32_t worker) {
+  for (;;) {
+    uint32_t p =
+        atomic_fetch_add_explicit(&run->next[b], 1, memory_order_relaxed);
+    if (p >= run->end[b])
+      return;
+    collide_parts(run, p, p + 1, worker);
+  }
+}
+
+/*
+ * A worker's share of a run: first the parts of the bands it sorted in the
+ * grid's rebuild, whose items and cells are in its cache, then what is
+ * left of the others. This VM gives each vCPU an L3 of its own, and a line
+ * takes about 215 ns from one to the other: spread over the pool as one
+ * range each, half of a worker's rows had been sorted on the other vCPU.
+ */
+static void collide_job(void *arg, uint32_t worker) {
+  collide_run_t *run = arg;
+  const weft_grid_t *g = run->cc->grid;
+  for (uint32_t b = 0; b < run->nbands; b++)
+    if (g->band_worker[b] == worker)
+      take_band(run, b, worker);
+  for (uint32_t b = 0; b < run->nbands; b++)
+    take_band(run, b, worker);
+}
+
 /*
  * The task: the grid's rows in parts of COLLIDE_PART_ROWS, spread over the
- * pool. Each part emits through its own part context, so the events come
- * out in part order, hence in cell order, whichever worker ran which part.
+ * pool (one job per worker, each taking parts band by band). Each part
+ * emits through its own part context, so the events come out in part
+ * order, hence in cell order, whichever worker ran which part. A part
+ * belongs to the band of its first row.
  */
 static int collide(weft_sysctx_t *ctx, const weft_iter_t *none) {
   (void)none;
@@ -415,11 +450,25 @@ static int collide(weft_sysctx_t *ctx, const weft_iter_t *none) {
   const weft_grid_t *g = cc->grid;
   if (!g->items || g->count == 0 || g->ny <= 0)
     return 0;
-  collide_run_t run = {.task = ctx, .cc = cc};
+  collide_run_t run = {.task = ctx, .cc = cc, .nbands = g->nbands};
   atomic_init(&run.rc, 0);
-  uint32_t parts =
-      ((uint32_t)g->ny + COLLIDE_PART_ROWS - 1) / COLLIDE_PART_ROWS;
-  weft__sys_split(ctx, parts, 1, collide_parts, &run);
+  const uint32_t nx = (uint32_t)g->nx, rows = COLLIDE_PART_ROWS;
+  for (uint32_t b = 0; b < run.nbands; b++) {
+    uint32_t y0 = g->band_lo[b] / nx, y1 = g->band_lo[b + 1] / nx;
+    atomic_init(&run.next[b], (y0 + rows - 1) / rows);
+    run.end[b] = (y1 + rows - 1) / rows;
+  }
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  uint32_t self = weft_sysctx_pool_worker(ctx);
+  uint32_t helpers = pool ? weft_pool_workers(pool) - 1 : 0;
+  weft_counter_t done;
+  memset(&done, 0, sizeof done);
+  for (uint32_t i = 0; i < helpers; i++)
+    weft_pool_submit(pool, self, collide_job, &run, &done,
+                     WEFT_WORKER_EXTERNAL);
+  collide_job(&run, pool ? self : WEFT_WORKER_EXTERNAL);
+  if (helpers) /* the jobs read the run in this frame */
+    weft_pool_wait(pool, self, &done);
   return atomic_load_explicit(&run.rc, memory_order_relaxed);
 }
 

@@ -704,11 +704,11 @@ static void scatter_band(weft_grid_t *g, uint32_t b) {
  * between the two, and the rebuild waits for the pool once, not twice. */
 static void band_sort(void *arg, uint32_t begin, uint32_t end,
                       uint32_t worker) {
-  (void)worker;
   weft_grid_t *g = arg;
   for (uint32_t b = begin; b < end; b++) {
     count_band(g, b);
     scatter_band(g, b);
+    g->band_worker[b] = worker;
   }
 }
 

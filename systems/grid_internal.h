@@ -46,6 +46,10 @@ struct weft_grid_t {
    * so that an item's band follows from its row alone, through row_band
    * (ny entries; filled for nbands_filled bands). */
   uint32_t band_lo[GRID_BANDS + 1];
+  /* The pool worker that sorted band b in the last rebuild, where its
+   * items are in cache (WEFT_WORKER_EXTERNAL: sorted inline). Collide
+   * runs a band's rows there first. */
+  uint32_t band_worker[GRID_BANDS];
   uint8_t *row_band;
   uint32_t nbands_filled;
   /* Per piece, nbands words: its items in each band (band_precount),
