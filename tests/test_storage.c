@@ -31,6 +31,22 @@ static p3_t p3_for(uint32_t k) {
   return p;
 }
 
+/* Registers p3_t as @p name with fields x, y and z, stored as @p flags
+ * says (WEFT_COMPONENT_SOA: one array per field). */
+static weft_component_t register_p3(weft_world_t *w, const char *name,
+                                    uint32_t flags) {
+  static const weft_field_desc_t fields[] = {
+      WEFT_FIELD(p3_t, x), WEFT_FIELD(p3_t, y), WEFT_FIELD(p3_t, z)};
+  weft_component_desc_t d = WEFT_COMPONENT_DESC(p3_t);
+  d.name = name;
+  d.fields = fields;
+  d.field_count = 3;
+  d.flags = flags;
+  weft_component_t c = 0;
+  assert_int_equal(weft_component_register(w, &d, &c), WEFT_OK);
+  return c;
+}
+
 /* True if [a, a+na) and [b, b+nb) do not overlap. */
 static bool disjoint(const void *a, size_t na, const void *b, size_t nb) {
   uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
@@ -56,17 +72,8 @@ static void test_storage_arrays_staggered_in_pages(void **state) {
   (void)state;
   const uint32_t n = 40000;
   weft_world_t *w = wt_world_new(NULL);
-  static const weft_field_desc_t fields[] = {
-      WEFT_FIELD(p3_t, x), WEFT_FIELD(p3_t, y), WEFT_FIELD(p3_t, z)};
-  weft_component_desc_t d = WEFT_COMPONENT_DESC(p3_t);
-  d.fields = fields;
-  d.field_count = 3;
-  d.flags = WEFT_COMPONENT_SOA;
-  weft_component_t c[3] = {0, 0, 0};
-  d.name = "P";
-  assert_int_equal(weft_component_register(w, &d, &c[0]), WEFT_OK);
-  d.name = "V";
-  assert_int_equal(weft_component_register(w, &d, &c[1]), WEFT_OK);
+  weft_component_t c[3] = {register_p3(w, "P", WEFT_COMPONENT_SOA),
+                           register_p3(w, "V", WEFT_COMPONENT_SOA), 0};
   weft_entity_t *es = calloc(n, sizeof *es);
   assert_non_null(es);
   for (uint32_t k = 0; k < n; k++) {
@@ -116,14 +123,7 @@ static void test_storage_soa_fields_are_separate_arrays(void **state) {
   (void)state;
   const uint32_t n = 3000;
   weft_world_t *w = wt_world_new(NULL);
-  static const weft_field_desc_t fields[] = {
-      WEFT_FIELD(p3_t, x), WEFT_FIELD(p3_t, y), WEFT_FIELD(p3_t, z)};
-  weft_component_desc_t d = WEFT_COMPONENT_DESC(p3_t);
-  d.fields = fields;
-  d.field_count = 3;
-  d.flags = WEFT_COMPONENT_SOA;
-  weft_component_t p = 0;
-  assert_int_equal(weft_component_register(w, &d, &p), WEFT_OK);
+  weft_component_t p = register_p3(w, "p3_t", WEFT_COMPONENT_SOA);
   weft_entity_t *es = calloc(n, sizeof *es);
   assert_non_null(es);
   const weft_component_t comps[] = {p, 0};
@@ -308,13 +308,7 @@ static void test_storage_aos_columns_aligned(void **state) {
 static void test_storage_aos_fields_have_no_arrays(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
-  static const weft_field_desc_t fields[] = {
-      WEFT_FIELD(p3_t, x), WEFT_FIELD(p3_t, y), WEFT_FIELD(p3_t, z)};
-  weft_component_desc_t d = WEFT_COMPONENT_DESC(p3_t);
-  d.fields = fields;
-  d.field_count = 3;
-  weft_component_t p = 0;
-  assert_int_equal(weft_component_register(w, &d, &p), WEFT_OK);
+  weft_component_t p = register_p3(w, "p3_t", 0);
   p3_t v = p3_for(5);
   const weft_component_t comps[] = {p, 0};
   const void *vals[] = {&v};
@@ -727,14 +721,7 @@ static int fields_system_check(weft_sysctx_t *ctx, const weft_iter_t *it) {
 static void test_storage_iter_fields_match_iter_field(void **state) {
   (void)state;
   weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
-  static const weft_field_desc_t fields[] = {
-      WEFT_FIELD(p3_t, x), WEFT_FIELD(p3_t, y), WEFT_FIELD(p3_t, z)};
-  weft_component_desc_t d = WEFT_COMPONENT_DESC(p3_t);
-  d.fields = fields;
-  d.field_count = 3;
-  d.flags = WEFT_COMPONENT_SOA;
-  weft_component_t p = 0;
-  assert_int_equal(weft_component_register(w, &d, &p), WEFT_OK);
+  weft_component_t p = register_p3(w, "p3_t", WEFT_COMPONENT_SOA);
   weft_component_t plain = wt_register(w, "plain", 8, 0);
   uint32_t calls = 0;
   const weft_component_t comps[] = {p, plain, 0};
