@@ -458,17 +458,11 @@ static int collide(weft_sysctx_t *ctx, const weft_iter_t *none) {
     atomic_init(&run.next[b], (y0 + rows - 1) / rows);
     run.end[b] = (y1 + rows - 1) / rows;
   }
-  weft_pool_t *pool = weft_world_pool(ctx->world);
-  uint32_t self = weft_sysctx_pool_worker(ctx);
-  uint32_t helpers = pool ? weft_pool_workers(pool) - 1 : 0;
   weft_counter_t done;
-  memset(&done, 0, sizeof done);
-  for (uint32_t i = 0; i < helpers; i++)
-    weft_pool_submit(pool, self, collide_job, &run, &done,
-                     WEFT_WORKER_EXTERNAL);
-  collide_job(&run, pool ? self : WEFT_WORKER_EXTERNAL);
-  if (helpers) /* the jobs read the run in this frame */
-    weft_pool_wait(pool, self, &done);
+  uint32_t helpers =
+      weft__sys_helpers(ctx, collide_job, &run, UINT32_MAX, &done);
+  collide_job(&run, weft_sysctx_pool_worker(ctx));
+  weft__sys_join(ctx, &done, helpers); /* the jobs read the run here */
   return atomic_load_explicit(&run.rc, memory_order_relaxed);
 }
 

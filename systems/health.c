@@ -375,19 +375,11 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   atomic_init(&p->stop, 0);
   for (uint32_t i = 0; i < HEALTH_RING; i++)
     atomic_init(&p->ready[i].k1, 0);
-  weft_pool_t *pool = weft_world_pool(ctx->world);
-  uint32_t helpers = pool ? weft_pool_workers(pool) - 1 : 0;
-  if (helpers > p->nblocks - 1)
-    helpers = p->nblocks - 1;
   weft_counter_t done;
-  memset(&done, 0, sizeof done);
-  uint32_t self = pool ? weft_sysctx_pool_worker(ctx) : 0;
-  for (uint32_t i = 0; i < helpers; i++)
-    weft_pool_submit(pool, self, plan_job, p, &done, WEFT_WORKER_EXTERNAL);
+  uint32_t helpers = weft__sys_helpers(ctx, plan_job, p, p->nblocks - 1, &done);
   int rc = apply_all(ctx, p);
   /* The helpers read the pipe: wait for them even after an error. */
-  if (helpers)
-    weft_pool_wait(pool, self, &done);
+  weft__sys_join(ctx, &done, helpers);
   return rc;
 }
 

@@ -94,3 +94,22 @@ void weft__sys_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
   else if (n)
     fn(arg, 0, n, WEFT_WORKER_EXTERNAL);
 }
+
+uint32_t weft__sys_helpers(weft_sysctx_t *ctx, weft_job_fn fn, void *arg,
+                           uint32_t max, weft_counter_t *done) {
+  memset(done, 0, sizeof *done);
+  weft_pool_t *pool = weft_world_pool(ctx->world);
+  uint32_t n = pool ? weft_pool_workers(pool) - 1 : 0;
+  if (n > max)
+    n = max;
+  uint32_t self = weft_sysctx_pool_worker(ctx);
+  for (uint32_t i = 0; i < n; i++)
+    weft_pool_submit(pool, self, fn, arg, done, WEFT_WORKER_EXTERNAL);
+  return n;
+}
+
+void weft__sys_join(weft_sysctx_t *ctx, weft_counter_t *done, uint32_t n) {
+  if (n)
+    weft_pool_wait(weft_world_pool(ctx->world), weft_sysctx_pool_worker(ctx),
+                   done);
+}

@@ -30,6 +30,20 @@ int weft__sys_state(weft_world_t *world, const char *name, const void *init,
 void weft__sys_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
                      weft_range_fn fn, void *arg);
 
+/*
+ * Submits fn(arg) as up to @p max jobs to the world's pool, at most one per
+ * worker besides the calling one (none without a pool), counted on
+ * @p done, and returns how many it submitted. The calling thread does its
+ * own share meanwhile, then waits with weft__sys_join(): a task that fans
+ * out over the pool this way keeps its shared state in its own frame.
+ */
+uint32_t weft__sys_helpers(weft_sysctx_t *ctx, weft_job_fn fn, void *arg,
+                           uint32_t max, weft_counter_t *done);
+
+/* Waits for the @p n jobs weft__sys_helpers() submitted on @p done,
+ * running pool jobs meanwhile; nothing when n is 0. */
+void weft__sys_join(weft_sysctx_t *ctx, weft_counter_t *done, uint32_t n);
+
 /* Tells the CPU this thread is spinning (x86's pause), so a waiting loop
  * yields the core's shared resources to its sibling. */
 static inline void weft__sys_relax(void) {
