@@ -88,10 +88,8 @@ void weft__advise_huge(void *p, size_t bytes) {
 #endif
 }
 
-int weft__grow(weft__alloc_stats_t *st, void *arrayp, uint32_t *cap,
-               uint32_t need, size_t elem, uint32_t first) {
-  if (need <= *cap)
-    return 0;
+int weft__grow_slow(weft__alloc_stats_t *st, void *arrayp, uint32_t *cap,
+                    uint32_t need, size_t elem, uint32_t first) {
   uint64_t n = *cap ? *cap : (first ? first : 1);
   while (n < need)
     n *= 2;

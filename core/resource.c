@@ -285,17 +285,11 @@ int weft__event_stage(weft_world_t *w, uint32_t slot, uint64_t key,
   uint32_t elem = c->elem;
   WEFT_CHECK(w, sl->count < UINT32_MAX && sl->used <= UINT32_MAX - elem,
              WEFT_ENOMEM, "worker slot %u is full", slot);
-  /* Collide stages tens of thousands of events a tick: the slot has room
-   * nearly always, so the capacity checks stay here and the calls that
-   * grow it are taken only when it is full. */
-  int rc = 0;
-  if (WEFT__UNLIKELY(sl->count >= sl->cap))
-    rc = weft__grow(&sl->alloc, &sl->recs, &sl->cap, sl->count + 1,
-                    sizeof(weft__rec_t), 64);
+  int rc = weft__grow(&sl->alloc, &sl->recs, &sl->cap, sl->count + 1,
+                      sizeof(weft__rec_t), 64);
   WEFT_CHECK(w, rc == 0, rc, "out of memory staging in worker slot %u", slot);
-  if (WEFT__UNLIKELY(sl->used + elem > sl->bytes_cap))
-    rc = weft__grow(&sl->alloc, &sl->bytes, &sl->bytes_cap, sl->used + elem, 1,
-                    4096);
+  rc = weft__grow(&sl->alloc, &sl->bytes, &sl->bytes_cap, sl->used + elem, 1,
+                  4096);
   WEFT_CHECK(w, rc == 0, rc, "out of memory staging in worker slot %u", slot);
   weft__rec_t *r = &sl->recs[sl->count];
   if (sl->count == 0) {
