@@ -211,7 +211,7 @@ static float *bw_alloc_array(bw_state_t *s, uint32_t n, uint32_t k) {
     bench_die("aligned_alloc", WEFT_ENOMEM);
   (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: fine if refused */
   s->mem[k] = p;
-  return (float *)((char *)p + k * BW_GAP + 64u * (1u + (11u * k) % 63u));
+  return (float *)((char *)p + k * BW_GAP + bench_page_line(k));
 }
 
 static void bw_arrays_setup(bw_state_t *s) {

@@ -448,7 +448,7 @@ void *bench_alloc(size_t bytes) {
   size_t size = (bytes + 63u) & ~(size_t)63u;
   if (size == 0)
     size = 64;
-  size_t off = 64u * (1u + (11u * bench_alloc_seq++) % 63u);
+  size_t off = bench_page_line(bench_alloc_seq++);
   /* C11's aligned_alloc wants a multiple of the alignment. */
   unsigned char *raw =
       aligned_alloc(4096, (size + 2 * 4096 - 1) & ~(size_t)4095u);

@@ -204,6 +204,13 @@ int bench_write_svg(const bench_ctx_t *ctx, const char *path);
  * streams side by side never alias in the low 12 address bits (see
  * bench_alloc()). Exits on failure. Free with bench_free(). */
 void *bench_alloc(size_t bytes);
+
+/* The offset into a page at which the k-th of several arrays streamed side
+ * by side starts: line 1 + (11 * k) % 63, so up to 63 arrays take
+ * different lines modulo 4096 (bench_alloc()). */
+static inline size_t bench_page_line(unsigned k) {
+  return 64u * (1u + (11u * k) % 63u);
+}
 void bench_free(void *p);
 
 /* Exits with a message naming @p what and weft's description of @p rc. */
