@@ -574,11 +574,11 @@ static void test_grid_bands_of_rows(void **state) {
   }
 }
 
-/* A grid whose cell table alone outgrows the rebuild's cache budget (16
- * MiB: here 2,858 x 1,715 cells, 19.6 MB) is rebuilt in bands of rows even
- * without a pool (four), for locality. Built that way, and on a pool of
- * three (six bands), from the same entities, the grids must be equal byte
- * for byte, and hold every live entity once, in the cell
+/* A grid whose cell table alone outgrows several times a band's cache
+ * budget (4 MiB: here 2,858 x 1,715 cells, 19.6 MB) is rebuilt in bands of
+ * rows even without a pool (five), for locality. Built that way, and on a
+ * pool of three (six bands), from the same entities, the grids must be equal
+ * byte for byte, and hold every live entity once, in the cell
  * weft_grid_cell_of() gives, in handle order. */
 static void test_grid_large_grid_bands_without_pool(void **state) {
   (void)state;
