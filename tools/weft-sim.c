@@ -8,7 +8,9 @@
  *   weft-sim [--scenario arena|boids|particles] [--entities N] [--threads T]
  *            [--ticks K] [--seed S] [--trace FILE.json] [--json FILE]
  *
- * Bad arguments print a message and exit with status 2.
+ * Bad arguments (an unknown option, a value out of range, an output file
+ * that cannot be written) print a message and exit with status 2 before
+ * anything runs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -77,6 +79,26 @@ static int bad(const char *opt, const char *val, const char *why) {
   return 2;
 }
 
+static bool known(const char *opt) {
+  static const char *const opts[] = {"--scenario", "--entities", "--threads",
+                                     "--ticks",    "--seed",     "--trace",
+                                     "--json"};
+  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+    if (!strcmp(opt, opts[i]))
+      return true;
+  return false;
+}
+
+/* True when @p path can be opened for writing; it is created if missing
+ * (and written in full after the run) but not truncated here. errno says
+ * why not. */
+static bool writable(const char *path) {
+  FILE *f = fopen(path, "a");
+  if (!f)
+    return false;
+  return fclose(f) == 0;
+}
+
 static int parse_args(int argc, char **argv, sim_args_t *a) {
   *a = (sim_args_t){SIM_ARENA, 100000, -1, 200, 1, NULL, NULL};
   for (int i = 1; i < argc; i++) {
@@ -86,6 +108,8 @@ static int parse_args(int argc, char **argv, sim_args_t *a) {
       usage(stdout);
       exit(0);
     }
+    if (!known(opt))
+      return bad(opt, NULL, "unknown option");
     if (!val)
       return bad(opt, NULL, "needs a value");
     if (!strcmp(opt, "--scenario")) {
@@ -109,13 +133,17 @@ static int parse_args(int argc, char **argv, sim_args_t *a) {
       a->seed = v;
     } else if (!strcmp(opt, "--trace")) {
       a->trace = val;
-    } else if (!strcmp(opt, "--json")) {
-      a->json = val;
     } else {
-      return bad(opt, NULL, "unknown option");
+      a->json = val; /* known() left only --json */
     }
     i++;
   }
+  /* Output files are checked now, not after a run that may take minutes:
+   * a path that cannot be written is a bad argument like any other. */
+  if (a->trace && !writable(a->trace))
+    return bad("--trace", a->trace, strerror(errno));
+  if (a->json && !writable(a->json))
+    return bad("--json", a->json, strerror(errno));
   return 0;
 }
 
