@@ -213,7 +213,27 @@ void weft_grid_destroy(weft_grid_t *g) {
   free(g->multi);
   free(g->at);
   free(g->row_band);
+  free(g->aux[0]);
+  free(g->aux[1]);
   free(g);
+}
+
+void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes, size_t keep) {
+  if (bytes <= g->aux_bytes[k])
+    return g->aux[k];
+  /* A quarter more than asked, so that a slowly growing need does not
+   * allocate every run; a multiple of the alignment, as aligned_alloc
+   * wants. */
+  size_t want = (bytes + bytes / 4 + 63) & ~(size_t)63;
+  void *p = aligned_alloc(64, want);
+  if (!p)
+    return NULL;
+  if (keep && g->aux[k])
+    memcpy(p, g->aux[k], keep < g->aux_bytes[k] ? keep : g->aux_bytes[k]);
+  free(g->aux[k]);
+  g->aux[k] = p;
+  g->aux_bytes[k] = want;
+  return p;
 }
 
 weft_resource_t weft_grid_resource(const weft_grid_t *g) {
@@ -823,6 +843,7 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   weft__sys_split(ctx, g->npieces, GRID_GATHER_GRAIN, gather, g);
   weft__sys_split(ctx, g->nbands, 1, band_sort, g);
   g->starts[g->ncells] = n;
+  g->builds++;
   weft_sysctx_count(ctx, n); /* the entities the system processed */
   return 0;
 }

@@ -55,11 +55,24 @@ struct weft_grid_t {
   /* Per piece, nbands words: its items in each band (band_precount),
    * then where the gather puts its next item of that band. */
   uint32_t *at;
+  /* Rebuilds so far: what a consumer derived from the items (boids'
+   * plan) is current while the number it noted is this one. */
+  uint64_t builds;
+  /* Scratch one consumer of the grid keeps beside it (boids.c's plan),
+   * blocks grown by weft__grid_aux() and freed with the grid. */
+  void *aux[2];
+  size_t aux_bytes[2];
   /* Set by weft_sys_grid(). */
   weft_query_t *still;  /* Position, no (enabled) Velocity */
   weft_query_t *moving; /* Position and Velocity */
   weft_component_t collider, dead;
 };
+
+/* Block @p k (0 or 1) of the grid's scratch for its consumer (see
+ * weft_grid_t.aux), at least @p bytes, 64-byte aligned; when it grows,
+ * its first @p keep bytes are kept. NULL when out of memory (the old
+ * block is kept as it was). Only while no job reads the block. */
+void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes, size_t keep);
 
 /*
  * The clamped cell coordinate of offset d along an axis whose last cell

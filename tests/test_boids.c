@@ -3,8 +3,10 @@
  * against hand computations of each steering term and against a naive
  * implementation written here; one step of the grid and boids systems
  * against the naive O(n^2) computation over every other boid within the
- * radius, in handle order, bit for bit; the same run on a pool of two with
- * inline_rows 1, to the digest; the defaults and the rejected settings.
+ * radius, in handle order, bit for bit, including the boids the plan has
+ * no step for and a run without the plan; the same run on a pool of two
+ * with inline_rows 1, to the digest; the defaults and the rejected
+ * settings.
  * Every test builds and destroys its own world (and pool).
  */
 #include "support/weft_test.h"
@@ -548,6 +550,179 @@ static void test_boids_pool_matches_inline(void **state) {
     bx_free(&b[k]);
 }
 
+/* A system that moves every fifth entity (by slot) 0.25 along x. */
+static int nudge_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  (void)ctx;
+  float *px = weft_iter_field(it, 0, 0);
+  if (!px)
+    return WEFT_ELAYOUT;
+  for (uint32_t r = 0; r < it->count; r++)
+    if (weft_entity_index(it->entities[r]) % 5 == 0)
+      px[r] += 0.25f;
+  return 0;
+}
+
+static bool nudged(weft_entity_t e) {
+  return weft_entity_index(e) % 5 == 0;
+}
+
+#define PLAN_FLOCK 500u
+
+/*
+ * The system plans every step in the grid's order, then copies each
+ * boid's planned step, and works the step out itself for a boid the plan
+ * has none for: one the grid does not hold (here: boids without the
+ * Flock tag the grid is built over) or one whose position changed after
+ * the rebuild (a system between the two moves every fifth). Every boid
+ * still equals the naive computation from its current position and
+ * velocity over the grid's snapshot, bit for bit; and again with the
+ * plan system disabled, when every step is worked out in chunk order.
+ */
+static void test_boids_unplanned_match_naive(void **state) {
+  (void)state;
+  bx_t b = bx_new(0, 2.0f, 0.0f, 24.0f);
+  weft_component_t flock = 0;
+  weft_component_desc_t fd;
+  memset(&fd, 0, sizeof fd);
+  fd.name = "Flock";
+  assert_int_equal(weft_component_register(b.w, &fd, &flock), WEFT_OK);
+  assert_int_equal(
+      weft_sys_grid(b.w, &b.s, b.grid, flock, WEFT_PHASE_FIXED_UPDATE, &b.gsys),
+      WEFT_OK);
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "test.nudge";
+  d.phase = WEFT_PHASE_FIXED_UPDATE;
+  d.query.include[0] = b.s.position;
+  d.query.include[1] = b.s.boid;
+  d.term_access[0] = WEFT_ACCESS_WRITE;
+  d.term_access[1] = WEFT_ACCESS_NONE;
+  d.run = nudge_run;
+  weft_system_t nudge = 0;
+  assert_int_equal(weft_system_register(b.w, &d, &nudge), WEFT_OK);
+  weft_boids_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.radius = 2.0f;
+  cfg.max_speed = 5.0f;
+  assert_int_equal(weft_sys_boids(b.w, &b.s, b.grid, &cfg, &b.bsys), WEFT_OK);
+  const ref_t ref = {2.0f, 1.0f, 1.5f, 1.0f, 1.0f, 5.0f};
+  weft_system_t plan = 0;
+  assert_int_equal(weft_system_lookup(b.w, "weft.boids.plan", &plan), WEFT_OK);
+
+  wt_rng_t r = wt_rng(0x91a2);
+  weft_entity_t *e = calloc(PLAN_FLOCK, sizeof *e);
+  bool *tagged = calloc(PLAN_FLOCK, sizeof *tagged);
+  weft_grid_item_t *snap = calloc(PLAN_FLOCK, sizeof *snap);
+  assert_non_null(e);
+  assert_non_null(tagged);
+  assert_non_null(snap);
+  for (uint32_t i = 0; i < PLAN_FLOCK; i++) {
+    weft_vec2_t p = {frand(&r, 0.0f, 24.0f), frand(&r, 0.0f, 24.0f)};
+    weft_vec2_t v = {frand(&r, -2.0f, 2.0f), frand(&r, -2.0f, 2.0f)};
+    e[i] = spawn_boid(&b, p, v, true);
+    tagged[i] = wt_chance(&r, 4, 5);
+    if (tagged[i])
+      assert_int_equal(weft_add(b.w, e[i], flock, NULL), WEFT_OK);
+  }
+  const double dt = 0.1;
+  for (uint32_t step = 0; step < 2; step++) {
+    /* The snapshot the grid will take, and each boid's state before. */
+    uint32_t n = 0;
+    weft_grid_item_t *self = calloc(PLAN_FLOCK, sizeof *self);
+    assert_non_null(self);
+    for (uint32_t i = 0; i < PLAN_FLOCK; i++) {
+      weft_vec2_t p = get_vec(&b, e[i], b.s.position);
+      weft_vec2_t v = get_vec(&b, e[i], b.s.velocity);
+      if (tagged[i])
+        snap[n++] = item(e[i], p.x, p.y, v.x, v.y);
+      self[i] = item(e[i], nudged(e[i]) ? p.x + 0.25f : p.x, p.y, v.x, v.y);
+    }
+    qsort(snap, n, sizeof *snap, by_handle);
+    if (step == 1) /* the second step without a plan */
+      assert_int_equal(weft_system_enable(b.w, plan, false), WEFT_OK);
+    run_fixed(&b, dt);
+    uint32_t kinds[3] = {0, 0, 0}; /* planned, not in the grid, moved */
+    for (uint32_t i = 0; i < PLAN_FLOCK; i++) {
+      weft_vec2_t want = naive(&ref, &self[i], snap, n, (float)dt, NULL);
+      weft_vec2_t got = get_vec(&b, e[i], b.s.velocity);
+      if (got.x != want.x || got.y != want.y)
+        fail_msg("step %u, boid %u (%s): (%.9g, %.9g), naive (%.9g, %.9g)",
+                 step, i,
+                 !tagged[i]     ? "not in the grid"
+                 : nudged(e[i]) ? "moved"
+                                : "planned",
+                 (double)got.x, (double)got.y, (double)want.x, (double)want.y);
+      kinds[!tagged[i] ? 1 : nudged(e[i]) ? 2 : 0]++;
+    }
+    for (uint32_t k = 0; k < 3; k++)
+      assert_true(kinds[k] >= PLAN_FLOCK / 20);
+    weft_system_stats_t st;
+    assert_int_equal(weft_system_stats(b.w, plan, &st), WEFT_OK);
+    assert_int_equal(st.runs, 1); /* it planned step 0 only */
+    assert_int_equal(st.entities, kinds[0] + kinds[2]);
+    free(self);
+  }
+  free(snap);
+  free(tagged);
+  free(e);
+  bx_free(&b);
+}
+
+/*
+ * A grid over every entity with a Position, boids a quarter of them: the
+ * plan would steer four items for every boid that reads one, so it plans
+ * nothing and the chunk loop steers the boids, which still equal the
+ * naive computation over the whole snapshot (non-boids are neighbours
+ * too, as the grid holds them).
+ */
+static void test_boids_plan_skips_crowded_grid(void **state) {
+  (void)state;
+  bx_t b = bx_new(0, 2.0f, 0.0f, 16.0f);
+  assert_int_equal(
+      weft_sys_grid(b.w, &b.s, b.grid, 0, WEFT_PHASE_FIXED_UPDATE, &b.gsys),
+      WEFT_OK);
+  assert_int_equal(weft_sys_boids(b.w, &b.s, b.grid, NULL, &b.bsys), WEFT_OK);
+  const ref_t ref = {2.0f, 1.0f, 1.5f, 1.0f, 1.0f, 10.0f};
+  enum { N = 400 };
+  weft_grid_item_t *all = calloc(N, sizeof *all);
+  assert_non_null(all);
+  wt_rng_t r = wt_rng(0x5ca1e);
+  for (uint32_t i = 0; i < N; i++) {
+    weft_vec2_t p = {frand(&r, 0.0f, 16.0f), frand(&r, 0.0f, 16.0f)};
+    weft_vec2_t v = {frand(&r, -2.0f, 2.0f), frand(&r, -2.0f, 2.0f)};
+    all[i] = item(spawn_boid(&b, p, v, i % 4 == 0), p.x, p.y, v.x, v.y);
+  }
+  bool *boid = calloc(N, sizeof *boid);
+  assert_non_null(boid);
+  for (uint32_t i = 0; i < N; i++)
+    boid[i] = weft_has(b.w, all[i].e, b.s.boid);
+  run_fixed(&b, 0.1);
+  uint32_t steered = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    weft_vec2_t got = get_vec(&b, all[i].e, b.s.velocity);
+    weft_vec2_t want =
+        boid[i] ? naive(&ref, &all[i], all, N, 0.1f, NULL)
+                : (weft_vec2_t){all[i].vx, all[i].vy}; /* not a boid */
+    if (got.x != want.x || got.y != want.y)
+      fail_msg("entity %u (%s): (%.9g, %.9g), expected (%.9g, %.9g)", i,
+               boid[i] ? "boid" : "other", (double)got.x, (double)got.y,
+               (double)want.x, (double)want.y);
+    steered += boid[i];
+  }
+  assert_int_equal(steered, N / 4);
+  weft_system_t plan = 0;
+  assert_int_equal(weft_system_lookup(b.w, "weft.boids.plan", &plan), WEFT_OK);
+  weft_system_stats_t st;
+  assert_int_equal(weft_system_stats(b.w, plan, &st), WEFT_OK);
+  assert_int_equal(st.runs, 1);
+  assert_int_equal(st.entities, 0); /* it planned nothing */
+  assert_int_equal(weft_system_stats(b.w, b.bsys, &st), WEFT_OK);
+  assert_int_equal(st.entities, N / 4);
+  free(boid);
+  free(all);
+  bx_free(&b);
+}
+
 /* Zero radius means the cell size: two boids 1.5 apart in cells of 2
  * steer each other; with an explicit radius of 1 they do not. */
 static void test_boids_radius_defaults_to_cell(void **state) {
@@ -629,6 +804,8 @@ int main(void) {
       cmocka_unit_test(test_boids_system_matches_naive),
       cmocka_unit_test(test_boids_dense_flock_matches_naive),
       cmocka_unit_test(test_boids_pool_matches_inline),
+      cmocka_unit_test(test_boids_unplanned_match_naive),
+      cmocka_unit_test(test_boids_plan_skips_crowded_grid),
       cmocka_unit_test(test_boids_radius_defaults_to_cell),
       cmocka_unit_test(test_boids_register_rejects_bad_config),
   };
