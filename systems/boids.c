@@ -388,7 +388,10 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
  * with the inputs it was worked out from, and the item's index to the
  * entry of the entity's slot in slot_item; the chunk loop (boids_run())
  * then only copies it, after checking it was made for that entity and
- * its current position and velocity.
+ * its current position and velocity. weft-sim's boids at 400k went from
+ * 78.0-80.9 to 56.4-58.4 ms a tick on one thread and from 38.6-40.2 to
+ * 28.3-28.6 on two (alternated three times, the same digests): 93 ns a
+ * boid to plan and 15 to copy, against 157 to steer in chunk order.
  */
 typedef struct plan_job_t {
   boids_cfg_t *cfg;

@@ -385,10 +385,22 @@ typedef struct weft_boids_config_t {
  * grid's items (those its builder's `with` admits) strictly closer than
  * the radius, self excluded; self's own position and velocity are read
  * from its chunk. Register the grid's builder (weft_sys_grid()) first, so
- * that it runs before. Returns WEFT_EINVAL (NULL argument, a radius above
- * the grid's cell size or not positive, a negative min_distance or
- * max_speed, a value that is not finite), WEFT_EEXIST ("weft.boids"
- * registered already), or a registration error.
+ * that it runs before.
+ *
+ * Two systems do it, registered in this order: "weft.boids.plan", a task
+ * that steers every item of the grid in the grid's cell order (where
+ * neighbourhoods are in cache) into scratch the grid keeps, and
+ * "weft.boids" (the id *out receives), which copies each boid's planned
+ * step, or works the step out itself for a boid the plan holds none for
+ * made from its current position and velocity. The results are the same
+ * bit for bit either way. The plan skips a grid of more than twice as many
+ * items as boids. A plan system left by an earlier registration is
+ * replaced. Owner thread, between frames; what it registers lives until
+ * removed or the world is destroyed, and @p grid must outlive both.
+ * Returns WEFT_EINVAL (NULL argument, a radius above the grid's cell size
+ * or not positive, a negative min_distance or max_speed, a value that is
+ * not finite), WEFT_EEXIST ("weft.boids" registered already), or a
+ * registration error.
  */
 int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
                    weft_grid_t *grid, const weft_boids_config_t *config,
