@@ -229,8 +229,10 @@ static void report(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
            st.entities ? (double)st.worker_ns / (double)st.entities : 0.0);
   }
   if (pool) {
+    /* Steals: jobs a worker took from another's deque, on its own NUMA
+     * node or (remote) another one. */
     printf("\n  %-8s %10s %10s %8s %8s %8s\n", "worker", "jobs", "busy %",
-           "local", "remote", "sleeps");
+           "steals", "remote", "sleeps");
     for (uint32_t k = 0; k < weft_pool_workers(pool); k++) {
       weft_worker_stats_t ws;
       if (weft_pool_worker_stats(pool, k, &ws))
@@ -244,8 +246,11 @@ static void report(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
                  all > 0 ? 100.0 * ws.busy_ns / all : 0.0);
       printf("  %-8u %10" PRIu64 " %10s %8" PRIu64 " %8" PRIu64 " %8" PRIu64
              "\n",
-             k, ws.jobs, busy, ws.local_steals, ws.remote_steals, ws.sleeps);
+             k, ws.jobs, busy, ws.local_steals + ws.remote_steals,
+             ws.remote_steals, ws.sleeps);
     }
+    printf("  (steals: jobs taken from other workers' deques; remote: of "
+           "those, from another NUMA node)\n");
   }
   weft_pipeline_state_t ps;
   weft_pipeline_state(w, &ps);
