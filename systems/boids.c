@@ -472,6 +472,9 @@ static int plan_run(weft_sysctx_t *ctx, const weft_iter_t *none) {
                              end);
     cfg->slot_item = map;
     cfg->nslots = (uint32_t)(g->aux_bytes[1] / sizeof *map);
+    /* Slots with no item this run name none (past any plan), so that
+     * the chunk loop never reads an uninitialised word. */
+    memset(map, 0xff, (size_t)cfg->nslots * sizeof *map);
     for (uint32_t i = 0; i < n; i++)
       map[weft_entity_index(plan[i].e)] = i;
   }
