@@ -396,7 +396,10 @@ typedef struct weft_boids_config_t {
  * bit for bit either way. The plan skips a grid of more than twice as many
  * items as boids. A plan system left by an earlier registration is
  * replaced. Owner thread, between frames; what it registers lives until
- * removed or the world is destroyed, and @p grid must outlive both.
+ * removed or the world is destroyed, and @p grid must outlive both
+ * systems: removing "weft.boids" leaves "weft.boids.plan" registered (and
+ * running), so remove both (weft_system_lookup() by name) before
+ * destroying the grid.
  * Returns WEFT_EINVAL (NULL argument, a radius above the grid's cell size
  * or not positive, a negative min_distance or max_speed, a value that is
  * not finite), WEFT_EEXIST ("weft.boids" registered already), or a
