@@ -340,7 +340,10 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
   const int32_t x1 = cx + 1 < g->nx ? cx + 1 : g->nx - 1;
   const int32_t y0 = cy > 0 ? cy - 1 : 0;
   const int32_t y1 = cy + 1 < g->ny ? cy + 1 : g->ny - 1;
-  /* As in steer_runs(), every candidate is written and the kept ones
+  /* The three rows' clamps are worked out once here, where a call to
+   * weft__grid_row() per row repeats them and its checks: 4% more
+   * instructions in the boids scenario (20,000 boids, ten ticks). As in
+   * steer_runs(), every candidate is written and the kept ones
    * counted, with one spare entry; but only its address and handle: the
    * few kept have their offsets worked out again below, the same
    * arithmetic on the same values. */
@@ -447,7 +450,7 @@ static int plan_run(weft_sysctx_t *ctx, const weft_iter_t *none) {
    * twice as many items as boids, the chunk loop steers them itself. */
   if (n == 0 || g->ny <= 0 || n / 2 > weft_query_count(cfg->boids))
     return 0;
-  boid_plan_t *plan = weft__grid_aux(g, 0, (size_t)n * sizeof *plan, 0);
+  boid_plan_t *plan = weft__grid_aux(g, 0, (size_t)n * sizeof *plan);
   if (!plan)
     return weft_world_fail(ctx->world, WEFT_ENOMEM,
                            "weft.boids.plan: out of memory for %u entries", n);
@@ -465,7 +468,7 @@ static int plan_run(weft_sysctx_t *ctx, const weft_iter_t *none) {
   const uint32_t end =
       atomic_load_explicit(&job.slot_end, memory_order_relaxed);
   if (end > cfg->nslots) {
-    uint32_t *map = weft__grid_aux(g, 1, (size_t)end * sizeof *map, 0);
+    uint32_t *map = weft__grid_aux(g, 1, (size_t)end * sizeof *map);
     if (!map)
       return weft_world_fail(ctx->world, WEFT_ENOMEM,
                              "weft.boids.plan: out of memory for %u slots",

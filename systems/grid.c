@@ -218,7 +218,7 @@ void weft_grid_destroy(weft_grid_t *g) {
   free(g);
 }
 
-void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes, size_t keep) {
+void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes) {
   if (bytes <= g->aux_bytes[k])
     return g->aux[k];
   /* A quarter more than asked, so that a slowly growing need does not
@@ -228,8 +228,6 @@ void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes, size_t keep) {
   void *p = aligned_alloc(64, want);
   if (!p)
     return NULL;
-  if (keep && g->aux[k])
-    memcpy(p, g->aux[k], keep < g->aux_bytes[k] ? keep : g->aux_bytes[k]);
   free(g->aux[k]);
   g->aux[k] = p;
   g->aux_bytes[k] = want;

@@ -69,10 +69,10 @@ struct weft_grid_t {
 };
 
 /* Block @p k (0 or 1) of the grid's scratch for its consumer (see
- * weft_grid_t.aux), at least @p bytes, 64-byte aligned; when it grows,
- * its first @p keep bytes are kept. NULL when out of memory (the old
- * block is kept as it was). Only while no job reads the block. */
-void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes, size_t keep);
+ * weft_grid_t.aux), at least @p bytes, 64-byte aligned; what it held is
+ * lost when it grows. NULL when out of memory (the old block is kept as
+ * it was). Only while no job reads the block. */
+void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes);
 
 /*
  * The clamped cell coordinate of offset d along an axis whose last cell
