@@ -2,18 +2,20 @@
  * The grid's layout, for the systems that read it in their inner loops
  * (collide.c, boids.c): a neighbour lookup per entity is a few
  * instructions when inlined, against a call and its checks through the
- * public weft_grid_row(). Only grid.c writes a grid.
+ * public weft_grid_row(). Only grid.c and grid_build.c write a grid.
  */
 #ifndef WEFT_SYSTEMS_GRID_INTERNAL_H
 #define WEFT_SYSTEMS_GRID_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <weft.h>
 #include <weft/systems.h>
 
 /* Most bands of cells a rebuild is split into (GRID_BANDS_PER_WORKER per
- * worker, grid.c); each band's sort is one job that reads only its own
+ * worker, grid_build.c); each band's sort is one job that reads only its own
  * items. The output does not depend on the number. */
 #define GRID_BANDS 64u
 
@@ -73,6 +75,11 @@ struct weft_grid_t {
  * lost when it grows. NULL when out of memory (the old block is kept as
  * it was). Only while no job reads the block. */
 void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes);
+
+/* malloc (calloc when @p zero) for the grid's large arrays, advised as
+ * transparent huge pages from GRID_HUGE_MIN bytes on (grid.c); free()
+ * releases it. NULL when out of memory. Any thread. */
+void *weft__grid_alloc(size_t bytes, bool zero);
 
 /*
  * The clamped cell coordinate of offset d along an axis whose last cell
