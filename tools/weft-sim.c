@@ -6,7 +6,14 @@
  * the final world digest — the same digest for any --threads.
  *
  *   weft-sim [--scenario arena|boids|particles] [--entities N] [--threads T]
- *            [--ticks K] [--seed S] [--trace FILE.json] [--json FILE]
+ *            [--ticks K] [--warmup W] [--seed S] [--trace FILE.json]
+ *            [--json FILE]
+ *
+ * --warmup runs W untimed ticks first, because the first ticks pay what
+ * later ones do not: page faults on fresh memory (which on a VM whose host
+ * has yet to back that memory cost the 1M-entity arena 0.5 s), the
+ * schedule's build, arrays growing to size. Every figure printed, and the
+ * trace, covers the K timed ticks only; the digest covers all W + K.
  *
  * Bad arguments (an unknown option, a value out of range, an output file
  * that cannot be written) print a message and exit with status 2 before
@@ -25,12 +32,15 @@
 #include "sim_scenarios.h"
 
 #define SIM_DT (1.0 / 60.0)
+#define SIM_MAX_SYSTEMS 256u
+#define SIM_NPHASES (WEFT_PHASE_PRE_RENDER + 1)
 
 typedef struct sim_args_t {
   sim_kind_t kind;
   uint32_t entities;
   int32_t threads; /* -1: one worker per core; 0: no pool */
   uint32_t ticks;
+  uint32_t warmup; /* untimed ticks before the timed ones */
   uint64_t seed;
   const char *trace;
   const char *json;
@@ -45,7 +55,7 @@ static double now_s(void) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: weft-sim [--scenario arena|boids|particles] [--entities N]\n"
-          "                [--threads T] [--ticks K] [--seed S]\n"
+          "                [--threads T] [--ticks K] [--warmup W] [--seed S]\n"
           "                [--trace FILE.json] [--json FILE]\n"
           "  --scenario S   arena (default): units, turrets, projectiles,\n"
           "                 collisions and damage; boids: flocking over a\n"
@@ -54,6 +64,8 @@ static void usage(FILE *f) {
           "  --threads T    workers, the calling thread included (default:\n"
           "                 one per core; 0: no pool, everything inline)\n"
           "  --ticks K      fixed ticks of 1/60 s to run (default 200)\n"
+          "  --warmup W     untimed ticks to run first (default 0): the\n"
+          "                 figures cover the K ticks after them only\n"
           "  --seed S       initial-state seed (default 1)\n"
           "  --trace FILE   write a Chrome trace of the run (Perfetto)\n"
           "  --json FILE    write the results as JSON\n");
@@ -81,8 +93,8 @@ static int bad(const char *opt, const char *val, const char *why) {
 
 static bool known(const char *opt) {
   static const char *const opts[] = {"--scenario", "--entities", "--threads",
-                                     "--ticks",    "--seed",     "--trace",
-                                     "--json"};
+                                     "--ticks",    "--warmup",   "--seed",
+                                     "--trace",    "--json"};
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (!strcmp(opt, opts[i]))
       return true;
@@ -100,7 +112,7 @@ static bool writable(const char *path) {
 }
 
 static int parse_args(int argc, char **argv, sim_args_t *a) {
-  *a = (sim_args_t){SIM_ARENA, 100000, -1, 200, 1, NULL, NULL};
+  *a = (sim_args_t){SIM_ARENA, 100000, -1, 200, 0, 1, NULL, NULL};
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t v;
@@ -127,6 +139,10 @@ static int parse_args(int argc, char **argv, sim_args_t *a) {
       if (!parse_u64(val, 0, 10000000, &v))
         return bad(opt, val, "expected 0..10000000");
       a->ticks = (uint32_t)v;
+    } else if (!strcmp(opt, "--warmup")) {
+      if (!parse_u64(val, 0, 10000000, &v))
+        return bad(opt, val, "expected 0..10000000");
+      a->warmup = (uint32_t)v;
     } else if (!strcmp(opt, "--seed")) {
       if (!parse_u64(val, 0, UINT64_MAX, &v))
         return bad(opt, val, "expected an unsigned 64-bit integer");
@@ -162,11 +178,29 @@ static void progress(bool tty, uint32_t done, uint32_t total, double t0) {
   fflush(stderr);
 }
 
+/*
+ * Every counter the report prints. The library's counters are cumulative,
+ * so the figures of the timed ticks are a snapshot taken after them minus
+ * one taken before them (after the warm-up).
+ */
+typedef struct sim_stats_t {
+  uint32_t nsys;
+  weft_system_t ids[SIM_MAX_SYSTEMS];
+  weft_phase_t phase_of[SIM_MAX_SYSTEMS];
+  weft_system_info_t info[SIM_MAX_SYSTEMS];
+  weft_system_stats_t sys[SIM_MAX_SYSTEMS];
+  weft_phase_stats_t phase[SIM_NPHASES];
+  uint32_t nworkers;
+  weft_worker_stats_t *workers; /* nworkers of them */
+  uint64_t sync_points, builds;
+} sim_stats_t;
+
 typedef struct sim_run_t {
   double spawn_s, run_s;
   uint64_t updates; /* rows handed to system callbacks */
   uint64_t digest;
   uint32_t final_entities;
+  const sim_stats_t *stats; /* of the timed ticks */
 } sim_run_t;
 
 static int fail(const weft_world_t *w, int rc, const char *what) {
@@ -180,9 +214,9 @@ static uint32_t all_systems(weft_world_t *w, weft_system_t *ids, uint32_t cap,
                             weft_phase_t *phase_of) {
   uint32_t n = 0;
   for (weft_phase_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++) {
-    weft_system_t tmp[256];
-    uint32_t k = weft_phase_systems(w, p, tmp, 256);
-    for (uint32_t i = 0; i < k && i < 256 && n < cap; i++) {
+    weft_system_t tmp[SIM_MAX_SYSTEMS];
+    uint32_t k = weft_phase_systems(w, p, tmp, SIM_MAX_SYSTEMS);
+    for (uint32_t i = 0; i < k && i < SIM_MAX_SYSTEMS && n < cap; i++) {
       phase_of[n] = p;
       ids[n++] = tmp[i];
     }
@@ -190,14 +224,97 @@ static uint32_t all_systems(weft_world_t *w, weft_system_t *ids, uint32_t cap,
   return n;
 }
 
-static void report(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
-                   const sim_run_t *r) {
+/* Fills @p s with the counters as they are now; a system whose info or
+ * counters cannot be read is left out. Returns 0 or WEFT_ENOMEM. */
+static int stats_take(weft_world_t *w, weft_pool_t *pool, sim_stats_t *s) {
+  memset(s, 0, sizeof *s);
+  weft_system_t ids[SIM_MAX_SYSTEMS];
+  weft_phase_t ph[SIM_MAX_SYSTEMS];
+  uint32_t n = all_systems(w, ids, SIM_MAX_SYSTEMS, ph);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t k = s->nsys;
+    if (weft_system_info(w, ids[i], &s->info[k]) ||
+        weft_system_stats(w, ids[i], &s->sys[k]))
+      continue;
+    s->ids[k] = ids[i];
+    s->phase_of[k] = ph[i];
+    s->nsys++;
+  }
+  for (weft_phase_t p = 1; p < SIM_NPHASES; p++)
+    if (weft_phase_stats(w, p, &s->phase[p]))
+      memset(&s->phase[p], 0, sizeof s->phase[p]);
+  s->nworkers = pool ? weft_pool_workers(pool) : 0;
+  if (s->nworkers) {
+    s->workers = calloc(s->nworkers, sizeof *s->workers);
+    if (!s->workers)
+      return WEFT_ENOMEM;
+    for (uint32_t k = 0; k < s->nworkers; k++)
+      (void)weft_pool_worker_stats(pool, k, &s->workers[k]);
+  }
+  weft_pipeline_state_t ps;
+  weft_pipeline_state(w, &ps);
+  s->sync_points = ps.sync_points;
+  s->builds = ps.builds;
+  return 0;
+}
+
+static void stats_free(sim_stats_t *s) {
+  free(s->workers);
+  s->workers = NULL;
+}
+
+/* s -= base, counter by counter (systems matched by id). */
+static void stats_sub(sim_stats_t *s, const sim_stats_t *base) {
+  for (uint32_t i = 0; i < s->nsys; i++)
+    for (uint32_t j = 0; j < base->nsys; j++) {
+      if (base->ids[j] != s->ids[i])
+        continue;
+      weft_system_stats_t *a = &s->sys[i];
+      const weft_system_stats_t *b = &base->sys[j];
+      a->runs -= b->runs;
+      a->skipped -= b->skipped;
+      a->entities -= b->entities;
+      a->chunks -= b->chunks;
+      a->jobs -= b->jobs;
+      a->wall_ns -= b->wall_ns;
+      a->worker_ns -= b->worker_ns;
+      break;
+    }
+  for (weft_phase_t p = 1; p < SIM_NPHASES; p++) {
+    weft_phase_stats_t *a = &s->phase[p];
+    const weft_phase_stats_t *b = &base->phase[p];
+    a->runs -= b->runs;
+    a->wall_ns -= b->wall_ns;
+    a->worker_ns -= b->worker_ns;
+    a->sync_points -= b->sync_points;
+    a->commands -= b->commands;
+  }
+  for (uint32_t k = 0; k < s->nworkers && k < base->nworkers; k++) {
+    weft_worker_stats_t *a = &s->workers[k];
+    const weft_worker_stats_t *b = &base->workers[k];
+    a->jobs -= b->jobs;
+    a->inline_jobs -= b->inline_jobs;
+    a->local_steals -= b->local_steals;
+    a->remote_steals -= b->remote_steals;
+    a->sleeps -= b->sleeps;
+    a->busy_ns -= b->busy_ns;
+    a->idle_ns -= b->idle_ns;
+  }
+  s->sync_points -= base->sync_points;
+  s->builds -= base->builds;
+}
+
+static void report(const sim_args_t *a, weft_pool_t *pool, const sim_run_t *r) {
   static const char *const phase_names[] = {
       "",         "PreUpdate", "FixedUpdate", "PostFixedUpdate", "NetworkTick",
       "PreRender"};
-  printf("weft-sim: %s, %u entities, %d threads, %u ticks, seed %" PRIu64 "\n",
+  const sim_stats_t *s = r->stats;
+  printf("weft-sim: %s, %u entities, %d threads, %u ticks",
          sim_kind_name(a->kind), a->entities,
-         pool ? (int)weft_pool_workers(pool) : 0, a->ticks, a->seed);
+         pool ? (int)weft_pool_workers(pool) : 0, a->ticks);
+  if (a->warmup)
+    printf(" (after %u untimed)", a->warmup);
+  printf(", seed %" PRIu64 "\n", a->seed);
   printf("  spawn %.3f s, run %.3f s (%.3f ms/tick), %u entities at the end\n",
          r->spawn_s, r->run_s, a->ticks ? r->run_s * 1e3 / a->ticks : 0.0,
          r->final_entities);
@@ -205,61 +322,51 @@ static void report(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
          r->run_s > 0 ? (double)r->updates / r->run_s / 1e6 : 0.0);
   printf("\n  %-16s %6s %12s %12s %9s\n", "phase", "runs", "wall ms",
          "worker ms", "syncs");
-  for (weft_phase_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++) {
-    weft_phase_stats_t ps;
-    if (weft_phase_stats(w, p, &ps) == 0 && ps.runs)
+  for (weft_phase_t p = 1; p < SIM_NPHASES; p++) {
+    const weft_phase_stats_t *ps = &s->phase[p];
+    if (ps->runs)
       printf("  %-16s %6" PRIu64 " %12.2f %12.2f %9" PRIu64 "\n",
-             phase_names[p], ps.runs, ps.wall_ns / 1e6, ps.worker_ns / 1e6,
-             ps.sync_points);
+             phase_names[p], ps->runs, ps->wall_ns / 1e6, ps->worker_ns / 1e6,
+             ps->sync_points);
   }
-  weft_system_t ids[256];
-  weft_phase_t ph[256];
-  uint32_t n = all_systems(w, ids, 256, ph);
   printf("\n  %-20s %6s %12s %10s %10s %8s %10s\n", "system", "runs",
          "entities", "wall ms", "worker ms", "jobs", "ns/entity");
-  for (uint32_t i = 0; i < n; i++) {
-    weft_system_info_t in;
-    weft_system_stats_t st;
-    if (weft_system_info(w, ids[i], &in) || weft_system_stats(w, ids[i], &st))
-      continue;
+  for (uint32_t i = 0; i < s->nsys; i++) {
+    const weft_system_stats_t *st = &s->sys[i];
     printf("  %-20s %6" PRIu64 " %12" PRIu64 " %10.2f %10.2f %8" PRIu64
            " %10.2f\n",
-           in.name, st.runs, st.entities, st.wall_ns / 1e6, st.worker_ns / 1e6,
-           st.jobs,
-           st.entities ? (double)st.worker_ns / (double)st.entities : 0.0);
+           s->info[i].name, st->runs, st->entities, st->wall_ns / 1e6,
+           st->worker_ns / 1e6, st->jobs,
+           st->entities ? (double)st->worker_ns / (double)st->entities : 0.0);
   }
-  if (pool) {
+  if (s->nworkers) {
     /* Steals: jobs a worker took from another's deque, on its own NUMA
      * node or (remote) another one. */
     printf("\n  %-8s %10s %10s %8s %8s %8s\n", "worker", "jobs", "busy %",
            "steals", "remote", "sleeps");
-    for (uint32_t k = 0; k < weft_pool_workers(pool); k++) {
-      weft_worker_stats_t ws;
-      if (weft_pool_worker_stats(pool, k, &ws))
-        continue;
+    for (uint32_t k = 0; k < s->nworkers; k++) {
+      const weft_worker_stats_t *ws = &s->workers[k];
       /* Worker 0 is this thread (it takes part): the pool does not time
        * it, so its share is the frame time the others did not fill. */
-      double all = (double)(ws.busy_ns + ws.idle_ns);
+      double all = (double)(ws->busy_ns + ws->idle_ns);
       char busy[16] = "driver";
       if (k > 0 || all > 0)
         snprintf(busy, sizeof busy, "%.1f",
-                 all > 0 ? 100.0 * ws.busy_ns / all : 0.0);
+                 all > 0 ? 100.0 * ws->busy_ns / all : 0.0);
       printf("  %-8u %10" PRIu64 " %10s %8" PRIu64 " %8" PRIu64 " %8" PRIu64
              "\n",
-             k, ws.jobs, busy, ws.local_steals + ws.remote_steals,
-             ws.remote_steals, ws.sleeps);
+             k, ws->jobs, busy, ws->local_steals + ws->remote_steals,
+             ws->remote_steals, ws->sleeps);
     }
     printf("  (steals: jobs taken from other workers' deques; remote: of "
            "those, from another NUMA node)\n");
   }
-  weft_pipeline_state_t ps;
-  weft_pipeline_state(w, &ps);
   printf("\n  sync points %" PRIu64 ", schedule builds %" PRIu64 "\n",
-         ps.sync_points, ps.builds);
+         s->sync_points, s->builds);
   printf("  digest %016" PRIx64 "\n", r->digest);
 }
 
-static int write_json(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
+static int write_json(const sim_args_t *a, weft_pool_t *pool,
                       const sim_run_t *r) {
   FILE *f = fopen(a->json, "w");
   if (!f) {
@@ -267,39 +374,89 @@ static int write_json(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
             strerror(errno));
     return 1;
   }
+  const sim_stats_t *s = r->stats;
   fprintf(f,
           "{\"scenario\":\"%s\",\"entities\":%u,\"threads\":%d,"
-          "\"ticks\":%u,\"seed\":%" PRIu64 ",\"spawn_s\":%.6f,"
+          "\"ticks\":%u,\"warmup\":%u,\"seed\":%" PRIu64 ",\"spawn_s\":%.6f,"
           "\"run_s\":%.6f,\"updates\":%" PRIu64 ",\"updates_per_s\":%.1f,"
           "\"final_entities\":%u,\"digest\":\"%016" PRIx64 "\",\"systems\":[",
           sim_kind_name(a->kind), a->entities,
-          pool ? (int)weft_pool_workers(pool) : 0, a->ticks, a->seed,
+          pool ? (int)weft_pool_workers(pool) : 0, a->ticks, a->warmup, a->seed,
           r->spawn_s, r->run_s, r->updates,
           r->run_s > 0 ? (double)r->updates / r->run_s : 0.0, r->final_entities,
           r->digest);
-  weft_system_t ids[256];
-  weft_phase_t ph[256];
-  uint32_t n = all_systems(w, ids, 256, ph);
-  for (uint32_t i = 0; i < n; i++) {
-    weft_system_info_t in;
-    weft_system_stats_t st;
-    if (weft_system_info(w, ids[i], &in) || weft_system_stats(w, ids[i], &st))
-      continue;
+  for (uint32_t i = 0; i < s->nsys; i++) {
+    const weft_system_stats_t *st = &s->sys[i];
     fprintf(f,
             "%s{\"name\":\"%s\",\"phase\":%u,\"runs\":%" PRIu64
             ",\"entities\":%" PRIu64 ",\"wall_ns\":%" PRIu64
             ",\"worker_ns\":%" PRIu64 ",\"jobs\":%" PRIu64 "}",
-            i ? "," : "", in.name, ph[i], st.runs, st.entities, st.wall_ns,
-            st.worker_ns, st.jobs);
+            i ? "," : "", s->info[i].name, s->phase_of[i], st->runs,
+            st->entities, st->wall_ns, st->worker_ns, st->jobs);
   }
-  weft_pipeline_state_t ps;
-  weft_pipeline_state(w, &ps);
-  fprintf(f, "],\"sync_points\":%" PRIu64 "}\n", ps.sync_points);
+  fprintf(f, "],\"sync_points\":%" PRIu64 "}\n", s->sync_points);
   bool ok = !ferror(f);
   ok &= fclose(f) == 0;
   if (!ok)
     fprintf(stderr, "weft-sim: cannot write %s\n", a->json);
   return ok ? 0 : 1;
+}
+
+/* Runs @p ticks ticks; the bar counts them from @p done0 of @p total. */
+static int run_ticks(weft_world_t *w, uint32_t ticks, bool tty, uint32_t done0,
+                     uint32_t total, double t0) {
+  int rc = 0;
+  for (uint32_t k = 0; k < ticks && !rc; k++) {
+    rc = weft_world_progress(w, SIM_DT);
+    progress(tty, done0 + k + 1, total, t0);
+  }
+  return rc;
+}
+
+/* Runs the scenario's ticks and reports them; the scene is built. */
+static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
+                     sim_run_t *r) {
+  bool tty = isatty(STDERR_FILENO);
+  uint32_t total = a->warmup + a->ticks;
+  double t0 = now_s();
+  int rc = run_ticks(w, a->warmup, tty, 0, total, t0);
+  if (rc)
+    return fail(w, rc, "warming up");
+  sim_stats_t *base = calloc(2, sizeof *base), *now = base + 1;
+  if (!base || stats_take(w, pool, base)) {
+    if (base)
+      stats_free(base);
+    free(base);
+    return fail(w, WEFT_ENOMEM, "taking the counters");
+  }
+  if (a->trace && (rc = weft_trace_start(w, 1u << 16)) != 0) {
+    stats_free(base);
+    free(base);
+    return fail(w, rc, "starting the trace");
+  }
+  double t1 = now_s();
+  rc = run_ticks(w, a->ticks, tty, a->warmup, total, t0);
+  r->run_s = now_s() - t1;
+  int out = rc ? fail(w, rc, "running") : 0;
+  if (!out && stats_take(w, pool, now))
+    out = fail(w, WEFT_ENOMEM, "taking the counters");
+  if (!out) {
+    stats_sub(now, base);
+    for (uint32_t i = 0; i < now->nsys; i++)
+      r->updates += now->sys[i].entities;
+    r->stats = now;
+    r->digest = weft_world_digest(w);
+    r->final_entities = weft_world_count(w);
+    report(a, pool, r);
+    if (a->trace && (rc = weft_trace_write(w, a->trace)) != 0)
+      out = fail(w, rc, "writing the trace");
+    if (a->json && write_json(a, pool, r))
+      out = 1;
+  }
+  stats_free(now);
+  stats_free(base);
+  free(base);
+  return out;
 }
 
 static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool) {
@@ -310,42 +467,10 @@ static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool) {
   sim_scene_t scene;
   double t0 = now_s();
   rc = sim_scene_build(&scene, w, a->kind, a->entities, a->seed);
-  if (rc) {
-    sim_scene_free(&scene);
-    return fail(w, rc, "building the scenario");
-  }
+  int out = rc ? fail(w, rc, "building the scenario") : 0;
   sim_run_t r = {.spawn_s = now_s() - t0};
-  if (a->trace && (rc = weft_trace_start(w, 1u << 16)) != 0) {
-    sim_scene_free(&scene);
-    return fail(w, rc, "starting the trace");
-  }
-  bool tty = isatty(STDERR_FILENO);
-  double t1 = now_s();
-  for (uint32_t k = 0; k < a->ticks && !rc; k++) {
-    rc = weft_world_progress(w, SIM_DT);
-    progress(tty, k + 1, a->ticks, t1);
-  }
-  r.run_s = now_s() - t1;
-  if (rc) {
-    sim_scene_free(&scene);
-    return fail(w, rc, "running");
-  }
-  weft_system_t ids[256];
-  weft_phase_t ph[256];
-  uint32_t n = all_systems(w, ids, 256, ph);
-  for (uint32_t i = 0; i < n; i++) {
-    weft_system_stats_t st;
-    if (weft_system_stats(w, ids[i], &st) == 0)
-      r.updates += st.entities;
-  }
-  r.digest = weft_world_digest(w);
-  r.final_entities = weft_world_count(w);
-  report(a, w, pool, &r);
-  int out = 0;
-  if (a->trace && (rc = weft_trace_write(w, a->trace)) != 0)
-    out = fail(w, rc, "writing the trace");
-  if (a->json && write_json(a, w, pool, &r))
-    out = 1;
+  if (!out)
+    out = run_scene(a, w, pool, &r);
   sim_scene_free(&scene);
   return out;
 }
