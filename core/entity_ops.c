@@ -597,11 +597,22 @@ static inline const weft__record_t *get_rec(const get_ctx_t *g, uint32_t idx) {
   return weft__pages_rec(g->pages, idx);
 }
 
-/* Stage 1: prefetches the record of a handle. */
+/*
+ * Stage 1: prefetches the record of a handle. Into every cache level
+ * (locality 3), as the row's handle below: with the non-temporal hint
+ * these two once had, the host's slow state (memory about three times
+ * slower, see the README) made weft_get_many() 47-61 ns a handle against
+ * 16-18 with this hint, and weft_has_many() 26-36 against 10-12, measured
+ * alternating the two builds at 1M entities; the health system's plan, which
+ * resolves its parties through weft_get_many_ex(), went from 258-307 to
+ * 126-140 ns an event (1M-entity arena, one thread). Most likely a
+ * non-temporal line, kept in few places, was evicted in the 64 to 128
+ * handles before its read and then fetched a second time.
+ */
 static inline void prefetch_record(const get_ctx_t *g, weft_entity_t e) {
   uint32_t idx = (uint32_t)e;
   if (idx < g->hwm)
-    __builtin_prefetch(get_rec(g, idx), 0, 0);
+    __builtin_prefetch(get_rec(g, idx), 0, 3);
 }
 
 /*
@@ -622,7 +633,7 @@ find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
     return;
   at->slot = &g->table[(v & ~WEFT__REC_LOC) >> g->row_bits];
   at->row = v & g->row_mask;
-  __builtin_prefetch(at->slot->entities + at->row, 0, 0);
+  __builtin_prefetch(at->slot->entities + at->row, 0, 3);
   for (uint32_t j = 0; j < k; j++) {
     const void *p = row_ptr(at->slot, at->row, comps[j]);
     at->p[j] = p;
