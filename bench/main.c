@@ -203,6 +203,9 @@ int main(int argc, char **argv) {
 
   fputs("\n", stderr);
   size_t misses = bench_print_table(&ctx, stdout);
+  /* The table first, whole: with stdout and stderr sent to one file, the
+   * messages below would otherwise land inside its buffered tail. */
+  fflush(stdout);
   int status = 0;
   if (json && bench_write_json(&ctx, json) != 0) {
     fprintf(stderr, "weft-bench: cannot write %s: %s\n", json, strerror(errno));
