@@ -228,16 +228,15 @@ static uint32_t all_systems(weft_world_t *w, weft_system_t *ids, uint32_t cap,
  * counters cannot be read is left out. Returns 0 or WEFT_ENOMEM. */
 static int stats_take(weft_world_t *w, weft_pool_t *pool, sim_stats_t *s) {
   memset(s, 0, sizeof *s);
-  weft_system_t ids[SIM_MAX_SYSTEMS];
-  weft_phase_t ph[SIM_MAX_SYSTEMS];
-  uint32_t n = all_systems(w, ids, SIM_MAX_SYSTEMS, ph);
+  /* Listed in place, then compacted over the ones left out. */
+  uint32_t n = all_systems(w, s->ids, SIM_MAX_SYSTEMS, s->phase_of);
   for (uint32_t i = 0; i < n; i++) {
     uint32_t k = s->nsys;
-    if (weft_system_info(w, ids[i], &s->info[k]) ||
-        weft_system_stats(w, ids[i], &s->sys[k]))
+    if (weft_system_info(w, s->ids[i], &s->info[k]) ||
+        weft_system_stats(w, s->ids[i], &s->sys[k]))
       continue;
-    s->ids[k] = ids[i];
-    s->phase_of[k] = ph[i];
+    s->ids[k] = s->ids[i];
+    s->phase_of[k] = s->phase_of[i];
     s->nsys++;
   }
   for (weft_phase_t p = 1; p < SIM_NPHASES; p++)
@@ -422,26 +421,25 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
   int rc = run_ticks(w, a->warmup, tty, 0, total, t0);
   if (rc)
     return fail(w, rc, "warming up");
-  sim_stats_t *base = calloc(2, sizeof *base), *now = base + 1;
-  if (!base || stats_take(w, pool, base)) {
-    if (base)
-      stats_free(base);
-    free(base);
-    return fail(w, WEFT_ENOMEM, "taking the counters");
-  }
-  if (a->trace && (rc = weft_trace_start(w, 1u << 16)) != 0) {
-    stats_free(base);
-    free(base);
-    return fail(w, rc, "starting the trace");
-  }
-  double t1 = now_s();
-  rc = run_ticks(w, a->ticks, tty, a->warmup, total, t0);
-  r->run_s = now_s() - t1;
-  int out = rc ? fail(w, rc, "running") : 0;
-  if (!out && stats_take(w, pool, now))
+  /* st[0]: the counters before the timed ticks; st[1]: after them. */
+  sim_stats_t *st = calloc(2, sizeof *st);
+  int out = 0;
+  if (!st || stats_take(w, pool, &st[0]))
     out = fail(w, WEFT_ENOMEM, "taking the counters");
+  else if (a->trace && (rc = weft_trace_start(w, 1u << 16)) != 0)
+    out = fail(w, rc, "starting the trace");
   if (!out) {
-    stats_sub(now, base);
+    double t1 = now_s();
+    rc = run_ticks(w, a->ticks, tty, a->warmup, total, t0);
+    r->run_s = now_s() - t1;
+    if (rc)
+      out = fail(w, rc, "running");
+    else if (stats_take(w, pool, &st[1]))
+      out = fail(w, WEFT_ENOMEM, "taking the counters");
+  }
+  if (!out) {
+    sim_stats_t *now = &st[1];
+    stats_sub(now, &st[0]);
     for (uint32_t i = 0; i < now->nsys; i++)
       r->updates += now->sys[i].entities;
     r->stats = now;
@@ -453,9 +451,11 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
     if (a->json && write_json(a, pool, r))
       out = 1;
   }
-  stats_free(now);
-  stats_free(base);
-  free(base);
+  if (st) {
+    stats_free(&st[0]);
+    stats_free(&st[1]);
+  }
+  free(st);
   return out;
 }
 
