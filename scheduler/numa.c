@@ -39,15 +39,23 @@ static unsigned group_arena(weft_pool_t *p, uint32_t g) {
 }
 #endif
 
-/* Binds memory to group g's node when planning on the real machine. */
+/*
+ * Binds memory to group g's node memory when planning on the real machine.
+ * The nodeset is the one the topology chose for the node (weft's node
+ * numbers are not hwloc's logical indices: a node may have several hwloc
+ * nodes, or none, and then nothing is bound). The binding is hwloc's
+ * non-strict one, a preference: a full node spills over instead of failing
+ * the allocation.
+ */
 static void bind_to_node(weft_pool_t *p, uint32_t g, void *mem, size_t size) {
-  if (p->topo->synthetic)
+  if (p->topo->foreign)
     return;
-  hwloc_obj_t node = hwloc_get_obj_by_type(p->topo->hw, HWLOC_OBJ_NUMANODE,
-                                           weft__pool_group_node(p, g));
-  if (node && node->nodeset)
-    hwloc_set_area_membind(p->topo->hw, mem, size, node->nodeset,
-                           HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
+  hwloc_const_nodeset_t set =
+      weft__topology_node_mem(p->topo, weft__pool_group_node(p, g));
+  if (hwloc_bitmap_iszero(set))
+    return;
+  hwloc_set_area_membind(p->topo->hw, mem, size, set, HWLOC_MEMBIND_BIND,
+                         HWLOC_MEMBIND_BYNODESET);
 }
 
 void *weft__pool_alloc_on(weft_pool_t *p, uint32_t g, weft__alloc_stats_t *st,

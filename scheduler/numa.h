@@ -2,8 +2,10 @@
  * NUMA-local chunk memory: what a world asks of the pool it is attached to
  * (weft_world_config_t.pool). Each NUMA group of the pool gets its own
  * jemalloc arena, created on first use, and memory from it is bound to the
- * group's node when the topology is the real machine. A pool with one group
- * hands out ordinary memory: the one-node case costs nothing.
+ * memory of the group's node (weft_topology_node_memory(): its hwloc
+ * nodeset, none for a memoryless node) when the topology is the real
+ * machine. A pool with one group hands out ordinary memory: the one-node
+ * case costs nothing.
  */
 #ifndef WEFT_SCHEDULER_NUMA_H
 #define WEFT_SCHEDULER_NUMA_H
@@ -17,12 +19,12 @@
 /* NUMA groups of the pool (1 for a one-node machine). */
 uint32_t weft__pool_node_groups(const weft_pool_t *pool);
 
-/* The logical NUMA node of group g. */
+/* The node (weft's numbering, as in weft_pu_info_t.node) of group g. */
 uint32_t weft__pool_group_node(const weft_pool_t *pool, uint32_t g);
 
 /*
  * Allocates size bytes (aligned) for chunk memory homed on group g: from
- * the group's arena, bound to its node. NULL on failure. Free with
+ * the group's arena, bound to its node's memory. NULL on failure. Free with
  * weft__free(). Counted in st like weft__alloc(). Any thread that may
  * change the world using the pool.
  */

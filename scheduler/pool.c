@@ -268,8 +268,17 @@ static bool find_work(weft_pool_t *p, uint32_t self, job_t *out, bool batch) {
     pay(w);
     const uint32_t *order;
     uint32_t n = weft_plan_steal_order(p->plan, self, &order);
-    for (uint32_t i = 0; i < n; i++) {
-      worker_t *v = &p->workers[order[i]];
+    /* Big plans store only the nearest victims; the rest of the order is
+     * walked on demand. */
+    weft_steal_iter_t rest;
+    bool past = n + 1 < p->nworkers;
+    if (past)
+      weft_plan_steal_iter(p->plan, self, n, &rest);
+    for (uint32_t i = 0, vi = 0;
+         i < n ? (vi = order[i], true)
+               : past && weft_plan_steal_next(p->plan, &rest, &vi);
+         i++) {
+      worker_t *v = &p->workers[vi];
       bool contended = false;
       slot = weft__deque_steal(&v->dq, &contended);
       if (slot) {

@@ -10,15 +10,37 @@
  * in its own core order; more workers than PUs wrap around. Steal order is
  * by class (same core < same L3 < same node < other node), then NUMA
  * distance, then (v - w) mod n. Synthetic machines have no distance matrix:
- * 10 local, 16 same package, 20 other package. Without an L3 level, the
- * node is the L3 group. In hwloc synthetic machines, PU i has OS number i.
+ * 10 local, 16 same package, 20 other package. Without an L3 level, each
+ * core is its own L3 group. In hwloc synthetic machines, PU i has OS
+ * number i.
+ *
+ * Real machines come as hwloc XML exports (tests/data/topologies, with a
+ * README saying where they come from): there the tests check which memory
+ * each NUMA group binds to, worked out by hand from each machine's lstopo
+ * output and from the policy (a node's memory is the ordinary memory among
+ * the NUMA nodes local to its PUs, else the local non-NVM ones; PUs that
+ * no NUMA node covers form memoryless nodes, one per package).
  *
  * Every topology and plan built here also goes through check_topology() /
- * check_plan(), which assert the invariants that hold for any machine.
+ * check_plan(), which assert the invariants that hold for any machine:
+ * steal orders are walked whole (for a sample of the workers of big plans)
+ * and checked against the policy's sort key.
  */
+#define _GNU_SOURCE
 #include "support/weft_test.h"
 
+#include <errno.h>
+#include <hwloc.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+#include "core/alloc.h"
+#include "scheduler/numa.h"
+
+#ifndef WEFT_TOPOLOGY_DATA
+#error "WEFT_TOPOLOGY_DATA must name tests/data/topologies"
+#endif
 
 #define COUNT(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
@@ -109,6 +131,27 @@ static void check_topology(const weft_topology_t *t) {
     assert_int_equal(weft_topology_distance(t, a, in.numa_nodes), 0);
     assert_int_equal(weft_topology_distance(t, in.numa_nodes, a), 0);
   }
+  /* Every node's memory: OS indices ascending; none means no kind, no
+   * size. */
+  for (uint32_t d = 0; d < in.numa_nodes; d++) {
+    weft_node_memory_t m;
+    memset(&m, 0xa5, sizeof m);
+    assert_int_equal(weft_topology_node_memory(t, d, &m), WEFT_OK);
+    assert_true(m.count == 0 || m.os_index != NULL);
+    for (uint32_t i = 1; i < m.count; i++)
+      assert_true(m.os_index[i - 1] < m.os_index[i]);
+    if (m.count == 0) {
+      assert_null(m.kind);
+      assert_true(m.bytes == 0);
+    }
+  }
+  weft_node_memory_t none;
+  memset(&none, 0xa5, sizeof none);
+  assert_int_equal(weft_topology_node_memory(t, in.numa_nodes, &none),
+                   WEFT_EINVAL);
+  assert_int_equal(none.count, 0);
+  assert_null(none.os_index);
+  assert_int_equal(weft_topology_node_memory(t, 0, NULL), WEFT_EINVAL);
   free(core_seen);
   free(l3_seen);
   free(node_seen);
@@ -126,6 +169,60 @@ static uint32_t steal_class(const weft_pu_info_t *me, const weft_pu_info_t *o) {
 
 static bool in_mask(uint64_t mask, uint32_t node) {
   return mask == 0 || (node < 64 && (mask >> node & 1));
+}
+
+/*
+ * Walks worker w's whole steal order: every other worker once, sorted by
+ * (class, distance, rotation); the walk started after the stored part
+ * goes on where the stored part ends.
+ */
+static void check_order(const weft_topology_t *t, const weft_plan_t *p,
+                        uint32_t w, bool *seen) {
+  uint32_t n = weft_plan_workers(p);
+  const weft_pu_info_t *me = weft_plan_place(p, w);
+  memset(seen, 0, n * sizeof(bool));
+  const uint32_t *stored = NULL;
+  uint32_t count = weft_plan_steal_order(p, w, &stored);
+  weft_steal_iter_t it, rest;
+  weft_plan_steal_iter(p, w, 0, &it);
+  weft_plan_steal_iter(p, w, count, &rest);
+  uint32_t prev_cls = 0, prev_dist = 0, prev_rot = 0, i = 0, v;
+  for (; weft_plan_steal_next(p, &it, &v); i++) {
+    assert_true(i < n - 1);
+    assert_true(v < n);
+    assert_int_not_equal(v, w);
+    assert_false(seen[v]);
+    seen[v] = true;
+    if (i >= count) {
+      uint32_t r = UINT32_MAX;
+      assert_true(weft_plan_steal_next(p, &rest, &r));
+      assert_int_equal(r, v);
+    }
+    const weft_pu_info_t *o = weft_plan_place(p, v);
+    uint32_t cls = steal_class(me, o);
+    uint32_t dist = weft_topology_distance(t, me->node, o->node);
+    uint32_t rot = (v + n - w) % n;
+    if (i > 0) {
+      assert_true(cls >= prev_cls);
+      if (cls == prev_cls) {
+        assert_true(dist >= prev_dist);
+        if (dist == prev_dist)
+          assert_true(rot > prev_rot);
+      }
+    }
+    prev_cls = cls;
+    prev_dist = dist;
+    prev_rot = rot;
+  }
+  assert_int_equal(i, n - 1);
+  assert_false(weft_plan_steal_next(p, &it, &v));
+  assert_false(weft_plan_steal_next(p, &rest, &v));
+  /* Starting anywhere else skips that many. */
+  uint32_t from = (n - 1) / 2;
+  weft_plan_steal_iter(p, w, from, &it);
+  for (i = from; weft_plan_steal_next(p, &it, &v); i++)
+    ;
+  assert_int_equal(i, n - 1);
 }
 
 /* Holds for any plan computed from t with cfg. */
@@ -186,47 +283,47 @@ static void check_plan(const weft_topology_t *t, const weft_plan_t *p,
   assert_int_equal(weft_plan_group_of(p, n), UINT32_MAX);
   const uint32_t *order = NULL;
   assert_int_equal(weft_plan_steal_order(p, n, &order), 0);
+  weft_steal_iter_t none;
+  uint32_t victim = 77;
+  weft_plan_steal_iter(p, n, 0, &none);
+  assert_false(weft_plan_steal_next(p, &none, &victim));
+  weft_plan_steal_iter(p, 0, n, &none);
+  assert_false(weft_plan_steal_next(p, &none, &victim));
+  assert_int_equal(victim, 77);
 
   /* Steal orders: a permutation of the other workers, sorted by the
-   * policy's key. */
+   * policy's key; the stored part is its start, and the walk from there
+   * is its rest. Walked whole for every worker of plans up to 512
+   * workers, for about 64 of bigger ones. */
   bool *seen = calloc(n, sizeof(bool));
   assert_non_null(seen);
+  uint32_t step = n <= 512 ? 1 : n / 64 + 1;
   for (uint32_t w = 0; w < n; w++) {
-    const weft_pu_info_t *me = weft_plan_place(p, w);
-    order = NULL;
-    assert_int_equal(weft_plan_steal_order(p, w, &order), n - 1);
-    assert_true(n == 1 || order != NULL);
-    memset(seen, 0, n * sizeof(bool));
-    uint32_t prev_cls = 0, prev_dist = 0, prev_rot = 0;
-    for (uint32_t i = 0; i + 1 < n; i++) {
-      uint32_t v = order[i];
-      assert_true(v < n);
-      assert_int_not_equal(v, w);
-      assert_false(seen[v]);
-      seen[v] = true;
-      const weft_pu_info_t *o = weft_plan_place(p, v);
-      uint32_t cls = steal_class(me, o);
-      uint32_t dist = weft_topology_distance(t, me->node, o->node);
-      uint32_t rot = (v + n - w) % n;
-      if (i > 0) {
-        assert_true(cls >= prev_cls);
-        if (cls == prev_cls) {
-          assert_true(dist >= prev_dist);
-          if (dist == prev_dist)
-            assert_true(rot > prev_rot);
-        }
-      }
-      prev_cls = cls;
-      prev_dist = dist;
-      prev_rot = rot;
+    const uint32_t *stored = NULL;
+    uint32_t count = weft_plan_steal_order(p, w, &stored);
+    assert_true(count <= n - 1);
+    assert_true(count == n - 1 || count >= 16);
+    assert_true(count == 0 || stored != NULL);
+    if (n <= 1024)
+      assert_int_equal(count, n - 1);
+    weft_steal_iter_t it;
+    uint32_t v = UINT32_MAX;
+    weft_plan_steal_iter(p, w, 0, &it);
+    for (uint32_t i = 0; i < count; i++) {
+      assert_true(weft_plan_steal_next(p, &it, &v));
+      assert_int_equal(v, stored[i]);
     }
+    if (w % step == 0 || w == n - 1)
+      check_order(t, p, w, seen);
   }
+  free(seen);
 
   /* Groups: one per node that has workers, in node order, partitioning the
    * workers; members ascending; group_of agrees. */
   uint32_t groups = weft_plan_groups(p), total = 0;
   assert_true(groups >= 1 && groups <= in.numa_nodes);
-  memset(seen, 0, n * sizeof(bool));
+  seen = calloc(n, sizeof(bool));
+  assert_non_null(seen);
   uint32_t nodes_with_workers = 0;
   for (uint32_t node = 0; node < in.numa_nodes; node++)
     for (uint32_t w = 0; w < n; w++)
@@ -263,7 +360,10 @@ static void check_plan(const weft_topology_t *t, const weft_plan_t *p,
   assert_int_equal(total, n);
   assert_int_equal(weft_plan_group(p, groups, NULL, NULL), 0);
   free(seen);
-  check_describe(t, p);
+  /* check_describe() writes the text 8 times: big plans check theirs
+   * once, in their test. */
+  if (n <= 4096)
+    check_describe(t, p);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -408,14 +508,15 @@ static void test_topology_single_core(void **state) {
 static void test_topology_two_cores(void **state) {
   (void)state;
   weft_topology_t *t = load("core:2 pu:1", NULL);
-  expect_info(t, 1, 1, 1, 2, 2);
+  /* No L3: each core is its own L3 group. */
+  expect_info(t, 1, 1, 2, 2, 2);
   assert_int_equal(weft_topology_pu(t, 1)->core, 1);
   assert_int_equal(weft_topology_pu(t, 1)->os_pu, 1);
 
   weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
   assert_int_equal(weft_plan_workers(p), 2);
   expect_place(p, 0, 0, 0, 0, 0, 0);
-  expect_place(p, 1, 1, 1, 0, 0, 0);
+  expect_place(p, 1, 1, 1, 1, 0, 0);
   expect_steal(p, 0, (const uint32_t[]){1}, 1);
   expect_steal(p, 1, (const uint32_t[]){0}, 1);
   assert_int_equal(weft_plan_groups(p), 1);
@@ -591,13 +692,15 @@ static void test_topology_more_workers_than_pus_wrap(void **state) {
 
 static void test_topology_nodes_without_l3(void **state) {
   (void)state;
+  /* No L3 is reported, so none is made up: each core is its own L3 group,
+   * and same-node workers steal from each other as class 2. */
   weft_topology_t *t = load("numa:4 core:16 pu:1", NULL);
-  expect_info(t, 1, 4, 4, 64, 64);
+  expect_info(t, 1, 4, 64, 64, 64);
   for (uint32_t i = 0; i < 64; i++) {
     const weft_pu_info_t *pu = weft_topology_pu(t, i);
     assert_int_equal(pu->core, i);
     assert_int_equal(pu->node, i / 16);
-    assert_int_equal(pu->l3, i / 16);
+    assert_int_equal(pu->l3, i);
     assert_int_equal(pu->package, 0);
   }
   for (uint32_t a = 0; a < 4; a++)
@@ -642,13 +745,13 @@ static void test_topology_asymmetric_packages(void **state) {
   (void)state;
   /* Package 0 whole (cores 0-3), package 1 down to one core (PUs 8-9). */
   weft_topology_t *t = load("pack:2 numa:1 core:4 pu:2", "0-7,8-9");
-  expect_info(t, 2, 2, 2, 5, 10);
+  expect_info(t, 2, 2, 5, 5, 10);
   for (uint32_t i = 0; i < 10; i++) {
     const weft_pu_info_t *pu = weft_topology_pu(t, i);
     assert_int_equal(pu->os_pu, i);
     assert_int_equal(pu->core, i / 2);
     assert_int_equal(pu->node, i / 8);
-    assert_int_equal(pu->l3, i / 8);
+    assert_int_equal(pu->l3, i / 2);
     assert_int_equal(pu->package, i / 8);
   }
   assert_int_equal(weft_topology_distance(t, 0, 1), 20);
@@ -677,7 +780,7 @@ static void test_topology_asymmetric_nodes(void **state) {
   /* Nodes of 3 cores each (OS PUs 0-2, 3-5, 6-8, 9-11), restricted to
    * 3, 1, 2 and 0 cores: node 3 has no PU left and does not count. */
   weft_topology_t *t = load("pack:2 numa:2 core:3 pu:1", "0-2,3,6-7");
-  expect_info(t, 2, 3, 3, 6, 6);
+  expect_info(t, 2, 3, 6, 6, 6);
   static const uint32_t os[6] = {0, 1, 2, 3, 6, 7};
   static const uint32_t node[6] = {0, 0, 0, 1, 2, 2};
   for (uint32_t i = 0; i < 6; i++) {
@@ -730,7 +833,7 @@ static void test_topology_restriction_drops_middle_node(void **state) {
   /* Node 1 (OS PUs 3-5) removed: old nodes 0, 2, 3 become 0, 1, 2, and the
    * distances follow them (node 0 is alone in package 0). */
   weft_topology_t *t = load("pack:2 numa:2 core:3 pu:1", "0-2,6-11");
-  expect_info(t, 2, 3, 3, 9, 9);
+  expect_info(t, 2, 3, 9, 9, 9);
   static const uint32_t dist[3][3] = {{10, 20, 20}, {20, 10, 16}, {20, 16, 10}};
   for (uint32_t a = 0; a < 3; a++)
     for (uint32_t b = 0; b < 3; b++)
@@ -842,9 +945,454 @@ static void test_topology_node_limit(void **state) {
   expect_place(p, 0, 63, 63, 63, 63, 0);
   weft_plan_destroy(p);
   weft_topology_destroy(t);
+}
 
+/* More than 64 NUMA nodes work (the load used to fail with WEFT_ELIMIT);
+ * a node mask names the first 64 and leaves the others out. */
+static void test_topology_more_than_64_nodes(void **state) {
+  (void)state;
+  weft_topology_t *t = load("numa:65 pu:1", NULL);
+  expect_info(t, 1, 65, 65, 65, 65);
+  assert_int_equal(weft_topology_distance(t, 64, 0), 16);
+  weft_node_memory_t m;
+  assert_int_equal(weft_topology_node_memory(t, 64, &m), WEFT_OK);
+  assert_int_equal(m.count, 1);
+  assert_int_equal(m.os_index[0], 64);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  assert_int_equal(weft_plan_workers(p), 65);
+  assert_int_equal(weft_plan_groups(p), 65);
+  expect_place(p, 64, 64, 64, 64, 64, 0);
+  expect_group(p, 64, 64, (const uint32_t[]){64}, 1);
+  weft_plan_destroy(p);
+  p = plan(t, 0, WEFT_PIN_CORE, UINT64_MAX);
+  assert_int_equal(weft_plan_workers(p), 64);
+  assert_int_equal(weft_plan_groups(p), 64);
+  weft_plan_destroy(p);
+  char text[256];
+  assert_true(weft_plan_describe(t, NULL, text, sizeof text) > 0);
+  assert_non_null(strstr(text, "distances: 65 nodes, not shown\n"));
+  weft_topology_destroy(t);
+
+  /* Two packages of 100 nodes: distances by package, 400 workers. */
+  t = load("pack:2 numa:100 core:1 pu:2", NULL);
+  expect_info(t, 2, 200, 200, 200, 400);
+  assert_int_equal(weft_topology_distance(t, 0, 99), 16);
+  assert_int_equal(weft_topology_distance(t, 0, 100), 20);
+  p = plan(t, 400, WEFT_PIN_PU, 0);
+  assert_int_equal(weft_plan_groups(p), 200);
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/* ---- L3 groups spanning nodes ----------------------------------------------
+ */
+
+static void test_topology_l3_spanning_nodes(void **state) {
+  (void)state;
+  /* One L3 per package over two nodes (Sub-NUMA Clustering): within the
+   * L3 class, nearer nodes first. */
+  weft_topology_t *t = load("pack:2 l3:1 numa:2 core:2 pu:1", NULL);
+  expect_info(t, 2, 4, 2, 8, 8);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  expect_pus(p, (const uint32_t[]){0, 2, 4, 6, 1, 3, 5, 7}, 8);
+  /* Worker 0: its L3 at distance 10 (worker 4), then at 16 (1, 5), then
+   * the other package (20) by rotation. */
+  expect_steal(p, 0, (const uint32_t[]){4, 1, 5, 2, 3, 6, 7}, 7);
+  /* Worker 5 (node 1): 1, then node 0 from after 5 (0, 4), then 6 7 2 3. */
+  expect_steal(p, 5, (const uint32_t[]){1, 0, 4, 6, 7, 2, 3}, 7);
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/* ---- big plans
+ * ---------------------------------------------------------------
+ */
+
+/* 65536 workers (the most a plan takes) plan in near-linear time and
+ * memory: the steal orders are walked on demand (check_plan() walks about
+ * 64 of them whole and checks every stored start). The old plan stored
+ * 65536 x 65535 entries (17 GB) and sorted each order. */
+static void test_topology_plan_65536_workers(void **state) {
+  (void)state;
+  weft_topology_t *t = load("pack:2 numa:2 l3:2 core:4 pu:2", NULL);
+  weft_plan_t *p = plan(t, 65536, WEFT_PIN_PU, 0);
+  assert_int_equal(weft_plan_groups(p), 4);
+  assert_int_equal(weft_plan_steal_order(p, 0, NULL), 16);
+  int need = weft_plan_describe(t, p, NULL, 0);
+  assert_true(need > 0);
+  char *text = malloc((size_t)need + 1);
+  assert_non_null(text);
+  assert_int_equal(weft_plan_describe(t, p, text, (uint32_t)need + 1), need);
+  assert_non_null(strstr(text, "plan: 65536 worker(s), pin pu\n"));
+  assert_non_null(strstr(text, "and 65519 more\n"));
+  free(text);
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+
+  /* One PU: every order is the plain rotation. */
+  t = load("core:1 pu:1", NULL);
+  p = plan(t, 65536, WEFT_PIN_CORE, 0);
+  uint32_t want[16];
+  for (uint32_t i = 0; i < 16; i++)
+    want[i] = 65530 + 1 + i < 65536 ? 65530 + 1 + i : i - 5;
+  expect_steal_prefix(p, 65530, want, 16);
+  weft_steal_iter_t it;
+  uint32_t v = 0, last = 0, count = 0;
+  weft_plan_steal_iter(p, 65530, 16, &it);
+  while (weft_plan_steal_next(p, &it, &v)) {
+    last = v;
+    count++;
+  }
+  assert_int_equal(count, 65535 - 16);
+  assert_int_equal(last, 65529);
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/* ---- real machines (hwloc XML exports) -------------------------------------
+ */
+
+static void data_path(char *buf, size_t size, const char *file) {
+  int n = snprintf(buf, size, "%s/%s", WEFT_TOPOLOGY_DATA, file);
+  assert_true(n > 0 && (size_t)n < size);
+}
+
+static bool ordinary(hwloc_obj_t n) {
+  return !n->subtype || !strcmp(n->subtype, "DRAM");
+}
+
+/*
+ * Checks t's nodes against the machine's own NUMA nodes (read again with
+ * hwloc from path): a node's memory is local to every one of its PUs, is
+ * ordinary memory wherever a PU has some, and is none only where no NUMA
+ * node covers the PU.
+ */
+static void check_memory_is_local(const weft_topology_t *t, const char *path) {
+  hwloc_topology_t hw;
+  assert_int_equal(hwloc_topology_init(&hw), 0);
+  assert_int_equal(hwloc_topology_set_xml(hw, path), 0);
+  assert_int_equal(hwloc_topology_load(hw), 0);
+  weft_topology_info_t in;
+  weft_topology_info(t, &in);
+  for (uint32_t i = 0; i < in.pus; i++) {
+    const weft_pu_info_t *pu = weft_topology_pu(t, i);
+    weft_node_memory_t m;
+    assert_int_equal(weft_topology_node_memory(t, pu->node, &m), WEFT_OK);
+    bool local_any = false, local_ordinary = false;
+    hwloc_obj_t n = NULL;
+    while ((n = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, n)))
+      if (n->cpuset && hwloc_bitmap_isset(n->cpuset, pu->os_pu)) {
+        local_any = true;
+        local_ordinary |= ordinary(n);
+      }
+    assert_int_equal(m.count != 0, local_any);
+    for (uint32_t k = 0; k < m.count; k++) {
+      n = hwloc_get_numanode_obj_by_os_index(hw, m.os_index[k]);
+      assert_non_null(n);
+      assert_true(hwloc_bitmap_isset(n->cpuset, pu->os_pu));
+      if (local_ordinary)
+        assert_true(ordinary(n));
+    }
+  }
+  hwloc_topology_destroy(hw);
+}
+
+static weft_topology_t *load_xml(const char *file, const char *restrict_pus) {
+  char path[1024];
+  data_path(path, sizeof path, file);
+  weft_topology_t *t = NULL;
+  assert_int_equal(weft_topology_load_xml(path, restrict_pus, &t), WEFT_OK);
+  assert_non_null(t);
+  check_topology(t);
+  check_memory_is_local(t, path);
+  return t;
+}
+
+/* Node d's memory is exactly these hwloc nodes (OS indices), of this kind
+ * (NULL: hwloc names none) and size. */
+static void expect_node_memory(const weft_topology_t *t, uint32_t node,
+                               const uint32_t *os, uint32_t count,
+                               const char *kind, uint64_t bytes) {
+  weft_node_memory_t m;
+  assert_int_equal(weft_topology_node_memory(t, node, &m), WEFT_OK);
+  expect_u32s("memory of node", node, m.os_index, m.count, os, count);
+  if (kind)
+    assert_string_equal(m.kind, kind);
+  else
+    assert_null(m.kind);
+  assert_true(m.bytes == bytes);
+}
+
+/* The describe text of t and p holds every '|'-separated part of want. */
+static void expect_text(const weft_topology_t *t, const weft_plan_t *p,
+                        const char *want) {
+  int need = weft_plan_describe(t, p, NULL, 0);
+  char *text = malloc((size_t)need + 1);
+  assert_non_null(text);
+  weft_plan_describe(t, p, text, (uint32_t)need + 1);
+  char part[256];
+  for (const char *s = want; *s;) {
+    const char *bar = strchr(s, '|');
+    size_t len = bar ? (size_t)(bar - s) : strlen(s);
+    assert_true(len < sizeof part);
+    memcpy(part, s, len);
+    part[len] = 0;
+    if (!strstr(text, part)) {
+      print_error("missing '%s' in:\n%s", part, text);
+      fail();
+    }
+    s += len + (bar != NULL);
+  }
+  free(text);
+}
+
+#define GIB (UINT64_C(1) << 30)
+#define MIB (UINT64_C(1) << 20)
+
+/*
+ * KNL in SNC-4 hybrid mode: each quarter's CPUs have a DRAM node (OS 0-3)
+ * and an MCDRAM node (OS 7, 4, 5, 6), which hwloc lists in the order
+ * DRAM 0, MCDRAM 7, DRAM 1, MCDRAM 4, ... Every group gets its quarter's
+ * DRAM. (The old code bound group g to hwloc's node of logical index g:
+ * groups 1, 2, 3 went to MCDRAM 7, DRAM 1, MCDRAM 4.)
+ */
+static void test_topology_xml_knl_snc4_hybrid(void **state) {
+  (void)state;
+  weft_topology_t *t = load_xml("xml__64intel64-fakeKNL-SNC4-hybrid.xml", NULL);
+  expect_info(t, 1, 4, 4, 16, 64);
+  for (uint32_t i = 0; i < 64; i++)
+    assert_int_equal(weft_topology_pu(t, i)->node, i / 16);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  assert_int_equal(weft_plan_groups(p), 4);
+  for (uint32_t g = 0; g < 4; g++) {
+    uint32_t node = UINT32_MAX;
+    weft_plan_group(p, g, &node, NULL);
+    assert_int_equal(node, g);
+    expect_node_memory(t, node, (const uint32_t[]){g}, 1, "DRAM", GIB);
+  }
+  expect_text(t, p,
+              "(not this machine)|group 1 (node 1): 1 5 9 13; memory numa 1 "
+              "(DRAM, 1.0 GiB)\n|group 3 (node 3): 3 7 11 15; memory numa 3 "
+              "(DRAM, 1.0 GiB)\n");
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/*
+ * DRAM, HBM and NVM tiers: CPUs 0-1 have DRAM 0 and NVM 8, CPUs 2-3 DRAM 1,
+ * HBM 4 and NVM 6, CPUs 4-5 only HBM 2 and NVM 9. Ordinary DRAM where
+ * there is some, HBM rather than NVM where not; never a node of another
+ * group's CPUs. (The old code bound group 1 to NVM 8, on CPUs 0-1, and
+ * group 2 to DRAM 1, on CPUs 2-3.)
+ */
+static void test_topology_xml_heterogeneous_memory_tiers(void **state) {
+  (void)state;
+  weft_topology_t *t = load_xml("fsroot__fakeheteromemtiers.xml", NULL);
+  expect_info(t, 1, 3, 1, 6, 6);
+  for (uint32_t i = 0; i < 6; i++)
+    assert_int_equal(weft_topology_pu(t, i)->node, i / 2);
+  expect_node_memory(t, 0, (const uint32_t[]){0}, 1, "DRAM", 3077521408u);
+  expect_node_memory(t, 1, (const uint32_t[]){1}, 1, "DRAM", 1026519040u);
+  expect_node_memory(t, 2, (const uint32_t[]){2}, 1, "HBM", 512 * MIB);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  expect_group(p, 1, 1, (const uint32_t[]){1, 4}, 2);
+  expect_group(p, 2, 2, (const uint32_t[]){2, 5}, 2);
+  expect_text(t, p, "memory numa 2 (HBM, 512 MiB)\n");
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/*
+ * Cluster-on-Die without Group objects: both of a package's nodes cover
+ * all its CPUs (0-13: nodes 0 and 1; 14-27: 2 and 3), and no L3 is
+ * reported. Package 1's group takes nodes 2 and 3. (The old code bound it
+ * to node 1, package 0's memory.)
+ */
+static void test_topology_xml_cluster_on_die(void **state) {
+  (void)state;
+  weft_topology_t *t =
+      load_xml("xml__28intel64-2p2g7c-CoD.nogroups.v1tov2.xml", NULL);
+  expect_info(t, 2, 2, 28, 28, 28);
+  for (uint32_t i = 0; i < 28; i++) {
+    assert_int_equal(weft_topology_pu(t, i)->node, i / 14);
+    assert_int_equal(weft_topology_pu(t, i)->l3, i);
+  }
+  /* The nearest pair of the two packages' nodes: 31. */
+  assert_int_equal(weft_topology_distance(t, 0, 1), 31);
+  expect_node_memory(t, 0, (const uint32_t[]){0, 1}, 2, NULL,
+                     16899600384u + GIB * 16);
+  expect_node_memory(t, 1, (const uint32_t[]){2, 3}, 2, NULL, 32 * GIB);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  uint32_t node = UINT32_MAX;
+  weft_plan_group(p, 1, &node, NULL);
+  assert_int_equal(node, 1);
+  expect_text(t, p,
+              "group 1 (node 1): 1 3 5 7 9 11 13 15 17 19 21 23 25 27; "
+              "memory numa 2,3 (32.0 GiB)\n");
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/*
+ * An 8-node Opteron in a cpuset of CPUs 0-3, 5, 6, 12-15 and nodes 1-5:
+ * CPUs 0-1 (package 0, node 0 not allowed) and 12-15 (packages 4 and 5,
+ * nodes 6 and 7 not allowed) have no NUMA node. They form memoryless
+ * nodes, one per package, and share no made-up L3 with other packages
+ * (the machine reports none). (The old code put them all in node 0,
+ * bound to NUMA node 1, and in one L3 group with CPUs 2-3.)
+ */
+static void test_topology_xml_cpuset_without_memory(void **state) {
+  (void)state;
+  weft_topology_t *t = load_xml("xml__16amd64-8n2c-cpusets.xml", NULL);
+  expect_info(t, 6, 6, 10, 10, 10);
+  static const uint32_t os[10] = {0, 1, 2, 3, 5, 6, 12, 13, 14, 15};
+  static const uint32_t node[10] = {0, 0, 1, 1, 2, 3, 4, 4, 5, 5};
+  for (uint32_t i = 0; i < 10; i++) {
+    const weft_pu_info_t *pu = weft_topology_pu(t, i);
+    assert_int_equal(pu->os_pu, os[i]);
+    assert_int_equal(pu->node, node[i]);
+    assert_int_equal(pu->l3, i);
+  }
+  expect_node_memory(t, 0, NULL, 0, NULL, 0);
+  expect_node_memory(t, 1, (const uint32_t[]){1}, 1, NULL, 8 * GIB);
+  expect_node_memory(t, 2, (const uint32_t[]){2}, 1, NULL, 8 * GIB);
+  expect_node_memory(t, 3, (const uint32_t[]){3}, 1, NULL, 8 * GIB);
+  expect_node_memory(t, 4, NULL, 0, NULL, 0);
+  expect_node_memory(t, 5, NULL, 0, NULL, 0);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  assert_int_equal(weft_plan_groups(p), 6);
+  expect_group(p, 0, 0, (const uint32_t[]){0, 6}, 2);
+  /* Worker 0 (CPU 0): worker 6 (CPU 1, its node), then all others at
+   * distance 20, by rotation. */
+  expect_steal(p, 0, (const uint32_t[]){6, 1, 2, 3, 4, 5, 7, 8, 9}, 9);
+  expect_text(t, p,
+              "cpus: 0-3,5-6,12-15\n|group 0 (node 0): 0 6; memory none of "
+              "its own (not bound)\n");
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/*
+ * CPUs 0-3 and NUMA node 0 offline: package 0's online CPUs (4, 6, ...,
+ * 20) have no NUMA node; package 1's (5, 7, ..., 19) have node 1. Two
+ * nodes, the first without memory. (The old code lumped every PU into
+ * one node, bound to node 1.)
+ */
+static void test_topology_xml_offline_node(void **state) {
+  (void)state;
+  weft_topology_t *t = load_xml("fsroot__offline-cpu0-node0.xml", NULL);
+  expect_info(t, 2, 2, 2, 17, 17);
+  for (uint32_t i = 0; i < 17; i++) {
+    const weft_pu_info_t *pu = weft_topology_pu(t, i);
+    assert_int_equal(pu->node, pu->os_pu % 2);
+  }
+  expect_node_memory(t, 0, NULL, 0, NULL, 0);
+  expect_node_memory(t, 1, (const uint32_t[]){1}, 1, NULL, 64 * GIB);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  assert_int_equal(weft_plan_groups(p), 2);
+  expect_text(t, p,
+              "group 0 (node 0): 0 2 4 6 8 10 12 14 16; memory none of its "
+              "own (not bound)\n|group 1 (node 1): 1 3 5 7 9 11 13 15; memory "
+              "numa 1 (64.0 GiB)\n");
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/*
+ * A cgroup v2 restriction to CPUs 0-5 and nodes 0-5 of a 32-CPU machine:
+ * CPUs 0-3 on node 0, 4-5 on node 1, nodes 2-5 without allowed CPUs.
+ * Restricted further to CPUs 4-5, node 0 has no CPU left (hwloc keeps it)
+ * and the only group takes node 1. (The old code bound it to node 0.)
+ */
+static void test_topology_xml_cgroup_restricted(void **state) {
+  (void)state;
+  const char *file = "fsroot__32amd64-4s2n4c-cgroup2-disallowed.xml";
+  weft_topology_t *t = load_xml(file, NULL);
+  expect_info(t, 1, 2, 2, 6, 6);
+  expect_node_memory(t, 0, (const uint32_t[]){0}, 1, NULL, 17177686016u);
+  expect_node_memory(t, 1, (const uint32_t[]){1}, 1, NULL, 16 * GIB);
+  assert_int_equal(weft_topology_distance(t, 0, 1), 16);
+  weft_topology_destroy(t);
+
+  t = load_xml(file, "4-5");
+  expect_info(t, 1, 1, 1, 2, 2);
+  expect_node_memory(t, 0, (const uint32_t[]){1}, 1, NULL, 16 * GIB);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  expect_group(p, 0, 0, (const uint32_t[]){0, 1}, 2);
+  expect_text(t, p,
+              "cpus: 4-5 (restricted; the machine has 0-5)\n|group 0 (node "
+              "0): 0 1; memory numa 1 (16.0 GiB)\n");
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/*
+ * Memory with initiators: DRAM nodes 5, 6, 8, 9 on two CPUs each, NVM
+ * nodes 7 and 10 on two groups' CPUs. Groups get their DRAM, never the
+ * NVM, and distances come from the machine's report. (The old code bound
+ * group 2 to NVM node 7.)
+ */
+static void test_topology_xml_memory_initiators(void **state) {
+  (void)state;
+  weft_topology_t *t =
+      load_xml("fsroot__fakememinitiators-1np2c+1npp+gi.xml", NULL);
+  expect_info(t, 2, 4, 8, 8, 8);
+  static const uint32_t dram[4] = {5, 6, 8, 9};
+  for (uint32_t d = 0; d < 4; d++) {
+    weft_node_memory_t m;
+    assert_int_equal(weft_topology_node_memory(t, d, &m), WEFT_OK);
+    assert_int_equal(m.count, 1);
+    assert_int_equal(m.os_index[0], dram[d]);
+  }
+  assert_int_equal(weft_topology_distance(t, 0, 1), 13);
+  assert_int_equal(weft_topology_distance(t, 0, 2), 21);
+  assert_int_equal(weft_topology_distance(t, 2, 3), 13);
+  weft_plan_t *p = plan(t, 0, WEFT_PIN_CORE, 0);
+  /* Worker 0: node 1 (13) before package 1 (21). */
+  expect_steal(p, 0, (const uint32_t[]){4, 1, 5, 2, 3, 6, 7}, 7);
+  weft_plan_destroy(p);
+  weft_topology_destroy(t);
+}
+
+/* HWLOC_XMLFILE makes weft_topology_load(NULL, ...) read the same file,
+ * as another machine: the same nodes, nothing restricted to this
+ * process's binding. */
+static void test_topology_xml_from_environment(void **state) {
+  (void)state;
+  char path[1024];
+  data_path(path, sizeof path, "xml__28intel64-2p2g7c-CoD.nogroups.v1tov2.xml");
+  assert_int_equal(setenv("HWLOC_XMLFILE", path, 1), 0);
+  weft_topology_t *t = NULL;
+  int rc = weft_topology_load(NULL, NULL, &t);
+  unsetenv("HWLOC_XMLFILE");
+  assert_int_equal(rc, WEFT_OK);
+  check_topology(t);
+  expect_info(t, 2, 2, 28, 28, 28);
+  expect_node_memory(t, 1, (const uint32_t[]){2, 3}, 2, NULL, 32 * GIB);
+  expect_text(t, NULL, "(not this machine)\ncpus: 0-27\n");
+  weft_topology_destroy(t);
+}
+
+static void test_topology_load_xml_rejects_bad_input(void **state) {
+  (void)state;
+  char path[1024];
+  weft_topology_t *t = (weft_topology_t *)&t;
+  assert_int_equal(weft_topology_load_xml(NULL, NULL, &t), WEFT_EINVAL);
+  assert_null(t);
+  data_path(path, sizeof path, "fsroot__fakeheteromemtiers.xml");
+  assert_int_equal(weft_topology_load_xml(path, NULL, NULL), WEFT_EINVAL);
+  /* A list that leaves nothing. */
   t = (weft_topology_t *)&t;
-  assert_int_equal(weft_topology_load("numa:65 pu:1", NULL, &t), WEFT_ELIMIT);
+  assert_int_equal(weft_topology_load_xml(path, "6-9", &t), WEFT_EINVAL);
+  assert_null(t);
+  /* No such file, and a file that is not an hwloc export. */
+  data_path(path, sizeof path, "no-such-machine.xml");
+  t = (weft_topology_t *)&t;
+  assert_int_equal(weft_topology_load_xml(path, NULL, &t), WEFT_EINVAL);
+  assert_null(t);
+  data_path(path, sizeof path, "README.md");
+  t = (weft_topology_t *)&t;
+  assert_int_equal(weft_topology_load_xml(path, NULL, &t), WEFT_EINVAL);
   assert_null(t);
 }
 
@@ -874,7 +1422,7 @@ static void test_topology_load_rejects_bad_input(void **state) {
   }
   /* A list reaching past the machine keeps what exists. */
   weft_topology_t *t = load("core:4 pu:1", "2-100");
-  expect_info(t, 1, 1, 1, 2, 2);
+  expect_info(t, 1, 1, 2, 2, 2);
   assert_int_equal(weft_topology_pu(t, 0)->os_pu, 2);
   weft_topology_destroy(t);
   /* Numbers are decimal: "010" is CPU 10, not CPU 8. */
@@ -1003,10 +1551,22 @@ int main(void) {
       cmocka_unit_test(test_topology_caller_participates),
       cmocka_unit_test(test_topology_plan_is_deterministic),
       cmocka_unit_test(test_topology_node_limit),
+      cmocka_unit_test(test_topology_more_than_64_nodes),
       cmocka_unit_test(test_topology_load_rejects_bad_input),
       cmocka_unit_test(test_topology_plan_rejects_bad_input),
       cmocka_unit_test(test_topology_accessors_reject_bad_indices),
       cmocka_unit_test(test_topology_real_machine),
+      cmocka_unit_test(test_topology_l3_spanning_nodes),
+      cmocka_unit_test(test_topology_plan_65536_workers),
+      cmocka_unit_test(test_topology_xml_knl_snc4_hybrid),
+      cmocka_unit_test(test_topology_xml_heterogeneous_memory_tiers),
+      cmocka_unit_test(test_topology_xml_cluster_on_die),
+      cmocka_unit_test(test_topology_xml_cpuset_without_memory),
+      cmocka_unit_test(test_topology_xml_offline_node),
+      cmocka_unit_test(test_topology_xml_cgroup_restricted),
+      cmocka_unit_test(test_topology_xml_memory_initiators),
+      cmocka_unit_test(test_topology_xml_from_environment),
+      cmocka_unit_test(test_topology_load_xml_rejects_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,14 @@
  * function of the topology and the configuration, so it can be computed
  * and tested for any machine: weft_topology_load() accepts an hwloc
  * synthetic description ("pack:2 numa:2 l3:1 core:8 pu:2") in place of the
- * real machine.
+ * real machine, and weft_topology_load_xml() an hwloc XML export of one.
+ *
+ * weft's NUMA nodes are the sets of PUs that share the same local memory.
+ * A node's memory is the ordinary memory (DRAM) among the hwloc NUMA nodes
+ * whose CPUs include the node's PUs; other kinds (HBM, MCDRAM, NVM, CXL)
+ * are used only where a PU has no ordinary memory of its own. PUs that no
+ * NUMA node covers form nodes of their own, one per package, with no
+ * memory (their chunks are not bound). See weft_topology_node_memory().
  */
 #ifndef WEFT_TOPOLOGY_H
 #define WEFT_TOPOLOGY_H
@@ -30,8 +37,8 @@ typedef struct weft_plan_t weft_plan_t;
 /** Counts of the objects a topology has (only the allowed part of it). */
 typedef struct weft_topology_info_t {
   uint32_t packages;   /**< sockets */
-  uint32_t numa_nodes; /**< NUMA nodes with processing units */
-  uint32_t l3_groups;  /**< L3 caches (nodes, when the machine has none) */
+  uint32_t numa_nodes; /**< weft's NUMA nodes (see the file comment) */
+  uint32_t l3_groups;  /**< L3 caches (a core without one is its own) */
   uint32_t cores;      /**< physical cores */
   uint32_t pus;        /**< hardware threads */
 } weft_topology_info_t;
@@ -41,8 +48,8 @@ typedef struct weft_pu_info_t {
   uint32_t pu;      /**< logical PU index */
   uint32_t os_pu;   /**< the operating system's CPU number */
   uint32_t core;    /**< logical core index */
-  uint32_t l3;      /**< L3 group index */
-  uint32_t node;    /**< logical NUMA node index */
+  uint32_t l3;      /**< L3 group index (its core's when it has no L3) */
+  uint32_t node;    /**< weft's NUMA node index */
   uint32_t package; /**< logical package index */
 } weft_pu_info_t;
 
@@ -53,7 +60,8 @@ typedef enum weft_pin_t {
   WEFT_PIN_NONE      /**< no binding (the plan still says where) */
 } weft_pin_t;
 
-/** The most NUMA nodes a node mask can name. */
+/** The most NUMA nodes a node mask can name (nodes 0 to 63). Topologies,
+ * plans and pools take any number of nodes. */
 #define WEFT_TOPOLOGY_MAX_NODES 64u
 
 /** Pool placement settings; zero means default for every field. */
@@ -63,7 +71,9 @@ typedef struct weft_placement_config_t {
   uint32_t workers;
   /** Binding policy. */
   weft_pin_t pin;
-  /** Allowed NUMA nodes, bit i = logical node i; 0 means all. */
+  /** Allowed NUMA nodes, bit i = node i; 0 means all. Nodes from
+   * WEFT_TOPOLOGY_MAX_NODES on cannot be named: a mask other than 0 leaves
+   * them out. */
   uint64_t node_mask;
   /** The calling thread is worker 0 (it is placed, but bound only with
    * bind_caller). */
@@ -81,16 +91,28 @@ typedef struct weft_placement_config_t {
 
 /**
  * Loads a topology. @p synthetic is an hwloc synthetic description, or
- * NULL for this machine. @p restrict_pus, when not NULL, keeps only the
- * listed OS CPU numbers (decimal, "0-5,8"), which also makes asymmetric
- * machines out
- * of synthetic ones. Any thread. *out is owned by the caller until
- * weft_topology_destroy(). Returns WEFT_EINVAL (a description or list hwloc
- * rejects, or nothing left after the restriction), WEFT_ELIMIT (more than
- * WEFT_TOPOLOGY_MAX_NODES nodes) or WEFT_ENOMEM.
+ * NULL for this machine. @p restrict_pus, when not NULL, keeps
+ * only the listed OS CPU numbers (decimal, "0-5,8"), which also makes
+ * asymmetric machines out of synthetic ones. Any thread. *out is owned by
+ * the caller until weft_topology_destroy(). Returns WEFT_EINVAL (a
+ * description or list hwloc rejects, or nothing left after the
+ * restriction) or WEFT_ENOMEM.
  */
 int weft_topology_load(const char *synthetic, const char *restrict_pus,
                        weft_topology_t **out);
+
+/**
+ * Loads the topology of another machine from an hwloc XML export (lstopo
+ * --of xml) at @p path; @p restrict_pus as for weft_topology_load(). Plans
+ * on it are computed as for that machine, but nothing is ever bound to it.
+ * (An XML named by the HWLOC_XMLFILE environment variable is loaded by
+ * weft_topology_load(NULL, ...) the same way.) Any thread. *out is owned
+ * by the caller until weft_topology_destroy(). Returns WEFT_EINVAL (no
+ * path, a file hwloc cannot read, or nothing left after the restriction)
+ * or WEFT_ENOMEM.
+ */
+int weft_topology_load_xml(const char *path, const char *restrict_pus,
+                           weft_topology_t **out);
 
 /** Frees a topology. NULL is a no-op. The thread that owns it, once no
  * plan or call uses it. */
@@ -103,17 +125,44 @@ void weft_topology_info(const weft_topology_t *topo, weft_topology_info_t *out);
  * pointer lives as long as the topology. */
 const weft_pu_info_t *weft_topology_pu(const weft_topology_t *topo, uint32_t i);
 
-/** The NUMA distance between two logical nodes (10 = local), as the
- * machine reports it or, without such a report, 10 / 16 (same package) /
- * 20. Any thread. */
+/** The NUMA distance between two nodes (10 = local), as the machine
+ * reports it (the nearest pair of their hwloc nodes) or, without such a
+ * report, 10 / 16 (same package) / 20. 0 for a bad index. Any thread. */
 uint32_t weft_topology_distance(const weft_topology_t *topo, uint32_t a,
                                 uint32_t b);
 
+/** The memory of one of weft's NUMA nodes: where a pool binds the chunks
+ * of that node's group. */
+typedef struct weft_node_memory_t {
+  /** hwloc NUMA nodes the memory comes from; 0 when the node has none of
+   * its own (its chunks are then not bound). */
+  uint32_t count;
+  /** Their OS indices (the kernel's node numbers), ascending; owned by the
+   * topology. */
+  const uint32_t *os_index;
+  /** Their kind as hwloc names it ("DRAM", "HBM", "MCDRAM", "NVM",
+   * "CXL-DRAM", ...): the first one's, or NULL when hwloc does not say
+   * (ordinary memory, usually). Owned by the topology. */
+  const char *kind;
+  /** Their size in bytes, in total; 0 when unknown. */
+  uint64_t bytes;
+} weft_node_memory_t;
+
 /**
- * Computes a placement plan. Any thread; a pure function of its inputs.
- * *out is owned by the caller until weft_plan_destroy(). Returns
- * WEFT_EINVAL (NULL topology or out, bad pin policy, more than 65536
- * workers, or a node mask that leaves no PU) or WEFT_ENOMEM.
+ * Fills @p out with the memory of node @p node. Any thread; the pointers
+ * live as long as the topology. Returns WEFT_EINVAL for a NULL topology
+ * or out, or a bad index (out is then zeroed).
+ */
+int weft_topology_node_memory(const weft_topology_t *topo, uint32_t node,
+                              weft_node_memory_t *out);
+
+/**
+ * Computes a placement plan. Any thread; a pure function of its inputs,
+ * in time and memory near-linear in the workers and PUs. The plan refers
+ * to the topology, which must outlive it. *out is owned by the caller
+ * until weft_plan_destroy(). Returns WEFT_EINVAL (NULL topology or out,
+ * bad pin policy, more than 65536 workers, or a node mask that leaves no
+ * PU) or WEFT_ENOMEM.
  */
 int weft_plan_compute(const weft_topology_t *topo,
                       const weft_placement_config_t *config, weft_plan_t **out);
@@ -138,7 +187,8 @@ bool weft_plan_bound(const weft_plan_t *plan, uint32_t w);
 uint32_t weft_plan_groups(const weft_plan_t *plan);
 
 /**
- * Group @p g: its logical node and its workers (ascending). Returns the
+ * Group @p g: its node and its workers (ascending); the group's chunks
+ * go to that node's memory (weft_topology_node_memory()). Returns the
  * number of workers and sets *workers; 0 for a bad index. Any thread; the
  * array is owned by the plan and lives as long as it.
  */
@@ -149,19 +199,57 @@ uint32_t weft_plan_group(const weft_plan_t *plan, uint32_t g, uint32_t *node,
 uint32_t weft_plan_group_of(const weft_plan_t *plan, uint32_t w);
 
 /**
+ * A cursor over a worker's steal order (weft_plan_steal_iter()). Lives
+ * on the caller's stack; the fields are private.
+ */
+typedef struct weft_steal_iter_t {
+  const uint32_t *list_; /* the stage's candidates; NULL: every worker */
+  uint32_t thief_;
+  uint32_t stage_; /* the thief's core, L3, node, then other nodes */
+  uint32_t tier_;  /* distance tier within the stage (UINT32_MAX: any) */
+  uint32_t len_;   /* candidates in the stage */
+  uint32_t pos_;   /* the next candidate */
+  uint32_t todo_;  /* candidates of the stage not looked at yet */
+  uint32_t left_;  /* victims not returned yet */
+} weft_steal_iter_t;
+
+/**
  * The order in which worker @p w steals: every other worker, nearest
- * first. Returns the count (workers - 1) and sets *order. Any thread; the
- * array is owned by the plan and lives as long as it.
+ * first (same core, same L3, same node, then other nodes by NUMA
+ * distance; within each, starting after @p w and wrapping around). The
+ * plan stores only the start of it: all workers - 1 victims for plans of
+ * up to 1024 workers, at least the 16 nearest otherwise;
+ * weft_plan_steal_iter() walks the whole order. Returns the stored count
+ * and sets *order. Any thread; the array is owned by the plan and lives as
+ * long as it.
  */
 uint32_t weft_plan_steal_order(const weft_plan_t *plan, uint32_t w,
                                const uint32_t **order);
 
 /**
- * Writes a human-readable description of the topology and the plan (plan
- * may be NULL) to @p buf, at most @p size bytes with the terminator.
- * Returns the length the full text needs, like snprintf (buf may be NULL
- * when size is 0); 0 for a NULL topology or a NULL buf with a size. Any
- * thread; the caller owns @p buf.
+ * Starts @p it at position @p from of worker @p w's steal order (past the
+ * end: an empty walk). Starting at 0, or at the count
+ * weft_plan_steal_order() returned (the rest of the order), costs O(1);
+ * elsewhere O(from). Any thread.
+ */
+void weft_plan_steal_iter(const weft_plan_t *plan, uint32_t w, uint32_t from,
+                          weft_steal_iter_t *it);
+
+/**
+ * Sets *victim to the next worker of the order @p it walks and returns
+ * true, or returns false at its end. Walking a whole order costs
+ * O(workers) per distinct NUMA distance from the thief's node. Any thread.
+ */
+bool weft_plan_steal_next(const weft_plan_t *plan, weft_steal_iter_t *it,
+                          uint32_t *victim);
+
+/**
+ * Writes a human-readable description of the topology (its CPUs and where
+ * they came from, each node's memory) and the plan (plan may be NULL: each
+ * worker's place and the start of its steal order, each group) to @p buf, at
+ * most @p size bytes with the terminator. Returns the length the full text
+ * needs, like snprintf (buf may be NULL when size is 0); 0 for a NULL topology
+ * or a NULL buf with a size. Any thread; the caller owns @p buf.
  */
 int weft_plan_describe(const weft_topology_t *topo, const weft_plan_t *plan,
                        char *buf, uint32_t size);
