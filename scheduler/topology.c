@@ -96,6 +96,34 @@ static int restrict_to(weft_topology_t *t, const char *list) {
   return rc;
 }
 
+/*
+ * Keeps only the PUs the process may run on: taskset, numactl, a cgroup
+ * cpuset, a batch scheduler's or mpirun's binding. hwloc already drops
+ * what the cgroup forbids, but not a narrower affinity mask. The process's
+ * binding is the union of its threads' (a pool's pinned workers stay
+ * inside it, so a second pool sees the same mask as the first). Where the
+ * binding cannot be read, the whole machine is kept.
+ */
+static int restrict_to_binding(weft_topology_t *t) {
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (!set)
+    return WEFT_ENOMEM;
+  int rc = 0;
+  if (hwloc_get_cpubind(t->hw, set, HWLOC_CPUBIND_PROCESS) == 0) {
+    hwloc_bitmap_and(set, set, hwloc_topology_get_topology_cpuset(t->hw));
+    /* A binding outside the CPUs hwloc knows (CPUs hot-unplugged since)
+     * leaves nothing to restrict to: keep the machine. */
+    if (!hwloc_bitmap_iszero(set) &&
+        !hwloc_bitmap_isequal(set, hwloc_topology_get_topology_cpuset(t->hw))) {
+      rc = restrict_set(t->hw, set);
+      if (rc == 0)
+        t->cpus_from = WEFT__CPUS_BINDING;
+    }
+  }
+  hwloc_bitmap_free(set);
+  return rc;
+}
+
 /* ---- dense numbering ------------------------------------------------------
  */
 
@@ -612,6 +640,8 @@ static int load(const char *synthetic, const char *xml,
     if (!t->machine)
       rc = WEFT_ENOMEM;
   }
+  if (!rc && !synthetic && !xml && !t->foreign)
+    rc = restrict_to_binding(t);
   if (!rc && restrict_pus)
     rc = restrict_to(t, restrict_pus);
   if (!rc) {

@@ -1396,6 +1396,143 @@ static void test_topology_load_xml_rejects_bad_input(void **state) {
   assert_null(t);
 }
 
+/* ---- the process's CPU mask
+ * --------------------------------------------------
+ */
+
+/* Parses a decimal CPU list ("0,2-3") into set; false on anything else. */
+static bool parse_cpus(const char *s, cpu_set_t *set) {
+  CPU_ZERO(set);
+  while (*s) {
+    char *end;
+    unsigned long a = strtoul(s, &end, 10), b = a;
+    if (end == s)
+      return false;
+    if (*end == '-') {
+      s = end + 1;
+      b = strtoul(s, &end, 10);
+      if (end == s || b < a)
+        return false;
+    }
+    for (unsigned long c = a; c <= b && c < CPU_SETSIZE; c++)
+      CPU_SET(c, set);
+    if (*end && *end != ',')
+      return false;
+    s = *end ? end + 1 : end;
+  }
+  return true;
+}
+
+typedef struct mask_job_t {
+  cpu_set_t mask;
+  atomic_uint outside; /* jobs that ran on a thread allowed outside mask */
+  atomic_uint ran;
+} mask_job_t;
+
+static void mask_job(void *arg, uint32_t worker) {
+  (void)worker;
+  mask_job_t *j = arg;
+  cpu_set_t mine, both;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+    atomic_fetch_add(&j->outside, 1);
+  CPU_AND(&both, &mine, &j->mask);
+  if (!CPU_EQUAL(&both, &mine))
+    atomic_fetch_add(&j->outside, 1);
+  atomic_fetch_add(&j->ran, 1);
+}
+
+/* Runs jobs on the pool: every thread that runs one stays in the mask. */
+static void run_mask_jobs(weft_pool_t *pool, const cpu_set_t *mask) {
+  static mask_job_t job;
+  job.mask = *mask;
+  atomic_store(&job.outside, 0);
+  atomic_store(&job.ran, 0);
+  weft_counter_t done = {0};
+  for (int i = 0; i < 64; i++)
+    weft_pool_submit(pool, WEFT_WORKER_EXTERNAL, mask_job, &job, &done,
+                     WEFT_WORKER_EXTERNAL);
+  weft_pool_wait(pool, WEFT_WORKER_EXTERNAL, &done);
+  assert_int_equal(atomic_load(&job.ran), 64);
+  assert_int_equal(atomic_load(&job.outside), 0);
+}
+
+/*
+ * This machine's topology holds only the CPUs the process may run on
+ * (its affinity mask, e.g. under taskset), and pools stay inside them:
+ * one worker per allowed core by default, and more workers than allowed
+ * PUs wrap inside the mask. With the mask covering the whole machine
+ * nothing is left out. ctest also runs this suite under taskset with one
+ * CPU (tests/run_taskset.cmake), naming it in WEFT_TEST_EXPECT_CPUS so
+ * that a taskset that did not apply fails. (The old code planned on the
+ * whole machine: two workers under taskset -c 0 here, the second pinned
+ * to CPU 1.)
+ */
+static void test_topology_process_mask(void **state) {
+  (void)state;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  assert_int_equal(sched_getaffinity(0, sizeof mask, &mask), 0);
+  const char *want = getenv("WEFT_TEST_EXPECT_CPUS");
+  if (want) {
+    cpu_set_t expect;
+    assert_true(parse_cpus(want, &expect));
+    assert_true(CPU_EQUAL(&expect, &mask));
+  }
+  /* What hwloc allows on this machine, and of it what the mask allows. */
+  hwloc_topology_t hw;
+  assert_int_equal(hwloc_topology_init(&hw), 0);
+  assert_int_equal(hwloc_topology_load(hw), 0);
+  hwloc_const_cpuset_t machine = hwloc_topology_get_topology_cpuset(hw);
+  uint32_t in_mask = 0, in_machine = 0;
+  int c;
+  hwloc_bitmap_foreach_begin(c, machine) {
+    in_machine++;
+    in_mask += CPU_ISSET(c, &mask) != 0;
+  }
+  hwloc_bitmap_foreach_end();
+  hwloc_topology_destroy(hw);
+  assert_true(in_mask >= 1);
+
+  weft_topology_t *t = load(NULL, NULL);
+  weft_topology_info_t in;
+  weft_topology_info(t, &in);
+  assert_int_equal(in.pus, in_mask);
+  for (uint32_t i = 0; i < in.pus; i++)
+    assert_true(CPU_ISSET(weft_topology_pu(t, i)->os_pu, &mask));
+  char text[4096];
+  assert_true(weft_plan_describe(t, NULL, text, sizeof text) <
+              (int)sizeof text);
+  /* The mask is said when it leaves CPUs out, and only then. */
+  assert_int_equal(strstr(text, " (the process's CPU binding; the machine "
+                                "has ") != NULL,
+                   in_mask < in_machine);
+  weft_topology_destroy(t);
+
+  /* The default pool: one worker per allowed core, each inside the mask. */
+  weft_pool_config_t cfg = {0};
+  weft_pool_t *pool = NULL;
+  assert_int_equal(weft_pool_create(&cfg, &pool), WEFT_OK);
+  const weft_plan_t *pl = weft_pool_plan(pool);
+  assert_int_equal(weft_pool_workers(pool), in.cores);
+  for (uint32_t w = 0; w < weft_plan_workers(pl); w++)
+    assert_true(CPU_ISSET(weft_plan_place(pl, w)->os_pu, &mask));
+  run_mask_jobs(pool, &mask);
+  weft_pool_destroy(pool);
+
+  /* More workers than allowed PUs, each pinned to one: they wrap inside
+   * the mask. */
+  cfg.placement.workers = 2 * in.pus + 1;
+  cfg.placement.pin = WEFT_PIN_PU;
+  assert_int_equal(weft_pool_create(&cfg, &pool), WEFT_OK);
+  pl = weft_pool_plan(pool);
+  assert_int_equal(weft_plan_workers(pl), 2 * in.pus + 1);
+  for (uint32_t w = 0; w < weft_plan_workers(pl); w++)
+    assert_true(CPU_ISSET(weft_plan_place(pl, w)->os_pu, &mask));
+  run_mask_jobs(pool, &mask);
+  weft_pool_destroy(pool);
+}
+
 /* ---- errors and bad indices ------------------------------------------------
  */
 
@@ -1533,7 +1670,19 @@ static void test_topology_real_machine(void **state) {
   weft_topology_destroy(t);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* tests/run_taskset.cmake asks for a CPU this process may run on. */
+  if (argc == 2 && !strcmp(argv[1], "--first-cpu")) {
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0)
+      return 1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &mask)) {
+        printf("%d\n", c);
+        return 0;
+      }
+    return 1;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_topology_single_core),
       cmocka_unit_test(test_topology_two_cores),
@@ -1567,6 +1716,7 @@ int main(void) {
       cmocka_unit_test(test_topology_xml_memory_initiators),
       cmocka_unit_test(test_topology_xml_from_environment),
       cmocka_unit_test(test_topology_load_xml_rejects_bad_input),
+      cmocka_unit_test(test_topology_process_mask),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

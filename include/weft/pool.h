@@ -43,7 +43,9 @@ typedef struct weft_pool_config_t {
    * is started for it. */
   weft_placement_config_t placement;
   /** Plan on this hwloc synthetic description instead of the machine
-   * (tests); threads are then never bound. NULL: the real machine. */
+   * (tests); threads are then never bound. NULL: the real machine, within
+   * the CPUs the process may run on when the pool is created (see
+   * weft_topology_load()). */
   const char *synthetic;
   /** Jobs each worker's deque and job ring hold: a power of two in
    * [2, 2^24]; 0 means 4096. */

@@ -91,7 +91,11 @@ typedef struct weft_placement_config_t {
 
 /**
  * Loads a topology. @p synthetic is an hwloc synthetic description, or
- * NULL for this machine. @p restrict_pus, when not NULL, keeps
+ * NULL for this machine. This machine's topology holds only the PUs the
+ * process may run on when it is loaded (the union of its threads' CPU
+ * bindings: taskset, numactl, cgroup cpusets, a batch scheduler's or
+ * mpirun's binding), so that a default plan uses one worker per allowed
+ * core and never pins outside them. @p restrict_pus, when not NULL, keeps
  * only the listed OS CPU numbers (decimal, "0-5,8"), which also makes
  * asymmetric machines out of synthetic ones. Any thread. *out is owned by
  * the caller until weft_topology_destroy(). Returns WEFT_EINVAL (a
