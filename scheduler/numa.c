@@ -1,6 +1,7 @@
 /* NUMA-local chunk memory (see numa.h). */
 #include "scheduler/numa.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "scheduler/pool_internal.h"
 #include "scheduler/topology.h"
+#include "weft/error.h"
 
 uint32_t weft__pool_node_groups(const weft_pool_t *p) {
   return p && p->ngroups ? p->ngroups : 1;
@@ -45,7 +47,7 @@ static unsigned group_arena(weft_pool_t *p, uint32_t g) {
  * numbers are not hwloc's logical indices: a node may have several hwloc
  * nodes, or none, and then nothing is bound). The binding is hwloc's
  * non-strict one, a preference: a full node spills over instead of failing
- * the allocation.
+ * the allocation. A refusal is counted in the pool's stats.
  */
 static void bind_to_node(weft_pool_t *p, uint32_t g, void *mem, size_t size) {
   if (p->topo->foreign)
@@ -54,8 +56,14 @@ static void bind_to_node(weft_pool_t *p, uint32_t g, void *mem, size_t size) {
       weft__topology_node_mem(p->topo, weft__pool_group_node(p, g));
   if (hwloc_bitmap_iszero(set))
     return;
-  hwloc_set_area_membind(p->topo->hw, mem, size, set, HWLOC_MEMBIND_BIND,
-                         HWLOC_MEMBIND_BYNODESET);
+  atomic_fetch_add_explicit(&p->membind_calls, 1, memory_order_relaxed);
+  errno = 0;
+  if (hwloc_set_area_membind(p->topo->hw, mem, size, set, HWLOC_MEMBIND_BIND,
+                             HWLOC_MEMBIND_BYNODESET) != 0) {
+    atomic_store_explicit(&p->membind_errno, errno ? errno : EINVAL,
+                          memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->membind_failures, 1, memory_order_relaxed);
+  }
 }
 
 void *weft__pool_alloc_on(weft_pool_t *p, uint32_t g, weft__alloc_stats_t *st,
@@ -80,4 +88,16 @@ void *weft__pool_alloc_on(weft_pool_t *p, uint32_t g, weft__alloc_stats_t *st,
   if (mem)
     bind_to_node(p, g, mem, size);
   return mem;
+}
+
+int weft_pool_stats(const weft_pool_t *p, weft_pool_stats_t *out) {
+  if (!p || !out)
+    return WEFT_EINVAL;
+  out->membind_calls =
+      atomic_load_explicit(&p->membind_calls, memory_order_relaxed);
+  out->membind_failures =
+      atomic_load_explicit(&p->membind_failures, memory_order_relaxed);
+  out->membind_errno =
+      atomic_load_explicit(&p->membind_errno, memory_order_relaxed);
+  return 0;
 }

@@ -4,8 +4,8 @@
  * jemalloc arena, created on first use, and memory from it is bound to the
  * memory of the group's node (weft_topology_node_memory(): its hwloc
  * nodeset, none for a memoryless node) when the topology is the real
- * machine. A pool with one group hands out ordinary memory: the one-node
- * case costs nothing.
+ * machine; refused bindings are counted in weft_pool_stats(). A pool with
+ * one group hands out ordinary memory: the one-node case costs nothing.
  */
 #ifndef WEFT_SCHEDULER_NUMA_H
 #define WEFT_SCHEDULER_NUMA_H

@@ -95,6 +95,9 @@ struct weft_pool_t {
    * first use (0: not yet). */
   pthread_mutex_t arena_mu;
   unsigned *arenas;
+  /* Chunk memory bindings (numa.c): attempted, refused, the last errno. */
+  _Atomic uint64_t membind_calls, membind_failures;
+  _Atomic int membind_errno;
 };
 
 /* Runs one queued job, if any, as worker self (a waiting thread's help);

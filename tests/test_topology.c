@@ -1533,6 +1533,57 @@ static void test_topology_process_mask(void **state) {
   weft_pool_destroy(pool);
 }
 
+/* ---- chunk memory binding
+ * ----------------------------------------------------
+ */
+
+/*
+ * A refused memory binding is counted in the pool's stats, not ignored.
+ * HWLOC_THISSYSTEM=1 makes hwloc take a synthetic machine for this one, so
+ * a pool on it binds chunk memory to its nodes: OS indices 4000 and 4001,
+ * past any kernel's node limit, so the OS refuses every binding. A pool on
+ * a synthetic machine (not this one) binds nothing.
+ */
+static void test_topology_membind_failures_are_counted(void **state) {
+  (void)state;
+  weft_pool_stats_t st;
+  assert_int_equal(weft_pool_stats(NULL, &st), WEFT_EINVAL);
+  assert_int_equal(setenv("HWLOC_THISSYSTEM", "1", 1), 0);
+  weft_pool_config_t cfg = {0};
+  cfg.synthetic = "numa:2(indexes=4000,4001) core:1 pu:1";
+  cfg.placement.pin = WEFT_PIN_NONE;
+  weft_pool_t *pool = NULL;
+  int rc = weft_pool_create(&cfg, &pool);
+  unsetenv("HWLOC_THISSYSTEM");
+  assert_int_equal(rc, WEFT_OK);
+  assert_int_equal(weft_pool_stats(pool, NULL), WEFT_EINVAL);
+  memset(&st, 0xa5, sizeof st);
+  assert_int_equal(weft_pool_stats(pool, &st), WEFT_OK);
+  assert_true(st.membind_calls == 0 && st.membind_failures == 0);
+  assert_int_equal(st.membind_errno, 0);
+  weft__alloc_stats_t as = {0};
+  for (uint32_t g = 0; g < 2; g++) {
+    void *mem = weft__pool_alloc_on(pool, g, &as, 1 << 16, 4096);
+    assert_non_null(mem);
+    memset(mem, 1, 1 << 16);
+    weft__free(mem, 1 << 16, 4096);
+  }
+  assert_int_equal(weft_pool_stats(pool, &st), WEFT_OK);
+  assert_true(st.membind_calls == 2);
+  assert_true(st.membind_failures == 2);
+  assert_int_not_equal(st.membind_errno, 0);
+  weft_pool_destroy(pool);
+
+  cfg.synthetic = "numa:2 core:1 pu:1";
+  assert_int_equal(weft_pool_create(&cfg, &pool), WEFT_OK);
+  void *mem = weft__pool_alloc_on(pool, 1, &as, 1 << 16, 4096);
+  assert_non_null(mem);
+  weft__free(mem, 1 << 16, 4096);
+  assert_int_equal(weft_pool_stats(pool, &st), WEFT_OK);
+  assert_true(st.membind_calls == 0 && st.membind_failures == 0);
+  weft_pool_destroy(pool);
+}
+
 /* ---- errors and bad indices ------------------------------------------------
  */
 
@@ -1717,6 +1768,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_topology_xml_from_environment),
       cmocka_unit_test(test_topology_load_xml_rejects_bad_input),
       cmocka_unit_test(test_topology_process_mask),
+      cmocka_unit_test(test_topology_membind_failures_are_counted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,6 +156,23 @@ void weft_pool_parallel_for(weft_pool_t *pool, uint32_t self, uint32_t begin,
 int weft_pool_worker_stats(const weft_pool_t *pool, uint32_t w,
                            weft_worker_stats_t *out);
 
+/**
+ * Pool-wide counters, filled by weft_pool_stats(). A pool of several NUMA
+ * groups on this machine binds each chunk a world allocates for a group to
+ * that group's memory (weft_topology_node_memory()); a binding the OS
+ * refuses leaves the chunk wherever the kernel put it, and is counted
+ * here rather than ignored.
+ */
+typedef struct weft_pool_stats_t {
+  uint64_t membind_calls;    /**< chunk memory bindings attempted */
+  uint64_t membind_failures; /**< ...that the OS refused */
+  int membind_errno;         /**< errno of the last refusal, 0 for none */
+} weft_pool_stats_t;
+
+/** Copies the pool's counters (a racy snapshot while worlds allocate).
+ * Any thread. Returns WEFT_EINVAL for a NULL pool or out. */
+int weft_pool_stats(const weft_pool_t *pool, weft_pool_stats_t *out);
+
 #ifdef __cplusplus
 }
 #endif
