@@ -1,9 +1,12 @@
 /*
- * weft-topo: prints a machine's topology as weft sees it and the placement
- * plan a pool would use on it.
+ * weft-topo: prints a machine's topology as weft sees it (the CPUs it may
+ * use, each NUMA node's memory) and the placement plan a pool would use on
+ * it (each group's memory included).
  *
- *   weft-topo                                  this machine
+ *   weft-topo                                  this machine (the CPUs this
+ *                                              process may run on)
  *   weft-topo --synthetic "pack:2 numa:2 l3:1 core:8 pu:2"
+ *   weft-topo --xml machine.xml                an hwloc XML export
  *   weft-topo --restrict 0-5 --workers 4 --pin pu --nodes 0,1
  *
  * Bad arguments print a message and exit with status 2.
@@ -16,8 +19,9 @@
 #include <weft.h>
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: weft-topo [--synthetic DESC] [--restrict CPULIST] "
-             "[--workers N] [--pin core|pu|none] [--nodes LIST] [--caller]\n");
+  fprintf(f, "usage: weft-topo [--synthetic DESC | --xml FILE] "
+             "[--restrict CPULIST] [--workers N] [--pin core|pu|none] "
+             "[--nodes LIST] [--caller]\n");
 }
 
 static int bad(const char *what, const char *arg) {
@@ -54,7 +58,7 @@ static bool parse_u32(const char *s, uint32_t *out) {
 }
 
 int main(int argc, char **argv) {
-  const char *synthetic = NULL, *restrict_pus = NULL;
+  const char *synthetic = NULL, *xml = NULL, *restrict_pus = NULL;
   weft_placement_config_t cfg = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -70,6 +74,8 @@ int main(int argc, char **argv) {
     i++;
     if (!strcmp(a, "--synthetic"))
       synthetic = v;
+    else if (!strcmp(a, "--xml"))
+      xml = v;
     else if (!strcmp(a, "--restrict"))
       restrict_pus = v;
     else if (!strcmp(a, "--workers")) {
@@ -91,8 +97,11 @@ int main(int argc, char **argv) {
       return bad("unknown option", a);
     }
   }
+  if (synthetic && xml)
+    return bad("--synthetic and --xml exclude each other", xml);
   weft_topology_t *topo;
-  int rc = weft_topology_load(synthetic, restrict_pus, &topo);
+  int rc = xml ? weft_topology_load_xml(xml, restrict_pus, &topo)
+               : weft_topology_load(synthetic, restrict_pus, &topo);
   if (rc) {
     fprintf(stderr, "weft-topo: cannot load the topology: %s\n",
             weft_strerror(rc));
