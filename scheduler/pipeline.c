@@ -609,8 +609,10 @@ static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   WEFT_CHECK(w, isfinite(dt) && dt >= 0, WEFT_EINVAL,
              "dt must be finite and >= 0");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, !s->running, WEFT_EBUSY,
              "a frame is already running (called from a callback?)");
   WEFT_CHECK(w, weft_world_defer_depth(w) == 0, WEFT_EBUSY,

@@ -185,7 +185,12 @@ static inline weft__sys_t *weft__sched_sys(const weft__sched_t *s,
   return s && id && id <= s->nsys ? s->sys[id - 1] : NULL;
 }
 
-/* The scheduler of w, created on first use; NULL when out of memory. */
+/* The scheduler of w, created on first use: 0, or WEFT_ENOMEM or
+ * WEFT_ELIMIT (no command buffer ids left for its slots) with a message on
+ * the world. */
+int weft__sched_open(weft_world_t *w, weft__sched_t **out);
+
+/* weft__sched_open() for callers that need no reason: NULL on failure. */
 weft__sched_t *weft__sched_get(weft_world_t *w);
 
 /* Rebuilds every phase's schedule when dirty (graph.c). */

@@ -43,7 +43,14 @@ static int make_slots(weft_world_t *w, weft__sched_t *s) {
   if (!s->bufs)
     return WEFT_ENOMEM;
   for (uint32_t k = 0; k < s->nslots; k++) {
+    uint32_t live = w->txn.live_bufs;
     int rc = weft_cmdbuf_create(w, &s->slots[k].cmd);
+    /* Ids are a world-wide table: say what the scheduler needed. */
+    WEFT_CHECK(w, rc != WEFT_ELIMIT, WEFT_ELIMIT,
+               "the scheduler needs %u command buffers (one per worker slot) "
+               "but the world already holds %u of at most WEFT_CMDBUF_MAX "
+               "(%u)",
+               s->nslots, live - k, WEFT_CMDBUF_MAX);
     if (rc)
       return rc;
     s->bufs[k] = s->slots[k].cmd;
@@ -56,33 +63,44 @@ static int make_slots(weft_world_t *w, weft__sched_t *s) {
   return 0;
 }
 
-weft__sched_t *weft__sched_get(weft_world_t *w) {
+int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
+  *out = w->sched;
   if (w->sched)
-    return w->sched;
+    return 0;
   weft__sched_t *s = weft__calloc(&w->alloc, sizeof(*s), 64);
-  if (!s)
-    return NULL;
+  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
   w->sched = s;
   s->pool = w->pool;
-  for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++) {
+  int rc = 0;
+  for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER && !rc; p++) {
     s->phases[p].name = dupname(w, builtin_names[p]);
     s->phases[p].enabled = true;
-    if (!s->phases[p].name) {
-      weft__sched_fini(w);
-      return NULL;
-    }
+    if (s->phases[p].name)
+      s->nphases = p; /* what weft__sched_fini() frees */
+    else
+      rc = WEFT_ENOMEM;
   }
-  s->nphases = WEFT_PHASE_PRE_RENDER;
   s->cal_ns = weft__now_ns();
   s->cal_ticks = weft__ticks();
   s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8,    WEFT_OVERLOAD_DROP,
                                     1.0 / 30.0, 4096, false};
   s->dirty = true;
-  if (make_slots(w, s)) {
+  if (!rc)
+    rc = make_slots(w, s);
+  if (rc) {
     weft__sched_fini(w);
-    return NULL;
+    if (rc == WEFT_ENOMEM)
+      weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                 "out of memory creating the scheduler");
+    return rc;
   }
-  return s;
+  *out = s;
+  return 0;
+}
+
+weft__sched_t *weft__sched_get(weft_world_t *w) {
+  weft__sched_t *s = NULL;
+  return weft__sched_open(w, &s) == 0 ? s : NULL;
 }
 
 static void sys_free(weft_world_t *w, weft__sys_t *y) {
@@ -254,8 +272,10 @@ static int check_desc(weft_world_t *w, weft__sched_t *s,
 int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
                          weft_system_t *out) {
   WEFT_CHECK(w, w && d && out, WEFT_EINVAL, "NULL argument");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   int rc = check_desc(w, s, d);
   if (rc)
     return rc;
@@ -387,8 +407,10 @@ int weft_phase_register(weft_world_t *w, const char *name, weft_phase_t after,
                         weft_phase_t *out) {
   WEFT_CHECK(w, w && name && name[0] && out, WEFT_EINVAL,
              "a phase needs a name");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, !s->running, WEFT_EBUSY, "phases register between frames");
   weft_phase_t dup;
   WEFT_CHECK(w, weft_phase_lookup(w, name, &dup) != 0, WEFT_EEXIST,
@@ -427,8 +449,10 @@ int weft_phase_lookup(const weft_world_t *w, const char *name,
 
 int weft_phase_enable(weft_world_t *w, weft_phase_t phase, bool enabled) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, phase >= 1 && phase <= s->nphases, WEFT_ENONAME, "no phase %u",
              phase);
   s->phases[phase].enabled = enabled;
@@ -464,8 +488,10 @@ int weft_phase_stats(const weft_world_t *w, weft_phase_t phase,
 
 int weft_schedule_build(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   return weft__sched_build(w, s);
 }
 
@@ -473,8 +499,10 @@ int weft_schedule_build(weft_world_t *w) {
 
 int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {
   WEFT_CHECK(w, w && c, WEFT_EINVAL, "NULL argument");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, !s->running, WEFT_EBUSY, "configure between frames");
   WEFT_CHECK(w, isfinite(c->fixed_dt) && c->fixed_dt >= 0, WEFT_EINVAL,
              "fixed_dt must be finite and >= 0");

@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 
+#include "core/world.h" /* w->alloc.fail_in: injected allocation failures */
+
 /* --- helpers ------------------------------------------------------------- */
 
 #define LOG_CAP 256u
@@ -220,6 +222,70 @@ static void test_system_register_rejects_bad_descriptors(void **state) {
   assert_int_equal(weft_system_lookup(w, "walker", &found), WEFT_OK);
   assert_int_equal(found, a);
   assert_int_equal(weft_phase_systems(w, FIXED, NULL, 0), 1);
+  weft_world_destroy(w);
+}
+
+/* Every allocation of the scheduler's creation fails in turn: the call
+ * says WEFT_ENOMEM, the world works afterwards, and what was allocated
+ * before the failure (the phase names among it) is freed (ASan's leak
+ * checker sees the rest). */
+static void test_system_scheduler_creation_out_of_memory(void **state) {
+  (void)state;
+  bool succeeded = false;
+  for (uint64_t k = 1; !succeeded; k++) {
+    assert_true(k < 200);
+    weft_world_t *w = wt_world_new(NULL);
+    w->alloc.fail_in = k;
+    int rc = weft_schedule_build(w);
+    bool failed_here = w->alloc.fail_in == 0;
+    w->alloc.fail_in = 0;
+    if (rc == WEFT_OK) {
+      succeeded = true; /* every allocation was past k */
+    } else {
+      assert_true(failed_here);
+      assert_int_equal(rc, WEFT_ENOMEM);
+      assert_error_mentions(w, "out of memory");
+      /* Nothing half-made stays behind: the next call creates it whole. */
+      assert_int_equal(weft_phase_systems(w, FIXED, NULL, 0), 0);
+      weft_phase_t p = 0;
+      assert_int_equal(weft_phase_lookup(w, "PreRender", &p), WEFT_OK);
+      (void)SYS(w, .name = "after");
+      assert_int_equal(weft_world_progress(w, DT), WEFT_OK);
+      assert_int_equal(weft_phase_systems(w, FIXED, NULL, 0), 1);
+    }
+    weft_world_destroy(w);
+  }
+}
+
+/* The scheduler takes one command buffer id per worker slot. With every id
+ * taken, creating it names that limit, not memory. */
+static void test_system_scheduler_names_cmdbuf_limit(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_cmdbuf_t **bufs = calloc(WEFT_CMDBUF_MAX + 1, sizeof *bufs);
+  assert_non_null(bufs);
+  uint32_t n = 0;
+  int rc;
+  while ((rc = weft_cmdbuf_create(w, &bufs[n])) == WEFT_OK)
+    n++;
+  assert_int_equal(rc, WEFT_ELIMIT);
+  assert_int_equal(n, WEFT_CMDBUF_MAX);
+  assert_int_equal(weft_schedule_build(w), WEFT_ELIMIT);
+  assert_error_mentions(w, "WEFT_CMDBUF_MAX");
+  assert_error_mentions(w, "scheduler");
+  assert_int_equal(SYS_RC(w, .name = "A", .run = rec_run), WEFT_ELIMIT);
+  assert_int_equal(weft_world_progress(w, DT), WEFT_ELIMIT);
+  /* One id free is enough without a pool (one slot). */
+  weft_cmdbuf_destroy(bufs[--n]);
+  assert_int_equal(weft_schedule_build(w), WEFT_OK);
+  rec_t r = {0};
+  weft_system_t a = SYS(w, .name = "A", .user = &r);
+  assert_int_equal(weft_world_progress(w, DT), WEFT_OK);
+  weft_system_t ran[] = {a};
+  assert_log(&r, ran, 1);
+  while (n)
+    weft_cmdbuf_destroy(bufs[--n]);
+  free(bufs);
   weft_world_destroy(w);
 }
 
@@ -1309,6 +1375,8 @@ static void test_system_user_phases_run_after_their_anchor(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_system_register_rejects_bad_descriptors),
+      cmocka_unit_test(test_system_scheduler_creation_out_of_memory),
+      cmocka_unit_test(test_system_scheduler_names_cmdbuf_limit),
       cmocka_unit_test(test_system_lookup_remove_and_ids),
       cmocka_unit_test(test_system_enable_disable_keeps_place_and_edges),
       cmocka_unit_test(test_system_write_write_edge_follows_registration),

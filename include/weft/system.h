@@ -301,7 +301,10 @@ int weft_phase_stats(const weft_world_t *world, weft_phase_t phase,
  * (Re)builds the schedule now if it changed: graph, conflicts, cycle check,
  * sync points. Dispatches do it by themselves; call this to get the error
  * early. Owner thread. Returns 0, WEFT_ECYCLE (message: the phase and the
- * systems on a cycle) or WEFT_ENOMEM.
+ * systems on a cycle), WEFT_ENOMEM, or WEFT_ELIMIT when the scheduler,
+ * created on first use, cannot get its command buffers (one per worker
+ * slot) because the world holds nearly WEFT_CMDBUF_MAX already (the
+ * message says so).
  */
 int weft_schedule_build(weft_world_t *world);
 
