@@ -630,7 +630,7 @@ static void leave(weft_world_t *w, weft__sched_t *s) {
   s->running = false;
   for (uint32_t i = 0; i < s->nsys; i++)
     if (s->sys[i] && s->sys[i]->retire)
-      weft_system_remove(w, s->sys[i]->id);
+      weft__sched_drop(w, s->sys[i]);
 }
 
 static int fixed_steps(weft_world_t *w, weft__sched_t *s) {

@@ -50,6 +50,7 @@ typedef struct weft__sys_t {
   weft_phase_t phase;
   uint32_t flags;
   bool enabled;
+  bool removed; /* weft_system_remove() during a frame: gone at its end */
   weft_query_t *query; /* NULL: a task */
   weft_component_t terms[WEFT_QUERY_MAX_TERMS];
   uint32_t nterms;
@@ -190,8 +191,16 @@ static inline weft__sys_t *weft__sched_sys(const weft__sched_t *s,
  * the world. */
 int weft__sched_open(weft_world_t *w, weft__sched_t **out);
 
+/* Frees system @p y and its place in the id table; the schedule is rebuilt
+ * at the next dispatch. Owner thread, not during a frame (system.c). */
+void weft__sched_drop(weft_world_t *w, weft__sys_t *y);
+
 /* weft__sched_open() for callers that need no reason: NULL on failure. */
 weft__sched_t *weft__sched_get(weft_world_t *w);
+
+/* True when @p cond is one of @p w's run conditions (runif.c). Compares
+ * pointers only: a foreign or forged one is never dereferenced. */
+bool weft__runif_owned(const weft_world_t *w, const weft_runif_t *cond);
 
 /* Rebuilds every phase's schedule when dirty (graph.c). */
 int weft__sched_build(weft_world_t *w, weft__sched_t *s);

@@ -175,14 +175,27 @@ static int res_list(weft_world_t *w, const uint32_t *l, weft__mask_t *m,
 static int fill_access(weft_world_t *w, weft__sys_t *y,
                        const weft_system_desc_t *d) {
   const weft_query_desc_t *q = &d->query;
-  for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS && q->include[t]; t++) {
+  uint32_t nincl = 0;
+  while (nincl < WEFT_QUERY_MAX_TERMS && q->include[nincl])
+    nincl++;
+  /* An access given for a term the query does not have applies to
+   * nothing: a term was dropped or the index is off by one. */
+  for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS; t++) {
+    uint8_t acc = d->term_access[t];
+    WEFT_CHECK(w, acc <= WEFT_ACCESS_NONE, WEFT_EINVAL,
+               "system %s: term_access[%u] is %u, not a WEFT_ACCESS_* value",
+               d->name, t, acc);
+    WEFT_CHECK(w, t < nincl || acc == WEFT_ACCESS_DEFAULT, WEFT_EINVAL,
+               "system %s: term_access[%u] is set but the query has %u "
+               "include terms",
+               d->name, t, nincl);
+  }
+  for (uint32_t t = 0; t < nincl; t++) {
     weft_component_t c = q->include[t];
     uint8_t acc = d->term_access[t];
     /* The masks are indexed by the id: check it before the query does. */
     WEFT_CHECK(w, weft__registry_get(&w->registry, c), WEFT_ENOCOMP,
                "system %s: query names unknown component %u", d->name, c);
-    WEFT_CHECK(w, acc <= WEFT_ACCESS_NONE, WEFT_EINVAL,
-               "system %s: bad access %u on term %u", d->name, acc, t);
     weft__mask_set(&y->q_include, c);
     weft__mask_set(&y->touch, c);
     if (acc == WEFT_ACCESS_DEFAULT || acc == WEFT_ACCESS_READ)
@@ -232,8 +245,19 @@ static int fill_access(weft_world_t *w, weft__sys_t *y,
     y->writes.w[i] |= y->xwrites.w[i];
     y->touch.w[i] |= y->reads.w[i] | y->writes.w[i];
   }
-  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ACCESS && d->changed[i]; i++)
-    y->changed[y->nchanged++] = d->changed[i];
+  /* A `changed` filter reads the versions of the chunks the query visits:
+   * a component outside the query's terms has none there to compare. */
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ACCESS && d->changed[i]; i++) {
+    weft_component_t c = d->changed[i];
+    bool in_query = false;
+    for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS; t++)
+      in_query |= q->include[t] == c || q->any[t] == c || q->disabled[t] == c;
+    WEFT_CHECK(w, in_query, WEFT_EINVAL,
+               "system %s: changed[%u] names component %u, which is not a "
+               "term of its query",
+               d->name, i, c);
+    y->changed[y->nchanged++] = c;
+  }
   /* The components whose chunk versions a run stamps: written data
    * components (tags have no column). */
   for (uint32_t c = 1; c <= w->registry.count; c++)
@@ -266,6 +290,10 @@ static int check_desc(weft_world_t *w, weft__sched_t *s,
              "system %s: unknown flags 0x%x", d->name, d->flags);
   WEFT_CHECK(w, s->live < WEFT_MAX_SYSTEMS, WEFT_ETOOMANY, "at most %u systems",
              WEFT_MAX_SYSTEMS);
+  /* A condition lives as long as its world: another world's would be
+   * evaluated after that world freed it. */
+  WEFT_CHECK(w, !d->run_if || weft__runif_owned(w, d->run_if), WEFT_EINVAL,
+             "system %s: its run condition belongs to another world", d->name);
   return 0;
 }
 
@@ -320,33 +348,50 @@ int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
   return 0;
 }
 
+/* A live system: not removed, also not during the frame that removed it. */
 static weft__sys_t *sys_of(const weft_world_t *w, weft_system_t id) {
-  return weft__sched_sys(w ? w->sched : NULL, id);
+  weft__sys_t *y = weft__sched_sys(w ? w->sched : NULL, id);
+  return y && !y->removed ? y : NULL;
 }
 
-int weft_system_remove(weft_world_t *w, weft_system_t id) {
-  weft__sys_t *y = sys_of(w, id);
-  WEFT_CHECK(w, y, WEFT_ENONAME, "no system %u", id);
+/* Fails with WEFT_ENONAME unless @p id names a live system. */
+#define CHECK_LIVE(w, id, y)                                                   \
+  WEFT_CHECK(w, y, WEFT_ENONAME,                                               \
+             weft__sched_sys((w) ? (w)->sched : NULL, id)                      \
+                 ? "system %u was removed during this frame"                   \
+                 : "no system %u",                                             \
+             id)
+
+void weft__sched_drop(weft_world_t *w, weft__sys_t *y) {
   weft__sched_t *s = w->sched;
-  if (s->running) {
-    /* During a frame (from a callback): the system stops running now and
-     * goes when the frame ends (seed 004: removals affect the remaining
-     * dispatches at once; the running schedule keeps its record). */
-    y->enabled = false;
-    y->retire = true;
-    return 0;
-  }
-  s->sys[id - 1] = NULL;
+  s->sys[y->id - 1] = NULL;
   s->live--;
   s->dirty = true;
   weft__graph_fini(w, s); /* the built order points at it */
   sys_free(w, y);
+}
+
+int weft_system_remove(weft_world_t *w, weft_system_t id) {
+  weft__sys_t *y = sys_of(w, id);
+  CHECK_LIVE(w, id, y);
+  if (w->sched->running) {
+    /* During a frame (from a callback): the system stops running now and
+     * goes when the frame ends (seed 004: removals affect the remaining
+     * dispatches at once; the running schedule keeps its record). From
+     * here on it is gone for every call but the frame's own
+     * bookkeeping. */
+    y->enabled = false;
+    y->retire = true;
+    y->removed = true;
+    return 0;
+  }
+  weft__sched_drop(w, y);
   return 0;
 }
 
 int weft_system_enable(weft_world_t *w, weft_system_t id, bool enabled) {
   weft__sys_t *y = sys_of(w, id);
-  WEFT_CHECK(w, y, WEFT_ENONAME, "no system %u", id);
+  CHECK_LIVE(w, id, y);
   y->enabled = enabled;
   return 0;
 }
@@ -357,7 +402,8 @@ int weft_system_lookup(const weft_world_t *w, const char *name,
     return WEFT_EINVAL;
   const weft__sched_t *s = w->sched;
   for (uint32_t i = 0; s && i < s->nsys; i++)
-    if (s->sys[i] && strcmp(s->sys[i]->name, name) == 0) {
+    if (s->sys[i] && !s->sys[i]->removed &&
+        strcmp(s->sys[i]->name, name) == 0) {
       *out = s->sys[i]->id;
       return 0;
     }

@@ -2958,6 +2958,59 @@ static void test_pipeline_remove_during_frame(void **state) {
   fx_free(&f);
 }
 
+/* A callback removes a system, then enables it again: the enable fails
+ * (the system is gone), and the victim runs no more in that frame, not in
+ * the three fixed steps that follow. */
+typedef struct revive_t {
+  weft_system_t victim;
+  int remove_rc, enable_rc, again_rc;
+  uint32_t calls;
+} revive_t;
+
+static int revive_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  revive_t *r = ctx->user;
+  if (r->calls++ == 0) {
+    r->remove_rc = weft_system_remove(ctx->world, r->victim);
+    r->enable_rc = weft_system_enable(ctx->world, r->victim, true);
+    r->again_rc = weft_system_remove(ctx->world, r->victim);
+  }
+  return 0;
+}
+
+static void test_pipeline_removed_system_stays_removed_in_frame(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  configure(f.w, 0.1, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+  revive_t r = {0, -1, -1, -1, 0};
+  weft_system_desc_t d =
+      sys_desc("reviver", WEFT_PHASE_PRE_UPDATE, revive_run, &r);
+  d.flags = WEFT_SYSTEM_MAIN_THREAD;
+  sys_add(f.w, &d);
+  probe_t *victim = calloc(1, sizeof *victim);
+  assert_non_null(victim);
+  d = sys_desc("victim", WEFT_PHASE_FIXED_UPDATE, probe_run, victim);
+  r.victim = sys_add(f.w, &d);
+  progress_ok(f.w, 0.35); /* three fixed steps */
+  assert_int_equal(pstate(f.w).tick, 3);
+  assert_int_equal(r.remove_rc, WEFT_OK);
+  assert_int_equal(r.enable_rc, WEFT_ENONAME);
+  assert_int_equal(r.again_rc, WEFT_ENONAME);
+  assert_non_null(strstr(weft_world_last_error(f.w), "removed"));
+  assert_int_equal(victim->calls, 0);
+  weft_system_t id;
+  assert_int_equal(weft_system_lookup(f.w, "victim", &id), WEFT_ENONAME);
+  progress_ok(f.w, 0.35);
+  assert_int_equal(victim->calls, 0);
+  /* The name is free for a new system, which runs. */
+  d = sys_desc("victim", WEFT_PHASE_FIXED_UPDATE, probe_run, victim);
+  sys_add(f.w, &d);
+  progress_ok(f.w, 0.1);
+  assert_int_equal(victim->calls, 1);
+  free(victim);
+  fx_free(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_fixed_steps_follow_accumulator),
@@ -2996,6 +3049,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_steady_state_allocates_nothing),
       cmocka_unit_test(test_pipeline_steady_state_parallel_recording),
       cmocka_unit_test(test_pipeline_remove_during_frame),
+      cmocka_unit_test(test_pipeline_removed_system_stays_removed_in_frame),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

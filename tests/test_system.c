@@ -225,6 +225,68 @@ static void test_system_register_rejects_bad_descriptors(void **state) {
   weft_world_destroy(w);
 }
 
+/* Descriptors that name things that cannot apply were accepted and then
+ * silently did nothing (an access for a missing term, a `changed`
+ * component the query never visits) or worse (another world's run
+ * condition, evaluated after that world freed it). */
+static void test_system_register_rejects_misuse(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_world_t *other = wt_world_new(NULL);
+  weft_component_t x = comp(w, "X"), y = comp(w, "Y"), z = comp(w, "Z");
+
+  /* An access for a term the query does not have, valid value or not. */
+  assert_int_equal(SYS_RC(w, .name = "acc.extra", .query.include = {x},
+                          .term_access = {WEFT_ACCESS_READ, WEFT_ACCESS_READ},
+                          .run = rec_run),
+                   WEFT_EINVAL);
+  assert_error_mentions(w, "term_access[1]");
+  assert_int_equal(SYS_RC(w, .name = "acc.range", .query.include = {x},
+                          .term_access = {[5] = 200}, .run = rec_run),
+                   WEFT_EINVAL);
+  assert_error_mentions(w, "term_access[5]");
+  assert_int_equal(SYS_RC(w, .name = "acc.task",
+                          .term_access = {WEFT_ACCESS_WRITE}, .run = rec_run),
+                   WEFT_EINVAL);
+  assert_error_mentions(w, "acc.task");
+
+  /* `changed` outside the query's terms, or on a task. */
+  assert_int_equal(SYS_RC(w, .name = "chg.out", .query.include = {x},
+                          .changed = {y}, .run = rec_run),
+                   WEFT_EINVAL);
+  assert_error_mentions(w, "changed[0]");
+  assert_int_equal(
+      SYS_RC(w, .name = "chg.task", .changed = {x}, .run = rec_run),
+      WEFT_EINVAL);
+  assert_error_mentions(w, "chg.task");
+
+  /* Another world's run condition. */
+  weft_runif_t *foreign = NULL, *mine = NULL;
+  assert_int_equal(weft_runif_every(other, 0.5, &foreign), WEFT_OK);
+  assert_int_equal(weft_runif_every(w, 0.5, &mine), WEFT_OK);
+  assert_int_equal(
+      SYS_RC(w, .name = "cond.foreign", .run_if = foreign, .run = rec_run),
+      WEFT_EINVAL);
+  assert_error_mentions(w, "another world");
+
+  const char *names[] = {"acc.extra", "acc.range", "acc.task",
+                         "chg.out",   "chg.task",  "cond.foreign"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    weft_system_t id = 0;
+    assert_int_equal(weft_system_lookup(w, names[i], &id), WEFT_ENONAME);
+  }
+  /* What is meant goes in: accesses for the terms there are, `changed`
+   * on include, any and disabled terms, this world's condition. */
+  (void)SYS(w, .name = "ok.acc", .query.include = {x, y},
+            .term_access = {WEFT_ACCESS_READ, WEFT_ACCESS_NONE});
+  (void)SYS(w, .name = "ok.chg", .query.include = {x}, .query.any = {y},
+            .query.disabled = {z}, .changed = {x, y, z});
+  (void)SYS(w, .name = "ok.cond", .run_if = mine);
+  weft_world_destroy(other); /* w no longer refers to it */
+  assert_int_equal(weft_world_progress(w, DT), WEFT_OK);
+  weft_world_destroy(w);
+}
+
 /* Every allocation of the scheduler's creation fails in turn: the call
  * says WEFT_ENOMEM, the world works afterwards, and what was allocated
  * before the failure (the phase names among it) is freed (ASan's leak
@@ -1375,6 +1437,7 @@ static void test_system_user_phases_run_after_their_anchor(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_system_register_rejects_bad_descriptors),
+      cmocka_unit_test(test_system_register_rejects_misuse),
       cmocka_unit_test(test_system_scheduler_creation_out_of_memory),
       cmocka_unit_test(test_system_scheduler_names_cmdbuf_limit),
       cmocka_unit_test(test_system_lookup_remove_and_ids),

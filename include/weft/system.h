@@ -161,7 +161,8 @@ typedef struct weft_system_desc_t {
    * consecutive chunks whose arrays continue each other (up to `batch`
    * rows), so a streaming loop pays the per-call cost once per run. */
   weft_query_desc_t query;
-  /** Access of include term i (WEFT_ACCESS_*); default read and write. */
+  /** Access of include term i (WEFT_ACCESS_*); default read and write.
+   * Entries past the query's include terms must stay 0. */
   uint8_t term_access[WEFT_QUERY_MAX_TERMS];
   /** Further components read / written (zero-terminated lists). */
   weft_component_t read[WEFT_SYSTEM_MAX_ACCESS + 1];
@@ -174,13 +175,15 @@ typedef struct weft_system_desc_t {
   /** Channels it emits to / reads. */
   weft_channel_t emit[WEFT_SYSTEM_MAX_ACCESS + 1];
   weft_channel_t receive[WEFT_SYSTEM_MAX_ACCESS + 1];
-  /** Skip chunks where none of these changed since the last run. */
+  /** Skip chunks where none of these changed since the last run. Each
+   * must be an include, any or disabled term of the query (a task has no
+   * chunks to skip). */
   weft_component_t changed[WEFT_SYSTEM_MAX_ACCESS + 1];
   /** Systems of the same phase this one runs before / after (NULL-ended;
    * unknown names add no edge). */
   const char *before[WEFT_SYSTEM_MAX_ORDER + 1];
   const char *after[WEFT_SYSTEM_MAX_ORDER + 1];
-  weft_runif_t *run_if; /**< NULL: always */
+  weft_runif_t *run_if; /**< NULL: always; else one of this world's */
   uint32_t batch; /**< smallest job, in rows; 0: WEFT_SYSTEM_BATCH_DEFAULT */
   uint32_t flags; /**< WEFT_SYSTEM_* */
   weft_system_fn run; /**< required */
@@ -188,12 +191,17 @@ typedef struct weft_system_desc_t {
 } weft_system_desc_t;
 
 /**
- * Registers a system. Owner thread; allowed while a frame runs (it joins
- * from the next dispatch). Returns WEFT_EINVAL (no name or callback, bad
- * flags or term access), WEFT_EEXIST (name taken), WEFT_ENONAME (unknown
- * phase, resource or channel), WEFT_ENOCOMP, WEFT_ETOOMANY, WEFT_ENOMEM.
- * The cycle check happens at the next build (weft_schedule_build() or a
- * dispatch).
+ * Registers a system. Owner thread; allowed while a frame runs, from a
+ * callback on the driving thread (it joins from the next dispatch).
+ * Returns WEFT_EINVAL (no name or callback, bad flags, a term_access value
+ * that is no WEFT_ACCESS_* or is given for a term the query lacks, a
+ * `changed` component that is no term of the query, a run condition of
+ * another world), WEFT_EEXIST (name taken), WEFT_ENONAME (unknown phase,
+ * resource or channel), WEFT_ENOCOMP, WEFT_ETOOMANY, WEFT_ENOMEM, or, when
+ * this call creates the world's scheduler, WEFT_ELIMIT (it needs one
+ * command buffer per worker slot and the world's other buffers leave too
+ * few of WEFT_CMDBUF_MAX). The cycle check happens at the next build
+ * (weft_schedule_build() or a dispatch).
  */
 int weft_system_register(weft_world_t *world, const weft_system_desc_t *desc,
                          weft_system_t *out);
@@ -201,15 +209,17 @@ int weft_system_register(weft_world_t *world, const weft_system_desc_t *desc,
 /**
  * Removes a system. Owner thread. Called during a frame (from a
  * callback on the driving thread), the system runs no more in that frame
- * and is removed when the frame ends. WEFT_ENONAME.
+ * and is removed when the frame ends; from the call on, every function
+ * here treats it as removed (weft_system_enable() on it fails, its name is
+ * free). WEFT_ENONAME (no such system, or already removed).
  */
 int weft_system_remove(weft_world_t *world, weft_system_t sys);
 
 /**
  * Enables or disables a system. A disabled system keeps its place and
  * edges; it does not run and its run condition is not evaluated. Owner
- * thread.
- * WEFT_ENONAME.
+ * thread. WEFT_ENONAME (no such system, or removed, also during the frame
+ * that removed it).
  */
 int weft_system_enable(weft_world_t *world, weft_system_t sys, bool enabled);
 
