@@ -12,7 +12,9 @@
  * job starts the successors it unblocked. The segment ends with a sync
  * point that applies every worker's command buffer in key order.
  */
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -63,8 +65,11 @@ static uint32_t slot_of(const weft__sched_t *s, uint32_t worker) {
 
 /* ---- running chunks ------------------------------------------------------ */
 
+/* Keeps the failure with the lowest chunk sequence. The code is kept as
+ * its 32 bits, not negated: a callback may return any int, INT_MIN
+ * included. */
 static void record_error(weft__sys_t *y, int rc, uint32_t seq) {
-  uint64_t mine = (uint64_t)(seq + 1) << 32 | (uint32_t)(rc < 0 ? -rc : rc);
+  uint64_t mine = (uint64_t)(seq + 1) << 32 | (uint32_t)rc;
   uint64_t cur = atomic_load_explicit(&y->err, memory_order_relaxed);
   while ((cur == 0 || mine < cur) &&
          !atomic_compare_exchange_weak_explicit(
@@ -178,7 +183,7 @@ static inline weft_sysctx_t make_ctx(weft__sched_t *s, weft__sys_t *y,
                                      uint32_t k) {
   return (weft_sysctx_t){y->world,   s->slots[k].cmd, y->user, s->dt,
                          s->tick,    y->id,           k,       0,
-                         y->version, y->last_run,     0,       s};
+                         y->version, y->last_run,     0,       y};
 }
 
 /* Keys the context's buffer for chunk sequence seq (0 for a task). */
@@ -439,6 +444,26 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   return 0;
 }
 
+/* The code a callback returned, from the 32 bits record_error() kept. */
+static int returned(uint64_t e) {
+  uint32_t bits = (uint32_t)e;
+  return bits <= INT32_MAX ? (int)bits : -(int)(~bits) - 1;
+}
+
+/* Reports the failure @p e of system y as WEFT_ESYSTEM. */
+static int report(weft_world_t *w, const weft__sys_t *y, uint64_t e) {
+  int code = returned(e);
+  uint32_t chunk = (uint32_t)(e >> 32) - 1;
+  if (code < 0 && strcmp(weft_strerror_name(code), "WEFT_E?") != 0)
+    return weft__fail(w, WEFT_ESYSTEM, WEFT__FILE, WEFT__LINE,
+                      "system %s failed on chunk %u: %s (%s)", y->name, chunk,
+                      weft_strerror(code), weft_strerror_name(code));
+  return weft__fail(w, WEFT_ESYSTEM, WEFT__FILE, WEFT__LINE,
+                    "system %s failed on chunk %u: its callback returned %d, "
+                    "which is not a WEFT_E* code",
+                    y->name, chunk, code);
+}
+
 /* Folds a finished run into the counters; returns the first failure. */
 static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
   int rc = 0;
@@ -460,12 +485,8 @@ static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
         atomic_load_explicit(&y->busy_ns, memory_order_relaxed);
     y->last_run = y->version;
     uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
-    if (e && !rc) {
-      int code = -(int)(uint32_t)e;
-      rc = weft__fail(w, WEFT_ESYSTEM, WEFT__FILE, WEFT__LINE,
-                      "system %s failed on chunk %u: %s (%d)", y->name,
-                      (uint32_t)(e >> 32) - 1, weft_strerror(code), code);
-    }
+    if (e && !rc)
+      rc = report(w, y, e);
   }
   return rc;
 }
@@ -633,15 +654,39 @@ static void leave(weft_world_t *w, weft__sched_t *s) {
       weft__sched_drop(w, s->sys[i]);
 }
 
+/*
+ * Counts @p t seconds as dropped. Any finite dt is accepted, up to
+ * DBL_MAX: the step count saturates instead of overflowing a conversion,
+ * and so do the sums.
+ */
+static void drop_time(weft_pipeline_state_t *st, double t, double fixed_dt) {
+  double steps = floor(t / fixed_dt);
+  uint64_t n = steps < 0x1p64 ? (uint64_t)steps : UINT64_MAX;
+  st->steps_dropped =
+      n > UINT64_MAX - st->steps_dropped ? UINT64_MAX : st->steps_dropped + n;
+  st->time_dropped =
+      st->time_dropped <= DBL_MAX - t ? st->time_dropped + t : DBL_MAX;
+}
+
+/* The most fixed steps' worth of time WEFT_OVERLOAD_ACCUMULATE keeps. */
+#define BACKLOG_STEPS 0x1p32
+
 static int fixed_steps(weft_world_t *w, weft__sched_t *s) {
   const weft_pipeline_config_t *c = &s->cfg;
   weft_pipeline_state_t *st = &s->state;
   int rc = 0;
+  /* A backlog past BACKLOG_STEPS could never be worked off, and past about
+   * 2^53 steps subtracting a step would no longer change it: the excess
+   * is dropped, as under WEFT_OVERLOAD_DROP. */
+  const double backlog = BACKLOG_STEPS * c->fixed_dt;
+  if (c->overload == WEFT_OVERLOAD_ACCUMULATE && st->accumulator > backlog) {
+    drop_time(st, st->accumulator - backlog, c->fixed_dt);
+    st->accumulator = backlog;
+  }
   for (uint32_t steps = 0; !rc && st->accumulator >= c->fixed_dt; steps++) {
     if (steps == c->max_steps) {
       if (c->overload == WEFT_OVERLOAD_DROP) {
-        st->steps_dropped += (uint64_t)(st->accumulator / c->fixed_dt);
-        st->time_dropped += st->accumulator;
+        drop_time(st, st->accumulator, c->fixed_dt);
         st->accumulator = 0;
       }
       break;
@@ -698,20 +743,27 @@ int weft_world_run_phase(weft_world_t *w, weft_phase_t phase, double dt) {
   return rc;
 }
 
+/* The system a callback's context belongs to; NULL for a context the
+ * scheduler did not make. Never the id table, which a registration during
+ * the frame may move under a worker. */
+static weft__sys_t *ctx_sys(const weft_sysctx_t *ctx) {
+  weft__sys_t *y = ctx ? ctx->sys_ : NULL;
+  return y && y->world == ctx->world ? y : NULL;
+}
+
 int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event) {
-  if (!ctx || !event)
+  if (!ctx_sys(ctx) || !event)
     return WEFT_EINVAL;
   return weft__event_stage(ctx->world, ctx->worker, ctx->key_, ch, event);
 }
 
 int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
                      weft_sysctx_t *out) {
-  if (!task || !out || !task->sched_)
+  const weft__sys_t *y = ctx_sys(task);
+  if (!y || !out)
     return WEFT_EINVAL;
-  const weft__sched_t *s = task->sched_;
-  const weft__sys_t *y = weft__sched_sys(s, task->system);
-  if (!y || y->query ||
-      (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
+  const weft__sched_t *s = y->world->sched;
+  if (y->query || (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
     return WEFT_EINVAL;
   if (part >= WEFT_SYSCTX_PARTS)
     return WEFT_ELIMIT;
@@ -726,13 +778,14 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
 }
 
 void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {
-  weft__sys_t *y = ctx ? weft__sched_sys(ctx->sched_, ctx->system) : NULL;
+  weft__sys_t *y = ctx_sys(ctx);
   if (y)
     atomic_fetch_add_explicit(&y->counted, rows, memory_order_relaxed);
 }
 
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {
-  const weft__sched_t *s = ctx ? ctx->sched_ : NULL;
+  const weft__sys_t *y = ctx_sys(ctx);
+  const weft__sched_t *s = y ? y->world->sched : NULL;
   if (!s || !s->pool)
     return WEFT_WORKER_EXTERNAL;
   /* Slots are worker indices, except the last one: the driving thread

@@ -145,7 +145,10 @@ typedef struct weft__slot_t {
 } weft__slot_t;
 
 typedef struct weft__sched_t {
-  weft__sys_t **sys; /* by id - 1; NULL once removed */
+  /* By id - 1; NULL once removed. Owner thread only: a registration
+   * during a frame may move it while workers run, so code running on a
+   * worker reaches its system through the pointer in its context. */
+  weft__sys_t **sys;
   uint32_t nsys, sys_cap;
   uint32_t live;
   weft__phase_t phases[WEFT_MAX_PHASES + 1]; /* by id; [0] unused */

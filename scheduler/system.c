@@ -584,6 +584,8 @@ uint32_t weft_world_change_version(const weft_world_t *w) {
 
 uint64_t weft_sysctx_random(const weft_sysctx_t *ctx, weft_entity_t e,
                             uint32_t stream, uint32_t n) {
+  if (!ctx || !ctx->world)
+    return 0;
   return weft_random_at(weft_random_world_seed(ctx->world), e, ctx->tick,
                         stream, n);
 }

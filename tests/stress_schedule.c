@@ -36,6 +36,9 @@
  *    frames (and registered from a main-thread callback during frames) for
  *    200 frames on a pool; a disabled or removed system never runs and an
  *    enabled one runs exactly once per frame.
+ * 4. Registration during a frame while a task on a worker calls
+ *    weft_sysctx_count(): the registration grows the system table under
+ *    the call, which must not read it (TSan, ASan).
  *
  * Runtimes on two cores: about 10 s in Debug, 20 s under ASan, 60 s under
  * TSan; sanitizer builds (WEFT_SYSTEM_MALLOC) halve test 2's world.
@@ -1714,11 +1717,131 @@ static void test_schedule_churn(void **state) {
   weft_pool_destroy(pool);
 }
 
+/* ======================================================================== */
+/* 4. Registration while workers call into the scheduler                    */
+/* ======================================================================== */
+
+#define COUNT_FRAMES 6u
+
+typedef struct counting_t {
+  weft_world_t *w;
+  _Atomic uint32_t in, done; /* relaxed: the handshake orders nothing */
+  uint64_t counted;          /* weft_sysctx_count calls (the counter's) */
+  uint32_t registered, handshakes;
+} counting_t;
+
+static int noop_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  (void)ctx;
+  (void)it;
+  return 0;
+}
+
+/* On a worker: counts rows, one call at a time, for as long as the
+ * registrar is registering (at most two seconds). */
+static int counting_task(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  counting_t *c = ctx->user;
+  (void)it;
+  atomic_store_explicit(&c->in, 1, memory_order_relaxed);
+  double t0 = now_s();
+  uint64_t n = 0;
+  do {
+    weft_sysctx_count(ctx, 1);
+    n++;
+  } while (!atomic_load_explicit(&c->done, memory_order_relaxed) &&
+           now_s() - t0 < 2.0);
+  weft_sysctx_count(ctx, 1);
+  c->counted += n + 1; /* read after the frame */
+  return 0;
+}
+
+/* On the driving thread, in the same segment: once the counter runs,
+ * registers systems until the scheduler's table of systems has grown
+ * (ids count up from 1; the table doubles from 16). */
+static int counting_registrar(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  counting_t *c = ctx->user;
+  (void)it;
+  if (await_flag(&c->in))
+    c->handshakes++;
+  uint32_t pow2 = 16;
+  while (pow2 <= c->registered + 2)
+    pow2 *= 2;
+  while (c->registered + 2 <= pow2) {
+    char name[32];
+    snprintf(name, sizeof name, "late%u", c->registered);
+    weft_system_desc_t s;
+    memset(&s, 0, sizeof s);
+    s.name = name;
+    s.phase = WEFT_PHASE_PRE_RENDER;
+    s.run = noop_run;
+    weft_system_t id;
+    if (weft_system_register(ctx->world, &s, &id) != WEFT_OK)
+      return WEFT_EINVAL;
+    c->registered++;
+  }
+  atomic_store_explicit(&c->done, 1, memory_order_relaxed);
+  return 0;
+}
+
+/*
+ * A main-thread system registers systems during a frame (the header
+ * allows it) while a task on a pool worker calls weft_sysctx_count(), so
+ * that the registration grows the scheduler's table of systems while the
+ * worker is inside the call. The worker must not read that table (TSan:
+ * data race on it; ASan: a read of the freed array); every count arrives.
+ */
+static void test_schedule_register_while_workers_count(void **state) {
+  (void)state;
+  weft_pool_t *pool = make_pool(2, false, NULL);
+  counting_t *c = calloc(1, sizeof(*c));
+  assert_non_null(c);
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.pool = pool;
+  c->w = wt_world_new(&cfg);
+  weft_pipeline_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.inline_rows = 1; /* both go to the pool whatever their cost */
+  assert_int_equal(weft_pipeline_configure(c->w, &pc), WEFT_OK);
+  weft_system_desc_t s;
+  memset(&s, 0, sizeof s);
+  s.name = "counter";
+  s.run = counting_task;
+  s.user = c;
+  weft_system_t counter = reg(c->w, &s);
+  s.name = "registrar";
+  s.run = counting_registrar;
+  s.flags = WEFT_SYSTEM_MAIN_THREAD;
+  weft_system_t registrar = reg(c->w, &s);
+  assert_false(weft_system_edge(c->w, counter, registrar));
+  for (uint32_t f = 0; f < COUNT_FRAMES; f++) {
+    atomic_store(&c->in, 0);
+    atomic_store(&c->done, 0);
+    int rc = weft_world_progress(c->w, 1.0 / 60.0);
+    if (rc != WEFT_OK)
+      print_error("frame %u: %s\n", f, weft_world_last_error(c->w));
+    assert_int_equal(rc, WEFT_OK);
+  }
+  weft_system_stats_t st;
+  assert_int_equal(weft_system_stats(c->w, counter, &st), WEFT_OK);
+  assert_int_equal(st.runs, COUNT_FRAMES);
+  assert_int_equal(st.entities, c->counted);
+  print_message("register while counting: %u systems registered in %u "
+                "frames (%u in step with the counter), %llu counts\n",
+                c->registered, COUNT_FRAMES, c->handshakes,
+                (unsigned long long)c->counted);
+  assert_true(c->registered >= 64);
+  assert_true(c->handshakes >= 1);
+  weft_world_destroy(c->w);
+  free(c);
+  weft_pool_destroy(pool);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schedule_deterministic_across_pools),
       cmocka_unit_test(test_schedule_conflicts_honoured),
       cmocka_unit_test(test_schedule_churn),
+      cmocka_unit_test(test_schedule_register_while_workers_count),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

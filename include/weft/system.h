@@ -142,13 +142,17 @@ typedef struct weft_sysctx_t {
   uint32_t last_run;    /**< the version of the previous run (0: none) */
   /* Private. */
   uint64_t key_;
-  void *sched_;
+  void *sys_;
 } weft_sysctx_t;
 
 /**
  * A system callback: called once per matching chunk (or once per run, with
  * @p chunk NULL, for a system without query terms). Any worker thread.
- * Returns 0, or an error code that makes the frame report WEFT_ESYSTEM.
+ * Returns 0 on success. Any other value is a failure that makes the frame
+ * report WEFT_ESYSTEM (the failing system's other chunks and its phase
+ * still run): return a negative WEFT_E* code, which the message names, or
+ * any other int (an application's own code; positive values and INT_MIN
+ * included), which the message reports as the number it is.
  */
 typedef int (*weft_system_fn)(weft_sysctx_t *ctx, const weft_iter_t *chunk);
 
@@ -322,7 +326,10 @@ int weft_schedule_build(weft_world_t *world);
 typedef enum weft_overload_t {
   /** Past max_steps, the remaining accumulated time is dropped. */
   WEFT_OVERLOAD_DROP = 0,
-  /** Past max_steps, the time stays in the accumulator for later frames. */
+  /** Past max_steps, the time stays in the accumulator for later frames,
+   * up to 2^32 fixed steps' worth (about 2.3 years at 1/60 s): more could
+   * never be worked off, so the excess is dropped and counted as under
+   * DROP. */
   WEFT_OVERLOAD_ACCUMULATE
 } weft_overload_t;
 
@@ -349,8 +356,8 @@ int weft_pipeline_configure(weft_world_t *world,
 typedef struct weft_pipeline_state_t {
   double accumulator;     /**< time not yet consumed by fixed steps */
   double alpha;           /**< accumulator / fixed_dt after the last frame */
-  double time_dropped;    /**< time discarded by WEFT_OVERLOAD_DROP */
-  uint64_t steps_dropped; /**< whole steps discarded */
+  double time_dropped;    /**< time discarded (saturates at DBL_MAX) */
+  uint64_t steps_dropped; /**< whole steps discarded (saturates) */
   uint64_t tick;          /**< fixed steps run so far */
   uint64_t frames;        /**< weft_world_progress() calls */
   uint64_t sync_points;   /**< sync points that applied something */
@@ -371,14 +378,17 @@ uint32_t weft_pipeline_slots(const weft_world_t *world);
  * accumulator holds a fixed step, FixedUpdate, PostFixedUpdate (after
  * which event channels clear) and, every net_dt, NetworkTick, up to
  * max_steps; the interpolation alpha; PreRender. User phases run after
- * their anchors. Owner thread. Returns 0, WEFT_EINVAL (dt negative or not
- * finite), WEFT_EBUSY (called from a callback or inside a deferred scope),
- * WEFT_ECYCLE, WEFT_ENOMEM (building the schedule or applying a sync
- * point's commands ran out of memory: what could not be applied is counted
- * in the stats' commands_dropped), or WEFT_ESYSTEM when a callback failed:
- * the phase it failed in still completes (its sync point included), later
- * phases of the frame do not run, and weft_world_last_error() names the
- * system.
+ * their anchors. @p dt may be any finite number of seconds >= 0, up to
+ * DBL_MAX (see weft_overload_t for what a huge one does). Owner thread.
+ * Returns 0, WEFT_EINVAL (dt negative, NaN or infinite: nothing runs and
+ * the state is unchanged), WEFT_EBUSY (called from a callback or inside a
+ * deferred scope), WEFT_ECYCLE, WEFT_ELIMIT (creating the scheduler, as
+ * weft_schedule_build()), WEFT_ENOMEM (building the schedule or applying a
+ * sync point's commands ran out of memory: what could not be applied is
+ * counted in the stats' commands_dropped), or WEFT_ESYSTEM when a callback
+ * failed: the phase it failed in still completes (its sync point included),
+ * later phases of the frame do not run, and weft_world_last_error() names
+ * the system and what its callback returned.
  */
 int weft_world_progress(weft_world_t *world, double dt);
 
@@ -393,6 +403,8 @@ int weft_world_run_phase(weft_world_t *world, weft_phase_t phase, double dt);
  * Emits @p event to channel @p ch from a callback. It becomes readable at
  * the next sync point, in key order (system, chunk, emission order), the
  * same on any number of threads. The calling callback's thread. Returns 0,
+ * WEFT_EINVAL (NULL @p ctx or @p event, or a context the scheduler did not
+ * make: only the contexts callbacks receive, and parts of them, emit),
  * WEFT_ENONAME or WEFT_ENOMEM.
  */
 int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event);
@@ -409,8 +421,9 @@ int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event);
  * NULL: a part records no commands (the task records them through its own
  * context). The thread running the part, while the task's callback runs;
  * @p out is valid as long as @p task. Returns 0, WEFT_EINVAL (NULL
- * argument, not a task's context, or a worker index the pipeline does not
- * have) or WEFT_ELIMIT (@p part >= WEFT_SYSCTX_PARTS).
+ * argument, a context the scheduler did not make, not a task's context,
+ * or a worker index the pipeline does not have) or WEFT_ELIMIT (@p part
+ * >= WEFT_SYSCTX_PARTS).
  */
 int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
                      weft_sysctx_t *out);
@@ -420,8 +433,8 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
  * (weft_system_stats().entities, which otherwise counts the rows handed to
  * the callback): for a task that processes entities it finds itself, such
  * as the items of a grid. Any thread running the system's callback or one
- * of its parts (weft_sysctx_part()); a context of no running system is
- * ignored.
+ * of its parts (weft_sysctx_part()), also while the owner registers
+ * systems; NULL or a context the scheduler did not make is ignored.
  */
 void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows);
 
@@ -433,15 +446,16 @@ void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows);
  * weft_pool_submit() and weft_pool_parallel_for() take it (with the
  * world's pool, weft_world_pool()): a callback may split its own work on
  * the pool, nested parallel-fors being fine. WEFT_WORKER_EXTERNAL for the
- * driving thread when it is not one of the pool's workers. Callback
- * threads.
+ * driving thread when it is not one of the pool's workers, and for NULL
+ * or a context the scheduler did not make. Callback threads.
  */
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx);
 
 /**
  * A counter-based random draw for @p entity in this tick on stream
  * @p stream (see weft_random_at()), keyed by the world seed, so it is the
- * same on any thread. Callback threads.
+ * same on any thread. Callback threads. 0 for a NULL @p ctx or one
+ * without a world.
  */
 uint64_t weft_sysctx_random(const weft_sysctx_t *ctx, weft_entity_t entity,
                             uint32_t stream, uint32_t n);
