@@ -111,6 +111,14 @@ typedef struct weft__sys_t {
   _Atomic uint64_t busy_ns;
   _Atomic bool main_ready; /* a main-thread system whose turn came */
   weft_system_stats_t stats;
+
+  /* What a run costs, for the inline-or-dispatch decision (pipeline.c,
+   * estimate()). Driving thread only. */
+  double est_ns;         /* this run's estimate (prepare()) */
+  double cost_ns;        /* a task's measured time per run; 0: none yet */
+  double row_ns;         /* a query system's measured time per row; 0: none */
+  double last_ns;        /* the previous sample (per run, or per row) */
+  uint64_t sample_ticks; /* a sampled inline run's time (run_serial()) */
 } weft__sys_t;
 
 typedef struct weft__phase_t {
@@ -123,6 +131,9 @@ typedef struct weft__phase_t {
   uint32_t *seg_end; /* segment k is order[seg_end[k-1] .. seg_end[k]) */
   uint32_t nseg, seg_cap;
   weft_phase_stats_t stats;
+  /* Time each system of the serial segments in this run / the next one
+   * (pipeline.c, run_serial()). */
+  bool sample_now, sample_next;
 } weft__phase_t;
 
 /* One span of a trace. */
@@ -172,6 +183,8 @@ typedef struct weft__sched_t {
 
   uint64_t cal_ns, cal_ticks; /* clock and ticks at creation */
   double ns_per_tick;         /* cached once calibrated over 1 s */
+  double tick_ns;             /* ns_per_tick, or a first guess until it is
+                                 known; for cost estimates (pipeline.c) */
 
   bool tracing;
   uint32_t trace_cap;

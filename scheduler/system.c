@@ -82,6 +82,7 @@ int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
   }
   s->cal_ns = weft__now_ns();
   s->cal_ticks = weft__ticks();
+  s->tick_ns = 1.0;
   s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8,    WEFT_OVERLOAD_DROP,
                                     1.0 / 30.0, 4096, false};
   s->dirty = true;
@@ -344,6 +345,9 @@ int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
   s->sys[s->nsys++] = y;
   s->live++;
   s->dirty = true;
+  /* Its phase's next run times its inline systems one by one, so that
+   * the newcomer's cost is known early (pipeline.c, run_serial()). */
+  s->phases[y->phase].sample_next = true;
   *out = y->id;
   return 0;
 }

@@ -18,9 +18,11 @@
  *    caller participating, 4 workers on a synthetic two-node machine
  *    (chunks homed on two nodes, so the jobs are cut differently) and 3
  *    workers with the default inline_rows (small segments run serially,
- *    small systems where they are launched); the digest at ticks 50, 100,
- *    150 and 200, the resources, the world's counters and the commands
- *    recorded must be identical in every run.
+ *    small systems where they are launched), and 2 with the default while
+ *    two systems' measured costs cross the inline threshold back and
+ *    forth (so some of their runs go inline, others to the pool); the
+ *    digest at ticks 50, 100, 150 and 200, the resources, the world's
+ *    counters and the commands recorded must be identical in every run.
  * 2. Conflicts at run time. Forty small systems with random (declared)
  *    access sets over eight components and three resources, all including
  *    a common component so no two queries are provably disjoint, some on
@@ -176,6 +178,7 @@ typedef struct det_t {
   lotto_t *lotto;
   _Atomic uint64_t counts[NK];
   _Atomic uint32_t errors;
+  bool stall; /* jackpot and heal stall on some ticks (costs change) */
 } det_t;
 
 typedef struct det_result_t {
@@ -201,6 +204,18 @@ static void count(det_t *d, uint32_t k, uint64_t n) {
 static double rnd(const weft_sysctx_t *ctx, weft_entity_t e, uint32_t stream,
                   uint32_t n) {
   return (double)(weft_sysctx_random(ctx, e, stream, n) >> 11) * 0x1.0p-53;
+}
+
+/* With d->stall, spins for @p us microseconds on ticks 16..31 of every 32
+ * (and never on the others): the systems' measured costs then cross the
+ * inline threshold both ways, so that some runs go inline and others to
+ * the pool, which must not change any result. */
+static void det_stall(const det_t *d, uint64_t tick, double us) {
+  if (!d->stall || tick % 32 < 16)
+    return;
+  double t0 = now_s();
+  while ((now_s() - t0) * 1e6 < us) {
+  }
 }
 
 static int det_fail(det_t *d) {
@@ -332,6 +347,8 @@ static int sys_tag_off(weft_sysctx_t *ctx, const weft_iter_t *it) {
 static int sys_heal(weft_sysctx_t *ctx, const weft_iter_t *it) {
   det_t *d = det_of(ctx);
   health_t *h = weft_iter_column(it, 0);
+  if (it->count)
+    det_stall(d, ctx->tick, 2.0);
   for (uint32_t i = 0; i < it->count; i++) {
     if (h[i].hp < h[i].max)
       h[i].hp++;
@@ -425,6 +442,7 @@ static int sys_jackpot(weft_sysctx_t *ctx, const weft_iter_t *it) {
   det_t *d = det_of(ctx);
   if (it != NULL)
     return det_fail(d);
+  det_stall(d, ctx->tick, 300.0);
   uint32_t k = weft_rng_below(d->rng, 4);
   for (uint32_t i = 0; i <= k; i++)
     d->lotto->hash = mix(d->lotto->hash, weft_rng_next(d->rng));
@@ -825,11 +843,12 @@ static void det_check_schedule(det_t *d) {
 }
 
 static void det_run(uint32_t workers, bool caller, const char *synthetic,
-                    uint32_t inline_rows, det_result_t *res) {
+                    uint32_t inline_rows, bool stall, det_result_t *res) {
   weft_pool_t *pool =
       workers ? make_pool(workers, caller, synthetic) : (weft_pool_t *)NULL;
   det_t *d = calloc(1, sizeof(*d));
   assert_non_null(d);
+  d->stall = stall;
   uint32_t entities = det_entities();
   det_setup(d, pool, entities, inline_rows);
   if (workers == 0 && !caller)
@@ -897,23 +916,26 @@ static void test_schedule_deterministic_across_pools(void **state) {
     bool caller;
     const char *synthetic;
     uint32_t inline_rows; /* 0: the default; else 1, so that pools dispatch */
+    bool stall;
   } runs[] = {
-      {"no pool", 0, false, NULL, 1},
-      {"1 worker", 1, false, NULL, 1},
-      {"2 workers", 2, false, NULL, 1},
-      {"3 workers", 3, false, NULL, 1},
-      {"4 workers", 4, false, NULL, 1},
-      {"8 workers", 8, false, NULL, 1},
-      {"4 with caller", 4, true, NULL, 1},
-      {"4 on two nodes", 4, false, "pack:1 numa:2 l3:1 core:2 pu:1", 1},
+      {"no pool", 0, false, NULL, 1, false},
+      {"1 worker", 1, false, NULL, 1, false},
+      {"2 workers", 2, false, NULL, 1, false},
+      {"3 workers", 3, false, NULL, 1, false},
+      {"4 workers", 4, false, NULL, 1, false},
+      {"8 workers", 8, false, NULL, 1, false},
+      {"4 with caller", 4, true, NULL, 1, false},
+      {"4 on two nodes", 4, false, "pack:1 numa:2 l3:1 core:2 pu:1", 1, false},
       /* Small segments run serially, small systems where launched. */
-      {"3, inline default", 3, false, NULL, 0},
+      {"3, inline default", 3, false, NULL, 0, false},
+      /* The same while measured costs come and go. */
+      {"2, costs change", 2, false, NULL, 0, true},
   };
   enum { NRUNS = sizeof runs / sizeof runs[0] };
   det_result_t res[NRUNS];
   for (uint32_t r = 0; r < NRUNS; r++) {
     det_run(runs[r].workers, runs[r].caller, runs[r].synthetic,
-            runs[r].inline_rows, &res[r]);
+            runs[r].inline_rows, runs[r].stall, &res[r]);
     det_print(runs[r].name, &res[r]);
   }
   const det_result_t *base = &res[0];

@@ -26,9 +26,25 @@
  * back half of its chunks to it, down to about `batch` rows (lazy
  * halving: each thread keeps long forward runs). Cuts fall only between
  * chunks and commands and events are keyed per chunk, so where they fall
- * never changes the result. A stretch of systems that together match fewer
- * than weft_pipeline_config_t.inline_rows rows runs inline on the calling
- * thread without any dispatch. Without a pool everything runs inline.
+ * never changes the result. Without a pool everything runs inline.
+ *
+ * **Inline or dispatch.** What goes to the pool depends on what systems
+ * cost, not on their rows alone: a stretch of systems (a sync segment)
+ * whose estimated time together is below inline_rows × 5 ns
+ * (weft_pipeline_config_t.inline_rows; 20 us by default) runs inline on
+ * the driving thread without any dispatch, and so does, in a dispatched
+ * segment, each single-job system estimated below it. A query system is
+ * estimated from its rows at the time per row measured in its earlier
+ * runs, never less than 5 ns a row (so before any run: from its rows). A
+ * task's estimate is its measured time; a task not measured yet counts as
+ * expensive and is dispatched. Runs on the pool are always measured;
+ * systems run inline are measured one by one in the first run of their
+ * phase after a registration and in the run after their segment, timed
+ * as a whole, took longer than the threshold. An estimate takes the smaller of
+ * the last two measurements, so one preempted run does not move a
+ * system. Independent expensive systems therefore run at the same
+ * time, and many tiny ones stay inline. Where a system runs never
+ * changes the results (see below).
  *
  * **Commands and sync points.** A callback must not change the world's
  * structure directly; it records into `ctx->cmd`, a command buffer owned by
@@ -339,8 +355,9 @@ typedef struct weft_pipeline_config_t {
   uint32_t max_steps;       /**< fixed steps per frame at most; 0: 8 */
   weft_overload_t overload; /**< beyond max_steps */
   double net_dt;            /**< seconds per NetworkTick; 0: 1/30; < 0: never */
-  /** A run of systems matching fewer rows than this runs inline on the
-   * calling thread; 0: 4096. */
+  /** Systems estimated to take less than this many rows' worth of time
+   * (5 ns a row) run inline on the calling thread; 0: 4096 (20 us). See
+   * "Inline or dispatch" above; 1 dispatches nearly everything. */
   uint32_t inline_rows;
   /** Time systems that run inline too (one TSC read per system, about
    * 35 ns in a VM; flecs and Bevy leave this off by default as well).
