@@ -12,7 +12,9 @@
  * job starts the successors it unblocked. The segment ends with a sync
  * point that applies every worker's command buffer in key order.
  */
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -63,8 +65,11 @@ static uint32_t slot_of(const weft__sched_t *s, uint32_t worker) {
 
 /* ---- running chunks ------------------------------------------------------ */
 
+/* Keeps the failure with the lowest chunk sequence. The code is kept as
+ * its 32 bits, not negated: a callback may return any int, INT_MIN
+ * included. */
 static void record_error(weft__sys_t *y, int rc, uint32_t seq) {
-  uint64_t mine = (uint64_t)(seq + 1) << 32 | (uint32_t)(rc < 0 ? -rc : rc);
+  uint64_t mine = (uint64_t)(seq + 1) << 32 | (uint32_t)rc;
   uint64_t cur = atomic_load_explicit(&y->err, memory_order_relaxed);
   while ((cur == 0 || mine < cur) &&
          !atomic_compare_exchange_weak_explicit(
@@ -123,6 +128,76 @@ static void note_time(weft__sys_t *y, uint64_t t0, uint64_t t1) {
   atomic_fetch_add_explicit(&y->busy_ns, t1 - t0, memory_order_relaxed);
 }
 
+/* ---- costs --------------------------------------------------------------- */
+
+/*
+ * Inline or dispatch: a system, or a segment's systems together, whose
+ * estimated time is below inline_rows rows' worth (ROW_NS a row) runs on
+ * the driving thread (or the worker launching it) without a queue round
+ * trip; anything else goes to the pool. A query system is estimated from
+ * its rows, at the time per row measured in its earlier runs but never
+ * below ROW_NS, so that what matched many rows is dispatched as it always
+ * was and a few heavy rows are too. A task is estimated from its measured
+ * time; until it has one, it is dispatched (unknown counts as heavy),
+ * since a task's rows say nothing about it.
+ *
+ * Runs on the pool are always timed. A timestamp costs about as much as a
+ * tiny system (20-35 ns in a VM), so a segment run inline is timed as a
+ * whole (two timestamps); when it took longer than the threshold, the
+ * next run of its phase times each of its systems (run_serial()), as
+ * does the first run of a phase after a registration. Each
+ * estimate takes the smaller of the last two samples, so that one run
+ * slowed by preemption on a loaded machine does not flip the decision.
+ * Only timing depends on this: commands and events are keyed by system
+ * and chunk, so results are the same whichever way it goes.
+ */
+#define ROW_NS 5.0
+
+static inline double inline_ns(const weft__sched_t *s) {
+  return (double)s->cfg.inline_rows * ROW_NS;
+}
+
+/* The estimated time of y's run this time, in ns (planned: rows known). */
+static double estimate(const weft__sys_t *y) {
+  if (y->query)
+    return (double)y->rows * (y->row_ns > ROW_NS ? y->row_ns : ROW_NS);
+  return y->cost_ns > 0 ? y->cost_ns : INFINITY;
+}
+
+/* Folds a run of y that took @p ticks into its estimate. */
+static void learn_cost(const weft__sched_t *s, weft__sys_t *y, uint64_t ticks) {
+  double ns = (double)ticks * s->tick_ns;
+  if (y->query) {
+    if (!y->rows)
+      return; /* says nothing about a row */
+    ns /= (double)y->rows;
+  }
+  double prev = y->last_ns;
+  y->last_ns = ns;
+  if (prev > 0 && prev < ns)
+    ns = prev;
+  if (y->query)
+    y->row_ns = ns;
+  else
+    y->cost_ns = ns;
+}
+
+/* Keeps s->tick_ns, which converts measured ticks to ns for the
+ * estimates, calibrated: a first guess of 1 until 2 ms after the
+ * scheduler was created (ns_per_tick would wait until then), then the
+ * running calibration, refreshed every 64 frames (two clock reads) until
+ * it is final. */
+static void update_tick_ns(weft__sched_t *s) {
+#if !WEFT__TICKS_ARE_NS
+  if (s->ns_per_tick > 0)
+    s->tick_ns = s->ns_per_tick;
+  else if (weft__now_ns() - s->cal_ns >= 2000000u)
+    s->tick_ns = weft__ns_per_tick(s);
+#else
+  (void)s;
+#endif
+}
+
 /* ---- parallel dispatch --------------------------------------------------- */
 
 static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self);
@@ -178,7 +253,7 @@ static inline weft_sysctx_t make_ctx(weft__sched_t *s, weft__sys_t *y,
                                      uint32_t k) {
   return (weft_sysctx_t){y->world,   s->slots[k].cmd, y->user, s->dt,
                          s->tick,    y->id,           k,       0,
-                         y->version, y->last_run,     0,       s};
+                         y->version, y->last_run,     0,       y};
 }
 
 /* Keys the context's buffer for chunk sequence seq (0 for a task). */
@@ -250,7 +325,7 @@ static bool launch_prepare(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
   }
   atomic_store_explicit(&y->jobs_left, y->njobs, memory_order_relaxed);
   atomic_store_explicit(&y->job_next, y->njobs, memory_order_relaxed);
-  if (y->query && y->njobs == 1 && y->rows < s->cfg.inline_rows) {
+  if (y->njobs == 1 && y->est_ns < inline_ns(s)) {
     /* Too small to be worth a queue round trip: run it here. */
     job_main(&y->jobs[0], self);
     return false;
@@ -344,29 +419,50 @@ static void run_inline(weft__sched_t *s, weft__sys_t *y) {
   weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, y->nvisits, t0, t1);
 }
 
-/* Runs a segment's systems one after the other on the driving thread.
- * One timestamp per system: each run ends where the next begins. */
-static void run_serial(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
+/* Runs a segment's systems one after the other with a timestamp per
+ * system, from @p t0 (each run ends where the next begins): to the stats
+ * and the trace when @p timed, else to the cost estimates only. */
+static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
+                      uint64_t t0) {
   uint32_t k = slot_of(s, s->main_self);
-  if (!s->cfg.time_inline && !s->tracing) {
-    /* A timestamp costs more than a small system (about 35 ns in a VM):
-     * untimed unless asked for. */
-    for (uint32_t i = 0; i < n; i++)
-      if (l[i]->active && l[i]->njobs)
-        run_range(s, l[i], 0, l[i]->nvisits, k);
-    return;
-  }
-  uint64_t t0 = weft__ticks();
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
     if (!y->active || !y->njobs)
       continue;
     run_range(s, y, 0, y->nvisits, k);
     uint64_t t1 = weft__ticks();
-    note_time(y, t0, t1);
-    weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, y->nvisits, t0, t1);
+    if (timed) {
+      note_time(y, t0, t1);
+      weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, y->nvisits, t0, t1);
+    } else {
+      y->sample_ticks = t1 - t0;
+    }
     t0 = t1;
   }
+}
+
+/*
+ * Runs a segment's systems one after the other on the driving thread,
+ * timed one by one when asked for (time_inline, a trace) or with
+ * @p sample (then for the cost estimates only, see finish()). A timestamp
+ * costs more than a small system (about 35 ns in a VM), so otherwise none
+ * is taken, except, with a pool, one around the whole segment: when it
+ * took longer than the threshold, the next run of phase @p p samples.
+ */
+static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
+                       uint32_t n, bool sample) {
+  uint32_t k = slot_of(s, s->main_self);
+  const bool timed = s->cfg.time_inline || s->tracing;
+  const uint64_t start = s->pool ? weft__ticks() : 0;
+  if (!timed && !sample) {
+    for (uint32_t i = 0; i < n; i++)
+      if (l[i]->active && l[i]->njobs)
+        run_range(s, l[i], 0, l[i]->nvisits, k);
+  } else {
+    run_timed(s, l, n, timed, s->pool ? start : weft__ticks());
+  }
+  if (s->pool && (double)(weft__ticks() - start) * s->tick_ns >= inline_ns(s))
+    p->sample_next = true;
 }
 
 static void run_parallel(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
@@ -406,8 +502,8 @@ static void run_parallel(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
 
 /* Evaluates conditions, hands out versions and plans jobs, in order. */
 static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
-                   weft__sys_t **l, uint32_t n, uint64_t *rows) {
-  *rows = 0;
+                   weft__sys_t **l, uint32_t n, double *cost) {
+  double total = 0; /* a local: *cost might alias the systems' doubles */
   /* Without a `changed` filter in the segment, nothing reads this run's
    * stamps before its jobs end: the jobs stamp the chunks they visit. */
   bool changed = false;
@@ -434,13 +530,36 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     if (y->query ? weft__plan_system(w, y) : weft__plan_task(w, y))
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
-    *rows += y->query ? y->rows : 1;
+    if (s->pool)
+      total += y->est_ns = estimate(y);
   }
+  *cost = total;
   return 0;
+}
+
+/* The code a callback returned, from the 32 bits record_error() kept. */
+static int returned(uint64_t e) {
+  uint32_t bits = (uint32_t)e;
+  return bits <= INT32_MAX ? (int)bits : -(int)(~bits) - 1;
+}
+
+/* Reports the failure @p e of system y as WEFT_ESYSTEM. */
+static int report(weft_world_t *w, const weft__sys_t *y, uint64_t e) {
+  int code = returned(e);
+  uint32_t chunk = (uint32_t)(e >> 32) - 1;
+  if (code < 0 && strcmp(weft_strerror_name(code), "WEFT_E?") != 0)
+    return weft__fail(w, WEFT_ESYSTEM, WEFT__FILE, WEFT__LINE,
+                      "system %s failed on chunk %u: %s (%s)", y->name, chunk,
+                      weft_strerror(code), weft_strerror_name(code));
+  return weft__fail(w, WEFT_ESYSTEM, WEFT__FILE, WEFT__LINE,
+                    "system %s failed on chunk %u: its callback returned %d, "
+                    "which is not a WEFT_E* code",
+                    y->name, chunk, code);
 }
 
 /* Folds a finished run into the counters; returns the first failure. */
 static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
+  weft__sched_t *s = w->sched;
   int rc = 0;
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
@@ -448,6 +567,7 @@ static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
       continue;
     uint64_t t0 = atomic_load_explicit(&y->start_ns, memory_order_relaxed);
     uint64_t t1 = atomic_load_explicit(&y->end_ns, memory_order_relaxed);
+    uint64_t busy = atomic_load_explicit(&y->busy_ns, memory_order_relaxed);
     y->stats.runs++;
     if (y->dispatched)
       y->stats.jobs += atomic_load_explicit(&y->job_next, memory_order_relaxed);
@@ -456,16 +576,15 @@ static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
                                        &y->counted, 0, memory_order_relaxed);
     y->stats.chunks += y->query ? y->nvisits : 1;
     y->stats.wall_ns += t1 > t0 ? t1 - t0 : 0;
-    y->stats.worker_ns +=
-        atomic_load_explicit(&y->busy_ns, memory_order_relaxed);
+    y->stats.worker_ns += busy;
+    if (s->pool && (busy || y->sample_ticks)) {
+      learn_cost(s, y, busy ? busy : y->sample_ticks);
+      y->sample_ticks = 0;
+    }
     y->last_run = y->version;
     uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
-    if (e && !rc) {
-      int code = -(int)(uint32_t)e;
-      rc = weft__fail(w, WEFT_ESYSTEM, WEFT__FILE, WEFT__LINE,
-                      "system %s failed on chunk %u: %s (%d)", y->name,
-                      (uint32_t)(e >> 32) - 1, weft_strerror(code), code);
-    }
+    if (e && !rc)
+      rc = report(w, y, e);
   }
   return rc;
 }
@@ -551,8 +670,8 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
 
 static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
                        weft_phase_t ph, weft__sys_t **l, uint32_t n) {
-  uint64_t rows;
-  int rc = prepare(w, s, p, l, n, &rows);
+  double cost = 0;
+  int rc = prepare(w, s, p, l, n, &cost);
   if (rc)
     return rc;
   if (n == 1 && (l[0]->flags & WEFT_SYSTEM_EXCLUSIVE)) {
@@ -562,8 +681,8 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     /* Structural calls made directly by main-thread callbacks stage
      * instead of moving rows under the chunks being visited. */
     weft_world_defer_begin(w);
-    if (!s->pool || rows < s->cfg.inline_rows) {
-      run_serial(s, l, n);
+    if (!s->pool || cost < inline_ns(s)) {
+      run_serial(s, p, l, n, p->sample_now);
     } else {
       run_parallel(s, l, n);
     }
@@ -581,6 +700,8 @@ static int run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
   uint64_t t0 = weft__ticks();
   int rc = 0;
   s->dt = dt;
+  p->sample_now = p->sample_next;
+  p->sample_next = false;
   for (uint32_t g = 0, b = 0; g < p->nseg; g++) {
     uint32_t e = p->seg_end[g];
     int r = run_segment(w, s, p, ph, p->order + b, e - b);
@@ -609,8 +730,10 @@ static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   WEFT_CHECK(w, isfinite(dt) && dt >= 0, WEFT_EINVAL,
              "dt must be finite and >= 0");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, !s->running, WEFT_EBUSY,
              "a frame is already running (called from a callback?)");
   WEFT_CHECK(w, weft_world_defer_depth(w) == 0, WEFT_EBUSY,
@@ -618,6 +741,8 @@ static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
   int rc = weft__sched_build(w, s);
   if (rc)
     return rc;
+  if (s->pool && s->tick_ns != s->ns_per_tick && s->state.frames % 64 == 0)
+    update_tick_ns(s);
   s->running = true;
   *out = s;
   return 0;
@@ -628,18 +753,42 @@ static void leave(weft_world_t *w, weft__sched_t *s) {
   s->running = false;
   for (uint32_t i = 0; i < s->nsys; i++)
     if (s->sys[i] && s->sys[i]->retire)
-      weft_system_remove(w, s->sys[i]->id);
+      weft__sched_drop(w, s->sys[i]);
 }
+
+/*
+ * Counts @p t seconds as dropped. Any finite dt is accepted, up to
+ * DBL_MAX: the step count saturates instead of overflowing a conversion,
+ * and so do the sums.
+ */
+static void drop_time(weft_pipeline_state_t *st, double t, double fixed_dt) {
+  double steps = floor(t / fixed_dt);
+  uint64_t n = steps < 0x1p64 ? (uint64_t)steps : UINT64_MAX;
+  st->steps_dropped =
+      n > UINT64_MAX - st->steps_dropped ? UINT64_MAX : st->steps_dropped + n;
+  st->time_dropped =
+      st->time_dropped <= DBL_MAX - t ? st->time_dropped + t : DBL_MAX;
+}
+
+/* The most fixed steps' worth of time WEFT_OVERLOAD_ACCUMULATE keeps. */
+#define BACKLOG_STEPS 0x1p32
 
 static int fixed_steps(weft_world_t *w, weft__sched_t *s) {
   const weft_pipeline_config_t *c = &s->cfg;
   weft_pipeline_state_t *st = &s->state;
   int rc = 0;
+  /* A backlog past BACKLOG_STEPS could never be worked off, and past about
+   * 2^53 steps subtracting a step would no longer change it: the excess
+   * is dropped, as under WEFT_OVERLOAD_DROP. */
+  const double backlog = BACKLOG_STEPS * c->fixed_dt;
+  if (c->overload == WEFT_OVERLOAD_ACCUMULATE && st->accumulator > backlog) {
+    drop_time(st, st->accumulator - backlog, c->fixed_dt);
+    st->accumulator = backlog;
+  }
   for (uint32_t steps = 0; !rc && st->accumulator >= c->fixed_dt; steps++) {
     if (steps == c->max_steps) {
       if (c->overload == WEFT_OVERLOAD_DROP) {
-        st->steps_dropped += (uint64_t)(st->accumulator / c->fixed_dt);
-        st->time_dropped += st->accumulator;
+        drop_time(st, st->accumulator, c->fixed_dt);
         st->accumulator = 0;
       }
       break;
@@ -696,20 +845,27 @@ int weft_world_run_phase(weft_world_t *w, weft_phase_t phase, double dt) {
   return rc;
 }
 
+/* The system a callback's context belongs to; NULL for a context the
+ * scheduler did not make. Never the id table, which a registration during
+ * the frame may move under a worker. */
+static weft__sys_t *ctx_sys(const weft_sysctx_t *ctx) {
+  weft__sys_t *y = ctx ? ctx->sys_ : NULL;
+  return y && y->world == ctx->world ? y : NULL;
+}
+
 int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event) {
-  if (!ctx || !event)
+  if (!ctx_sys(ctx) || !event)
     return WEFT_EINVAL;
   return weft__event_stage(ctx->world, ctx->worker, ctx->key_, ch, event);
 }
 
 int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
                      weft_sysctx_t *out) {
-  if (!task || !out || !task->sched_)
+  const weft__sys_t *y = ctx_sys(task);
+  if (!y || !out)
     return WEFT_EINVAL;
-  const weft__sched_t *s = task->sched_;
-  const weft__sys_t *y = weft__sched_sys(s, task->system);
-  if (!y || y->query ||
-      (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
+  const weft__sched_t *s = y->world->sched;
+  if (y->query || (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
     return WEFT_EINVAL;
   if (part >= WEFT_SYSCTX_PARTS)
     return WEFT_ELIMIT;
@@ -724,13 +880,14 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
 }
 
 void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {
-  weft__sys_t *y = ctx ? weft__sched_sys(ctx->sched_, ctx->system) : NULL;
+  weft__sys_t *y = ctx_sys(ctx);
   if (y)
     atomic_fetch_add_explicit(&y->counted, rows, memory_order_relaxed);
 }
 
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {
-  const weft__sched_t *s = ctx ? ctx->sched_ : NULL;
+  const weft__sys_t *y = ctx_sys(ctx);
+  const weft__sched_t *s = y ? y->world->sched : NULL;
   if (!s || !s->pool)
     return WEFT_WORKER_EXTERNAL;
   /* Slots are worker indices, except the last one: the driving thread

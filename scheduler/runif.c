@@ -12,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/world.h"
+#include "scheduler/sched.h"
 #include "weft/runif.h"
 
 typedef enum runif_kind_t {
@@ -74,6 +75,13 @@ static int make(weft_world_t *w, runif_kind_t kind, weft_runif_t **out) {
   w->runifs = c;
   *out = c;
   return 0;
+}
+
+bool weft__runif_owned(const weft_world_t *w, const weft_runif_t *cond) {
+  for (const weft_runif_t *c = w->runifs; c; c = c->next)
+    if (c == cond)
+      return true;
+  return false;
 }
 
 void weft__runif_fini(weft_world_t *w) {

@@ -50,6 +50,7 @@ typedef struct weft__sys_t {
   weft_phase_t phase;
   uint32_t flags;
   bool enabled;
+  bool removed; /* weft_system_remove() during a frame: gone at its end */
   weft_query_t *query; /* NULL: a task */
   weft_component_t terms[WEFT_QUERY_MAX_TERMS];
   uint32_t nterms;
@@ -110,6 +111,14 @@ typedef struct weft__sys_t {
   _Atomic uint64_t busy_ns;
   _Atomic bool main_ready; /* a main-thread system whose turn came */
   weft_system_stats_t stats;
+
+  /* What a run costs, for the inline-or-dispatch decision (pipeline.c,
+   * estimate()). Driving thread only. */
+  double est_ns;         /* this run's estimate (prepare()) */
+  double cost_ns;        /* a task's measured time per run; 0: none yet */
+  double row_ns;         /* a query system's measured time per row; 0: none */
+  double last_ns;        /* the previous sample (per run, or per row) */
+  uint64_t sample_ticks; /* a sampled inline run's time (run_serial()) */
 } weft__sys_t;
 
 typedef struct weft__phase_t {
@@ -122,6 +131,9 @@ typedef struct weft__phase_t {
   uint32_t *seg_end; /* segment k is order[seg_end[k-1] .. seg_end[k]) */
   uint32_t nseg, seg_cap;
   weft_phase_stats_t stats;
+  /* Time each system of the serial segments in this run / the next one
+   * (pipeline.c, run_serial()). */
+  bool sample_now, sample_next;
 } weft__phase_t;
 
 /* One span of a trace. */
@@ -144,7 +156,10 @@ typedef struct weft__slot_t {
 } weft__slot_t;
 
 typedef struct weft__sched_t {
-  weft__sys_t **sys; /* by id - 1; NULL once removed */
+  /* By id - 1; NULL once removed. Owner thread only: a registration
+   * during a frame may move it while workers run, so code running on a
+   * worker reaches its system through the pointer in its context. */
+  weft__sys_t **sys;
   uint32_t nsys, sys_cap;
   uint32_t live;
   weft__phase_t phases[WEFT_MAX_PHASES + 1]; /* by id; [0] unused */
@@ -168,6 +183,8 @@ typedef struct weft__sched_t {
 
   uint64_t cal_ns, cal_ticks; /* clock and ticks at creation */
   double ns_per_tick;         /* cached once calibrated over 1 s */
+  double tick_ns;             /* ns_per_tick, or a first guess until it is
+                                 known; for cost estimates (pipeline.c) */
 
   bool tracing;
   uint32_t trace_cap;
@@ -185,8 +202,21 @@ static inline weft__sys_t *weft__sched_sys(const weft__sched_t *s,
   return s && id && id <= s->nsys ? s->sys[id - 1] : NULL;
 }
 
-/* The scheduler of w, created on first use; NULL when out of memory. */
+/* The scheduler of w, created on first use: 0, or WEFT_ENOMEM or
+ * WEFT_ELIMIT (no command buffer ids left for its slots) with a message on
+ * the world. */
+int weft__sched_open(weft_world_t *w, weft__sched_t **out);
+
+/* Frees system @p y and its place in the id table; the schedule is rebuilt
+ * at the next dispatch. Owner thread, not during a frame (system.c). */
+void weft__sched_drop(weft_world_t *w, weft__sys_t *y);
+
+/* weft__sched_open() for callers that need no reason: NULL on failure. */
 weft__sched_t *weft__sched_get(weft_world_t *w);
+
+/* True when @p cond is one of @p w's run conditions (runif.c). Compares
+ * pointers only: a foreign or forged one is never dereferenced. */
+bool weft__runif_owned(const weft_world_t *w, const weft_runif_t *cond);
 
 /* Rebuilds every phase's schedule when dirty (graph.c). */
 int weft__sched_build(weft_world_t *w, weft__sched_t *s);

@@ -43,7 +43,14 @@ static int make_slots(weft_world_t *w, weft__sched_t *s) {
   if (!s->bufs)
     return WEFT_ENOMEM;
   for (uint32_t k = 0; k < s->nslots; k++) {
+    uint32_t live = w->txn.live_bufs;
     int rc = weft_cmdbuf_create(w, &s->slots[k].cmd);
+    /* Ids are a world-wide table: say what the scheduler needed. */
+    WEFT_CHECK(w, rc != WEFT_ELIMIT, WEFT_ELIMIT,
+               "the scheduler needs %u command buffers (one per worker slot) "
+               "but the world already holds %u of at most WEFT_CMDBUF_MAX "
+               "(%u)",
+               s->nslots, live - k, WEFT_CMDBUF_MAX);
     if (rc)
       return rc;
     s->bufs[k] = s->slots[k].cmd;
@@ -56,33 +63,45 @@ static int make_slots(weft_world_t *w, weft__sched_t *s) {
   return 0;
 }
 
-weft__sched_t *weft__sched_get(weft_world_t *w) {
+int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
+  *out = w->sched;
   if (w->sched)
-    return w->sched;
+    return 0;
   weft__sched_t *s = weft__calloc(&w->alloc, sizeof(*s), 64);
-  if (!s)
-    return NULL;
+  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
   w->sched = s;
   s->pool = w->pool;
-  for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++) {
+  int rc = 0;
+  for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER && !rc; p++) {
     s->phases[p].name = dupname(w, builtin_names[p]);
     s->phases[p].enabled = true;
-    if (!s->phases[p].name) {
-      weft__sched_fini(w);
-      return NULL;
-    }
+    if (s->phases[p].name)
+      s->nphases = p; /* what weft__sched_fini() frees */
+    else
+      rc = WEFT_ENOMEM;
   }
-  s->nphases = WEFT_PHASE_PRE_RENDER;
   s->cal_ns = weft__now_ns();
   s->cal_ticks = weft__ticks();
+  s->tick_ns = 1.0;
   s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8,    WEFT_OVERLOAD_DROP,
                                     1.0 / 30.0, 4096, false};
   s->dirty = true;
-  if (make_slots(w, s)) {
+  if (!rc)
+    rc = make_slots(w, s);
+  if (rc) {
     weft__sched_fini(w);
-    return NULL;
+    if (rc == WEFT_ENOMEM)
+      weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                 "out of memory creating the scheduler");
+    return rc;
   }
-  return s;
+  *out = s;
+  return 0;
+}
+
+weft__sched_t *weft__sched_get(weft_world_t *w) {
+  weft__sched_t *s = NULL;
+  return weft__sched_open(w, &s) == 0 ? s : NULL;
 }
 
 static void sys_free(weft_world_t *w, weft__sys_t *y) {
@@ -157,14 +176,27 @@ static int res_list(weft_world_t *w, const uint32_t *l, weft__mask_t *m,
 static int fill_access(weft_world_t *w, weft__sys_t *y,
                        const weft_system_desc_t *d) {
   const weft_query_desc_t *q = &d->query;
-  for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS && q->include[t]; t++) {
+  uint32_t nincl = 0;
+  while (nincl < WEFT_QUERY_MAX_TERMS && q->include[nincl])
+    nincl++;
+  /* An access given for a term the query does not have applies to
+   * nothing: a term was dropped or the index is off by one. */
+  for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS; t++) {
+    uint8_t acc = d->term_access[t];
+    WEFT_CHECK(w, acc <= WEFT_ACCESS_NONE, WEFT_EINVAL,
+               "system %s: term_access[%u] is %u, not a WEFT_ACCESS_* value",
+               d->name, t, acc);
+    WEFT_CHECK(w, t < nincl || acc == WEFT_ACCESS_DEFAULT, WEFT_EINVAL,
+               "system %s: term_access[%u] is set but the query has %u "
+               "include terms",
+               d->name, t, nincl);
+  }
+  for (uint32_t t = 0; t < nincl; t++) {
     weft_component_t c = q->include[t];
     uint8_t acc = d->term_access[t];
     /* The masks are indexed by the id: check it before the query does. */
     WEFT_CHECK(w, weft__registry_get(&w->registry, c), WEFT_ENOCOMP,
                "system %s: query names unknown component %u", d->name, c);
-    WEFT_CHECK(w, acc <= WEFT_ACCESS_NONE, WEFT_EINVAL,
-               "system %s: bad access %u on term %u", d->name, acc, t);
     weft__mask_set(&y->q_include, c);
     weft__mask_set(&y->touch, c);
     if (acc == WEFT_ACCESS_DEFAULT || acc == WEFT_ACCESS_READ)
@@ -214,8 +246,19 @@ static int fill_access(weft_world_t *w, weft__sys_t *y,
     y->writes.w[i] |= y->xwrites.w[i];
     y->touch.w[i] |= y->reads.w[i] | y->writes.w[i];
   }
-  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ACCESS && d->changed[i]; i++)
-    y->changed[y->nchanged++] = d->changed[i];
+  /* A `changed` filter reads the versions of the chunks the query visits:
+   * a component outside the query's terms has none there to compare. */
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ACCESS && d->changed[i]; i++) {
+    weft_component_t c = d->changed[i];
+    bool in_query = false;
+    for (uint32_t t = 0; t < WEFT_QUERY_MAX_TERMS; t++)
+      in_query |= q->include[t] == c || q->any[t] == c || q->disabled[t] == c;
+    WEFT_CHECK(w, in_query, WEFT_EINVAL,
+               "system %s: changed[%u] names component %u, which is not a "
+               "term of its query",
+               d->name, i, c);
+    y->changed[y->nchanged++] = c;
+  }
   /* The components whose chunk versions a run stamps: written data
    * components (tags have no column). */
   for (uint32_t c = 1; c <= w->registry.count; c++)
@@ -248,14 +291,20 @@ static int check_desc(weft_world_t *w, weft__sched_t *s,
              "system %s: unknown flags 0x%x", d->name, d->flags);
   WEFT_CHECK(w, s->live < WEFT_MAX_SYSTEMS, WEFT_ETOOMANY, "at most %u systems",
              WEFT_MAX_SYSTEMS);
+  /* A condition lives as long as its world: another world's would be
+   * evaluated after that world freed it. */
+  WEFT_CHECK(w, !d->run_if || weft__runif_owned(w, d->run_if), WEFT_EINVAL,
+             "system %s: its run condition belongs to another world", d->name);
   return 0;
 }
 
 int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
                          weft_system_t *out) {
   WEFT_CHECK(w, w && d && out, WEFT_EINVAL, "NULL argument");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   int rc = check_desc(w, s, d);
   if (rc)
     return rc;
@@ -296,37 +345,57 @@ int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
   s->sys[s->nsys++] = y;
   s->live++;
   s->dirty = true;
+  /* Its phase's next run times its inline systems one by one, so that
+   * the newcomer's cost is known early (pipeline.c, run_serial()). */
+  s->phases[y->phase].sample_next = true;
   *out = y->id;
   return 0;
 }
 
+/* A live system: not removed, also not during the frame that removed it. */
 static weft__sys_t *sys_of(const weft_world_t *w, weft_system_t id) {
-  return weft__sched_sys(w ? w->sched : NULL, id);
+  weft__sys_t *y = weft__sched_sys(w ? w->sched : NULL, id);
+  return y && !y->removed ? y : NULL;
 }
 
-int weft_system_remove(weft_world_t *w, weft_system_t id) {
-  weft__sys_t *y = sys_of(w, id);
-  WEFT_CHECK(w, y, WEFT_ENONAME, "no system %u", id);
+/* Fails with WEFT_ENONAME unless @p id names a live system. */
+#define CHECK_LIVE(w, id, y)                                                   \
+  WEFT_CHECK(w, y, WEFT_ENONAME,                                               \
+             weft__sched_sys((w) ? (w)->sched : NULL, id)                      \
+                 ? "system %u was removed during this frame"                   \
+                 : "no system %u",                                             \
+             id)
+
+void weft__sched_drop(weft_world_t *w, weft__sys_t *y) {
   weft__sched_t *s = w->sched;
-  if (s->running) {
-    /* During a frame (from a callback): the system stops running now and
-     * goes when the frame ends (seed 004: removals affect the remaining
-     * dispatches at once; the running schedule keeps its record). */
-    y->enabled = false;
-    y->retire = true;
-    return 0;
-  }
-  s->sys[id - 1] = NULL;
+  s->sys[y->id - 1] = NULL;
   s->live--;
   s->dirty = true;
   weft__graph_fini(w, s); /* the built order points at it */
   sys_free(w, y);
+}
+
+int weft_system_remove(weft_world_t *w, weft_system_t id) {
+  weft__sys_t *y = sys_of(w, id);
+  CHECK_LIVE(w, id, y);
+  if (w->sched->running) {
+    /* During a frame (from a callback): the system stops running now and
+     * goes when the frame ends (seed 004: removals affect the remaining
+     * dispatches at once; the running schedule keeps its record). From
+     * here on it is gone for every call but the frame's own
+     * bookkeeping. */
+    y->enabled = false;
+    y->retire = true;
+    y->removed = true;
+    return 0;
+  }
+  weft__sched_drop(w, y);
   return 0;
 }
 
 int weft_system_enable(weft_world_t *w, weft_system_t id, bool enabled) {
   weft__sys_t *y = sys_of(w, id);
-  WEFT_CHECK(w, y, WEFT_ENONAME, "no system %u", id);
+  CHECK_LIVE(w, id, y);
   y->enabled = enabled;
   return 0;
 }
@@ -337,7 +406,8 @@ int weft_system_lookup(const weft_world_t *w, const char *name,
     return WEFT_EINVAL;
   const weft__sched_t *s = w->sched;
   for (uint32_t i = 0; s && i < s->nsys; i++)
-    if (s->sys[i] && strcmp(s->sys[i]->name, name) == 0) {
+    if (s->sys[i] && !s->sys[i]->removed &&
+        strcmp(s->sys[i]->name, name) == 0) {
       *out = s->sys[i]->id;
       return 0;
     }
@@ -387,8 +457,10 @@ int weft_phase_register(weft_world_t *w, const char *name, weft_phase_t after,
                         weft_phase_t *out) {
   WEFT_CHECK(w, w && name && name[0] && out, WEFT_EINVAL,
              "a phase needs a name");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, !s->running, WEFT_EBUSY, "phases register between frames");
   weft_phase_t dup;
   WEFT_CHECK(w, weft_phase_lookup(w, name, &dup) != 0, WEFT_EEXIST,
@@ -427,8 +499,10 @@ int weft_phase_lookup(const weft_world_t *w, const char *name,
 
 int weft_phase_enable(weft_world_t *w, weft_phase_t phase, bool enabled) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, phase >= 1 && phase <= s->nphases, WEFT_ENONAME, "no phase %u",
              phase);
   s->phases[phase].enabled = enabled;
@@ -464,8 +538,10 @@ int weft_phase_stats(const weft_world_t *w, weft_phase_t phase,
 
 int weft_schedule_build(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   return weft__sched_build(w, s);
 }
 
@@ -473,8 +549,10 @@ int weft_schedule_build(weft_world_t *w) {
 
 int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {
   WEFT_CHECK(w, w && c, WEFT_EINVAL, "NULL argument");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, !s->running, WEFT_EBUSY, "configure between frames");
   WEFT_CHECK(w, isfinite(c->fixed_dt) && c->fixed_dt >= 0, WEFT_EINVAL,
              "fixed_dt must be finite and >= 0");
@@ -510,6 +588,8 @@ uint32_t weft_world_change_version(const weft_world_t *w) {
 
 uint64_t weft_sysctx_random(const weft_sysctx_t *ctx, weft_entity_t e,
                             uint32_t stream, uint32_t n) {
+  if (!ctx || !ctx->world)
+    return 0;
   return weft_random_at(weft_random_world_seed(ctx->world), e, ctx->tick,
                         stream, n);
 }

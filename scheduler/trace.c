@@ -40,8 +40,10 @@ void weft__trace_fini(weft_world_t *w, weft__sched_t *s) {
 int weft_trace_start(weft_world_t *w, uint32_t events_per_worker) {
   WEFT_CHECK(w, w && events_per_worker > 0, WEFT_EINVAL,
              "a trace needs room for at least one span per worker");
-  weft__sched_t *s = weft__sched_get(w);
-  WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
+  weft__sched_t *s;
+  int open_rc = weft__sched_open(w, &s);
+  if (open_rc)
+    return open_rc;
   WEFT_CHECK(w, !s->running, WEFT_EBUSY, "start a trace between frames");
   weft__trace_fini(w, s);
   for (uint32_t k = 0; k < s->nslots; k++) {

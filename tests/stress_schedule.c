@@ -18,9 +18,11 @@
  *    caller participating, 4 workers on a synthetic two-node machine
  *    (chunks homed on two nodes, so the jobs are cut differently) and 3
  *    workers with the default inline_rows (small segments run serially,
- *    small systems where they are launched); the digest at ticks 50, 100,
- *    150 and 200, the resources, the world's counters and the commands
- *    recorded must be identical in every run.
+ *    small systems where they are launched), and 2 with the default while
+ *    two systems' measured costs cross the inline threshold back and
+ *    forth (so some of their runs go inline, others to the pool); the
+ *    digest at ticks 50, 100, 150 and 200, the resources, the world's
+ *    counters and the commands recorded must be identical in every run.
  * 2. Conflicts at run time. Forty small systems with random (declared)
  *    access sets over eight components and three resources, all including
  *    a common component so no two queries are provably disjoint, some on
@@ -36,6 +38,9 @@
  *    frames (and registered from a main-thread callback during frames) for
  *    200 frames on a pool; a disabled or removed system never runs and an
  *    enabled one runs exactly once per frame.
+ * 4. Registration during a frame while a task on a worker calls
+ *    weft_sysctx_count(): the registration grows the system table under
+ *    the call, which must not read it (TSan, ASan).
  *
  * Runtimes on two cores: about 10 s in Debug, 20 s under ASan, 60 s under
  * TSan; sanitizer builds (WEFT_SYSTEM_MALLOC) halve test 2's world.
@@ -173,6 +178,7 @@ typedef struct det_t {
   lotto_t *lotto;
   _Atomic uint64_t counts[NK];
   _Atomic uint32_t errors;
+  bool stall; /* jackpot and heal stall on some ticks (costs change) */
 } det_t;
 
 typedef struct det_result_t {
@@ -198,6 +204,18 @@ static void count(det_t *d, uint32_t k, uint64_t n) {
 static double rnd(const weft_sysctx_t *ctx, weft_entity_t e, uint32_t stream,
                   uint32_t n) {
   return (double)(weft_sysctx_random(ctx, e, stream, n) >> 11) * 0x1.0p-53;
+}
+
+/* With d->stall, spins for @p us microseconds on ticks 16..31 of every 32
+ * (and never on the others): the systems' measured costs then cross the
+ * inline threshold both ways, so that some runs go inline and others to
+ * the pool, which must not change any result. */
+static void det_stall(const det_t *d, uint64_t tick, double us) {
+  if (!d->stall || tick % 32 < 16)
+    return;
+  double t0 = now_s();
+  while ((now_s() - t0) * 1e6 < us) {
+  }
 }
 
 static int det_fail(det_t *d) {
@@ -329,6 +347,8 @@ static int sys_tag_off(weft_sysctx_t *ctx, const weft_iter_t *it) {
 static int sys_heal(weft_sysctx_t *ctx, const weft_iter_t *it) {
   det_t *d = det_of(ctx);
   health_t *h = weft_iter_column(it, 0);
+  if (it->count)
+    det_stall(d, ctx->tick, 2.0);
   for (uint32_t i = 0; i < it->count; i++) {
     if (h[i].hp < h[i].max)
       h[i].hp++;
@@ -422,6 +442,7 @@ static int sys_jackpot(weft_sysctx_t *ctx, const weft_iter_t *it) {
   det_t *d = det_of(ctx);
   if (it != NULL)
     return det_fail(d);
+  det_stall(d, ctx->tick, 300.0);
   uint32_t k = weft_rng_below(d->rng, 4);
   for (uint32_t i = 0; i <= k; i++)
     d->lotto->hash = mix(d->lotto->hash, weft_rng_next(d->rng));
@@ -822,11 +843,12 @@ static void det_check_schedule(det_t *d) {
 }
 
 static void det_run(uint32_t workers, bool caller, const char *synthetic,
-                    uint32_t inline_rows, det_result_t *res) {
+                    uint32_t inline_rows, bool stall, det_result_t *res) {
   weft_pool_t *pool =
       workers ? make_pool(workers, caller, synthetic) : (weft_pool_t *)NULL;
   det_t *d = calloc(1, sizeof(*d));
   assert_non_null(d);
+  d->stall = stall;
   uint32_t entities = det_entities();
   det_setup(d, pool, entities, inline_rows);
   if (workers == 0 && !caller)
@@ -894,23 +916,26 @@ static void test_schedule_deterministic_across_pools(void **state) {
     bool caller;
     const char *synthetic;
     uint32_t inline_rows; /* 0: the default; else 1, so that pools dispatch */
+    bool stall;
   } runs[] = {
-      {"no pool", 0, false, NULL, 1},
-      {"1 worker", 1, false, NULL, 1},
-      {"2 workers", 2, false, NULL, 1},
-      {"3 workers", 3, false, NULL, 1},
-      {"4 workers", 4, false, NULL, 1},
-      {"8 workers", 8, false, NULL, 1},
-      {"4 with caller", 4, true, NULL, 1},
-      {"4 on two nodes", 4, false, "pack:1 numa:2 l3:1 core:2 pu:1", 1},
+      {"no pool", 0, false, NULL, 1, false},
+      {"1 worker", 1, false, NULL, 1, false},
+      {"2 workers", 2, false, NULL, 1, false},
+      {"3 workers", 3, false, NULL, 1, false},
+      {"4 workers", 4, false, NULL, 1, false},
+      {"8 workers", 8, false, NULL, 1, false},
+      {"4 with caller", 4, true, NULL, 1, false},
+      {"4 on two nodes", 4, false, "pack:1 numa:2 l3:1 core:2 pu:1", 1, false},
       /* Small segments run serially, small systems where launched. */
-      {"3, inline default", 3, false, NULL, 0},
+      {"3, inline default", 3, false, NULL, 0, false},
+      /* The same while measured costs come and go. */
+      {"2, costs change", 2, false, NULL, 0, true},
   };
   enum { NRUNS = sizeof runs / sizeof runs[0] };
   det_result_t res[NRUNS];
   for (uint32_t r = 0; r < NRUNS; r++) {
     det_run(runs[r].workers, runs[r].caller, runs[r].synthetic,
-            runs[r].inline_rows, &res[r]);
+            runs[r].inline_rows, runs[r].stall, &res[r]);
     det_print(runs[r].name, &res[r]);
   }
   const det_result_t *base = &res[0];
@@ -1714,11 +1739,131 @@ static void test_schedule_churn(void **state) {
   weft_pool_destroy(pool);
 }
 
+/* ======================================================================== */
+/* 4. Registration while workers call into the scheduler                    */
+/* ======================================================================== */
+
+#define COUNT_FRAMES 6u
+
+typedef struct counting_t {
+  weft_world_t *w;
+  _Atomic uint32_t in, done; /* relaxed: the handshake orders nothing */
+  uint64_t counted;          /* weft_sysctx_count calls (the counter's) */
+  uint32_t registered, handshakes;
+} counting_t;
+
+static int noop_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  (void)ctx;
+  (void)it;
+  return 0;
+}
+
+/* On a worker: counts rows, one call at a time, for as long as the
+ * registrar is registering (at most two seconds). */
+static int counting_task(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  counting_t *c = ctx->user;
+  (void)it;
+  atomic_store_explicit(&c->in, 1, memory_order_relaxed);
+  double t0 = now_s();
+  uint64_t n = 0;
+  do {
+    weft_sysctx_count(ctx, 1);
+    n++;
+  } while (!atomic_load_explicit(&c->done, memory_order_relaxed) &&
+           now_s() - t0 < 2.0);
+  weft_sysctx_count(ctx, 1);
+  c->counted += n + 1; /* read after the frame */
+  return 0;
+}
+
+/* On the driving thread, in the same segment: once the counter runs,
+ * registers systems until the scheduler's table of systems has grown
+ * (ids count up from 1; the table doubles from 16). */
+static int counting_registrar(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  counting_t *c = ctx->user;
+  (void)it;
+  if (await_flag(&c->in))
+    c->handshakes++;
+  uint32_t pow2 = 16;
+  while (pow2 <= c->registered + 2)
+    pow2 *= 2;
+  while (c->registered + 2 <= pow2) {
+    char name[32];
+    snprintf(name, sizeof name, "late%u", c->registered);
+    weft_system_desc_t s;
+    memset(&s, 0, sizeof s);
+    s.name = name;
+    s.phase = WEFT_PHASE_PRE_RENDER;
+    s.run = noop_run;
+    weft_system_t id;
+    if (weft_system_register(ctx->world, &s, &id) != WEFT_OK)
+      return WEFT_EINVAL;
+    c->registered++;
+  }
+  atomic_store_explicit(&c->done, 1, memory_order_relaxed);
+  return 0;
+}
+
+/*
+ * A main-thread system registers systems during a frame (the header
+ * allows it) while a task on a pool worker calls weft_sysctx_count(), so
+ * that the registration grows the scheduler's table of systems while the
+ * worker is inside the call. The worker must not read that table (TSan:
+ * data race on it; ASan: a read of the freed array); every count arrives.
+ */
+static void test_schedule_register_while_workers_count(void **state) {
+  (void)state;
+  weft_pool_t *pool = make_pool(2, false, NULL);
+  counting_t *c = calloc(1, sizeof(*c));
+  assert_non_null(c);
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.pool = pool;
+  c->w = wt_world_new(&cfg);
+  weft_pipeline_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.inline_rows = 1; /* both go to the pool whatever their cost */
+  assert_int_equal(weft_pipeline_configure(c->w, &pc), WEFT_OK);
+  weft_system_desc_t s;
+  memset(&s, 0, sizeof s);
+  s.name = "counter";
+  s.run = counting_task;
+  s.user = c;
+  weft_system_t counter = reg(c->w, &s);
+  s.name = "registrar";
+  s.run = counting_registrar;
+  s.flags = WEFT_SYSTEM_MAIN_THREAD;
+  weft_system_t registrar = reg(c->w, &s);
+  assert_false(weft_system_edge(c->w, counter, registrar));
+  for (uint32_t f = 0; f < COUNT_FRAMES; f++) {
+    atomic_store(&c->in, 0);
+    atomic_store(&c->done, 0);
+    int rc = weft_world_progress(c->w, 1.0 / 60.0);
+    if (rc != WEFT_OK)
+      print_error("frame %u: %s\n", f, weft_world_last_error(c->w));
+    assert_int_equal(rc, WEFT_OK);
+  }
+  weft_system_stats_t st;
+  assert_int_equal(weft_system_stats(c->w, counter, &st), WEFT_OK);
+  assert_int_equal(st.runs, COUNT_FRAMES);
+  assert_int_equal(st.entities, c->counted);
+  print_message("register while counting: %u systems registered in %u "
+                "frames (%u in step with the counter), %llu counts\n",
+                c->registered, COUNT_FRAMES, c->handshakes,
+                (unsigned long long)c->counted);
+  assert_true(c->registered >= 64);
+  assert_true(c->handshakes >= 1);
+  weft_world_destroy(c->w);
+  free(c);
+  weft_pool_destroy(pool);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schedule_deterministic_across_pools),
       cmocka_unit_test(test_schedule_conflicts_honoured),
       cmocka_unit_test(test_schedule_churn),
+      cmocka_unit_test(test_schedule_register_while_workers_count),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

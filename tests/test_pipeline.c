@@ -19,6 +19,8 @@
 #include <jemalloc/jemalloc.h>
 #endif
 
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -2958,6 +2960,398 @@ static void test_pipeline_remove_during_frame(void **state) {
   fx_free(&f);
 }
 
+/* A callback removes a system, then enables it again: the enable fails
+ * (the system is gone), and the victim runs no more in that frame, not in
+ * the three fixed steps that follow. */
+typedef struct revive_t {
+  weft_system_t victim;
+  int remove_rc, enable_rc, again_rc;
+  uint32_t calls;
+} revive_t;
+
+static int revive_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  revive_t *r = ctx->user;
+  if (r->calls++ == 0) {
+    r->remove_rc = weft_system_remove(ctx->world, r->victim);
+    r->enable_rc = weft_system_enable(ctx->world, r->victim, true);
+    r->again_rc = weft_system_remove(ctx->world, r->victim);
+  }
+  return 0;
+}
+
+static void test_pipeline_removed_system_stays_removed_in_frame(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  configure(f.w, 0.1, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+  revive_t r = {0, -1, -1, -1, 0};
+  weft_system_desc_t d =
+      sys_desc("reviver", WEFT_PHASE_PRE_UPDATE, revive_run, &r);
+  d.flags = WEFT_SYSTEM_MAIN_THREAD;
+  sys_add(f.w, &d);
+  probe_t *victim = calloc(1, sizeof *victim);
+  assert_non_null(victim);
+  d = sys_desc("victim", WEFT_PHASE_FIXED_UPDATE, probe_run, victim);
+  r.victim = sys_add(f.w, &d);
+  progress_ok(f.w, 0.35); /* three fixed steps */
+  assert_int_equal(pstate(f.w).tick, 3);
+  assert_int_equal(r.remove_rc, WEFT_OK);
+  assert_int_equal(r.enable_rc, WEFT_ENONAME);
+  assert_int_equal(r.again_rc, WEFT_ENONAME);
+  assert_non_null(strstr(weft_world_last_error(f.w), "removed"));
+  assert_int_equal(victim->calls, 0);
+  weft_system_t id;
+  assert_int_equal(weft_system_lookup(f.w, "victim", &id), WEFT_ENONAME);
+  progress_ok(f.w, 0.35);
+  assert_int_equal(victim->calls, 0);
+  /* The name is free for a new system, which runs. */
+  d = sys_desc("victim", WEFT_PHASE_FIXED_UPDATE, probe_run, victim);
+  sys_add(f.w, &d);
+  progress_ok(f.w, 0.1);
+  assert_int_equal(victim->calls, 1);
+  free(victim);
+  fx_free(&f);
+}
+
+/* What a callback returns: 0 is success; anything else fails the frame
+ * with WEFT_ESYSTEM, and the message names the system and the value. A
+ * WEFT_E* code is named; another value (positive, INT_MIN, an
+ * application's own negative code) is reported as the number it is, not
+ * as some unrelated WEFT_E* message. */
+static int ret_value(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  return *(const int *)ctx->user;
+}
+
+static void test_pipeline_callback_return_values(void **state) {
+  (void)state;
+  for (uint32_t workers = 0; workers <= 2; workers += 2) {
+    fx_t f = fx_new(workers, 0);
+    configure(f.w, FIXED, 8, WEFT_OVERLOAD_DROP, -1.0, 1);
+    int value = 0;
+    weft_system_desc_t d =
+        sys_desc("returner", WEFT_PHASE_FIXED_UPDATE, ret_value, &value);
+    sys_add(f.w, &d);
+    progress_ok(f.w, FIXED);
+    static const struct {
+      int value;
+      const char *says;
+    } cases[] = {
+        {WEFT_ENOTFOUND, "WEFT_ENOTFOUND"},
+        {WEFT_EIO, "WEFT_EIO"},
+        {1, "returned 1,"},
+        {7, "returned 7,"},
+        {INT_MAX, "returned 2147483647,"},
+        {INT_MIN, "returned -2147483648,"},
+        {-1000, "returned -1000,"},
+    };
+    for (uint32_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      value = cases[i].value;
+      assert_int_equal(weft_world_progress(f.w, FIXED), WEFT_ESYSTEM);
+      const char *msg = weft_world_last_error(f.w);
+      if (!strstr(msg, "returner") || !strstr(msg, cases[i].says))
+        fail_msg("returning %d: \"%s\" lacks \"%s\"", value, msg,
+                 cases[i].says);
+      /* A value that is no code is never described as one. */
+      if (value >= 0 || value == INT_MIN || value == -1000)
+        assert_non_null(strstr(msg, "not a WEFT_E* code"));
+    }
+    value = 0;
+    progress_ok(f.w, FIXED);
+    fx_free(&f);
+  }
+}
+
+/* dt is any finite, non-negative number of seconds, DBL_MAX included: the
+ * dropped-step count saturates instead of overflowing its conversion, and
+ * WEFT_OVERLOAD_ACCUMULATE keeps a finite backlog (2^32 steps' worth; the
+ * rest is dropped) instead of an infinite accumulator. NaN, infinities and
+ * negative values are refused with a message. */
+static void test_pipeline_progress_huge_dt(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  configure(f.w, FIXED, 4, WEFT_OVERLOAD_DROP, -1.0, 0);
+  frame_probes_t *fp = probes_add(f.w);
+  progress_ok(f.w, DBL_MAX);
+  weft_pipeline_state_t st = pstate(f.w);
+  assert_int_equal(st.tick, 4);
+  assert_int_equal(fp->p[1].calls, 4);
+  assert_double_exact(st.accumulator, 0.0);
+  assert_int_equal(st.steps_dropped, UINT64_MAX);
+  assert_true(isfinite(st.time_dropped));
+  progress_ok(f.w, DBL_MAX);
+  st = pstate(f.w);
+  assert_int_equal(st.steps_dropped, UINT64_MAX);
+  assert_double_exact(st.time_dropped, DBL_MAX);
+  progress_ok(f.w, FIXED); /* back to one step a frame */
+  assert_int_equal(pstate(f.w).tick, 9);
+  /* 3e17 s: past the range of the step count's old conversion. */
+  progress_ok(f.w, 3e17);
+  assert_int_equal(pstate(f.w).tick, 13);
+  assert_int_equal(pstate(f.w).steps_dropped, UINT64_MAX);
+
+  configure(f.w, FIXED, 4, WEFT_OVERLOAD_ACCUMULATE, -1.0, 0);
+  double dropped0 = pstate(f.w).time_dropped;
+  for (int i = 0; i < 3; i++) {
+    progress_ok(f.w, DBL_MAX);
+    st = pstate(f.w);
+    assert_true(isfinite(st.accumulator));
+    assert_true(st.accumulator <= 0x1p32 * FIXED);
+    assert_true(st.accumulator >= 0x1p32 * FIXED - 5 * FIXED);
+    assert_true(isfinite(st.alpha));
+  }
+  assert_true(st.time_dropped >= dropped0);
+  /* The backlog shrinks as steps run: subtracting a step still counts. */
+  double acc0 = st.accumulator;
+  progress_ok(f.w, 0.0);
+  assert_true(pstate(f.w).accumulator < acc0);
+  /* Switching to DROP clears it. */
+  configure(f.w, FIXED, 4, WEFT_OVERLOAD_DROP, -1.0, 0);
+  progress_ok(f.w, 0.0);
+  assert_double_exact(pstate(f.w).accumulator, 0.0);
+  uint64_t tick = pstate(f.w).tick;
+  progress_ok(f.w, FIXED);
+  assert_int_equal(pstate(f.w).tick, tick + 1);
+
+  /* Refused, with the world unchanged. */
+  const double bad[] = {NAN, -NAN, INFINITY, -INFINITY, -DBL_MIN, -DBL_MAX};
+  st = pstate(f.w);
+  for (uint32_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(weft_world_progress(f.w, bad[i]), WEFT_EINVAL);
+    assert_non_null(strstr(weft_world_last_error(f.w), "dt must be finite"));
+  }
+  assert_int_equal(pstate(f.w).frames, st.frames);
+  assert_int_equal(pstate(f.w).tick, st.tick);
+  free(fp);
+  fx_free(&f);
+}
+
+/* The sysctx_* calls given NULL or a context the scheduler did not make:
+ * errors or neutral answers, never a crash or a write to the world. */
+typedef struct ctxcheck_t {
+  weft_channel_t ch;
+  int emit_rc, part_rc;
+  uint64_t draw;
+} ctxcheck_t;
+
+static int ctx_draw(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  ctxcheck_t *c = ctx->user;
+  c->draw = weft_sysctx_random(ctx, 0, 1, 2);
+  weft_sysctx_t part;
+  c->part_rc = weft_sysctx_part(ctx, WEFT_WORKER_EXTERNAL, 0, &part);
+  uint32_t v = 3;
+  c->emit_rc = weft_sysctx_emit(ctx, c->ch, &v);
+  return 0;
+}
+
+static void test_pipeline_sysctx_rejects_null_and_forged(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  configure(f.w, FIXED, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+  ctxcheck_t c;
+  memset(&c, 0, sizeof c);
+  assert_int_equal(weft_channel_register(f.w, "ev", sizeof(uint32_t), &c.ch),
+                   WEFT_OK);
+  uint32_t v = 1;
+  weft_sysctx_t part;
+  assert_int_equal(weft_sysctx_random(NULL, 1, 2, 3), 0);
+  assert_int_equal(weft_sysctx_emit(NULL, c.ch, &v), WEFT_EINVAL);
+  assert_int_equal(weft_sysctx_part(NULL, 0, 0, &part), WEFT_EINVAL);
+  weft_sysctx_count(NULL, 5);
+  assert_int_equal(weft_sysctx_pool_worker(NULL), WEFT_WORKER_EXTERNAL);
+  /* A context made up by the caller, not handed out by the scheduler. */
+  weft_sysctx_t forged;
+  memset(&forged, 0, sizeof forged);
+  forged.world = f.w;
+  assert_int_equal(weft_sysctx_random(&forged, 1, 2, 3),
+                   weft_random_at(weft_random_world_seed(f.w), 1, 0, 2, 3));
+  forged.world = NULL;
+  assert_int_equal(weft_sysctx_random(&forged, 1, 2, 3), 0);
+  forged.world = f.w;
+  assert_int_equal(weft_sysctx_emit(&forged, c.ch, &v), WEFT_EINVAL);
+  assert_int_equal(weft_sysctx_part(&forged, WEFT_WORKER_EXTERNAL, 0, &part),
+                   WEFT_EINVAL);
+  weft_sysctx_count(&forged, 5);
+  assert_int_equal(weft_sysctx_pool_worker(&forged), WEFT_WORKER_EXTERNAL);
+  /* Nothing was staged: after PreRender's sync point the channel holds
+   * the one event the callback emitted. */
+  weft_system_desc_t d =
+      sys_desc("drawer", WEFT_PHASE_PRE_RENDER, ctx_draw, &c);
+  weft_system_t drawer = sys_add(f.w, &d);
+  progress_ok(f.w, FIXED);
+  uint32_t n = 99;
+  weft_event_read(f.w, c.ch, &n);
+  assert_int_equal(n, 1); /* the callback's own event, no forged one */
+  assert_int_equal(c.emit_rc, WEFT_OK);
+  assert_int_equal(c.part_rc, WEFT_OK);
+  assert_int_equal(c.draw, weft_random_at(weft_random_world_seed(f.w), 0,
+                                          pstate(f.w).tick, 1, 2));
+  assert_int_equal(sstats(f.w, drawer).entities, 0);
+  fx_free(&f);
+}
+
+/* --- inline or dispatch -------------------------------------------------- */
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Two heavy systems with nothing in common: each spins for at least 3 ms
+ * (so its measured cost is far past inline_rows' worth), and longer while
+ * it has not seen the other inside (up to 1 s), noting whether it did. */
+typedef struct overlap_t {
+  _Atomic uint32_t inside;
+  _Atomic uint32_t overlapped;
+  _Atomic uint32_t calls;
+} overlap_t;
+
+static int heavy_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  overlap_t *o = ctx->user;
+  atomic_fetch_add(&o->calls, 1);
+  bool saw = atomic_fetch_add(&o->inside, 1) + 1 == 2;
+  double t0 = mono_s();
+  for (;;) {
+    saw = saw || atomic_load(&o->inside) == 2;
+    double t = mono_s() - t0;
+    if (t >= 0.003 && (saw || t >= 1.0))
+      break;
+  }
+  if (saw)
+    atomic_fetch_add(&o->overlapped, 1);
+  atomic_fetch_sub(&o->inside, 1);
+  return 0;
+}
+
+/*
+ * Two independent heavy systems run at the same time on two workers,
+ * under the default inline_rows (where a task used to count as one row
+ * and the two ran one after the other on the driving thread). Asserted on
+ * the schedule: they share a segment with no edge, both go to the pool in
+ * every frame (a task with no measured cost yet is dispatched, then its
+ * measured cost keeps it there), and their runs overlapped in at least one
+ * of up to ten frames (on a loaded machine a worker may start late).
+ * Tasks, then query systems over a few rows.
+ */
+static void test_pipeline_independent_heavy_systems_overlap(void **state) {
+  (void)state;
+  for (int query = 0; query < 2; query++) {
+    fx_t f = fx_new(2, 0);
+    configure(f.w, FIXED, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+    populate(&f, 4, 0);
+    overlap_t *o = calloc(1, sizeof *o);
+    assert_non_null(o);
+    weft_system_t id[2];
+    for (int i = 0; i < 2; i++) {
+      weft_system_desc_t d = sys_desc(i ? "heavy.b" : "heavy.a",
+                                      WEFT_PHASE_FIXED_UPDATE, heavy_run, o);
+      if (query) {
+        d.query.include[0] = i ? f.vel : f.pos;
+        d.term_access[0] = WEFT_ACCESS_READ;
+      }
+      id[i] = sys_add(f.w, &d);
+    }
+    assert_false(weft_system_edge(f.w, id[0], id[1]));
+    assert_false(weft_system_edge(f.w, id[1], id[0]));
+    assert_int_equal(sinfo(f.w, id[0]).segment, sinfo(f.w, id[1]).segment);
+    /* A query system's first estimate comes from its rows (four): its
+     * first run may be inline, and is timed. */
+    uint32_t frames = 0;
+    if (query) {
+      progress_ok(f.w, FIXED);
+      frames++;
+      atomic_store(&o->overlapped, 0);
+    }
+    while (frames < 11 && atomic_load(&o->overlapped) == 0) {
+      weft_system_stats_t s0[2] = {sstats(f.w, id[0]), sstats(f.w, id[1])};
+      progress_ok(f.w, FIXED);
+      frames++;
+      for (int i = 0; i < 2; i++) {
+        weft_system_stats_t s1 = sstats(f.w, id[i]);
+        assert_int_equal(s1.runs - s0[i].runs, 1);
+        if (s1.jobs == s0[i].jobs)
+          fail_msg("%s frame %u: system %d ran inline",
+                   query ? "query" : "task", frames, i);
+      }
+    }
+    assert_int_equal(atomic_load(&o->calls), 2 * frames);
+    assert_true(atomic_load(&o->overlapped) > 0);
+    free(o);
+    fx_free(&f);
+  }
+}
+
+/* Tiny tasks on a pool: once measured they run inline, with no dispatch
+ * at all, in at least one of 40 frames (on a loaded machine a run that
+ * was preempted while timed may send them to the pool for a frame). A
+ * task that then becomes heavy is dispatched again within a few runs (the
+ * segment, timed as a whole, took too long: its systems are timed in the
+ * next runs). */
+typedef struct tiny_t {
+  _Atomic uint32_t calls;
+  _Atomic bool heavy;
+} tiny_t;
+
+static int tiny_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  tiny_t *t = ctx->user;
+  atomic_fetch_add(&t->calls, 1);
+  if (atomic_load(&t->heavy)) {
+    double t0 = mono_s();
+    while (mono_s() - t0 < 0.002) {
+    }
+  }
+  return 0;
+}
+
+static void test_pipeline_cheap_tasks_stay_inline(void **state) {
+  (void)state;
+  enum { NTASKS = 50 };
+  fx_t f = fx_new(2, 0);
+  configure(f.w, FIXED, 8, WEFT_OVERLOAD_DROP, -1.0, 0);
+  tiny_t *t = calloc(NTASKS, sizeof *t);
+  assert_non_null(t);
+  weft_system_t id[NTASKS];
+  for (uint32_t i = 0; i < NTASKS; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "tiny%u", i);
+    weft_system_desc_t d =
+        sys_desc(name, WEFT_PHASE_FIXED_UPDATE, tiny_run, &t[i]);
+    id[i] = sys_add(f.w, &d);
+  }
+  uint64_t jobs_before[NTASKS];
+  bool inline_frame = false;
+  for (uint32_t frame = 0; frame < 40 && !inline_frame; frame++) {
+    for (uint32_t i = 0; i < NTASKS; i++)
+      jobs_before[i] = sstats(f.w, id[i]).jobs;
+    assert_int_equal(weft_world_run_phase(f.w, WEFT_PHASE_FIXED_UPDATE, FIXED),
+                     WEFT_OK);
+    uint64_t dispatched = 0;
+    for (uint32_t i = 0; i < NTASKS; i++)
+      dispatched += sstats(f.w, id[i]).jobs - jobs_before[i];
+    /* Unknown cost: the first run of each goes to the pool. */
+    if (frame == 0)
+      assert_int_equal(dispatched, NTASKS);
+    else
+      inline_frame = dispatched == 0;
+  }
+  assert_true(inline_frame);
+  for (uint32_t i = 0; i < NTASKS; i++)
+    assert_true(atomic_load(&t[i].calls) >= 2);
+  /* One of them turns heavy. */
+  atomic_store(&t[7].heavy, true);
+  uint64_t jobs0 = sstats(f.w, id[7]).jobs;
+  for (uint32_t run = 0; run < 40 && sstats(f.w, id[7]).jobs == jobs0; run++)
+    assert_int_equal(weft_world_run_phase(f.w, WEFT_PHASE_FIXED_UPDATE, FIXED),
+                     WEFT_OK);
+  assert_true(sstats(f.w, id[7]).jobs > jobs0);
+  free(t);
+  fx_free(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_fixed_steps_follow_accumulator),
@@ -2996,6 +3390,12 @@ int main(void) {
       cmocka_unit_test(test_pipeline_steady_state_allocates_nothing),
       cmocka_unit_test(test_pipeline_steady_state_parallel_recording),
       cmocka_unit_test(test_pipeline_remove_during_frame),
+      cmocka_unit_test(test_pipeline_removed_system_stays_removed_in_frame),
+      cmocka_unit_test(test_pipeline_callback_return_values),
+      cmocka_unit_test(test_pipeline_progress_huge_dt),
+      cmocka_unit_test(test_pipeline_sysctx_rejects_null_and_forged),
+      cmocka_unit_test(test_pipeline_independent_heavy_systems_overlap),
+      cmocka_unit_test(test_pipeline_cheap_tasks_stay_inline),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 
+#include "core/world.h" /* w->alloc.fail_in: injected allocation failures */
+
 /* --- helpers ------------------------------------------------------------- */
 
 #define LOG_CAP 256u
@@ -220,6 +222,132 @@ static void test_system_register_rejects_bad_descriptors(void **state) {
   assert_int_equal(weft_system_lookup(w, "walker", &found), WEFT_OK);
   assert_int_equal(found, a);
   assert_int_equal(weft_phase_systems(w, FIXED, NULL, 0), 1);
+  weft_world_destroy(w);
+}
+
+/* Descriptors that name things that cannot apply were accepted and then
+ * silently did nothing (an access for a missing term, a `changed`
+ * component the query never visits) or worse (another world's run
+ * condition, evaluated after that world freed it). */
+static void test_system_register_rejects_misuse(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_world_t *other = wt_world_new(NULL);
+  weft_component_t x = comp(w, "X"), y = comp(w, "Y"), z = comp(w, "Z");
+
+  /* An access for a term the query does not have, valid value or not. */
+  assert_int_equal(SYS_RC(w, .name = "acc.extra", .query.include = {x},
+                          .term_access = {WEFT_ACCESS_READ, WEFT_ACCESS_READ},
+                          .run = rec_run),
+                   WEFT_EINVAL);
+  assert_error_mentions(w, "term_access[1]");
+  assert_int_equal(SYS_RC(w, .name = "acc.range", .query.include = {x},
+                          .term_access = {[5] = 200}, .run = rec_run),
+                   WEFT_EINVAL);
+  assert_error_mentions(w, "term_access[5]");
+  assert_int_equal(SYS_RC(w, .name = "acc.task",
+                          .term_access = {WEFT_ACCESS_WRITE}, .run = rec_run),
+                   WEFT_EINVAL);
+  assert_error_mentions(w, "acc.task");
+
+  /* `changed` outside the query's terms, or on a task. */
+  assert_int_equal(SYS_RC(w, .name = "chg.out", .query.include = {x},
+                          .changed = {y}, .run = rec_run),
+                   WEFT_EINVAL);
+  assert_error_mentions(w, "changed[0]");
+  assert_int_equal(
+      SYS_RC(w, .name = "chg.task", .changed = {x}, .run = rec_run),
+      WEFT_EINVAL);
+  assert_error_mentions(w, "chg.task");
+
+  /* Another world's run condition. */
+  weft_runif_t *foreign = NULL, *mine = NULL;
+  assert_int_equal(weft_runif_every(other, 0.5, &foreign), WEFT_OK);
+  assert_int_equal(weft_runif_every(w, 0.5, &mine), WEFT_OK);
+  assert_int_equal(
+      SYS_RC(w, .name = "cond.foreign", .run_if = foreign, .run = rec_run),
+      WEFT_EINVAL);
+  assert_error_mentions(w, "another world");
+
+  const char *names[] = {"acc.extra", "acc.range", "acc.task",
+                         "chg.out",   "chg.task",  "cond.foreign"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    weft_system_t id = 0;
+    assert_int_equal(weft_system_lookup(w, names[i], &id), WEFT_ENONAME);
+  }
+  /* What is meant goes in: accesses for the terms there are, `changed`
+   * on include, any and disabled terms, this world's condition. */
+  (void)SYS(w, .name = "ok.acc", .query.include = {x, y},
+            .term_access = {WEFT_ACCESS_READ, WEFT_ACCESS_NONE});
+  (void)SYS(w, .name = "ok.chg", .query.include = {x}, .query.any = {y},
+            .query.disabled = {z}, .changed = {x, y, z});
+  (void)SYS(w, .name = "ok.cond", .run_if = mine);
+  weft_world_destroy(other); /* w no longer refers to it */
+  assert_int_equal(weft_world_progress(w, DT), WEFT_OK);
+  weft_world_destroy(w);
+}
+
+/* Every allocation of the scheduler's creation fails in turn: the call
+ * says WEFT_ENOMEM, the world works afterwards, and what was allocated
+ * before the failure (the phase names among it) is freed (ASan's leak
+ * checker sees the rest). */
+static void test_system_scheduler_creation_out_of_memory(void **state) {
+  (void)state;
+  bool succeeded = false;
+  for (uint64_t k = 1; !succeeded; k++) {
+    assert_true(k < 200);
+    weft_world_t *w = wt_world_new(NULL);
+    w->alloc.fail_in = k;
+    int rc = weft_schedule_build(w);
+    bool failed_here = w->alloc.fail_in == 0;
+    w->alloc.fail_in = 0;
+    if (rc == WEFT_OK) {
+      succeeded = true; /* every allocation was past k */
+    } else {
+      assert_true(failed_here);
+      assert_int_equal(rc, WEFT_ENOMEM);
+      assert_error_mentions(w, "out of memory");
+      /* Nothing half-made stays behind: the next call creates it whole. */
+      assert_int_equal(weft_phase_systems(w, FIXED, NULL, 0), 0);
+      weft_phase_t p = 0;
+      assert_int_equal(weft_phase_lookup(w, "PreRender", &p), WEFT_OK);
+      (void)SYS(w, .name = "after");
+      assert_int_equal(weft_world_progress(w, DT), WEFT_OK);
+      assert_int_equal(weft_phase_systems(w, FIXED, NULL, 0), 1);
+    }
+    weft_world_destroy(w);
+  }
+}
+
+/* The scheduler takes one command buffer id per worker slot. With every id
+ * taken, creating it names that limit, not memory. */
+static void test_system_scheduler_names_cmdbuf_limit(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_cmdbuf_t **bufs = calloc(WEFT_CMDBUF_MAX + 1, sizeof *bufs);
+  assert_non_null(bufs);
+  uint32_t n = 0;
+  int rc;
+  while ((rc = weft_cmdbuf_create(w, &bufs[n])) == WEFT_OK)
+    n++;
+  assert_int_equal(rc, WEFT_ELIMIT);
+  assert_int_equal(n, WEFT_CMDBUF_MAX);
+  assert_int_equal(weft_schedule_build(w), WEFT_ELIMIT);
+  assert_error_mentions(w, "WEFT_CMDBUF_MAX");
+  assert_error_mentions(w, "scheduler");
+  assert_int_equal(SYS_RC(w, .name = "A", .run = rec_run), WEFT_ELIMIT);
+  assert_int_equal(weft_world_progress(w, DT), WEFT_ELIMIT);
+  /* One id free is enough without a pool (one slot). */
+  weft_cmdbuf_destroy(bufs[--n]);
+  assert_int_equal(weft_schedule_build(w), WEFT_OK);
+  rec_t r = {0};
+  weft_system_t a = SYS(w, .name = "A", .user = &r);
+  assert_int_equal(weft_world_progress(w, DT), WEFT_OK);
+  weft_system_t ran[] = {a};
+  assert_log(&r, ran, 1);
+  while (n)
+    weft_cmdbuf_destroy(bufs[--n]);
+  free(bufs);
   weft_world_destroy(w);
 }
 
@@ -1309,6 +1437,9 @@ static void test_system_user_phases_run_after_their_anchor(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_system_register_rejects_bad_descriptors),
+      cmocka_unit_test(test_system_register_rejects_misuse),
+      cmocka_unit_test(test_system_scheduler_creation_out_of_memory),
+      cmocka_unit_test(test_system_scheduler_names_cmdbuf_limit),
       cmocka_unit_test(test_system_lookup_remove_and_ids),
       cmocka_unit_test(test_system_enable_disable_keeps_place_and_edges),
       cmocka_unit_test(test_system_write_write_edge_follows_registration),

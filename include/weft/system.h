@@ -26,9 +26,25 @@
  * back half of its chunks to it, down to about `batch` rows (lazy
  * halving: each thread keeps long forward runs). Cuts fall only between
  * chunks and commands and events are keyed per chunk, so where they fall
- * never changes the result. A stretch of systems that together match fewer
- * than weft_pipeline_config_t.inline_rows rows runs inline on the calling
- * thread without any dispatch. Without a pool everything runs inline.
+ * never changes the result. Without a pool everything runs inline.
+ *
+ * **Inline or dispatch.** What goes to the pool depends on what systems
+ * cost, not on their rows alone: a stretch of systems (a sync segment)
+ * whose estimated time together is below inline_rows × 5 ns
+ * (weft_pipeline_config_t.inline_rows; 20 us by default) runs inline on
+ * the driving thread without any dispatch, and so does, in a dispatched
+ * segment, each single-job system estimated below it. A query system is
+ * estimated from its rows at the time per row measured in its earlier
+ * runs, never less than 5 ns a row (so before any run: from its rows). A
+ * task's estimate is its measured time; a task not measured yet counts as
+ * expensive and is dispatched. Runs on the pool are always measured;
+ * systems run inline are measured one by one in the first run of their
+ * phase after a registration and in the run after their segment, timed
+ * as a whole, took longer than the threshold. An estimate takes the smaller of
+ * the last two measurements, so one preempted run does not move a
+ * system. Independent expensive systems therefore run at the same
+ * time, and many tiny ones stay inline. Where a system runs never
+ * changes the results (see below).
  *
  * **Commands and sync points.** A callback must not change the world's
  * structure directly; it records into `ctx->cmd`, a command buffer owned by
@@ -142,13 +158,17 @@ typedef struct weft_sysctx_t {
   uint32_t last_run;    /**< the version of the previous run (0: none) */
   /* Private. */
   uint64_t key_;
-  void *sched_;
+  void *sys_;
 } weft_sysctx_t;
 
 /**
  * A system callback: called once per matching chunk (or once per run, with
  * @p chunk NULL, for a system without query terms). Any worker thread.
- * Returns 0, or an error code that makes the frame report WEFT_ESYSTEM.
+ * Returns 0 on success. Any other value is a failure that makes the frame
+ * report WEFT_ESYSTEM (the failing system's other chunks and its phase
+ * still run): return a negative WEFT_E* code, which the message names, or
+ * any other int (an application's own code; positive values and INT_MIN
+ * included), which the message reports as the number it is.
  */
 typedef int (*weft_system_fn)(weft_sysctx_t *ctx, const weft_iter_t *chunk);
 
@@ -161,7 +181,8 @@ typedef struct weft_system_desc_t {
    * consecutive chunks whose arrays continue each other (up to `batch`
    * rows), so a streaming loop pays the per-call cost once per run. */
   weft_query_desc_t query;
-  /** Access of include term i (WEFT_ACCESS_*); default read and write. */
+  /** Access of include term i (WEFT_ACCESS_*); default read and write.
+   * Entries past the query's include terms must stay 0. */
   uint8_t term_access[WEFT_QUERY_MAX_TERMS];
   /** Further components read / written (zero-terminated lists). */
   weft_component_t read[WEFT_SYSTEM_MAX_ACCESS + 1];
@@ -174,13 +195,15 @@ typedef struct weft_system_desc_t {
   /** Channels it emits to / reads. */
   weft_channel_t emit[WEFT_SYSTEM_MAX_ACCESS + 1];
   weft_channel_t receive[WEFT_SYSTEM_MAX_ACCESS + 1];
-  /** Skip chunks where none of these changed since the last run. */
+  /** Skip chunks where none of these changed since the last run. Each
+   * must be an include, any or disabled term of the query (a task has no
+   * chunks to skip). */
   weft_component_t changed[WEFT_SYSTEM_MAX_ACCESS + 1];
   /** Systems of the same phase this one runs before / after (NULL-ended;
    * unknown names add no edge). */
   const char *before[WEFT_SYSTEM_MAX_ORDER + 1];
   const char *after[WEFT_SYSTEM_MAX_ORDER + 1];
-  weft_runif_t *run_if; /**< NULL: always */
+  weft_runif_t *run_if; /**< NULL: always; else one of this world's */
   uint32_t batch; /**< smallest job, in rows; 0: WEFT_SYSTEM_BATCH_DEFAULT */
   uint32_t flags; /**< WEFT_SYSTEM_* */
   weft_system_fn run; /**< required */
@@ -188,12 +211,17 @@ typedef struct weft_system_desc_t {
 } weft_system_desc_t;
 
 /**
- * Registers a system. Owner thread; allowed while a frame runs (it joins
- * from the next dispatch). Returns WEFT_EINVAL (no name or callback, bad
- * flags or term access), WEFT_EEXIST (name taken), WEFT_ENONAME (unknown
- * phase, resource or channel), WEFT_ENOCOMP, WEFT_ETOOMANY, WEFT_ENOMEM.
- * The cycle check happens at the next build (weft_schedule_build() or a
- * dispatch).
+ * Registers a system. Owner thread; allowed while a frame runs, from a
+ * callback on the driving thread (it joins from the next dispatch).
+ * Returns WEFT_EINVAL (no name or callback, bad flags, a term_access value
+ * that is no WEFT_ACCESS_* or is given for a term the query lacks, a
+ * `changed` component that is no term of the query, a run condition of
+ * another world), WEFT_EEXIST (name taken), WEFT_ENONAME (unknown phase,
+ * resource or channel), WEFT_ENOCOMP, WEFT_ETOOMANY, WEFT_ENOMEM, or, when
+ * this call creates the world's scheduler, WEFT_ELIMIT (it needs one
+ * command buffer per worker slot and the world's other buffers leave too
+ * few of WEFT_CMDBUF_MAX). The cycle check happens at the next build
+ * (weft_schedule_build() or a dispatch).
  */
 int weft_system_register(weft_world_t *world, const weft_system_desc_t *desc,
                          weft_system_t *out);
@@ -201,15 +229,17 @@ int weft_system_register(weft_world_t *world, const weft_system_desc_t *desc,
 /**
  * Removes a system. Owner thread. Called during a frame (from a
  * callback on the driving thread), the system runs no more in that frame
- * and is removed when the frame ends. WEFT_ENONAME.
+ * and is removed when the frame ends; from the call on, every function
+ * here treats it as removed (weft_system_enable() on it fails, its name is
+ * free). WEFT_ENONAME (no such system, or already removed).
  */
 int weft_system_remove(weft_world_t *world, weft_system_t sys);
 
 /**
  * Enables or disables a system. A disabled system keeps its place and
  * edges; it does not run and its run condition is not evaluated. Owner
- * thread.
- * WEFT_ENONAME.
+ * thread. WEFT_ENONAME (no such system, or removed, also during the frame
+ * that removed it).
  */
 int weft_system_enable(weft_world_t *world, weft_system_t sys, bool enabled);
 
@@ -301,7 +331,10 @@ int weft_phase_stats(const weft_world_t *world, weft_phase_t phase,
  * (Re)builds the schedule now if it changed: graph, conflicts, cycle check,
  * sync points. Dispatches do it by themselves; call this to get the error
  * early. Owner thread. Returns 0, WEFT_ECYCLE (message: the phase and the
- * systems on a cycle) or WEFT_ENOMEM.
+ * systems on a cycle), WEFT_ENOMEM, or WEFT_ELIMIT when the scheduler,
+ * created on first use, cannot get its command buffers (one per worker
+ * slot) because the world holds nearly WEFT_CMDBUF_MAX already (the
+ * message says so).
  */
 int weft_schedule_build(weft_world_t *world);
 
@@ -309,7 +342,10 @@ int weft_schedule_build(weft_world_t *world);
 typedef enum weft_overload_t {
   /** Past max_steps, the remaining accumulated time is dropped. */
   WEFT_OVERLOAD_DROP = 0,
-  /** Past max_steps, the time stays in the accumulator for later frames. */
+  /** Past max_steps, the time stays in the accumulator for later frames,
+   * up to 2^32 fixed steps' worth (about 2.3 years at 1/60 s): more could
+   * never be worked off, so the excess is dropped and counted as under
+   * DROP. */
   WEFT_OVERLOAD_ACCUMULATE
 } weft_overload_t;
 
@@ -319,8 +355,9 @@ typedef struct weft_pipeline_config_t {
   uint32_t max_steps;       /**< fixed steps per frame at most; 0: 8 */
   weft_overload_t overload; /**< beyond max_steps */
   double net_dt;            /**< seconds per NetworkTick; 0: 1/30; < 0: never */
-  /** A run of systems matching fewer rows than this runs inline on the
-   * calling thread; 0: 4096. */
+  /** Systems estimated to take less than this many rows' worth of time
+   * (5 ns a row) run inline on the calling thread; 0: 4096 (20 us). See
+   * "Inline or dispatch" above; 1 dispatches nearly everything. */
   uint32_t inline_rows;
   /** Time systems that run inline too (one TSC read per system, about
    * 35 ns in a VM; flecs and Bevy leave this off by default as well).
@@ -336,8 +373,8 @@ int weft_pipeline_configure(weft_world_t *world,
 typedef struct weft_pipeline_state_t {
   double accumulator;     /**< time not yet consumed by fixed steps */
   double alpha;           /**< accumulator / fixed_dt after the last frame */
-  double time_dropped;    /**< time discarded by WEFT_OVERLOAD_DROP */
-  uint64_t steps_dropped; /**< whole steps discarded */
+  double time_dropped;    /**< time discarded (saturates at DBL_MAX) */
+  uint64_t steps_dropped; /**< whole steps discarded (saturates) */
   uint64_t tick;          /**< fixed steps run so far */
   uint64_t frames;        /**< weft_world_progress() calls */
   uint64_t sync_points;   /**< sync points that applied something */
@@ -358,14 +395,17 @@ uint32_t weft_pipeline_slots(const weft_world_t *world);
  * accumulator holds a fixed step, FixedUpdate, PostFixedUpdate (after
  * which event channels clear) and, every net_dt, NetworkTick, up to
  * max_steps; the interpolation alpha; PreRender. User phases run after
- * their anchors. Owner thread. Returns 0, WEFT_EINVAL (dt negative or not
- * finite), WEFT_EBUSY (called from a callback or inside a deferred scope),
- * WEFT_ECYCLE, WEFT_ENOMEM (building the schedule or applying a sync
- * point's commands ran out of memory: what could not be applied is counted
- * in the stats' commands_dropped), or WEFT_ESYSTEM when a callback failed:
- * the phase it failed in still completes (its sync point included), later
- * phases of the frame do not run, and weft_world_last_error() names the
- * system.
+ * their anchors. @p dt may be any finite number of seconds >= 0, up to
+ * DBL_MAX (see weft_overload_t for what a huge one does). Owner thread.
+ * Returns 0, WEFT_EINVAL (dt negative, NaN or infinite: nothing runs and
+ * the state is unchanged), WEFT_EBUSY (called from a callback or inside a
+ * deferred scope), WEFT_ECYCLE, WEFT_ELIMIT (creating the scheduler, as
+ * weft_schedule_build()), WEFT_ENOMEM (building the schedule or applying a
+ * sync point's commands ran out of memory: what could not be applied is
+ * counted in the stats' commands_dropped), or WEFT_ESYSTEM when a callback
+ * failed: the phase it failed in still completes (its sync point included),
+ * later phases of the frame do not run, and weft_world_last_error() names
+ * the system and what its callback returned.
  */
 int weft_world_progress(weft_world_t *world, double dt);
 
@@ -380,6 +420,8 @@ int weft_world_run_phase(weft_world_t *world, weft_phase_t phase, double dt);
  * Emits @p event to channel @p ch from a callback. It becomes readable at
  * the next sync point, in key order (system, chunk, emission order), the
  * same on any number of threads. The calling callback's thread. Returns 0,
+ * WEFT_EINVAL (NULL @p ctx or @p event, or a context the scheduler did not
+ * make: only the contexts callbacks receive, and parts of them, emit),
  * WEFT_ENONAME or WEFT_ENOMEM.
  */
 int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event);
@@ -396,8 +438,9 @@ int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event);
  * NULL: a part records no commands (the task records them through its own
  * context). The thread running the part, while the task's callback runs;
  * @p out is valid as long as @p task. Returns 0, WEFT_EINVAL (NULL
- * argument, not a task's context, or a worker index the pipeline does not
- * have) or WEFT_ELIMIT (@p part >= WEFT_SYSCTX_PARTS).
+ * argument, a context the scheduler did not make, not a task's context,
+ * or a worker index the pipeline does not have) or WEFT_ELIMIT (@p part
+ * >= WEFT_SYSCTX_PARTS).
  */
 int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
                      weft_sysctx_t *out);
@@ -407,8 +450,8 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
  * (weft_system_stats().entities, which otherwise counts the rows handed to
  * the callback): for a task that processes entities it finds itself, such
  * as the items of a grid. Any thread running the system's callback or one
- * of its parts (weft_sysctx_part()); a context of no running system is
- * ignored.
+ * of its parts (weft_sysctx_part()), also while the owner registers
+ * systems; NULL or a context the scheduler did not make is ignored.
  */
 void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows);
 
@@ -420,15 +463,16 @@ void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows);
  * weft_pool_submit() and weft_pool_parallel_for() take it (with the
  * world's pool, weft_world_pool()): a callback may split its own work on
  * the pool, nested parallel-fors being fine. WEFT_WORKER_EXTERNAL for the
- * driving thread when it is not one of the pool's workers. Callback
- * threads.
+ * driving thread when it is not one of the pool's workers, and for NULL
+ * or a context the scheduler did not make. Callback threads.
  */
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx);
 
 /**
  * A counter-based random draw for @p entity in this tick on stream
  * @p stream (see weft_random_at()), keyed by the world seed, so it is the
- * same on any thread. Callback threads.
+ * same on any thread. Callback threads. 0 for a NULL @p ctx or one
+ * without a world.
  */
 uint64_t weft_sysctx_random(const weft_sysctx_t *ctx, weft_entity_t entity,
                             uint32_t stream, uint32_t n);
