@@ -129,7 +129,9 @@ weft__index_slot(const weft__index_t *ix, const weft__chunk_slot_t *table,
 /*
  * The record of a live handle, or NULL for a stale/forged/foreign one; on
  * a hit, *slot and *row say where the entity is. Reads the record, the
- * chunk table entry and the handle stored at the row.
+ * chunk table entry and the handle stored at the row. The tag needs no
+ * test of its own: the stored handle carries this world's, so a foreign
+ * handle never equals it.
  */
 static inline weft__record_t *weft__index_find(const weft__index_t *ix,
                                                const weft__chunk_slot_t *table,
@@ -137,7 +139,7 @@ static inline weft__record_t *weft__index_find(const weft__index_t *ix,
                                                const weft__chunk_slot_t **slot,
                                                uint32_t *row) {
   uint32_t idx = (uint32_t)e;
-  if ((e & WEFT__TAG_MASK) != ix->tag || idx >= ix->hwm)
+  if (idx >= ix->hwm)
     return 0;
   weft__record_t *r = weft__index_rec(ix, idx);
   uint32_t v = r->v;

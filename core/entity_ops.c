@@ -129,13 +129,19 @@ static inline bool spawn_small_size(uint32_t size) {
   return size == 4 || size == 8 || size == 12 || size == 16;
 }
 
-/* Whether the remembered list m is comps, terminator included. */
+/* Whether the remembered list m is comps, terminator included. Reads
+ * nothing past comps' terminator: ids are nonzero, so a shorter list
+ * differs at its terminator at the latest. One test per id, against the
+ * memo's own terminator rather than its count. */
 static inline bool memo_is(const weft__spawn_memo_t *m,
                            const weft_component_t *comps) {
-  uint32_t i = 0;
-  while (i < m->n && comps[i] == m->ids[i])
-    i++;
-  return i == m->n && comps[i] == WEFT_COMPONENT_NONE;
+  for (uint32_t i = 0;; i++) {
+    const weft_component_t id = m->ids[i];
+    if (comps[i] != id)
+      return false;
+    if (id == WEFT_COMPONENT_NONE)
+      return true;
+  }
 }
 
 /* Short lists hash to a memo slot; longer ones take the slow path. */
@@ -212,6 +218,7 @@ static inline int spawn_archetype(weft_world_t *w,
       memo->arr[i] = col ? col->first_array : 0;
       memo->size[i] = col ? col->size : 0;
     }
+    memo->ids[*count] = WEFT_COMPONENT_NONE;
     *memo_out = memo;
   }
   return rc;
@@ -251,8 +258,10 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
 static inline void spawn_write_small(const weft__spawn_memo_t *m,
                                      const weft__chunk_t *c, uint32_t row,
                                      const void *const *values) {
-  for (uint32_t i = 0; i < m->n; i++) {
-    uint8_t *dst = weft__chunk_at(c, m->arr[i], m->size[i], row);
+  /* Locals: every byte store may alias the memo and the header. */
+  uint8_t *const *bases = c->bases;
+  for (uint32_t i = 0, n = m->n; i < n; i++) {
+    uint8_t *dst = bases[m->arr[i]] + (size_t)row * m->size[i];
     const void *v = values[i] ? values[i] : spawn_zeros;
     switch (m->size[i]) {
     case 4:

@@ -26,7 +26,7 @@
 typedef struct weft__spawn_memo_t {
   weft__archetype_t *arch;
   uint32_t n;
-  weft_component_t ids[WEFT__SPAWN_FAST];
+  weft_component_t ids[WEFT__SPAWN_FAST + 1]; /* and a 0 after the n ids */
   /* The column of ids[i] in arch (NULL for tags), in list order. */
   const weft__column_t *cols[WEFT__SPAWN_FAST];
   /* For plain lists, the array and element size of ids[i]: the one-by-one
