@@ -1,8 +1,8 @@
 /*
  * add_remove: 10k entities with A; add B to all of them, then remove B from
  * all of them: two archetype moves per entity per repetition. Unit: ns per
- * move; target <= 15 ns per move (absolute), with the ratio to a raw
- * two-table move for reference.
+ * move; target <= 12x a raw two-table move (a ratio rather than
+ * nanoseconds, as the host's speed swings).
  *
  * The baseline is what an archetype move costs at the least: two tables
  * (entity | A) and (entity | A | B) as plain column arrays, and an index
@@ -144,8 +144,8 @@ void bench_add_remove(bench_ctx_t *ctx) {
       .n = s.n,
       .work = {"weft", ar_weft, &s, 2.0 * s.n},
       .base = {"c_two_table_move", ar_base, &s, 2.0 * s.n},
-      .target_kind = BENCH_TARGET_VALUE,
-      .target = 15.0,
+      .target_kind = BENCH_TARGET_RATIO,
+      .target = 12.0,
   };
   bench_compare(ctx, &c);
 

@@ -1,6 +1,7 @@
 /* Archetype creation, chunk layout, the archetype graph and row moves. */
 #include "core/archetype.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -81,10 +82,16 @@ static void fill_columns(const weft_world_t *w, weft__archetype_t *a) {
       a->arrays[ai].value_off = col->soa ? c->fields[f].offset : 0;
     }
     a->colmap[id] = (uint16_t)(++ci);
-    if (!col->soa && ai < (1u << WEFT__GETMAP_ARR_BITS) - 1 &&
-        c->size < (1u << (32 - WEFT__GETMAP_ARR_BITS)))
-      a->getmap[id] = (col->first_array + 1u) | c->size
-                                                    << WEFT__GETMAP_ARR_BITS;
+    if (col->soa)
+      continue;
+    weft__getcol_t *g = &a->getmap[id];
+    if (col->first_array < WEFT__SLOT_BASES && c->size < WEFT__GETCOL_COLD) {
+      g->off = (uint16_t)(offsetof(weft__chunk_slot_t, base) +
+                          col->first_array * sizeof(uint8_t *));
+      g->size = (uint16_t)c->size;
+    } else {
+      g->size = WEFT__GETCOL_COLD;
+    }
   }
 }
 
@@ -116,6 +123,8 @@ static weft__archetype_t *archetype_new(weft_world_t *w,
   a->disabled = *disabled;
   a->change_version = &w->change_version;
   a->enabled = weft__mask_andnot(present, disabled);
+  for (uint32_t c = 0; c <= WEFT_MAX_COMPONENTS; c++)
+    a->getmap[c].off = offsetof(weft__chunk_slot_t, none);
   count_shape(w, present, &a->ncomps, &a->ncols, &a->narrays);
   a->cols = weft__calloc(&w->alloc, (a->ncols + 1) * sizeof(*a->cols), 16);
   a->arrays =
@@ -447,7 +456,8 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
    * archetype's, and a failed registration leaves it as it was. */
   uint8_t **bases = (uint8_t **)((uint8_t *)headers + hdr);
   carve_segment(a, mem, headers, bases, n);
-  rc = weft__chunks_register(&w->chunks, &w->alloc, a, headers, n);
+  rc = weft__chunks_register(&w->chunks, &w->alloc, a, a->narrays, headers, n);
+  w->index.table = w->chunks.table; /* it may have moved */
   if (rc) {
     weft__free(mem, bytes, 64);
     weft__free(headers, hdr + ptrs, 64);

@@ -71,7 +71,27 @@ typedef struct weft__edge_t {
   const struct weft__column_t *col;
 } weft__edge_t;
 
+/*
+ * Where weft_get() finds a component's value through a chunk table entry:
+ * the entry's byte at `off` holds the base of the component's array (NULL
+ * when the entry has no inline base for it), `size` bytes per row. No AoS
+ * column (absent, a tag, SoA): the NULL base and size 0, so the address
+ * computes to NULL. An AoS column that is not inline (array
+ * WEFT__SLOT_BASES or later, or a value of WEFT__GETCOL_COLD bytes or
+ * more): the NULL base and size WEFT__GETCOL_COLD, which sends the lookup
+ * to colmap. The public header's weft_get_col_t_ mirrors it.
+ */
+typedef struct weft__getcol_t {
+  uint16_t off;
+  uint16_t size;
+} weft__getcol_t;
+
+#define WEFT__GETCOL_COLD 0x8000u
+
 typedef struct weft__archetype_t {
+  /* First, so that a chunk table entry's owner pointer is the getmap's
+   * address too: the inline weft_get() indexes it directly. */
+  weft__getcol_t getmap[WEFT_MAX_COMPONENTS + 1];
   uint32_t id;
   uint32_t row_cap; /* rows per chunk */
   uint32_t count;   /* rows in all chunks */
@@ -104,13 +124,7 @@ typedef struct weft__archetype_t {
   /* The world's change version, stamped on chunks that receive rows. */
   const uint32_t *change_version;
   uint16_t colmap[WEFT_MAX_COMPONENTS + 1]; /* id -> column + 1, 0: none */
-  /* id -> where weft_get() finds an AoS column in one load: its array + 1
-   * in the low WEFT__GETMAP_ARR_BITS bits, its size above; 0 for none (a
-   * tag, SoA, absent, or too large to pack: weft_get() then asks colmap). */
-  uint32_t getmap[WEFT_MAX_COMPONENTS + 1];
 } weft__archetype_t;
-
-#define WEFT__GETMAP_ARR_BITS 12u
 
 /* The archetype with exactly this signature, created if needed. */
 int weft__archetype_get(struct weft_world_t *w, const weft__mask_t *present,

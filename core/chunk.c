@@ -18,8 +18,8 @@ void weft__chunks_fini(weft__chunk_store_t *cs) {
 }
 
 int weft__chunks_register(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
-                          struct weft__archetype_t *a, weft__chunk_t *chunks,
-                          uint32_t n) {
+                          struct weft__archetype_t *a, uint32_t narrays,
+                          weft__chunk_t *chunks, uint32_t n) {
   if (n > cs->id_max - cs->count)
     return WEFT_ELIMIT;
   if (weft__grow(st, &cs->table, &cs->cap, cs->count + n, sizeof(*cs->table),
@@ -27,8 +27,11 @@ int weft__chunks_register(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
     return WEFT_ENOMEM;
   for (uint32_t i = 0; i < n; i++) {
     chunks[i].id = cs->count + i;
-    cs->table[cs->count + i] = (weft__chunk_slot_t){
-        &chunks[i], a, chunks[i].entities, chunks[i].bases};
+    weft__chunk_slot_t *slot = &cs->table[cs->count + i];
+    *slot = (weft__chunk_slot_t){
+        .entities = chunks[i].entities, .arch = a, .chunk = &chunks[i]};
+    for (uint32_t k = 0; k < narrays && k < WEFT__SLOT_BASES; k++)
+      slot->base[k] = chunks[i].bases[k];
   }
   cs->count += n;
   return 0;

@@ -57,16 +57,32 @@ typedef struct weft__chunk_t {
 
 _Static_assert(sizeof(weft__chunk_t) == 64, "a chunk header is one cache line");
 
-/* A chunk table entry. A lookup by handle needs the owner, the handle
- * array (to validate) and the array bases (to address the row): they sit
- * here, copied from the header, so that the lookup's dependent chain skips
- * the header's line. A chunk keeps its owner and memory for life. */
+/* Array bases a chunk table entry holds itself (the rest stay behind the
+ * header's bases pointer). */
+#define WEFT__SLOT_BASES 4u
+
+/*
+ * A chunk table entry, one cache line. A lookup by handle needs the
+ * handle array (to validate), the owner (whose getmap names the array
+ * that holds a component) and that array's base (to address the row):
+ * they sit here, copied from the header, so that the lookup's dependent
+ * chain reads this line and the archetype's getmap, never the header or
+ * its bases array. The first WEFT__SLOT_BASES arrays' bases are inline;
+ * `none` is always NULL, the base getmap names for a component that has
+ * no inline array. A chunk keeps its owner and memory for life. The
+ * public header's weft_get_slot_t_ mirrors the first two fields (see the
+ * assertions in world.c).
+ */
 typedef struct weft__chunk_slot_t {
-  weft__chunk_t *chunk;
-  struct weft__archetype_t *arch;
   const weft_entity_t *entities;
-  uint8_t *const *bases;
+  struct weft__archetype_t *arch;
+  weft__chunk_t *chunk;
+  uint8_t *base[WEFT__SLOT_BASES];
+  uint8_t *none;
 } weft__chunk_slot_t;
+
+_Static_assert(sizeof(weft__chunk_slot_t) == 64,
+               "a chunk table entry is one cache line");
 
 /* The world's chunk id table. */
 typedef struct weft__chunk_store_t {
@@ -81,12 +97,13 @@ void weft__chunks_init(weft__chunk_store_t *cs, uint32_t chunk_size);
 void weft__chunks_fini(weft__chunk_store_t *cs);
 
 /*
- * Issues ids for n new chunks of archetype a (headers at chunks[0..n)).
+ * Issues ids for n new chunks of archetype a (headers at chunks[0..n),
+ * their bases set: the table entries copy the first narrays of them).
  * WEFT_ELIMIT when the id space is exhausted, WEFT_ENOMEM; nothing is
  * issued on failure.
  */
 int weft__chunks_register(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
-                          struct weft__archetype_t *a, weft__chunk_t *chunks,
-                          uint32_t n);
+                          struct weft__archetype_t *a, uint32_t narrays,
+                          weft__chunk_t *chunks, uint32_t n);
 
 #endif /* WEFT_CORE_CHUNK_H */

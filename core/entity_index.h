@@ -45,19 +45,27 @@ typedef struct weft__record_t {
 
 typedef struct weft__index_t {
   /* The fields every spawn, despawn and lookup reads share one cache line
-   * (the world keeps the index first, on a line of its own). */
+   * (the world keeps the index first, on a line of its own). The first
+   * six are what the public header's inline weft_get() reads
+   * (weft_get_view_t_; see the assertions in world.c). */
   weft__record_t **pages;
+  /* The chunk store's table, here for lookups (add_segment() in
+   * archetype.c keeps the two in step). */
+  const weft__chunk_slot_t *table;
+  uint32_t hwm;      /* slots ever handed out */
+  uint32_t row_bits; /* low bits of a LOC record that hold the row */
+  uint32_t row_mask;
+  /* A LOC record's chunk table entry, as a byte offset into the table:
+   * v >> (row_bits - 6) & slot_mask, which drops LOC and the row. */
+  uint32_t slot_mask;
   uint32_t *free; /* free slots, the next one to issue last */
   uint64_t tag;   /* world tag, pre-shifted to bits 56..63 */
-  uint32_t hwm;   /* slots ever handed out */
   uint32_t free_n;
   uint32_t free_cap;
   uint32_t alive;
   uint32_t retired;
   uint32_t capacity;
   uint32_t max_gen;
-  uint32_t row_bits; /* low bits of a LOC record that hold the row */
-  uint32_t row_mask;
   uint32_t sweep;      /* slots in [sweep, sweep_end) are free or retired: */
   uint32_t sweep_end;  /* the ones the last clear released, not reused yet */
   uint32_t page_count; /* pages allocated */
@@ -109,10 +117,21 @@ static inline void weft__index_place(const weft__index_t *ix, uint32_t idx,
   weft__rec_set_loc(ix, weft__index_rec(ix, idx), chunk_id, row);
 }
 
+/* The chunk table entry LOC record v names. */
+static inline const weft__chunk_slot_t *
+weft__index_slot(const weft__index_t *ix, const weft__chunk_slot_t *table,
+                 uint32_t v) {
+  return (
+      const weft__chunk_slot_t *)((const unsigned char *)table +
+                                  (v >> (ix->row_bits - 6) & ix->slot_mask));
+}
+
 /*
  * The record of a live handle, or NULL for a stale/forged/foreign one; on
  * a hit, *slot and *row say where the entity is. Reads the record, the
- * chunk table entry and the handle stored at the row.
+ * chunk table entry and the handle stored at the row. The tag needs no
+ * test of its own: the stored handle carries this world's, so a foreign
+ * handle never equals it.
  */
 static inline weft__record_t *weft__index_find(const weft__index_t *ix,
                                                const weft__chunk_slot_t *table,
@@ -120,13 +139,13 @@ static inline weft__record_t *weft__index_find(const weft__index_t *ix,
                                                const weft__chunk_slot_t **slot,
                                                uint32_t *row) {
   uint32_t idx = (uint32_t)e;
-  if ((e & WEFT__TAG_MASK) != ix->tag || idx >= ix->hwm)
+  if (idx >= ix->hwm)
     return 0;
   weft__record_t *r = weft__index_rec(ix, idx);
   uint32_t v = r->v;
   if (!(v & WEFT__REC_LOC))
     return 0;
-  const weft__chunk_slot_t *s = &table[(v & ~WEFT__REC_LOC) >> ix->row_bits];
+  const weft__chunk_slot_t *s = weft__index_slot(ix, table, v);
   uint32_t at = v & ix->row_mask;
   if (s->entities[at] != e)
     return 0;

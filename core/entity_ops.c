@@ -29,7 +29,7 @@ static inline bool resolve(const weft_world_t *w, weft_entity_t e,
 static inline bool resolve_slot(const weft_world_t *w, weft_entity_t e,
                                 const weft__chunk_slot_t **slot,
                                 uint32_t *row) {
-  if (WEFT__LIKELY(weft__index_find(&w->index, w->chunks.table, e, slot, row)))
+  if (WEFT__LIKELY(weft__index_find(&w->index, w->index.table, e, slot, row)))
     return true;
   weft__count_stale(w);
   return false;
@@ -129,13 +129,19 @@ static inline bool spawn_small_size(uint32_t size) {
   return size == 4 || size == 8 || size == 12 || size == 16;
 }
 
-/* Whether the remembered list m is comps, terminator included. */
+/* Whether the remembered list m is comps, terminator included. Reads
+ * nothing past comps' terminator: ids are nonzero, so a shorter list
+ * differs at its terminator at the latest. One test per id, against the
+ * memo's own terminator rather than its count. */
 static inline bool memo_is(const weft__spawn_memo_t *m,
                            const weft_component_t *comps) {
-  uint32_t i = 0;
-  while (i < m->n && comps[i] == m->ids[i])
-    i++;
-  return i == m->n && comps[i] == WEFT_COMPONENT_NONE;
+  for (uint32_t i = 0;; i++) {
+    const weft_component_t id = m->ids[i];
+    if (comps[i] != id)
+      return false;
+    if (id == WEFT_COMPONENT_NONE)
+      return true;
+  }
 }
 
 /* Short lists hash to a memo slot; longer ones take the slow path. */
@@ -212,6 +218,7 @@ static inline int spawn_archetype(weft_world_t *w,
       memo->arr[i] = col ? col->first_array : 0;
       memo->size[i] = col ? col->size : 0;
     }
+    memo->ids[*count] = WEFT_COMPONENT_NONE;
     *memo_out = memo;
   }
   return rc;
@@ -251,8 +258,10 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
 static inline void spawn_write_small(const weft__spawn_memo_t *m,
                                      const weft__chunk_t *c, uint32_t row,
                                      const void *const *values) {
-  for (uint32_t i = 0; i < m->n; i++) {
-    uint8_t *dst = weft__chunk_at(c, m->arr[i], m->size[i], row);
+  /* Locals: every byte store may alias the memo and the header. */
+  uint8_t *const *bases = c->bases;
+  for (uint32_t i = 0, n = m->n; i < n; i++) {
+    uint8_t *dst = bases[m->arr[i]] + (size_t)row * m->size[i];
     const void *v = values[i] ? values[i] : spawn_zeros;
     switch (m->size[i]) {
     case 4:
@@ -541,28 +550,40 @@ int weft_try_get(const weft_world_t *w, weft_entity_t e, weft_component_t c,
   return 0;
 }
 
-/*
- * The address of component c in row `row` of a chunk, or NULL when the
- * archetype stores no AoS column for it (absent, a tag, SoA). One load
- * from the archetype instead of three dependent ones (colmap, the column
- * array, the column): the column lookup sits between the record's miss
- * and the row's on every get.
- */
-static inline const void *row_ptr(const weft__chunk_slot_t *slot, uint32_t row,
-                                  weft_component_t c) {
-  const uint32_t gm = c <= WEFT_MAX_COMPONENTS ? slot->arch->getmap[c] : 0;
-  const uint32_t arr_mask = (1u << WEFT__GETMAP_ARR_BITS) - 1;
-  if (WEFT__LIKELY(gm))
-    return slot->bases[(gm & arr_mask) - 1] +
-           (size_t)row * (gm >> WEFT__GETMAP_ARR_BITS);
+/* row_ptr() for an AoS column whose base the chunk table entry does not
+ * hold (a late array, a value of 64 KiB or more), or for none: colmap. */
+static WEFT__NOINLINE const void *
+row_ptr_cold(const weft__chunk_slot_t *slot, uint32_t row, weft_component_t c) {
   const weft__column_t *col = weft__archetype_col(slot->arch, c);
   if (!col || col->soa)
     return NULL;
-  return slot->bases[col->first_array] + (size_t)row * col->size;
+  return slot->chunk->bases[col->first_array] + (size_t)row * col->size;
 }
 
-const void *weft_get(const weft_world_t *w, weft_entity_t e,
-                     weft_component_t c) {
+/* The base a getmap entry names in a chunk table entry, or 0. */
+static inline uintptr_t slot_base(const weft__chunk_slot_t *slot,
+                                  weft__getcol_t g) {
+  return (uintptr_t) * (uint8_t *const *)((const uint8_t *)slot + g.off);
+}
+
+/*
+ * The address of component c in row `row` of a chunk, or NULL when the
+ * archetype stores no AoS column for it (absent, a tag, SoA). Two loads
+ * after the entry: the archetype's getmap, then the base it names in the
+ * entry's own line. No branch on whether the component is there (absent
+ * reads the entry's NULL base with size 0): with mixed archetypes in a
+ * batch such a branch mispredicts often.
+ */
+static inline const void *row_ptr(const weft__chunk_slot_t *slot, uint32_t row,
+                                  weft_component_t c) {
+  const weft__getcol_t g = slot->arch->getmap[c <= WEFT_MAX_COMPONENTS ? c : 0];
+  if (WEFT__UNLIKELY(g.size & WEFT__GETCOL_COLD))
+    return row_ptr_cold(slot, row, c);
+  return (const void *)(slot_base(slot, g) + (uintptr_t)row * g.size);
+}
+
+const void *weft_get_slow_(const weft_world_t *w, weft_entity_t e,
+                           weft_component_t c) {
   const weft__chunk_slot_t *slot;
   uint32_t row;
   if (WEFT__UNLIKELY(!w || !resolve_slot(w, e, &slot, &row)))
@@ -570,11 +591,16 @@ const void *weft_get(const weft_world_t *w, weft_entity_t e,
   return row_ptr(slot, row, c);
 }
 
-/* How many handles ahead weft_get_many() prefetches index records, and
- * how many ahead it reads them to prefetch the rows they name (a power of
- * two: the places it finds wait in a ring of that size). */
-#define WEFT__GET_AHEAD 128u
-#define WEFT__GET_ROWS_AHEAD 64u
+/*
+ * weft_get_many() works in blocks of WEFT__GET_BLOCK handles (a power of
+ * two), three blocks at once: it prefetches the records of the block two
+ * ahead, finds the places of the block one ahead (reading the records
+ * prefetched a block before and prefetching the rows), and validates the
+ * current block (whose rows were prefetched a block before). Each stage
+ * is a tight loop of its own, which keeps the world's fields in
+ * registers.
+ */
+#define WEFT__GET_BLOCK 64u
 
 /* What weft_get_many() needs of the world, copied into locals: its stores
  * to `out` may alias the world as far as the compiler knows, which made it
@@ -582,78 +608,136 @@ const void *weft_get(const weft_world_t *w, weft_entity_t e,
 typedef struct get_ctx_t {
   weft__record_t *const *pages;
   const weft__chunk_slot_t *table;
-  uint32_t hwm, row_bits, row_mask;
+  uint32_t hwm, slot_shift, slot_mask, row_mask;
 } get_ctx_t;
-
-/* A place found ahead: the chunk table entry (NULL: no place), the row,
- * and the addresses of the components' values in it. */
-typedef struct get_at_t {
-  const weft__chunk_slot_t *slot;
-  uint32_t row;
-  const void *p[WEFT_GET_MANY_MAX];
-} get_at_t;
 
 static inline const weft__record_t *get_rec(const get_ctx_t *g, uint32_t idx) {
   return weft__pages_rec(g->pages, idx);
 }
 
 /*
- * Stage 1: prefetches the record of a handle. Into every cache level
- * (locality 3), as the row's handle below: with the non-temporal hint
- * these two once had, the host's slow state (memory about three times
- * slower, see the README) made weft_get_many() 47-61 ns a handle against
- * 16-18 with this hint, and weft_has_many() 26-36 against 10-12, measured
- * alternating the two builds at 1M entities; the health system's plan, which
- * resolves its parties through weft_get_many_ex(), went from 258-307 to
- * 126-140 ns an event (1M-entity arena, one thread). Most likely a
- * non-temporal line, kept in few places, was evicted in the 64 to 128
- * handles before its read and then fetched a second time.
+ * The hint of weft_get_many()'s prefetches: into L2 and the levels below
+ * it (prefetcht1), not L1. A lookup fetches three lines (record, stored
+ * handle, value) where a plain two-level walk fetches two, and with all
+ * three asked for L1 they outnumbered what L1 keeps in flight; the lines
+ * are read a block later, from L2. (The non-temporal hint was worse still
+ * in the host's slow state: such a line was evicted before its read and
+ * fetched twice.)
  */
-static inline void prefetch_record(const get_ctx_t *g, weft_entity_t e) {
-  uint32_t idx = (uint32_t)e;
-  if (idx < g->hwm)
-    __builtin_prefetch(get_rec(g, idx), 0, 3);
-}
+#define WEFT__GET_PF_LOCALITY 2
 
-/*
- * Stage 2: reads the (prefetched) record of e and returns the place it
- * names, prefetching the handle stored there, which validation reads, and
- * the row's values of the k components. Unvalidated: a stale handle
- * costs useless prefetches at most.
- */
-static inline __attribute__((always_inline)) void
-find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
-         uint32_t k, uint32_t address_only, get_at_t *at) {
-  at->slot = NULL;
-  uint32_t idx = (uint32_t)e;
-  if (idx >= g->hwm)
-    return;
-  uint32_t v = get_rec(g, idx)->v;
-  if (!(v & WEFT__REC_LOC))
-    return;
-  at->slot = &g->table[(v & ~WEFT__REC_LOC) >> g->row_bits];
-  at->row = v & g->row_mask;
-  __builtin_prefetch(at->slot->entities + at->row, 0, 3);
-  for (uint32_t j = 0; j < k; j++) {
-    const void *p = row_ptr(at->slot, at->row, comps[j]);
-    at->p[j] = p;
-    /* NULL too: a prefetch never faults, and testing for an absent
-     * component here mispredicted often with mixed archetypes. */
-    if (!(address_only >> j & 1))
-      __builtin_prefetch(p, 0, 3);
+/* Stage 1: prefetches the records of handles[0..n). */
+static inline void prefetch_records(const get_ctx_t *g,
+                                    const weft_entity_t *handles, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t idx = (uint32_t)handles[i];
+    if (idx < g->hwm)
+      __builtin_prefetch(get_rec(g, idx), 0, WEFT__GET_PF_LOCALITY);
   }
 }
 
 /*
+ * Stage 2: reads the (prefetched) records of handles[0..n) and keeps the
+ * chunk table entry each names in slots[] (NULL: no place), its row in
+ * rows[] and the addresses of the k components' values in it in ptrs[],
+ * k per handle, prefetching the handle stored at the row, which
+ * validation reads, and those values (but those whose bit is set in @p
+ * address_only). Unvalidated: a stale handle costs useless prefetches at
+ * most. The rare value that row_ptr() would look up out of line is
+ * looked up after the loop instead, so that the loop makes no call and
+ * keeps the world's fields in registers.
+ */
+/* find_rows()' addresses again, through row_ptr(), for a block in which
+ * some component had no inline base. */
+static WEFT__NOINLINE void find_rows_cold(const weft__chunk_slot_t **slots,
+                                          const uint32_t *rows, uint32_t n,
+                                          const weft_component_t *comps,
+                                          uint32_t k, const void **ptrs) {
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t j = 0; slots[i] && j < k; j++)
+      ptrs[(size_t)i * k + j] = row_ptr(slots[i], rows[i], comps[j]);
+}
+
+static inline __attribute__((always_inline)) void
+find_rows(const get_ctx_t *gp, const weft_entity_t *handles, uint32_t n,
+          const weft_component_t *comps, uint32_t k, uint32_t address_only,
+          const weft__chunk_slot_t **slots, uint32_t *rows, const void **ptrs) {
+  /* In registers: the stores below may alias *gp as far as the compiler
+   * knows. */
+  const get_ctx_t g = *gp;
+  uint32_t cold = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t idx = (uint32_t)handles[i];
+    const weft__chunk_slot_t *s = NULL;
+    uint32_t v = 0;
+    if (idx < g.hwm)
+      v = get_rec(&g, idx)->v;
+    if (v & WEFT__REC_LOC) {
+      s = (const weft__chunk_slot_t *)((const unsigned char *)g.table +
+                                       (v >> g.slot_shift & g.slot_mask));
+      const uint32_t r = v & g.row_mask;
+      __builtin_prefetch(s->entities + r, 0, WEFT__GET_PF_LOCALITY);
+      for (uint32_t j = 0; j < k; j++) {
+        const weft__getcol_t gc = s->arch->getmap[comps[j]];
+        cold |= gc.size;
+        const void *p =
+            (const void *)(slot_base(s, gc) + (uintptr_t)r * gc.size);
+        ptrs[(size_t)i * k + j] = p;
+        /* A NULL or (cold) wrong address too: a prefetch never faults. */
+        if (!(address_only >> j & 1))
+          __builtin_prefetch(p, 0, WEFT__GET_PF_LOCALITY);
+      }
+      rows[i] = r;
+    }
+    slots[i] = s;
+  }
+  if (WEFT__UNLIKELY(cold & WEFT__GETCOL_COLD))
+    find_rows_cold(slots, rows, n, comps, k, ptrs);
+}
+
+/* find_rows() out of line, one function for each common k (and for no
+ * address_only bits): such a loop has every register to itself instead
+ * of what the caller's loop keeps live, and spills nothing. */
+#define WEFT__FIND_ROWS(name, K, ADDR_ONLY)                                    \
+  static WEFT__NOINLINE void name(                                             \
+      const get_ctx_t *g, const weft_entity_t *handles, uint32_t n,            \
+      const weft_component_t *comps, uint32_t k, uint32_t address_only,        \
+      const weft__chunk_slot_t **slots, uint32_t *rows, const void **ptrs) {   \
+    (void)k;                                                                   \
+    (void)address_only;                                                        \
+    find_rows(g, handles, n, comps, K, ADDR_ONLY, slots, rows, ptrs);          \
+  }
+WEFT__FIND_ROWS(find_rows_0, 0, 0)
+WEFT__FIND_ROWS(find_rows_1, 1, 0)
+WEFT__FIND_ROWS(find_rows_2, 2, address_only)
+WEFT__FIND_ROWS(find_rows_3, 3, address_only)
+WEFT__FIND_ROWS(find_rows_any, k, address_only)
+#undef WEFT__FIND_ROWS
+
+static inline void find_rows_k(const get_ctx_t *g, const weft_entity_t *handles,
+                               uint32_t n, const weft_component_t *comps,
+                               uint32_t k, uint32_t address_only,
+                               const weft__chunk_slot_t **slots, uint32_t *rows,
+                               const void **ptrs) {
+  void (*fn)(const get_ctx_t *, const weft_entity_t *, uint32_t,
+             const weft_component_t *, uint32_t, uint32_t,
+             const weft__chunk_slot_t **, uint32_t *, const void **) =
+      k == 0                    ? find_rows_0
+      : k == 1 && !address_only ? find_rows_1
+      : k == 2                  ? find_rows_2
+      : k == 3                  ? find_rows_3
+                                : find_rows_any;
+  fn(g, handles, n, comps, k, address_only, slots, rows, ptrs);
+}
+
+/*
  * weft_get_many() for k components: each handle is resolved once, then
- * its k columns are read. Three stages: records are prefetched GET_AHEAD
- * handles ahead; read GET_ROWS_AHEAD ahead, where the place they name is
- * kept and its row prefetched; and validated here, against the handle the
- * row stores (a live handle is the one stored at the place its record
- * names: that equality also checks the world tag, as stored handles carry
- * it), so the misses of independent lookups overlap. Inlined into every
- * caller, so k = 1 compiles to the one-component loop. Rows of the
- * components whose bit is set in @p address_only are not prefetched.
+ * its k columns are read, in three stages a block apart (see
+ * WEFT__GET_BLOCK), so that the misses of independent lookups overlap.
+ * Stage 3, here, validates against the handle the row stores (a live
+ * handle is the one stored at the place its record names: that equality
+ * also checks the world tag, as stored handles carry it). Inlined into
+ * every caller, so k = 1 compiles to the one-component loops.
  */
 static inline __attribute__((always_inline)) uint32_t
 get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
@@ -662,40 +746,57 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
   /* With `has` (weft_has_many(), weft_get_many_ex()): whether each entity
    * has has_c. */
   const bool has_known = has && comp_known(w, has_c);
-  const get_ctx_t g = {w->index.pages, w->chunks.table, w->index.hwm,
-                       w->index.row_bits, w->index.row_mask};
-  const uint32_t ring_mask = WEFT__GET_ROWS_AHEAD - 1;
-  get_at_t ring[WEFT__GET_ROWS_AHEAD];
+  const get_ctx_t g = {w->index.pages,     w->index.table,
+                       w->index.hwm,       w->index.row_bits - 6,
+                       w->index.slot_mask, w->index.row_mask};
+  /* Out of range ids read the empty entry 0 (row_ptr() does the same),
+   * here once instead of per handle. */
+  weft_component_t cs[WEFT_GET_MANY_MAX];
+  for (uint32_t j = 0; j < k; j++)
+    cs[j] = comps[j] <= WEFT_MAX_COMPONENTS ? comps[j] : 0;
+  /* Two blocks of places: the one validated now, the one found ahead. */
+  const weft__chunk_slot_t *slots[2 * WEFT__GET_BLOCK];
+  uint32_t rows[2 * WEFT__GET_BLOCK];
+  const void *ptrs[2 * WEFT__GET_BLOCK * WEFT_GET_MANY_MAX];
+  const uint32_t B = WEFT__GET_BLOCK;
   uint32_t hits = 0, stale = 0;
-  for (uint32_t i = 0; i < n && i < WEFT__GET_AHEAD; i++)
-    prefetch_record(&g, handles[i]);
-  for (uint32_t i = 0; i < n && i < WEFT__GET_ROWS_AHEAD; i++)
-    find_row(&g, handles[i], comps, k, address_only, &ring[i]);
-  for (uint32_t i = 0; i < n; i++, out += k) {
-    if (i + WEFT__GET_AHEAD < n)
-      prefetch_record(&g, handles[i + WEFT__GET_AHEAD]);
-    get_at_t *at = &ring[i & ring_mask];
-    if (WEFT__UNLIKELY(!at->slot ||
-                       at->slot->entities[at->row] != handles[i])) {
-      for (uint32_t j = 0; j < k; j++)
-        out[j] = NULL;
-      if (has)
-        has[i] = false;
-      stale++;
-    } else {
-      for (uint32_t j = 0; j < k; j++) {
-        hits += at->p[j] != NULL;
-        out[j] = at->p[j];
-      }
-      if (has) {
-        has[i] = has_known && weft__mask_test(&at->slot->arch->present, has_c);
-        hits += has[i];
+  prefetch_records(&g, handles, n < 2 * B ? n : 2 * B);
+  find_rows_k(&g, handles, n < B ? n : B, cs, k, address_only, slots, rows,
+              ptrs);
+  for (uint32_t b = 0; b < n; b += B) {
+    const uint32_t m = n - b < B ? n - b : B;
+    /* This block's places are in half h of the arrays. */
+    const uint32_t h = (b / B & 1) * B;
+    if (b + 2 * B < n)
+      prefetch_records(&g, handles + b + 2 * B,
+                       n - b - 2 * B < B ? n - b - 2 * B : B);
+    if (b + B < n)
+      find_rows_k(&g, handles + b + B, n - b - B < B ? n - b - B : B, cs, k,
+                  address_only, slots + (B - h), rows + (B - h),
+                  ptrs + (size_t)(B - h) * k);
+    const weft__chunk_slot_t *const *sl = slots + h;
+    const uint32_t *rw = rows + h;
+    const void *const *pt = ptrs + (size_t)h * k;
+    const weft_entity_t *hd = handles + b;
+    for (uint32_t i = 0; i < m; i++, out += k, pt += k) {
+      const weft__chunk_slot_t *s = sl[i];
+      if (WEFT__UNLIKELY(!s || s->entities[rw[i]] != hd[i])) {
+        for (uint32_t j = 0; j < k; j++)
+          out[j] = NULL;
+        if (has)
+          has[b + i] = false;
+        stale++;
+      } else {
+        for (uint32_t j = 0; j < k; j++) {
+          hits += pt[j] != NULL;
+          out[j] = pt[j];
+        }
+        if (has) {
+          has[b + i] = has_known && weft__mask_test(&s->arch->present, has_c);
+          hits += has[b + i];
+        }
       }
     }
-    /* The entry is free now: it takes the handle GET_ROWS_AHEAD on. */
-    if (i + WEFT__GET_ROWS_AHEAD < n)
-      find_row(&g, handles[i + WEFT__GET_ROWS_AHEAD], comps, k, address_only,
-               at);
   }
   if (stale)
     weft__count_stale_n(w, stale);

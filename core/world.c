@@ -12,12 +12,46 @@
 #include "core/query_internal.h"
 
 /* The layout world.h promises: the index's hot fields on the first line,
- * the chunk table and the routing word on the second. */
-_Static_assert(offsetof(weft__index_t, sweep) + sizeof(uint32_t) <= 64,
+ * the routing word on the second. */
+_Static_assert(offsetof(weft__index_t, retired) + sizeof(uint32_t) <= 64,
                "the index's hot fields fit one cache line");
-_Static_assert(offsetof(weft_world_t, chunks) + sizeof(void *) <= 128 &&
-                   offsetof(weft_world_t, txn) + sizeof(uint32_t) <= 128,
-               "the chunk table and the routing word sit on the second line");
+_Static_assert(offsetof(weft_world_t, txn) + sizeof(uint32_t) <= 128,
+               "the routing word sits on the second line");
+
+/* What the public header's inline weft_get() reads (weft_get_view_t_,
+ * weft_get_slot_t_, weft_get_col_t_) is where it reads it. */
+#define WEFT__SAME_FIELD(a, fa, b, fb)                                         \
+  (offsetof(a, fa) == offsetof(b, fb) &&                                       \
+   sizeof(((a *)0)->fa) == sizeof(((b *)0)->fb))
+_Static_assert(offsetof(weft_world_t, index) == 0, "the index comes first");
+_Static_assert(
+    WEFT__SAME_FIELD(weft__index_t, pages, weft_get_view_t_, pages_) &&
+        WEFT__SAME_FIELD(weft__index_t, table, weft_get_view_t_, table_) &&
+        WEFT__SAME_FIELD(weft__index_t, hwm, weft_get_view_t_, hwm_) &&
+        WEFT__SAME_FIELD(weft__index_t, row_bits, weft_get_view_t_,
+                         row_bits_) &&
+        WEFT__SAME_FIELD(weft__index_t, row_mask, weft_get_view_t_,
+                         row_mask_) &&
+        WEFT__SAME_FIELD(weft__index_t, slot_mask, weft_get_view_t_,
+                         slot_mask_),
+    "weft_get_view_t_ mirrors the index");
+_Static_assert(WEFT__SAME_FIELD(weft__chunk_slot_t, entities, weft_get_slot_t_,
+                                entities_) &&
+                   WEFT__SAME_FIELD(weft__chunk_slot_t, arch, weft_get_slot_t_,
+                                    cols_) &&
+                   sizeof(weft__chunk_slot_t) == 1u << WEFT_GET_SLOT_BITS_,
+               "weft_get_slot_t_ mirrors a chunk table entry");
+_Static_assert(offsetof(weft__archetype_t, getmap) == 0 &&
+                   sizeof(weft__getcol_t) == sizeof(weft_get_col_t_) &&
+                   WEFT__SAME_FIELD(weft__getcol_t, off, weft_get_col_t_,
+                                    off_) &&
+                   WEFT__SAME_FIELD(weft__getcol_t, size, weft_get_col_t_,
+                                    size_),
+               "weft_get_col_t_ mirrors a getmap entry");
+_Static_assert(WEFT__PAGE_BITS == WEFT_GET_PAGE_BITS_ &&
+                   WEFT__REC_LOC == WEFT_GET_REC_LOC_,
+               "weft_get() decodes records as the index writes them");
+#undef WEFT__SAME_FIELD
 
 /* The one piece of process-wide state: a counter handing out world tags so
  * that two worlds in one process reject each other's handles by default. */

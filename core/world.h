@@ -26,7 +26,7 @@
 typedef struct weft__spawn_memo_t {
   weft__archetype_t *arch;
   uint32_t n;
-  weft_component_t ids[WEFT__SPAWN_FAST];
+  weft_component_t ids[WEFT__SPAWN_FAST + 1]; /* and a 0 after the n ids */
   /* The column of ids[i] in arch (NULL for tags), in list order. */
   const weft__column_t *cols[WEFT__SPAWN_FAST];
   /* For plain lists, the array and element size of ids[i]: the one-by-one
@@ -39,12 +39,13 @@ typedef struct weft__spawn_memo_t {
 
 struct weft_world_t {
   /* What every spawn, despawn and handle lookup reads fills the first two
-   * cache lines (see the assertions in world.c): the index's hot fields,
-   * then its cold ones, the chunk table and the transaction's routing
-   * word. */
+   * cache lines (see the assertions in world.c): the index's hot fields
+   * (the chunk table's address among them), then its cold ones and the
+   * transaction's routing word. The index comes first: the public
+   * header's inline weft_get() reads the world's first bytes. */
   weft__index_t index;
-  weft__chunk_store_t chunks;
   weft__txn_t txn; /* staged changes, scopes, buffers; routing word first */
+  weft__chunk_store_t chunks;
   weft__alloc_stats_t alloc;
   weft__registry_t registry;
 
@@ -139,7 +140,7 @@ static inline bool weft__locate(const weft_world_t *w, weft_entity_t e,
                                 weft__where_t *at) {
   const weft__chunk_slot_t *slot;
   weft__record_t *r =
-      weft__index_find(&w->index, w->chunks.table, e, &slot, &at->row);
+      weft__index_find(&w->index, w->index.table, e, &slot, &at->row);
   if (!r)
     return false;
   at->rec = r;
@@ -151,13 +152,13 @@ static inline bool weft__locate(const weft_world_t *w, weft_entity_t e,
 /* The record of live handle e, or NULL for a stale, forged or foreign one. */
 static inline weft__record_t *weft__lookup(const weft_world_t *w,
                                            weft_entity_t e) {
-  return weft__index_lookup(&w->index, w->chunks.table, e);
+  return weft__index_lookup(&w->index, w->index.table, e);
 }
 
 /* Where a live entity's row is. */
 static inline const weft__chunk_slot_t *
 weft__rec_slot(const weft_world_t *w, const weft__record_t *r) {
-  return &w->chunks.table[weft__rec_chunk(&w->index, r)];
+  return &w->index.table[weft__rec_chunk(&w->index, r)];
 }
 
 /*

@@ -944,6 +944,117 @@ static void test_entity_read_get_try_get_agree(void **state) {
   weft_world_destroy(f.w);
 }
 
+/* weft_get() serves every AoS column, wherever it sits: the first arrays
+ * of a chunk (inline), arrays past the first four (a wide archetype, SoA
+ * fields taking arrays too) and values of 32 KiB or more, in several
+ * chunks; weft_get_many_n() and weft_try_get() agree, and a stale handle
+ * is one counted miss for each. */
+static void test_entity_get_every_column_of_wide_archetypes(void **state) {
+  (void)state;
+  weft_world_config_t cfg = {.chunk_size = WEFT_CHUNK_SIZE_MAX};
+  fixture_t f = fixture_new(&cfg);
+  weft_world_t *w = f.w;
+  enum { BIG = 40000, N = 100 };
+  weft_component_desc_t d = {.name = "u32", .size = 4};
+  weft_component_t u32, big;
+  assert_int_equal(weft_component_register(w, &d, &u32), WEFT_OK);
+  d = (weft_component_desc_t){.name = "big", .size = BIG};
+  assert_int_equal(weft_component_register(w, &d, &big), WEFT_OK);
+  /* pos, vel, soa (three arrays), u32 and big: seven arrays. */
+  const weft_component_t wide[] = {f.pos, f.vel, f.soa, u32, big, 0};
+  const weft_component_t alone[] = {big, 0};
+  static unsigned char bigval[BIG];
+  weft_entity_t h[2 * N];
+  for (uint32_t i = 0; i < 2 * N; i++) {
+    pos_t p = pos_for(i);
+    vel_t v = vel_for(i);
+    soa_t sv = soa_for(i);
+    uint32_t x = i * 2654435761u;
+    memset(bigval, (int)(i & 0xff), sizeof bigval);
+    const void *vals[] = {&p, &v, &sv, &x, bigval};
+    const void *vals_alone[] = {bigval};
+    h[i] = wt_spawn_with(w, i % 2 ? alone : wide, i % 2 ? vals_alone : vals);
+  }
+  const weft_component_t comps[] = {f.pos, f.vel, f.soa, u32, big, f.tag};
+  enum { K = sizeof comps / sizeof comps[0] };
+  static const void *got[2 * N * K];
+  uint32_t hits = 0;
+  for (uint32_t i = 0; i < 2 * N; i++) {
+    const bool is_wide = i % 2 == 0;
+    for (uint32_t j = 0; j < K; j++) {
+      const void *g = weft_get(w, h[i], comps[j]);
+      const void *t = NULL;
+      int rc = weft_try_get(w, h[i], comps[j], &t);
+      assert_ptr_equal(g, rc == WEFT_OK ? t : NULL);
+      hits += g != NULL;
+    }
+    const unsigned char *b = weft_get(w, h[i], big);
+    assert_non_null(b);
+    assert_int_equal(b[0], i & 0xff);
+    assert_int_equal(b[BIG - 1], i & 0xff);
+    if (!is_wide) {
+      assert_null(weft_get(w, h[i], u32));
+      continue;
+    }
+    pos_t p = pos_for(i);
+    vel_t v = vel_for(i);
+    expect_pos(w, h[i], f.pos, &p);
+    expect_vel(w, h[i], f.vel, &v);
+    assert_null(weft_get(w, h[i], f.soa));
+    const uint32_t *x = weft_get(w, h[i], u32);
+    assert_non_null(x);
+    assert_int_equal(*x, i * 2654435761u);
+  }
+  /* Wide: pos, vel, u32, big; alone: big. */
+  assert_int_equal(hits, N * 4 + N);
+  assert_int_equal(weft_get_many_n(w, h, 2 * N, comps, K, got), hits);
+  for (uint32_t i = 0; i < 2 * N; i++)
+    for (uint32_t j = 0; j < K; j++)
+      assert_ptr_equal(got[i * K + j], weft_get(w, h[i], comps[j]));
+  /* Stale handles: one counted miss per call, whatever the column. */
+  weft_entity_t old_wide = h[0], old_alone = h[1];
+  assert_int_equal(weft_despawn(w, old_wide), WEFT_OK);
+  assert_int_equal(weft_despawn(w, old_alone), WEFT_OK);
+  for (uint32_t j = 0; j < K; j++) {
+    STALE_EXACT(w, assert_null(weft_get(w, old_wide, comps[j])));
+    STALE_EXACT(w, assert_null(weft_get(w, old_alone, comps[j])));
+  }
+  weft_world_destroy(w);
+}
+
+/* The chunk table moves as it grows; lookups follow it. Small chunks, so
+ * that one-by-one spawns register hundreds of them (the table starts
+ * with room for 64), and every entity is read back after each growth. */
+static void test_entity_get_follows_growing_chunk_table(void **state) {
+  (void)state;
+  weft_world_config_t cfg = {.chunk_size = WEFT_CHUNK_SIZE_MIN};
+  fixture_t f = fixture_new(&cfg);
+  weft_world_t *w = f.w;
+  enum { N = 60000 };
+  static weft_entity_t h[N];
+  const weft_component_t comps[] = {f.pos, f.vel, 0};
+  uint32_t checked_at = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    pos_t p = pos_for(i);
+    vel_t v = vel_for(i);
+    const void *vals[] = {&p, &v};
+    h[i] = wt_spawn_with(w, comps, vals);
+    /* Every 8192 spawns (some 50 new chunks): read them all back. */
+    if ((i + 1) % 8192 == 0 || i + 1 == N) {
+      for (uint32_t k = 0; k <= i; k++) {
+        pos_t pk = pos_for(k);
+        const pos_t *g = weft_get(w, h[k], f.pos);
+        assert_non_null(g);
+        assert_true(pos_eq(g, &pk));
+      }
+      checked_at++;
+    }
+  }
+  assert_true(checked_at >= 7);
+  assert_true(wt_stats(w).chunks_live > 256);
+  weft_world_destroy(w);
+}
+
 static void test_entity_tag_component_access(void **state) {
   (void)state;
   fixture_t f = fixture_new(NULL);
@@ -1979,6 +2090,8 @@ int main(void) {
       cmocka_unit_test(test_entity_set_adds_and_overwrites),
       cmocka_unit_test(test_entity_remove_is_idempotent),
       cmocka_unit_test(test_entity_read_get_try_get_agree),
+      cmocka_unit_test(test_entity_get_every_column_of_wide_archetypes),
+      cmocka_unit_test(test_entity_get_follows_growing_chunk_table),
       cmocka_unit_test(test_entity_tag_component_access),
       cmocka_unit_test(test_entity_soa_component_access),
       cmocka_unit_test(test_entity_get_field_aos_and_soa),

@@ -123,15 +123,83 @@ int weft_set(weft_world_t *world, weft_entity_t e, weft_component_t c,
 int weft_read(const weft_world_t *world, weft_entity_t e, weft_component_t c,
               void *out);
 
+/* Private: the layout the inline weft_get() reads. May change between
+ * releases; the library checks at compile time that it matches its own. */
+#if defined(__GNUC__)
+#define WEFT_GET_ALIAS_ __attribute__((__may_alias__))
+#else
+#define WEFT_GET_ALIAS_
+#endif
+#define WEFT_GET_PAGE_BITS_ 12u
+#define WEFT_GET_REC_LOC_ 0x80000000u
+#define WEFT_GET_SLOT_BITS_ 6u
+
+/** Private: the entity index fields a world begins with. */
+typedef struct WEFT_GET_ALIAS_ weft_get_view_t_ {
+  const uint32_t *const *pages_; /* records, in pages of 4096 */
+  const unsigned char *table_;   /* chunk table, 64-byte entries */
+  uint32_t hwm_;                 /* slots ever issued */
+  uint32_t row_bits_;            /* a located record's row bits */
+  uint32_t row_mask_;
+  uint32_t slot_mask_; /* record >> (row_bits_ - 6) & this: entry offset */
+} weft_get_view_t_;
+
+/** Private: an archetype's entry for a component: where a chunk table
+ * entry holds the base of its array (a NULL base: none there), and the
+ * bytes per row. */
+typedef struct WEFT_GET_ALIAS_ weft_get_col_t_ {
+  uint16_t off_;
+  uint16_t size_;
+} weft_get_col_t_;
+
+/** Private: the first fields of a chunk table entry. */
+typedef struct WEFT_GET_ALIAS_ weft_get_slot_t_ {
+  const weft_entity_t *entities_; /* the handle of every row */
+  const weft_get_col_t_ *cols_;   /* the owner's entries, by component */
+} weft_get_slot_t_;
+
+/** Private: weft_get() for what its inline part does not resolve: misses
+ * (counted in the stats' stale handles when the handle is not live) and
+ * values whose array base the chunk table entry does not hold. */
+const void *weft_get_slow_(const weft_world_t *world, weft_entity_t e,
+                           weft_component_t c);
+
 /**
  * Returns a read-only pointer to component @p c of @p e, or NULL if the
  * handle is stale, the component unknown or absent, a tag, or stored
  * field-level SoA (use weft_get_field()). Disabled components are still
  * readable. Reader threads; the pointer points into the world's storage
  * and is valid until the next structural change.
+ *
+ * Inline: a hit on one of the first four arrays of a chunk (every
+ * component of an archetype with up to four arrays) is a handful of
+ * loads in the caller, where the compiler can overlap the cache misses of
+ * consecutive calls. Everything else, misses included, takes the call;
+ * a stale, forged or foreign handle is never mistaken for a live one (a
+ * hit requires the row to hold exactly this handle, tag included).
  */
-const void *weft_get(const weft_world_t *world, weft_entity_t e,
-                     weft_component_t c);
+static inline const void *weft_get(const weft_world_t *world, weft_entity_t e,
+                                   weft_component_t c) {
+  const weft_get_view_t_ *v = (const weft_get_view_t_ *)(const void *)world;
+  const uint32_t i = (uint32_t)e;
+  if (world && i < v->hwm_ && c <= WEFT_MAX_COMPONENTS) {
+    const uint32_t r = v->pages_[i >> WEFT_GET_PAGE_BITS_]
+                                [i & ((1u << WEFT_GET_PAGE_BITS_) - 1u)];
+    if (r & WEFT_GET_REC_LOC_) {
+      const unsigned char *s =
+          v->table_ +
+          (r >> (v->row_bits_ - WEFT_GET_SLOT_BITS_) & v->slot_mask_);
+      const weft_get_slot_t_ *slot = (const weft_get_slot_t_ *)(const void *)s;
+      const uint32_t row = r & v->row_mask_;
+      const weft_get_col_t_ col = slot->cols_[c];
+      const unsigned char *base =
+          *(const unsigned char *const *)(const void *)(s + col.off_);
+      if (base && slot->entities_[row] == e)
+        return base + (size_t)row * col.size_;
+    }
+  }
+  return weft_get_slow_(world, e, c);
+}
 
 /**
  * Resolves @p n handles at once: out[i] receives what weft_get() would
