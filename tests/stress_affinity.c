@@ -94,6 +94,8 @@ static void meet(aff_t *t, uint32_t f, uint32_t worker, uint32_t visit) {
   uint64_t t0 = now_ns();
   while (atomic_load(&t->first_visit[f][1 - worker]) == 0) {
     sched_yield();
+    if (atomic_load(&t->hangs) != 0)
+      return; /* failed already: do not wait out every frame */
     if (now_ns() - t0 > AFF_HANG_NS) {
       atomic_fetch_add(&t->hangs, 1);
       return;
