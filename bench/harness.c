@@ -259,6 +259,8 @@ static bool target_met(const bench_result_t *r) {
     return r->value <= r->target;
   case BENCH_TARGET_RATIO:
     return r->ratio <= r->target;
+  case BENCH_TARGET_MIN:
+    return r->value >= r->target;
   case BENCH_TARGET_NONE:
     break;
   }
@@ -286,6 +288,9 @@ static void fmt_target(char *buf, size_t size, const bench_result_t *r) {
     return;
   case BENCH_TARGET_RATIO:
     snprintf(buf, size, "<=%sx", num);
+    return;
+  case BENCH_TARGET_MIN:
+    snprintf(buf, size, ">=%s", num);
     return;
   case BENCH_TARGET_NONE:
     break;
@@ -321,9 +326,12 @@ size_t bench_print_table(const bench_ctx_t *ctx, FILE *out) {
       const bench_result_t *r = &ctx->results[i];
       if (r->target_kind == BENCH_TARGET_NONE || target_met(r))
         continue;
-      if (r->target_kind == BENCH_TARGET_VALUE)
-        fprintf(out, "  %s: %.3f %s, target <= %.3g %s\n", r->name, r->value,
-                r->unit, r->target, r->unit);
+      if (r->target_kind == BENCH_TARGET_VALUE ||
+          r->target_kind == BENCH_TARGET_MIN)
+        fprintf(out, "  %s: %.3f %s, target %s %.3g %s\n", r->name, r->value,
+                r->unit,
+                r->target_kind == BENCH_TARGET_MIN ? ">=" : "<=", r->target,
+                r->unit);
       else
         fprintf(out, "  %s: %.3fx %s, target <= %.3gx\n", r->name, r->ratio,
                 r->baseline, r->target);
@@ -395,7 +403,9 @@ int bench_write_json(const bench_ctx_t *ctx, const char *path) {
       fputs(", \"target\": ", f);
       json_number(f, r->target);
       fprintf(f, ", \"target_kind\": \"%s\", \"pass\": %s",
-              r->target_kind == BENCH_TARGET_VALUE ? "value" : "ratio",
+              r->target_kind == BENCH_TARGET_VALUE   ? "value"
+              : r->target_kind == BENCH_TARGET_RATIO ? "ratio"
+                                                     : "min",
               target_met(r) ? "true" : "false");
     }
     if (r->nsamples > 0) {

@@ -45,9 +45,9 @@
  * sink, so the compiler cannot discard the work; bench_clobber() between
  * repetitions stops it from merging repetitions.
  *
- * Targets are either absolute (value <= target, e.g. ns per move) or
- * relative (ratio <= target); misses are printed but do not change the exit
- * code.
+ * Targets are either absolute (value <= target, e.g. ns per move),
+ * relative (ratio <= target) or a floor (value >= target, e.g. a share in
+ * percent); misses are printed but do not change the exit code.
  */
 #ifndef WEFT_BENCH_HARNESS_H
 #define WEFT_BENCH_HARNESS_H
@@ -73,7 +73,8 @@ typedef uint64_t (*bench_fn)(void *state, uint64_t reps);
 typedef enum bench_target_kind_t {
   BENCH_TARGET_NONE = 0,
   BENCH_TARGET_VALUE, /* value <= target (absolute, in the unit) */
-  BENCH_TARGET_RATIO  /* ratio <= target (relative to the baseline) */
+  BENCH_TARGET_RATIO, /* ratio <= target (relative to the baseline) */
+  BENCH_TARGET_MIN    /* value >= target (absolute, in the unit) */
 } bench_target_kind_t;
 
 /* One row of the report. NaN marks a number that does not apply. */

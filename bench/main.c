@@ -36,6 +36,7 @@ static const bench_scenario_t bench_registry[] = {
     {"memory", bench_memory},
     {"jobs", bench_jobs},
     {"schedule", bench_schedule},
+    {"affinity", bench_affinity},
     {"heavy_compute", bench_heavy_compute},
     {"frame", bench_frame},
     {"update", bench_update},

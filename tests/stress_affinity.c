@@ -1,21 +1,30 @@
 /*
  * stress_affinity.c: on a pool of two workers (the caller one of them),
- * the scheduler keeps each worker on the same rows from system to system
- * and from frame to frame, so that they stay in its caches.
+ * a segment without a main-thread system hands each worker its own part
+ * of every system, so that its rows stay in its caches from system to
+ * system and from frame to frame.
  *
  * Two independent systems (each writes its own component) run over 64
- * chunks for 60 frames; each callback records which worker ran it, per
- * system and chunk. After a warm-up, every chunk should be visited by one
- * worker in both systems and every frame. Launched one system at a time,
- * a thief took both parts of the first system and the driving thread both
- * of the second, so every chunk met both workers in every frame: a share
- * of 50% for the worker that visits a chunk most. The test asks for 80%
- * over all frames, which leaves room for the frames where the host stops
- * one vCPU and the other worker takes the rest (lazy halving), and
- * reports the share it saw. Other load on the machine takes a worker's
- * CPU away and the other worker its rows with it (55-66% with two busy
- * loops on two cores), so ctest runs this test alone (RUN_SERIAL), and a
- * run that still misses is tried again, three runs at most.
+ * chunks for 60 frames; each system is cut into two parts of 32 chunks.
+ * The driving thread (worker 0) submits the jobs of both systems together
+ * to its own deque, the other worker's parts first (submit_affine() in
+ * scheduler/pipeline.c): a thief's first steal takes the top, part 1 of
+ * the first system, while the driving thread pops its own part 0 of the
+ * last one. Launched one system at a time, the thief took part 0 of the
+ * first system and the driving thread part 1 of the last.
+ *
+ * Where each worker goes after its first job depends on timing: on a busy
+ * machine a worker that loses its CPU loses its rows to the other. So the
+ * test checks only what is exact under any load: each worker's first
+ * callback of a frame waits until the other worker has reached its own
+ * (neither can have taken a second job by then), which makes the first
+ * jobs, and so the assignment, observable; and every chunk ran exactly
+ * once per system and frame, on one of the two workers. The share of
+ * visits that stay on a chunk's usual worker is weft-bench's affinity/2w
+ * row.
+ *
+ * The pool plans on a synthetic one-node machine, so that both workers
+ * share one NUMA group (one part each) whatever machine runs the test.
  *
  * A second check runs the same frames with a main-thread system in the
  * segment, where affinity is off (the driving thread cannot take its full
@@ -27,15 +36,19 @@
  */
 #include "support/weft_test.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define AFF_CHUNKS 64u
 #define AFF_FRAMES 60u
-#define AFF_WARM 10u
 #define AFF_CHUNK_SIZE 4096u
 #define AFF_WORK 64 /* multiply-adds per row and system */
+/* How long a worker waits for the other at the start of a frame before the
+ * test calls it a hang (the other only has to be scheduled once). */
+#define AFF_HANG_NS (60ull * 1000000000ull)
 
 typedef struct aff_t {
   weft_world_t *w;
@@ -44,9 +57,14 @@ typedef struct aff_t {
   uint32_t rows;        /* rows per chunk */
   uint32_t frame;       /* written between frames by the driving thread */
   weft_entity_t *first; /* first handle of each chunk */
+  bool meet; /* each worker's first callback of a frame waits for the other's */
   /* worker + 1 that ran (frame, system, chunk); 0: not run */
   _Atomic uint32_t ran[AFF_FRAMES][2][AFF_CHUNKS];
+  /* each worker's first callback of each frame: system * AFF_CHUNKS +
+   * chunk, + 1; 0: none yet */
+  _Atomic uint32_t first_visit[AFF_FRAMES][2];
   _Atomic uint32_t misses; /* callbacks on a chunk the test does not know */
+  _Atomic uint32_t hangs;  /* first callbacks that waited in vain */
 } aff_t;
 
 /* The chunk a callback got, by its first handle; UINT32_MAX if unknown. */
@@ -57,14 +75,44 @@ static uint32_t chunk_of(const aff_t *t, const weft_iter_t *it) {
   return UINT32_MAX;
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Notes the first callback of @p worker in frame f and waits until the
+ * other worker has made its first one too. While it waits, this worker
+ * holds its first job and takes no other, and the other worker can only
+ * be in its first job when it arrives: the first jobs are the ones the
+ * submission order hands out, whatever the timing. */
+static void meet(aff_t *t, uint32_t f, uint32_t worker, uint32_t visit) {
+  uint32_t none = 0;
+  if (!atomic_compare_exchange_strong(&t->first_visit[f][worker], &none,
+                                      visit + 1))
+    return; /* not this worker's first callback of the frame */
+  uint64_t t0 = now_ns();
+  while (atomic_load(&t->first_visit[f][1 - worker]) == 0) {
+    sched_yield();
+    if (atomic_load(&t->hangs) != 0)
+      return; /* failed already: do not wait out every frame */
+    if (now_ns() - t0 > AFF_HANG_NS) {
+      atomic_fetch_add(&t->hangs, 1);
+      return;
+    }
+  }
+}
+
 static void record(aff_t *t, uint32_t sys, weft_sysctx_t *ctx,
                    const weft_iter_t *it) {
   uint32_t k = chunk_of(t, it);
-  if (k == UINT32_MAX || it->count != t->rows) {
+  uint32_t worker = weft_sysctx_pool_worker(ctx);
+  if (k == UINT32_MAX || it->count != t->rows || worker > 1) {
     atomic_fetch_add(&t->misses, 1);
     return;
   }
-  uint32_t worker = weft_sysctx_pool_worker(ctx);
+  if (t->meet)
+    meet(t, t->frame, worker, sys * AFF_CHUNKS + k);
   atomic_store(&t->ran[t->frame][sys][k], worker + 1);
 }
 
@@ -124,6 +172,7 @@ static aff_t *aff_new(bool with_main) {
   assert_non_null(t);
   weft_pool_config_t pc;
   memset(&pc, 0, sizeof pc);
+  pc.synthetic = "core:2 pu:1";
   pc.placement.workers = 2;
   pc.placement.caller_participates = true;
   assert_int_equal(weft_pool_create(&pc, &t->pool), WEFT_OK);
@@ -192,6 +241,7 @@ static void aff_run(aff_t *t) {
                weft_world_last_error(t->w));
   }
   assert_int_equal(atomic_load(&t->misses), 0);
+  assert_int_equal(atomic_load(&t->hangs), 0);
   /* Every chunk ran once per system and frame, on worker 0 or 1. */
   for (uint32_t f = 0; f < AFF_FRAMES; f++)
     for (uint32_t s = 0; s < 2; s++)
@@ -202,55 +252,38 @@ static void aff_run(aff_t *t) {
       }
 }
 
-/* The share of visits after the warm-up that went to the worker visiting
- * each chunk most, over all chunks. */
-static double affinity_share(aff_t *t) {
-  uint32_t best = 0, total = 0;
-  for (uint32_t k = 0; k < AFF_CHUNKS; k++) {
-    uint32_t on[2] = {0, 0};
-    for (uint32_t f = AFF_WARM; f < AFF_FRAMES; f++)
-      for (uint32_t s = 0; s < 2; s++)
-        on[atomic_load(&t->ran[f][s][k]) - 1]++;
-    best += on[0] > on[1] ? on[0] : on[1];
-    total += on[0] + on[1];
-  }
-  return (double)best / total;
-}
-
-/* Attempts at the affinity check: a run the host disturbed (the other
- * worker not running for much of it) is tried again. */
-#define AFF_ATTEMPTS 3
-
-static void stress_affinity_rows_stay_on_their_worker(void **state) {
+/* In every frame the driving thread (worker 0) starts on its own part of
+ * one system (part 0: chunks from 0) and the other worker on its part of
+ * the other system (part 1: chunks from AFF_CHUNKS / 2). */
+static void stress_affinity_each_worker_starts_on_its_own_part(void **state) {
   (void)state;
-  double best = 0.0;
-  for (int attempt = 0; attempt < AFF_ATTEMPTS && best < 0.8; attempt++) {
-    aff_t *t = aff_new(false);
-    aff_run(t);
-    double share = affinity_share(t);
-    printf("affinity: %.1f%% of chunk visits on the chunk's usual worker\n",
-           100.0 * share);
-    best = share > best ? share : best;
-    aff_free(t);
+  aff_t *t = aff_new(false);
+  t->meet = true;
+  aff_run(t);
+  for (uint32_t f = 0; f < AFF_FRAMES; f++) {
+    uint32_t v0 = atomic_load(&t->first_visit[f][0]) - 1;
+    uint32_t v1 = atomic_load(&t->first_visit[f][1]) - 1;
+    uint32_t s0 = v0 / AFF_CHUNKS, k0 = v0 % AFF_CHUNKS;
+    uint32_t s1 = v1 / AFF_CHUNKS, k1 = v1 % AFF_CHUNKS;
+    if (k0 != 0 || k1 != AFF_CHUNKS / 2 || s0 == s1)
+      fail_msg("frame %u: worker 0 started on system %u chunk %u, worker 1 "
+               "on system %u chunk %u (want chunk 0 and chunk %u of the "
+               "other system)",
+               f, s0, k0, s1, k1, AFF_CHUNKS / 2);
   }
-  if (best < 0.8)
-    fail_msg("at best %.1f%% of chunk visits on the chunk's usual worker "
-             "in %d runs",
-             100.0 * best, AFF_ATTEMPTS);
+  aff_free(t);
 }
 
 static void stress_affinity_main_thread_segment_runs_every_chunk(void **state) {
   (void)state;
   aff_t *t = aff_new(true);
   aff_run(t);
-  printf("with a main-thread system: %.1f%% on the usual worker\n",
-         100.0 * affinity_share(t));
   aff_free(t);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(stress_affinity_rows_stay_on_their_worker),
+      cmocka_unit_test(stress_affinity_each_worker_starts_on_its_own_part),
       cmocka_unit_test(stress_affinity_main_thread_segment_runs_every_chunk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

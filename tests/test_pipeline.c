@@ -15,6 +15,10 @@
 #define _GNU_SOURCE /* mkstemp, nanosleep */
 #include "support/weft_test.h"
 
+/* weft__pool_hungry(): test_pipeline_idle_workers_split_jobs waits for
+ * the condition under which a job splits. */
+#include "scheduler/pool_internal.h"
+
 #ifndef WEFT_SYSTEM_MALLOC
 #include <jemalloc/jemalloc.h>
 #endif
@@ -23,6 +27,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -2366,27 +2371,59 @@ static int stat_touch(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   return 0;
 }
 
-/* About 100 us per chunk, noting which slot ran it, so a run lasts long
- * enough for idle workers to ask for work. */
+/* Notes which slot ran each chunk. The run's first callback holds its
+ * thread until that thread would find an idle worker to hand work to
+ * (weft__pool_hungry(), what the split asks before each chunk); the
+ * holder's next callback waits until another slot has run a chunk. */
 typedef struct slow_t {
+  weft_pool_t *pool;
   _Atomic uint32_t calls;
   _Atomic uint32_t slot_calls[8];
+  _Atomic uint32_t holder; /* slot + 1 of the run's first callback */
+  _Atomic uint32_t holder_calls;
+  _Atomic uint32_t hangs; /* waits that ended in vain */
 } slow_t;
+
+/* A wait that only a hang would make fail: the other threads have to be
+ * scheduled, whatever else the machine runs. */
+#define SPLIT_HANG_NS (60ull * 1000000000ull)
+
+static uint64_t split_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static int slow_touch(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   slow_t *sl = ctx->user;
   (void)chunk;
-  sleep_us(100);
   atomic_fetch_add(&sl->calls, 1);
   if (ctx->worker < 8)
     atomic_fetch_add(&sl->slot_calls[ctx->worker], 1);
+  uint32_t none = 0, me = ctx->worker + 1;
+  bool first = atomic_compare_exchange_strong(&sl->holder, &none, me);
+  if (!first && none != me)
+    return 0;
+  uint32_t n = atomic_fetch_add(&sl->holder_calls, 1);
+  if (n > 1)
+    return 0;
+  uint64_t t0 = split_now_ns();
+  while (n == 0 ? !weft__pool_hungry(sl->pool, weft_sysctx_pool_worker(ctx))
+                : atomic_load(&sl->calls) == atomic_load(&sl->holder_calls)) {
+    sched_yield();
+    if (split_now_ns() - t0 > SPLIT_HANG_NS) {
+      atomic_fetch_add(&sl->hangs, 1);
+      return 0;
+    }
+  }
   return 0;
 }
 
-/* One job per node at first; an idle worker gets the back half of a busy
- * job, down to the batch. Whether a worker is idle at the right moment is
- * timing, so splitting must show in at least one of up to 20 runs (an
- * unloaded machine splits on every one), and the bounds hold in all. */
+/* The run starts as one job per worker (two parts); an idle worker gets
+ * the back half of a busy job, down to the batch. Whether a worker is idle
+ * at a chunk boundary is timing, so the run's first callback waits until
+ * its thread sees one: its next chunk boundary must then split (a third
+ * job), and a second slot runs chunks. */
 static void test_pipeline_idle_workers_split_jobs(void **state) {
   (void)state;
   fx_t f = fx_new(2, 0);
@@ -2402,29 +2439,25 @@ static void test_pipeline_idle_workers_split_jobs(void **state) {
   d.term_access[0] = WEFT_ACCESS_READ;
   d.batch = 1;
   weft_system_t slow = sys_add(f.w, &d);
-  uint64_t most_jobs = 0;
-  uint32_t most_slots = 0;
-  for (uint32_t run = 1; run <= 20 && (most_jobs < 2 || most_slots < 2);
-       run++) {
+  for (uint32_t run = 1; run <= 5; run++) {
     weft_system_stats_t s0 = sstats(f.w, slow);
     memset(sl, 0, sizeof *sl);
+    sl->pool = f.pool;
     progress_ok(f.w, FIXED);
     weft_system_stats_t s1 = sstats(f.w, slow);
     assert_int_equal(s1.runs, run);
     assert_int_equal(atomic_load(&sl->calls), nchunks);
+    assert_int_equal(atomic_load(&sl->hangs), 0);
     uint64_t jobs = s1.jobs - s0.jobs;
-    /* At least the first job; never more jobs than chunks. */
-    assert_true(jobs >= 1 && jobs <= nchunks);
+    /* Two parts and at least one split; never more jobs than chunks. */
+    if (jobs < 3 || jobs > nchunks)
+      fail_msg("run %u: %llu jobs over %u chunks", run,
+               (unsigned long long)jobs, nchunks);
     uint32_t slots = 0;
     for (uint32_t k = 0; k < 8; k++)
       slots += atomic_load(&sl->slot_calls[k]) > 0;
-    if (jobs > most_jobs)
-      most_jobs = jobs;
-    if (slots > most_slots)
-      most_slots = slots;
+    assert_true(slots >= 2);
   }
-  assert_true(most_jobs >= 2);
-  assert_true(most_slots >= 2);
   free(sl);
   fx_free(&f);
 }
