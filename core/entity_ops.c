@@ -493,8 +493,10 @@ int weft_set(weft_world_t *w, weft_entity_t e, weft_component_t c,
   if (!weft__mask_test(&at.arch->present, c))
     return weft_add(w, e, c, value);
   const weft__column_t *col = weft__archetype_col(at.arch, c);
-  if (col)
+  if (col) {
     write_or_zero(at.arch, col, at.chunk, at.row, value);
+    weft__stamp_write(w, at.chunk, col);
+  }
   return 0;
 }
 
@@ -742,9 +744,11 @@ uint32_t weft_get_many_n(const weft_world_t *w, const weft_entity_t *handles,
   return get_many_k(w, handles, n, comps, k, 0, out, NULL, 0);
 }
 
-uint32_t weft_get_many_ex(const weft_world_t *w, const weft_entity_t *handles,
-                          uint32_t n, const weft_component_t *comps, uint32_t k,
-                          const void **out, const weft_get_many_opts_t *opts) {
+static inline uint32_t get_many_ex(const weft_world_t *w,
+                                   const weft_entity_t *handles, uint32_t n,
+                                   const weft_component_t *comps, uint32_t k,
+                                   const void **out,
+                                   const weft_get_many_opts_t *opts) {
   bool *has = opts ? opts->has_out : NULL;
   if (!w || !handles || k > WEFT_GET_MANY_MAX || (k && (!comps || !out)) ||
       (!k && !has))
@@ -762,8 +766,60 @@ uint32_t weft_has_many(const weft_world_t *w, const weft_entity_t *handles,
   return get_many(w, handles, n, NULL, 0, 0, none, out, c);
 }
 
+/* Stamps the rows of a weft_get_many_ex() call whose pointers it returned
+ * for a component of the write mask (see weft__stamp_write()). The rows'
+ * records and chunk table entries were read by the lookup just before, so
+ * finding them again hits the cache; consecutive rows of one chunk stamp
+ * it once. */
+static WEFT__NOINLINE void stamp_many(const weft_world_t *w,
+                                      const weft_entity_t *handles, uint32_t n,
+                                      const weft_component_t *comps, uint32_t k,
+                                      uint32_t write, const void *const *out) {
+  const uint32_t v = w->change_version;
+  const weft__archetype_t *arch = NULL;
+  const weft__chunk_t *done = NULL; /* the last chunk stamped */
+  uint32_t cols[WEFT_GET_MANY_MAX]; /* column + 1 of comps[j] in arch */
+  for (uint32_t i = 0; i < n; i++, out += k) {
+    const weft__chunk_slot_t *slot;
+    uint32_t row;
+    bool hit = false;
+    for (uint32_t j = 0; j < k; j++)
+      hit |= (write >> j & 1) && out[j];
+    if (!hit ||
+        !weft__index_find(&w->index, w->chunks.table, handles[i], &slot,
+                          &row) ||
+        slot->chunk == done)
+      continue;
+    if (slot->arch != arch) {
+      arch = slot->arch;
+      for (uint32_t j = 0; j < k; j++)
+        cols[j] = comps[j] <= WEFT_MAX_COMPONENTS ? arch->colmap[comps[j]] : 0;
+    }
+    for (uint32_t j = 0; j < k; j++)
+      if ((write >> j & 1) && cols[j])
+        weft__chunk_stamp(slot->chunk, cols[j] - 1, v);
+    done = slot->chunk;
+  }
+}
+
+uint32_t weft_get_many_ex(const weft_world_t *w, const weft_entity_t *handles,
+                          uint32_t n, const weft_component_t *comps, uint32_t k,
+                          const void **out, const weft_get_many_opts_t *opts) {
+  uint32_t hits = get_many_ex(w, handles, n, comps, k, out, opts);
+  if (hits && k && opts && (opts->write & ((1u << k) - 1)))
+    stamp_many(w, handles, n, comps, k, opts->write, out);
+  return hits;
+}
+
 void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {
-  return (void *)weft_get(w, e, c);
+  const weft__chunk_slot_t *slot;
+  uint32_t row;
+  if (WEFT__UNLIKELY(!w || !resolve_slot(w, e, &slot, &row)))
+    return NULL;
+  void *p = (void *)row_ptr(slot, row, c);
+  if (p) /* the caller may write: `changed` readers must see the chunk */
+    weft__stamp_write(w, slot->chunk, weft__archetype_col(slot->arch, c));
+  return p;
 }
 
 void *weft_get_field(weft_world_t *w, weft_entity_t e, weft_component_t c,
@@ -775,6 +831,7 @@ void *weft_get_field(weft_world_t *w, weft_entity_t e, weft_component_t c,
   const weft__component_t *comp = weft__registry_get(&w->registry, c);
   if (field >= comp->field_count)
     return NULL;
+  weft__stamp_write(w, at.chunk, col);
   if (!col->soa)
     return weft__chunk_at(at.chunk, col->first_array, col->size, at.row) +
            comp->fields[field].offset;

@@ -134,6 +134,7 @@ static void write_values(weft_world_t *w, weft__archetype_t *a,
       weft__column_write(a, col, c, row, value);
     else
       weft__column_zero(a, col, c, row);
+    weft__stamp_write(w, c, col); /* a set in place (a moved row: harmless) */
   }
 }
 

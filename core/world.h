@@ -195,6 +195,20 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
   }
 }
 
+/*
+ * Stamps the column of component col in chunk c: a write through
+ * weft_set(), weft_get_mut(), a command or any other path that changes a
+ * value in place. The version is the world's current one, which is above
+ * every version a system that has run or is running holds (the pipeline
+ * advances it before a segment runs, after it and at each sync point), so
+ * every `changed` reader sees the write at its next run and, having run,
+ * no longer does. Any thread (a relaxed store).
+ */
+static inline void weft__stamp_write(const weft_world_t *w, weft__chunk_t *c,
+                                     const weft__column_t *col) {
+  weft__chunk_stamp(c, (uint32_t)(col - c->arch->cols), w->change_version);
+}
+
 /* Components a spawn list may name. */
 #define WEFT__SPAWN_MAX 64u
 

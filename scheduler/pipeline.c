@@ -436,6 +436,11 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
                         "out of memory planning system %s", y->name);
     *rows += y->query ? y->rows : 1;
   }
+  /* Writes made while the segment runs (weft_get_mut(), weft_set(),
+   * weft_get_many_ex() with a write mask, drained structural calls) stamp
+   * the world's version: above every version just handed out, so that
+   * each of these systems, reader or writer, sees them at its next run. */
+  w->change_version++;
   return 0;
 }
 
