@@ -105,6 +105,10 @@ void weft__resources_fini(weft_world_t *w);
 void weft__sched_fini(weft_world_t *w);
 void weft__runif_fini(weft_world_t *w);
 
+/* A hash of the world seed and the named streams' states (random.c), for
+ * the digest. */
+uint64_t weft__random_digest(const weft_world_t *w);
+
 /* Counts n rejected handles; safe from concurrent readers. */
 static inline void weft__count_stale_n(const weft_world_t *w, uint64_t n) {
   atomic_fetch_add_explicit(&((weft_world_t *)w)->stale, n,
