@@ -84,6 +84,13 @@ static inline int room_for_one(weft_world_t *w) {
   return WEFT__LIKELY(index_has_room(&w->index)) ? 0 : room_slow(w);
 }
 
+/* A call that failed after creating archetypes (the world had mark of them
+ * before it) drops them again, so that it leaves nothing behind. */
+static WEFT__COLD int rolled_back(weft_world_t *w, uint32_t mark, int rc) {
+  weft__archetypes_rollback(w, mark);
+  return rc;
+}
+
 /* Places a new entity in archetype a; its row data is left to the caller. */
 static int spawn_into(weft_world_t *w, weft__archetype_t *a, weft_entity_t *e,
                       weft__chunk_t **chunk, uint32_t *row) {
@@ -224,7 +231,7 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
                                         weft_entity_t *out) {
   weft__archetype_t *a;
   const weft__spawn_memo_t *memo;
-  uint32_t n;
+  uint32_t n, mark = w->arch_count;
   int rc = spawn_archetype(w, comps, WEFT__SPAWN_MAX, &a, &n, &memo);
   if (rc)
     return rc;
@@ -232,7 +239,7 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
   uint32_t row;
   rc = spawn_into(w, a, out, &chunk, &row);
   if (rc)
-    return rc;
+    return rolled_back(w, mark, rc);
   for (uint32_t i = 0; i < n; i++) {
     const weft__column_t *col =
         memo ? memo->cols[i] : weft__archetype_col(a, comps[i]);
@@ -354,14 +361,14 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   if (!comps)
     comps = no_components;
   weft__archetype_t *a;
-  uint32_t ncomps;
+  uint32_t ncomps, mark = w->arch_count;
   const weft__spawn_memo_t *memo;
   int rc = spawn_archetype(w, comps, WEFT_QUERY_MAX_TERMS, &a, &ncomps, &memo);
   if (rc || n == 0)
     return rc;
   rc = batch_reserve(w, a, n);
   if (rc)
-    return rc;
+    return rolled_back(w, mark, rc);
   /* The batch is a scope: structural calls from the fill callback or from
    * observers stage and apply when the batch is complete. */
   weft__scope_open(w);
@@ -424,15 +431,16 @@ static inline __attribute__((always_inline)) int
 move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
            weft_component_t c, const weft__edge_t **taken) {
   const weft__edge_t *edge;
+  const uint32_t mark = w->arch_count;
   int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
   if (rc)
-    return rc;
+    return rolled_back(w, mark, rc);
   weft__archetype_t *b = edge->to;
   weft__chunk_t *dc;
   uint32_t dr;
   rc = weft__archetype_push(w, b, e, &dc, &dr);
   if (rc)
-    return rc;
+    return rolled_back(w, mark, rc);
   for (uint32_t i = 0; i < edge->plan_len; i++) {
     const weft__copy_t *p = &edge->plan[i];
     weft__copy_elem(weft__chunk_at(dc, p->dst, p->elem, dr),

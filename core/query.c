@@ -84,6 +84,20 @@ int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a) {
   return 0;
 }
 
+void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep) {
+  for (uint32_t i = 0; i < w->query_count; i++) {
+    weft_query_t *q = w->queries[i];
+    uint32_t n = q->nmatches;
+    /* Archetypes are matched in creation order: theirs are the last. */
+    while (n && q->matches[n - 1].arch->id >= keep)
+      n--;
+    if (n != q->nmatches) {
+      q->nmatches = n;
+      invalidate_flat(q);
+    }
+  }
+}
+
 void weft__queries_on_chunks(weft_world_t *w, const weft__archetype_t *a,
                              uint32_t n) {
   for (uint32_t i = 0; i < w->query_count; i++) {

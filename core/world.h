@@ -223,6 +223,10 @@ int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
 /* Tells every query about a new archetype (query.c). */
 int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a);
 
+/* Forgets archetypes with ids from @p keep on (rolled back, archetype.c):
+ * each query's matches end before them. Cannot fail. */
+void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep);
+
 /* Archetype a gained n chunks: the queries that match it make room for
  * them in their flat caches (query.c). Cannot fail: a query short of room
  * iterates through its matches instead. */
