@@ -623,8 +623,12 @@ int weft_world_unwind(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   w->txn.depth = 0;
   /* Iterators still open no longer hold a scope: their close must not end
-   * the scope of an iterator started after this. */
+   * the scope of an iterator started after this. Nor do they count as
+   * their queries' open iterations, and they end at their next step: the
+   * structural changes now allowed may free what they walk. */
   w->txn.unwinds++;
+  weft__queries_unwound(w);
+  w->version++;
   uint32_t r = atomic_load_explicit(&w->txn.route, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(
       &w->txn.route, &r, r & WEFT__ROUTE_OWNER, memory_order_relaxed,

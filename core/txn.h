@@ -261,6 +261,10 @@ typedef struct weft__txn_t {
   uint32_t live_bufs;
   uint16_t *buf_epochs; /* next epoch for a buffer that reuses an id */
   uint32_t buf_epochs_cap;
+  /* Destroyed buffers: their memory stays with the world (reused by
+   * weft_cmdbuf_create(), freed with the world), so that a second destroy
+   * or a record into one finds a dead buffer, not freed memory. */
+  struct weft_cmdbuf_t *dead_bufs;
 } weft__txn_t;
 
 void weft__txn_init(weft__txn_t *t);
@@ -333,6 +337,16 @@ void weft__cmdbuf_alloc_stats(const struct weft_world_t *w, uint64_t *allocs,
  * failures into recording (no thread may be recording into it). */
 struct weft_cmdbuf_t;
 weft__alloc_stats_t *weft__cmdbuf_alloc(struct weft_cmdbuf_t *b);
+
+/* Marks a buffer as the scheduler's (a system's ctx->cmd): the public
+ * weft_cmdbuf_destroy() refuses it; weft__cmdbuf_free() frees it. */
+void weft__cmdbuf_own(struct weft_cmdbuf_t *b);
+
+/* Destroys any live buffer, the scheduler's included (command.c). */
+void weft__cmdbuf_free(struct weft_cmdbuf_t *b);
+
+/* Frees every buffer, live or destroyed: the world's end (command.c). */
+void weft__cmdbufs_fini(struct weft_world_t *w);
 
 /* What a command buffer holds right now (before its apply). */
 typedef struct weft__cmdbuf_usage_t {

@@ -223,6 +223,13 @@ int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
 /* Tells every query about a new archetype (query.c). */
 int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a);
 
+/* Frees a query, open iterations or not: the world's end (query.c). */
+void weft__query_free(weft_query_t *q);
+
+/* Forgets every open iteration of the world's queries: after an unwind,
+ * the iterators it orphaned no longer count (query.c). */
+void weft__queries_unwound(weft_world_t *w);
+
 /* Forgets archetypes with ids from @p keep on (rolled back, archetype.c):
  * each query's matches end before them. Cannot fail. */
 void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep);

@@ -46,6 +46,7 @@ static int make_slots(weft_world_t *w, weft__sched_t *s) {
     int rc = weft_cmdbuf_create(w, &s->slots[k].cmd);
     if (rc)
       return rc;
+    weft__cmdbuf_own(s->slots[k].cmd); /* ctx->cmd: not the user's to free */
     s->bufs[k] = s->slots[k].cmd;
   }
   if (weft__events_slots(w, s->nslots))
@@ -113,7 +114,8 @@ void weft__sched_fini(weft_world_t *w) {
   for (uint32_t p = 1; p <= s->nphases; p++)
     freename(s->phases[p].name);
   for (uint32_t k = 0; s->slots && k < s->nslots; k++)
-    weft_cmdbuf_destroy(s->slots[k].cmd);
+    if (s->slots[k].cmd)
+      weft__cmdbuf_free(s->slots[k].cmd);
   weft__free(s->slots, 0, 64);
   weft__free(s->bufs, 0, 16);
   weft__free(s, sizeof(*s), 64);
