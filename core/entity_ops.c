@@ -85,8 +85,9 @@ static inline int room_for_one(weft_world_t *w) {
 }
 
 /* A call that failed after creating archetypes (the world had mark of them
- * before it) drops them again, so that it leaves nothing behind. */
-static WEFT__COLD int rolled_back(weft_world_t *w, uint32_t mark, int rc) {
+ * before it) drops them again, so that it leaves nothing behind. Inline,
+ * so that callers see it return their nonzero rc. */
+static inline int rolled_back(weft_world_t *w, uint32_t mark, int rc) {
   weft__archetypes_rollback(w, mark);
   return rc;
 }
@@ -580,6 +581,10 @@ const void *weft_get(const weft_world_t *w, weft_entity_t e,
   return row_ptr(slot, row, c);
 }
 
+/* Where weft_get_many_ex()'s write mask rides in get_many()'s address_only
+ * word (k is at most WEFT_GET_MANY_MAX, so the lower half holds the rest). */
+#define WEFT__GET_WRITE_SHIFT 16u
+
 /* How many handles ahead weft_get_many() prefetches index records, and
  * how many ahead it reads them to prefetch the rows they name (a power of
  * two: the places it finds wait in a ring of that size). */
@@ -663,7 +668,9 @@ find_row(const get_ctx_t *g, weft_entity_t e, const weft_component_t *comps,
  * names: that equality also checks the world tag, as stored handles carry
  * it), so the misses of independent lookups overlap. Inlined into every
  * caller, so k = 1 compiles to the one-component loop. Rows of the
- * components whose bit is set in @p address_only are not prefetched.
+ * components whose bit is set in @p address_only are not prefetched; its
+ * upper half (from WEFT__GET_WRITE_SHIFT) is weft_get_many_ex()'s write
+ * mask, whose components' chunks are stamped (weft__stamp_row()).
  */
 static inline __attribute__((always_inline)) uint32_t
 get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
@@ -697,6 +704,9 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
         hits += at->p[j] != NULL;
         out[j] = at->p[j];
       }
+      if (WEFT__UNLIKELY(address_only >> WEFT__GET_WRITE_SHIFT))
+        weft__stamp_row(w, at->slot, comps, k,
+                        address_only >> WEFT__GET_WRITE_SHIFT);
       if (has) {
         has[i] = has_known && weft__mask_test(&at->slot->arch->present, has_c);
         hits += has[i];
@@ -752,18 +762,19 @@ uint32_t weft_get_many_n(const weft_world_t *w, const weft_entity_t *handles,
   return get_many_k(w, handles, n, comps, k, 0, out, NULL, 0);
 }
 
-static inline uint32_t get_many_ex(const weft_world_t *w,
-                                   const weft_entity_t *handles, uint32_t n,
-                                   const weft_component_t *comps, uint32_t k,
-                                   const void **out,
-                                   const weft_get_many_opts_t *opts) {
+uint32_t weft_get_many_ex(const weft_world_t *w, const weft_entity_t *handles,
+                          uint32_t n, const weft_component_t *comps, uint32_t k,
+                          const void **out, const weft_get_many_opts_t *opts) {
   bool *has = opts ? opts->has_out : NULL;
   if (!w || !handles || k > WEFT_GET_MANY_MAX || (k && (!comps || !out)) ||
       (!k && !has))
     return 0;
   const void *none[1]; /* k = 0: no pointer is written */
-  return get_many_k(w, handles, n, comps, k, opts ? opts->address_only : 0,
-                    k ? out : none, has, has ? opts->has : 0);
+  uint32_t flags = opts ? (opts->address_only & 0xffffu) |
+                              (opts->write & 0xffffu) << WEFT__GET_WRITE_SHIFT
+                        : 0;
+  return get_many_k(w, handles, n, comps, k, flags, k ? out : none, has,
+                    has ? opts->has : 0);
 }
 
 uint32_t weft_has_many(const weft_world_t *w, const weft_entity_t *handles,
@@ -772,51 +783,6 @@ uint32_t weft_has_many(const weft_world_t *w, const weft_entity_t *handles,
     return 0;
   const void *none[1]; /* k = 0: no pointer is written */
   return get_many(w, handles, n, NULL, 0, 0, none, out, c);
-}
-
-/* Stamps the rows of a weft_get_many_ex() call whose pointers it returned
- * for a component of the write mask (see weft__stamp_write()). The rows'
- * records and chunk table entries were read by the lookup just before, so
- * finding them again hits the cache; consecutive rows of one chunk stamp
- * it once. */
-static WEFT__NOINLINE void stamp_many(const weft_world_t *w,
-                                      const weft_entity_t *handles, uint32_t n,
-                                      const weft_component_t *comps, uint32_t k,
-                                      uint32_t write, const void *const *out) {
-  const uint32_t v = w->change_version;
-  const weft__archetype_t *arch = NULL;
-  const weft__chunk_t *done = NULL; /* the last chunk stamped */
-  uint32_t cols[WEFT_GET_MANY_MAX]; /* column + 1 of comps[j] in arch */
-  for (uint32_t i = 0; i < n; i++, out += k) {
-    const weft__chunk_slot_t *slot;
-    uint32_t row;
-    bool hit = false;
-    for (uint32_t j = 0; j < k; j++)
-      hit |= (write >> j & 1) && out[j];
-    if (!hit ||
-        !weft__index_find(&w->index, w->chunks.table, handles[i], &slot,
-                          &row) ||
-        slot->chunk == done)
-      continue;
-    if (slot->arch != arch) {
-      arch = slot->arch;
-      for (uint32_t j = 0; j < k; j++)
-        cols[j] = comps[j] <= WEFT_MAX_COMPONENTS ? arch->colmap[comps[j]] : 0;
-    }
-    for (uint32_t j = 0; j < k; j++)
-      if ((write >> j & 1) && cols[j])
-        weft__chunk_stamp(slot->chunk, cols[j] - 1, v);
-    done = slot->chunk;
-  }
-}
-
-uint32_t weft_get_many_ex(const weft_world_t *w, const weft_entity_t *handles,
-                          uint32_t n, const weft_component_t *comps, uint32_t k,
-                          const void **out, const weft_get_many_opts_t *opts) {
-  uint32_t hits = get_many_ex(w, handles, n, comps, k, out, opts);
-  if (hits && k && opts && (opts->write & ((1u << k) - 1)))
-    stamp_many(w, handles, n, comps, k, opts->write, out);
-  return hits;
 }
 
 void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {

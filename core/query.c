@@ -193,7 +193,10 @@ int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
 int weft_query_destroy(weft_query_t *q) {
   if (!q)
     return 0;
-  uint32_t open = atomic_load_explicit(&q->iters, memory_order_relaxed);
+  const weft__txn_t *t = &q->world->txn;
+  uint32_t open = atomic_load_explicit(&q->iters, memory_order_relaxed) +
+                  (atomic_load_explicit(&t->solo_query, memory_order_relaxed) ==
+                   (uintptr_t)q);
   WEFT_CHECK(q->world, open == 0, WEFT_EBUSY,
              "the query has %u open iterations: end them (weft_iter_next "
              "returning false, weft_iter_close or weft_world_unwind) first",
@@ -203,6 +206,7 @@ int weft_query_destroy(weft_query_t *q) {
 }
 
 void weft__queries_unwound(weft_world_t *w) {
+  atomic_store_explicit(&w->txn.solo_query, 0, memory_order_relaxed);
   for (uint32_t i = 0; i < w->query_count; i++)
     atomic_store_explicit(&w->queries[i]->iters, 0, memory_order_relaxed);
 }
@@ -349,9 +353,16 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   it->runs_ = (q->flags & WEFT_QUERY_CHUNK_RUNS) != 0;
   it->scoped_ = w->txn.unwinds + 1;
   it->query_ = q;
-  atomic_fetch_add_explicit(&((weft_query_t *)q)->iters, 1,
-                            memory_order_relaxed);
-  weft__txn_iter_enter(w);
+  /* The world's only open iteration names its query in one store; one
+   * opened beside others counts in its query (txn.h, solo_query). */
+  weft_world_t *ww = (weft_world_t *)w;
+  it->counted_ = weft__txn_iter_enter(w) != 0;
+  if (it->counted_)
+    atomic_fetch_add_explicit(&((weft_query_t *)q)->iters, 1,
+                              memory_order_relaxed);
+  else
+    atomic_store_explicit(&ww->txn.solo_query, (uintptr_t)q,
+                          memory_order_relaxed);
   if (!q->nmatches)
     return;
   if (flat_ready(q, v)) {
@@ -454,9 +465,13 @@ void weft_iter_close(weft_iter_t *it) {
     bool holds = it->scoped_ - 1 == it->world_->txn.unwinds;
     it->scoped_ = 0;
     if (holds) {
-      atomic_fetch_sub_explicit(&((weft_query_t *)it->query_)->iters, 1,
-                                memory_order_relaxed);
-      weft__txn_iter_leave(it->world_);
+      weft_world_t *w = (weft_world_t *)it->world_;
+      if (it->counted_)
+        atomic_fetch_sub_explicit(&((weft_query_t *)it->query_)->iters, 1,
+                                  memory_order_relaxed);
+      else /* before the scope closes: no other can be the first yet */
+        atomic_store_explicit(&w->txn.solo_query, 0, memory_order_relaxed);
+      weft__txn_iter_leave(w);
     }
   }
 }

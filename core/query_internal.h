@@ -67,8 +67,10 @@ struct weft_query_t {
    * release after a rebuild. */
   _Atomic uint64_t flat_version;
   atomic_flag flat_lock;
-  /* Iterations of this query that hold their scope: weft_query_destroy()
-   * refuses while any is open. Readers iterate concurrently: atomic. */
+  /* Iterations of this query that hold their scope and were opened while
+   * another was open (the first one is the world's solo_query, txn.h):
+   * weft_query_destroy() refuses while any is open. Readers iterate
+   * concurrently: atomic. */
   _Atomic uint32_t iters;
 };
 

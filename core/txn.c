@@ -648,9 +648,10 @@ int weft_world_last_drain(const weft_world_t *w) {
   return w ? w->txn.last_error : WEFT_EINVAL;
 }
 
-void weft__txn_iter_enter(const weft_world_t *w) {
-  atomic_fetch_add_explicit(&((weft_world_t *)w)->txn.route, 1,
-                            memory_order_relaxed);
+uint32_t weft__txn_iter_enter(const weft_world_t *w) {
+  return atomic_fetch_add_explicit(&((weft_world_t *)w)->txn.route, 1,
+                                   memory_order_relaxed) &
+         WEFT__ROUTE_ITERS;
 }
 
 void weft__txn_iter_leave(const weft_world_t *cw) {

@@ -265,6 +265,12 @@ typedef struct weft__txn_t {
    * weft_cmdbuf_create(), freed with the world), so that a second destroy
    * or a record into one finds a dead buffer, not freed memory. */
   struct weft_cmdbuf_t *dead_bufs;
+  /* The query of the iteration that opened the first iteration scope, while
+   * it is open (0 otherwise): iterations started while another is open
+   * count in their query instead (weft_query_t.iters), so a lone one pays
+   * no read-modify-write for weft_query_destroy()'s check. Relaxed
+   * atomic: reader threads set it. */
+  _Atomic uintptr_t solo_query;
 } weft__txn_t;
 
 void weft__txn_init(weft__txn_t *t);
@@ -300,8 +306,9 @@ int weft__staged_despawn(struct weft_world_t *w, weft_entity_t e);
 int weft__staged_op(struct weft_world_t *w, uint32_t op, weft_entity_t e,
                     weft_component_t c, const void *value);
 
-/* Iteration scopes (query.c): enter on iterator start, leave at its end. */
-void weft__txn_iter_enter(const struct weft_world_t *w);
+/* Iteration scopes (query.c): enter on iterator start, leave at its end.
+ * Enter returns the number of iteration scopes open before it. */
+uint32_t weft__txn_iter_enter(const struct weft_world_t *w);
 void weft__txn_iter_leave(const struct weft_world_t *w);
 
 /* Applies everything staged (the outermost scope closed). */

@@ -213,6 +213,26 @@ static inline void weft__stamp_write(const weft_world_t *w, weft__chunk_t *c,
   weft__chunk_stamp(c, (uint32_t)(col - c->arch->cols), w->change_version);
 }
 
+/*
+ * Stamps, in the chunk of a row found through its chunk table entry, the
+ * columns of the components comps[j] whose bit j is set in @p write (a
+ * weft_get_many_ex() write mask): weft__stamp_write() for a lookup that
+ * knows only the slot. Any thread.
+ */
+static inline void weft__stamp_row(const weft_world_t *w,
+                                   const weft__chunk_slot_t *slot,
+                                   const weft_component_t *comps, uint32_t k,
+                                   uint32_t write) {
+  for (uint32_t j = 0; j < k; j++) {
+    weft_component_t c = comps[j];
+    uint32_t col = (write >> j & 1) && c <= WEFT_MAX_COMPONENTS
+                       ? slot->arch->colmap[c]
+                       : 0;
+    if (col)
+      weft__chunk_stamp(slot->chunk, col - 1, w->change_version);
+  }
+}
+
 /* Components a spawn list may name. */
 #define WEFT__SPAWN_MAX 64u
 

@@ -116,6 +116,8 @@ typedef struct weft_iter_t {
   uint32_t scoped_;   /* nonzero: holds an iteration scope (command.h), taken
                          after unwind number scoped_ - 1 */
   const void *query_; /* the query iterated (its open iterations count) */
+  uint32_t counted_;  /* nonzero: counted in the query, else the world's
+                         first open iteration (core/txn.h, solo_query) */
 } weft_iter_t;
 
 /**
@@ -153,6 +155,15 @@ uint32_t weft_query_archetype_count(const weft_query_t *query);
  */
 void weft_query_iter(const weft_query_t *query, weft_iter_t *it);
 
+/* Private: the inline step's branch hint. Without it gcc 12 moves the
+ * hand-out off the loop's straight line, behind a taken branch, once the
+ * version compare joins the condition. */
+#if defined(__GNUC__)
+#define WEFT_ITER_LIKELY_(x) __builtin_expect(!!(x), 1)
+#else
+#define WEFT_ITER_LIKELY_(x) (x)
+#endif
+
 /** Private: the out-of-line part of weft_iter_next(). */
 bool weft_iter_next_slow_(weft_iter_t *it);
 
@@ -177,7 +188,8 @@ bool weft_iter_next_slow_(weft_iter_t *it);
  */
 static inline bool weft_iter_next(weft_iter_t *it) {
   const weft_iter_slot_t_ *s = it ? it->slot_ : (const weft_iter_slot_t_ *)0;
-  if (s != (it ? it->slot_end_ : s) && *it->world_version_ == it->version_) {
+  if (WEFT_ITER_LIKELY_(s != (it ? it->slot_end_ : s) &&
+                        *it->world_version_ == it->version_)) {
     void *const *cols = (void *const *)(s + 1);
     it->count = s->count;
     it->home_node = s->home_node;
