@@ -17,6 +17,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include <weft/systems.h>
 

@@ -181,7 +181,10 @@ typedef struct weft_system_desc_t {
   weft_query_desc_t query;
   /** Access of include term i (WEFT_ACCESS_*); default read and write. */
   uint8_t term_access[WEFT_QUERY_MAX_TERMS];
-  /** Further components read / written (zero-terminated lists). */
+  /** Further components read / written (zero-terminated lists). Every
+   * chunk holding a component of `write` is marked changed for each run
+   * unless the flags hold WEFT_SYSTEM_TRACKED_WRITES ("Change versions"
+   * above). */
   weft_component_t read[WEFT_SYSTEM_MAX_ACCESS + 1];
   weft_component_t write[WEFT_SYSTEM_MAX_ACCESS + 1];
   /** Resources read / written. */
