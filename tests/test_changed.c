@@ -469,7 +469,7 @@ typedef struct many_t {
 static int write_many(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   many_t *m = ctx->user;
   uint32_t *mark = chunk->columns[0];
-  weft_entity_t h[512];
+  weft_entity_t h[512] = {0}; /* all set below; -O3 cannot tell */
   const void *out[512];
   uint32_t n = chunk->count < 512 ? chunk->count : 512;
   for (uint32_t i = 0; i < n; i++) {
