@@ -179,6 +179,61 @@ static int reserve_one(weft_world_t *w) {
   return 0;
 }
 
+/* Whether archetype a can go: it holds no row and owns no chunk id. */
+static bool droppable(const weft__archetype_t *a) {
+  return a->count == 0 && a->chunk_total == 0;
+}
+
+/* Removes the edge in slot i of a's table, moving later entries of its
+ * probe run back (linear probing needs no tombstones then). */
+static void edge_delete(weft__archetype_t *a, uint32_t i) {
+  const uint32_t mask = a->edge_cap - 1;
+  weft__free(a->edges[i].plan, 0, 16);
+  for (uint32_t j = (i + 1) & mask; a->edges[j].key; j = (j + 1) & mask) {
+    uint32_t home = weft__edge_hash(a->edges[j].key, a->edge_cap);
+    /* Entry j may fill the hole at i unless its home lies cyclically in
+     * (i, j]. */
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      a->edges[i] = a->edges[j];
+      i = j;
+    }
+  }
+  a->edges[i] = (weft__edge_t){0};
+  a->edge_count--;
+  a->last_edge = NULL; /* it may have pointed at a moved entry */
+}
+
+void weft__archetypes_rollback(weft_world_t *w, uint32_t mark) {
+  uint32_t keep = w->arch_count;
+  while (keep > mark && keep > 1 && droppable(w->archs[keep - 1]))
+    keep--;
+  if (keep == w->arch_count)
+    return;
+  weft__queries_drop_archetypes(w, keep);
+  for (uint32_t id = 0; id < keep; id++) {
+    weft__archetype_t *a = w->archs[id];
+    for (uint32_t i = 0; i < a->edge_cap;)
+      if (a->edges[i].key && a->edges[i].to->id >= keep)
+        edge_delete(a, i); /* slot i may hold a moved entry now */
+      else
+        i++;
+  }
+  for (uint32_t i = 0; i < WEFT__SPAWN_CACHE; i++)
+    if (w->spawn_cache[i].arch && w->spawn_cache[i].arch->id >= keep)
+      memset(&w->spawn_cache[i], 0, sizeof(w->spawn_cache[i]));
+  if (w->spawn_last && !w->spawn_last->arch)
+    w->spawn_last = NULL;
+  for (uint32_t id = keep; id < w->arch_count; id++)
+    weft__archetype_free(w->archs[id]);
+  w->arch_count = keep;
+  /* The signature table keeps its size: refill it with the survivors. */
+  memset(w->arch_table, 0, w->arch_table_cap * sizeof(*w->arch_table));
+  for (uint32_t id = 0; id < keep; id++) {
+    const weft__archetype_t *a = w->archs[id];
+    w->arch_table[table_slot(w, &a->present, &a->disabled)] = id + 1;
+  }
+}
+
 int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
                         const weft__mask_t *disabled, weft__archetype_t **out) {
   if (w->arch_table_cap) {
@@ -198,12 +253,13 @@ int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
     w->archs[w->arch_count++] = a;
     w->arch_table[table_slot(w, present, disabled)] = a->id + 1;
     rc = weft__queries_on_archetype(w, a);
-    /* A query that failed to record the archetype would miss its rows, so
-     * the failure is reported; the archetype itself stays valid. */
+    /* A query that failed to record the archetype would miss its rows:
+     * the archetype goes again, and the failure is reported. */
     if (rc == 0) {
       *out = a;
       return 0;
     }
+    weft__archetypes_rollback(w, a->id);
     return rc;
   }
   weft__archetype_free(a);

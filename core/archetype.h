@@ -130,6 +130,16 @@ typedef struct weft__archetype_t {
 int weft__archetype_get(struct weft_world_t *w, const weft__mask_t *present,
                         const weft__mask_t *disabled, weft__archetype_t **out);
 
+/*
+ * Undoes the archetypes created since the world had @p mark of them, when
+ * the call that created them failed before any row landed there: they
+ * leave the signature table, the queries' matches, the edges and spawn
+ * memos that lead to them, and are freed, so that the failed call leaves
+ * nothing observable behind (the digest, archetype counts). Only the
+ * newest archetypes that hold no row and own no chunk go. Owner thread.
+ */
+void weft__archetypes_rollback(struct weft_world_t *w, uint32_t mark);
+
 /* Creates the transition edge op/comp from a (cold path of the lookup). */
 int weft__archetype_edge_slow(struct weft_world_t *w, weft__archetype_t *a,
                               uint32_t op, weft_component_t comp,

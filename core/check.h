@@ -4,6 +4,13 @@
  * Every public function validates its input through WEFT_CHECK so that bad
  * input becomes an error code plus a message on the world, never a crash.
  * In debug builds the message names the file and line of the failed check.
+ *
+ * Misuse that would corrupt memory is caught in every build when the
+ * check is cheap (a flag, a count, a version compare per chunk: destroyed
+ * or scheduler-owned command buffers, destroying an iterated query,
+ * iterators orphaned by weft_world_unwind()), and in checked mode only
+ * (WEFT_ASSERT_CHECKED) when it would cost the hot loops more; see
+ * DEVELOPERS.md, "Misuse checks", for the list.
  */
 #ifndef WEFT_CORE_CHECK_H
 #define WEFT_CORE_CHECK_H

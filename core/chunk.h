@@ -57,6 +57,22 @@ typedef struct weft__chunk_t {
 
 _Static_assert(sizeof(weft__chunk_t) == 64, "a chunk header is one cache line");
 
+/*
+ * Stamps column col of chunk c with change version v: the column was (or
+ * is about to be) written, so `changed` filters (system.h) see the chunk.
+ * Several pool workers may stamp one chunk at once (writes to different
+ * rows through weft_get_many_ex()), so the store is a relaxed atomic,
+ * which compiles to a plain store; it is skipped when the column already
+ * carries v, so that a run of writes into one chunk dirties its version
+ * line once.
+ */
+static inline void weft__chunk_stamp(weft__chunk_t *c, uint32_t col,
+                                     uint32_t v) {
+  uint32_t *p = &c->versions[col];
+  if (__atomic_load_n(p, __ATOMIC_RELAXED) != v)
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
 /* Array bases a chunk table entry holds itself (the rest stay behind the
  * header's bases pointer). */
 #define WEFT__SLOT_BASES 4u

@@ -51,6 +51,9 @@ struct weft_cmdbuf_t {
   uint32_t run_cmd;       /* its command */
   uint64_t run_key;       /* the key it was recorded under */
   bool applying;          /* part of the running weft_world_apply() */
+  bool dead;              /* destroyed: kept in the world's dead list */
+  bool owned;             /* the scheduler's: weft_cmdbuf_destroy() refuses */
+  struct weft_cmdbuf_t *next_dead;
   weft__cmd_t *cmds;
   uint32_t ncmds;
   uint32_t cmds_cap;

@@ -46,7 +46,13 @@ int weft_cmdbuf_create(weft_world_t *w, weft_cmdbuf_t **out) {
     memset(t->buf_epochs + old, 0,
            (t->buf_epochs_cap - old) * sizeof(*t->buf_epochs));
   }
-  weft_cmdbuf_t *b = weft__calloc(&w->alloc, sizeof(*b), 64);
+  weft_cmdbuf_t *b = t->dead_bufs;
+  if (b) { /* a destroyed buffer's memory */
+    t->dead_bufs = b->next_dead;
+    memset(b, 0, sizeof(*b));
+  } else {
+    b = weft__calloc(&w->alloc, sizeof(*b), 64);
+  }
   WEFT_CHECK(w, b != NULL, WEFT_ENOMEM, "out of memory adding a buffer");
   b->world = w;
   b->id = id;
@@ -60,19 +66,55 @@ int weft_cmdbuf_create(weft_world_t *w, weft_cmdbuf_t **out) {
   return 0;
 }
 
-void weft_cmdbuf_destroy(weft_cmdbuf_t *b) {
-  if (!b)
-    return;
+void weft__cmdbuf_own(weft_cmdbuf_t *b) {
+  b->owned = true;
+}
+
+void weft__cmdbuf_free(weft_cmdbuf_t *b) {
   weft_world_t *w = b->world;
-  w->txn.bufs[b->id] = NULL;
-  w->txn.buf_epochs[b->id] = (uint16_t)((b->epoch + 1) & WEFT__CMD_FIELD_MASK);
-  w->txn.live_bufs--;
+  weft__txn_t *t = &w->txn;
+  t->bufs[b->id] = NULL;
+  t->buf_epochs[b->id] = (uint16_t)((b->epoch + 1) & WEFT__CMD_FIELD_MASK);
+  t->live_bufs--;
   weft__free(b->cmds, 0, 16);
   weft__free(b->order, 0, 16);
   weft__free(b->scratch, 0, 16);
   weft__free(b->spawned, 0, 16);
   weft__arena_fini(&b->arena);
-  weft__free(b, sizeof(*b), 64);
+  /* The husk stays: a later call through a stale pointer finds it dead. */
+  memset(b, 0, sizeof(*b));
+  b->world = w;
+  b->dead = true;
+  b->next_dead = t->dead_bufs;
+  t->dead_bufs = b;
+}
+
+int weft_cmdbuf_destroy(weft_cmdbuf_t *b) {
+  if (!b)
+    return 0;
+  weft_world_t *w = b->world;
+  WEFT_CHECK(w, !b->dead, WEFT_EINVAL,
+             "command buffer %p was destroyed already", (void *)b);
+  WEFT_CHECK(w, !b->owned, WEFT_EINVAL,
+             "command buffer %u belongs to the scheduler (a system's "
+             "ctx->cmd); it goes with the world",
+             b->id);
+  WEFT_CHECK(w, !b->applying, WEFT_EBUSY, "command buffer %u is being applied",
+             b->id);
+  weft__cmdbuf_free(b);
+  return 0;
+}
+
+void weft__cmdbufs_fini(weft_world_t *w) {
+  weft__txn_t *t = &w->txn;
+  for (uint32_t i = 1; i < t->nbufs; i++)
+    if (t->bufs[i])
+      weft__cmdbuf_free(t->bufs[i]);
+  while (t->dead_bufs) {
+    weft_cmdbuf_t *b = t->dead_bufs;
+    t->dead_bufs = b->next_dead;
+    weft__free(b, sizeof(*b), 64);
+  }
 }
 
 /* Empties a buffer for the next transaction, keeping its memory. A new
@@ -125,7 +167,7 @@ int weft__cmdbuf_reserve(weft_cmdbuf_t *b, const weft__cmdbuf_usage_t *u) {
 }
 
 void weft_cmdbuf_clear(weft_cmdbuf_t *b) {
-  if (b)
+  if (b && !b->dead)
     weft__cmdbuf_restart(b);
 }
 
@@ -169,6 +211,8 @@ void weft_cmd_key(weft_cmdbuf_t *b, uint64_t key) {
  * (nothing recorded).
  */
 static int make_room(weft_cmdbuf_t *b) {
+  if (WEFT__UNLIKELY(b->dead))
+    return WEFT_EINVAL; /* a destroyed buffer records nothing */
   bool open = b->ncmds == 0 || b->key != b->seg_key;
   uint32_t need = b->ncmds + 1 + (open ? 1u : 0u);
   if (need > b->cmds_cap && weft__grow(&b->alloc, &b->cmds, &b->cmds_cap, need,
@@ -244,6 +288,8 @@ static bool same_as_run(const weft_cmdbuf_t *b, const weft_component_t *comps) {
  * list so that long streams of one shape make few, large runs. */
 static int open_run(weft_cmdbuf_t *b, const weft_component_t *comps, uint32_t n,
                     bool same, const weft_entity_t e) {
+  if (b->dead)
+    return WEFT_EINVAL; /* its arena is gone: take nothing from it */
   /* Grow only a stream that filled its run under one key: a run closed
    * by a key change says nothing about the next key's spawns, and sizing
    * by it would make the memory a buffer needs depend on which jobs it
@@ -348,6 +394,8 @@ static __attribute__((noinline)) int record_slow(weft_cmdbuf_t *b, uint32_t op,
                                                  weft_entity_t e,
                                                  weft_component_t c,
                                                  const void *value) {
+  if (b->dead)
+    return WEFT_EINVAL; /* its arena is gone: copy nothing into it */
   b->refs_pending |= weft_entity_is_pending(e);
   uint32_t size = b->world->registry.items[c - 1].size;
   if (value && size && size <= sizeof(void *)) {
@@ -445,7 +493,7 @@ static int snapshot(weft_cmdbuf_t *b, const weft_query_t *q,
 
 static int record_query(weft_cmdbuf_t *b, uint32_t op, const weft_query_t *q,
                         weft_component_t c, const void *value) {
-  if (!b || !q || q->world != b->world)
+  if (!b || b->dead || !q || q->world != b->world)
     return WEFT_EINVAL;
   if (op != WEFT__OP_DESPAWN_Q && !comp_ok(b, c))
     return WEFT_ENOCOMP;

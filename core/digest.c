@@ -1,16 +1,23 @@
 /*
  * weft_world_digest(): one 64-bit hash of everything that makes up a
  * world's state, so that tests and tools can compare two worlds (say, the
- * same program run on 1 and on 8 threads) in one number.
+ * same program run on 1 and on 8 threads) in one number: entities and
+ * components, resources, event channels and random streams, each part
+ * selectable through weft_world_digest_ex().
  *
  * The walk is in a fixed order (archetypes by id, chunks in order, rows in
- * order, arrays in layout order, then the entity index), so equal states
- * hash equal. Component bytes are hashed raw: padding inside a component
- * struct counts, so programs that want equal digests write their values
- * with padding zeroed (as a zero-initialised struct is).
+ * order, arrays in layout order, then the entity index; resources and
+ * channels by id), so equal states hash equal. Component and resource
+ * bytes are hashed raw: padding inside a struct counts, so programs that
+ * want equal digests write their values with padding zeroed (as a
+ * zero-initialised struct is). What does not depend on the state but on
+ * where or how it was made is left out or summed over in an order-free
+ * way: scratch resources' bytes (addresses), the worker slot an event was
+ * staged in, the order random streams were created in.
  */
 #include <string.h>
 
+#include "core/resource_state.h"
 #include "core/world.h"
 
 #define DIGEST_K UINT64_C(0x9e3779b97f4a7c15)
@@ -83,10 +90,8 @@ static uint64_t index_hash(uint64_t h, const weft__index_t *ix) {
   return h;
 }
 
-uint64_t weft_world_digest(const weft_world_t *w) {
-  if (!w)
-    return 0;
-  uint64_t h = mix(DIGEST_K, w->registry.count);
+static uint64_t entities_hash(uint64_t h, const weft_world_t *w) {
+  h = mix(h, w->registry.count);
   for (uint32_t c = 0; c < w->registry.count; c++) {
     const weft__component_t *comp = &w->registry.items[c];
     h = mix_bytes(h, comp->name, strlen(comp->name));
@@ -96,4 +101,61 @@ uint64_t weft_world_digest(const weft_world_t *w) {
   for (uint32_t i = 0; i < w->arch_count; i++)
     h = archetype_hash(h, w->archs[i]);
   return index_hash(h, &w->index);
+}
+
+static uint64_t resources_hash(uint64_t h, const weft__resources_t *r) {
+  uint32_t n = r ? r->nres : 0;
+  h = mix(h, n);
+  for (uint32_t i = 0; i < n; i++) {
+    const weft__res_t *res = &r->res[i];
+    h = mix_bytes(h, res->name, strlen(res->name));
+    h = mix(h, res->size);
+    if (!(res->flags & WEFT_RESOURCE_SCRATCH))
+      h = mix_bytes(h, res->value, res->size);
+  }
+  return h;
+}
+
+/* Published events channel by channel, in order; then the staged ones,
+ * which a sync point will publish in key order whichever slots hold them:
+ * their hashes are summed, so the slots' split does not count. */
+static uint64_t events_hash(uint64_t h, const weft__resources_t *r) {
+  uint32_t n = r ? r->nchans : 0;
+  h = mix(h, n);
+  for (uint32_t i = 0; i < n; i++) {
+    const weft__chan_t *c = &r->chans[i];
+    h = mix_bytes(h, c->name, strlen(c->name));
+    h = mix(h, c->elem);
+    h = mix_bytes(h, c->data, (size_t)c->count * c->elem);
+  }
+  uint64_t staged = 0, sum = 0;
+  for (uint32_t k = 0; r && k < r->nslots; k++) {
+    const weft__slot_t *sl = &r->slots[k];
+    for (uint32_t i = 0; i < sl->count; i++) {
+      const weft__rec_t *e = &sl->recs[i];
+      uint64_t x = mix(mix(DIGEST_K, e->key), e->ch);
+      sum += mix_bytes(x, sl->bytes + e->off, r->chans[e->ch - 1].elem);
+    }
+    staged += sl->count;
+  }
+  return mix(mix(h, staged), sum);
+}
+
+uint64_t weft_world_digest_ex(const weft_world_t *w, uint32_t parts) {
+  if (!w)
+    return 0;
+  uint64_t h = mix(DIGEST_K, parts & WEFT_DIGEST_ALL);
+  if (parts & WEFT_DIGEST_ENTITIES)
+    h = entities_hash(h, w);
+  if (parts & WEFT_DIGEST_RESOURCES)
+    h = resources_hash(h, w->resources);
+  if (parts & WEFT_DIGEST_EVENTS)
+    h = events_hash(h, w->resources);
+  if (parts & WEFT_DIGEST_RANDOM)
+    h = mix(h, weft__random_digest(w));
+  return h;
+}
+
+uint64_t weft_world_digest(const weft_world_t *w) {
+  return weft_world_digest_ex(w, WEFT_DIGEST_ALL);
 }

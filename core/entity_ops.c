@@ -84,6 +84,14 @@ static inline int room_for_one(weft_world_t *w) {
   return WEFT__LIKELY(index_has_room(&w->index)) ? 0 : room_slow(w);
 }
 
+/* A call that failed after creating archetypes (the world had mark of them
+ * before it) drops them again, so that it leaves nothing behind. Inline,
+ * so that callers see it return their nonzero rc. */
+static inline int rolled_back(weft_world_t *w, uint32_t mark, int rc) {
+  weft__archetypes_rollback(w, mark);
+  return rc;
+}
+
 /* Places a new entity in archetype a; its row data is left to the caller. */
 static int spawn_into(weft_world_t *w, weft__archetype_t *a, weft_entity_t *e,
                       weft__chunk_t **chunk, uint32_t *row) {
@@ -231,7 +239,7 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
                                         weft_entity_t *out) {
   weft__archetype_t *a;
   const weft__spawn_memo_t *memo;
-  uint32_t n;
+  uint32_t n, mark = w->arch_count;
   int rc = spawn_archetype(w, comps, WEFT__SPAWN_MAX, &a, &n, &memo);
   if (rc)
     return rc;
@@ -239,7 +247,7 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
   uint32_t row;
   rc = spawn_into(w, a, out, &chunk, &row);
   if (rc)
-    return rc;
+    return rolled_back(w, mark, rc);
   for (uint32_t i = 0; i < n; i++) {
     const weft__column_t *col =
         memo ? memo->cols[i] : weft__archetype_col(a, comps[i]);
@@ -363,14 +371,14 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   if (!comps)
     comps = no_components;
   weft__archetype_t *a;
-  uint32_t ncomps;
+  uint32_t ncomps, mark = w->arch_count;
   const weft__spawn_memo_t *memo;
   int rc = spawn_archetype(w, comps, WEFT_QUERY_MAX_TERMS, &a, &ncomps, &memo);
   if (rc || n == 0)
     return rc;
   rc = batch_reserve(w, a, n);
   if (rc)
-    return rc;
+    return rolled_back(w, mark, rc);
   /* The batch is a scope: structural calls from the fill callback or from
    * observers stage and apply when the batch is complete. */
   weft__scope_open(w);
@@ -433,15 +441,16 @@ static inline __attribute__((always_inline)) int
 move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
            weft_component_t c, const weft__edge_t **taken) {
   const weft__edge_t *edge;
+  const uint32_t mark = w->arch_count;
   int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
   if (rc)
-    return rc;
+    return rolled_back(w, mark, rc);
   weft__archetype_t *b = edge->to;
   weft__chunk_t *dc;
   uint32_t dr;
   rc = weft__archetype_push(w, b, e, &dc, &dr);
   if (rc)
-    return rc;
+    return rolled_back(w, mark, rc);
   for (uint32_t i = 0; i < edge->plan_len; i++) {
     const weft__copy_t *p = &edge->plan[i];
     weft__copy_elem(weft__chunk_at(dc, p->dst, p->elem, dr),
@@ -502,8 +511,10 @@ int weft_set(weft_world_t *w, weft_entity_t e, weft_component_t c,
   if (!weft__mask_test(&at.arch->present, c))
     return weft_add(w, e, c, value);
   const weft__column_t *col = weft__archetype_col(at.arch, c);
-  if (col)
+  if (col) {
     write_or_zero(at.arch, col, at.chunk, at.row, value);
+    weft__stamp_write(w, at.chunk, col);
+  }
   return 0;
 }
 
@@ -601,6 +612,10 @@ const void *weft_get_slow_(const weft_world_t *w, weft_entity_t e,
  * registers.
  */
 #define WEFT__GET_BLOCK 64u
+
+/* Where weft_get_many_ex()'s write mask rides in get_many()'s address_only
+ * word (k is at most WEFT_GET_MANY_MAX, so the lower half holds the rest). */
+#define WEFT__GET_WRITE_SHIFT 16u
 
 /* What weft_get_many() needs of the world, copied into locals: its stores
  * to `out` may alias the world as far as the compiler knows, which made it
@@ -722,11 +737,11 @@ static inline void find_rows_k(const get_ctx_t *g, const weft_entity_t *handles,
   void (*fn)(const get_ctx_t *, const weft_entity_t *, uint32_t,
              const weft_component_t *, uint32_t, uint32_t,
              const weft__chunk_slot_t **, uint32_t *, const void **) =
-      k == 0                    ? find_rows_0
-      : k == 1 && !address_only ? find_rows_1
-      : k == 2                  ? find_rows_2
-      : k == 3                  ? find_rows_3
-                                : find_rows_any;
+      k == 0                                ? find_rows_0
+      : k == 1 && !(address_only & 0xffffu) ? find_rows_1
+      : k == 2                              ? find_rows_2
+      : k == 3                              ? find_rows_3
+                                            : find_rows_any;
   fn(g, handles, n, comps, k, address_only, slots, rows, ptrs);
 }
 
@@ -737,7 +752,10 @@ static inline void find_rows_k(const get_ctx_t *g, const weft_entity_t *handles,
  * Stage 3, here, validates against the handle the row stores (a live
  * handle is the one stored at the place its record names: that equality
  * also checks the world tag, as stored handles carry it). Inlined into
- * every caller, so k = 1 compiles to the one-component loops.
+ * every caller, so k = 1 compiles to the one-component loops. Rows of the
+ * components whose bit is set in @p address_only are not prefetched; its
+ * upper half (from WEFT__GET_WRITE_SHIFT) is weft_get_many_ex()'s write
+ * mask, whose components' chunks are stamped (weft__stamp_row()).
  */
 static inline __attribute__((always_inline)) uint32_t
 get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
@@ -791,6 +809,9 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
           hits += pt[j] != NULL;
           out[j] = pt[j];
         }
+        if (WEFT__UNLIKELY(address_only >> WEFT__GET_WRITE_SHIFT))
+          weft__stamp_row(w, s, comps, k,
+                          address_only >> WEFT__GET_WRITE_SHIFT);
         if (has) {
           has[b + i] = has_known && weft__mask_test(&s->arch->present, has_c);
           hits += has[b + i];
@@ -851,8 +872,11 @@ uint32_t weft_get_many_ex(const weft_world_t *w, const weft_entity_t *handles,
       (!k && !has))
     return 0;
   const void *none[1]; /* k = 0: no pointer is written */
-  return get_many_k(w, handles, n, comps, k, opts ? opts->address_only : 0,
-                    k ? out : none, has, has ? opts->has : 0);
+  uint32_t flags = opts ? (opts->address_only & 0xffffu) |
+                              (opts->write & 0xffffu) << WEFT__GET_WRITE_SHIFT
+                        : 0;
+  return get_many_k(w, handles, n, comps, k, flags, k ? out : none, has,
+                    has ? opts->has : 0);
 }
 
 uint32_t weft_has_many(const weft_world_t *w, const weft_entity_t *handles,
@@ -864,7 +888,14 @@ uint32_t weft_has_many(const weft_world_t *w, const weft_entity_t *handles,
 }
 
 void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {
-  return (void *)weft_get(w, e, c);
+  const weft__chunk_slot_t *slot;
+  uint32_t row;
+  if (WEFT__UNLIKELY(!w || !resolve_slot(w, e, &slot, &row)))
+    return NULL;
+  void *p = (void *)row_ptr(slot, row, c);
+  if (p) /* the caller may write: `changed` readers must see the chunk */
+    weft__stamp_write(w, slot->chunk, weft__archetype_col(slot->arch, c));
+  return p;
 }
 
 void *weft_get_field(weft_world_t *w, weft_entity_t e, weft_component_t c,
@@ -876,6 +907,7 @@ void *weft_get_field(weft_world_t *w, weft_entity_t e, weft_component_t c,
   const weft__component_t *comp = weft__registry_get(&w->registry, c);
   if (field >= comp->field_count)
     return NULL;
+  weft__stamp_write(w, at.chunk, col);
   if (!col->soa)
     return weft__chunk_at(at.chunk, col->first_array, col->size, at.row) +
            comp->fields[field].offset;

@@ -370,6 +370,7 @@ static int prepare(weft_world_t *w, weft_cmdbuf_t *const *bufs, uint32_t n) {
     weft_cmdbuf_t *b = bufs[i];
     WEFT_CHECK(w, b && b->world == w, WEFT_EINVAL,
                "buffer %u is NULL or belongs to another world", i);
+    WEFT_CHECK(w, !b->dead, WEFT_EINVAL, "buffer %u was destroyed", i);
     WEFT_CHECK(w, !b->applying, WEFT_EINVAL, "buffer %u is listed twice", i);
     b->applying = true;
   }

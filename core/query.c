@@ -84,6 +84,20 @@ int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a) {
   return 0;
 }
 
+void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep) {
+  for (uint32_t i = 0; i < w->query_count; i++) {
+    weft_query_t *q = w->queries[i];
+    uint32_t n = q->nmatches;
+    /* Archetypes are matched in creation order: theirs are the last. */
+    while (n && q->matches[n - 1].arch->id >= keep)
+      n--;
+    if (n != q->nmatches) {
+      q->nmatches = n;
+      invalidate_flat(q);
+    }
+  }
+}
+
 void weft__queries_on_chunks(weft_world_t *w, const weft__archetype_t *a,
                              uint32_t n) {
   for (uint32_t i = 0; i < w->query_count; i++) {
@@ -176,9 +190,28 @@ int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
   return 0;
 }
 
-void weft_query_destroy(weft_query_t *q) {
+int weft_query_destroy(weft_query_t *q) {
   if (!q)
-    return;
+    return 0;
+  const weft__txn_t *t = &q->world->txn;
+  uint32_t open = atomic_load_explicit(&q->iters, memory_order_relaxed) +
+                  (atomic_load_explicit(&t->solo_query, memory_order_relaxed) ==
+                   (uintptr_t)q);
+  WEFT_CHECK(q->world, open == 0, WEFT_EBUSY,
+             "the query has %u open iterations: end them (weft_iter_next "
+             "returning false, weft_iter_close or weft_world_unwind) first",
+             open);
+  weft__query_free(q);
+  return 0;
+}
+
+void weft__queries_unwound(weft_world_t *w) {
+  atomic_store_explicit(&w->txn.solo_query, 0, memory_order_relaxed);
+  for (uint32_t i = 0; i < w->query_count; i++)
+    atomic_store_explicit(&w->queries[i]->iters, 0, memory_order_relaxed);
+}
+
+void weft__query_free(weft_query_t *q) {
   weft_world_t *w = q->world;
   /* Observers of the query go with it. */
   weft__obs_forget_query(w, q);
@@ -319,7 +352,17 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   it->nchunks_ = it->chunk_index_ = it->row0_ = 0;
   it->runs_ = (q->flags & WEFT_QUERY_CHUNK_RUNS) != 0;
   it->scoped_ = w->txn.unwinds + 1;
-  weft__txn_iter_enter(w);
+  it->query_ = q;
+  /* The world's only open iteration names its query in one store; one
+   * opened beside others counts in its query (txn.h, solo_query). */
+  weft_world_t *ww = (weft_world_t *)w;
+  it->counted_ = weft__txn_iter_enter(w) != 0;
+  if (it->counted_)
+    atomic_fetch_add_explicit(&((weft_query_t *)q)->iters, 1,
+                              memory_order_relaxed);
+  else
+    atomic_store_explicit(&ww->txn.solo_query, (uintptr_t)q,
+                          memory_order_relaxed);
   if (!q->nmatches)
     return;
   if (flat_ready(q, v)) {
@@ -338,10 +381,23 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   it->match_end_ = q->matches + q->nmatches;
 }
 
-static WEFT__COLD void check_version(weft_iter_t *it) {
-  weft__panic(it->world_, __FILE__, __LINE__,
-              "the world changed structurally during query iteration");
-  it->version_ = *it->world_version_;
+/* The iteration was invalidated (weft__iter_stale()): it ends here, with
+ * the reason on the world, in every build, before anything reads the
+ * slots or chunks it was walking. */
+static WEFT__COLD bool invalidated(weft_iter_t *it) {
+  static const char msg[] =
+      "the world changed structurally during query iteration (after "
+      "weft_world_unwind): the iteration ends";
+  weft__panic(it->world_, __FILE__, __LINE__, msg);
+  (void)weft__fail(it->world_, WEFT_EINVAL, WEFT__FILE, WEFT__LINE, "%s", msg);
+  it->slot0_ = it->slot_ = it->slot_end_ = it->slot_stop_ = NULL;
+  it->match_next_ = it->match_end_ = NULL;
+  it->chunk_ = NULL;
+  it->nchunks_ = it->chunk_index_ = 0;
+  it->count = 0;
+  weft_iter_close(it);
+  it->world_version_ = NULL; /* ended: later steps answer as at the end */
+  return false;
 }
 
 /*
@@ -404,11 +460,19 @@ static bool next_archetype(weft_iter_t *it) {
 
 void weft_iter_close(weft_iter_t *it) {
   if (it && it->scoped_) {
-    /* An iterator opened before an unwind lost its scope to the unwind. */
+    /* An iterator opened before an unwind lost its scope to the unwind
+     * (and its query may be gone since). */
     bool holds = it->scoped_ - 1 == it->world_->txn.unwinds;
     it->scoped_ = 0;
-    if (holds)
-      weft__txn_iter_leave(it->world_);
+    if (holds) {
+      weft_world_t *w = (weft_world_t *)it->world_;
+      if (it->counted_)
+        atomic_fetch_sub_explicit(&((weft_query_t *)it->query_)->iters, 1,
+                                  memory_order_relaxed);
+      else /* before the scope closes: no other can be the first yet */
+        atomic_store_explicit(&w->txn.solo_query, 0, memory_order_relaxed);
+      weft__txn_iter_leave(w);
+    }
   }
 }
 
@@ -453,7 +517,7 @@ bool weft_iter_next_slow_(weft_iter_t *it) {
   if (WEFT__UNLIKELY(!it || !it->world_version_))
     return false; /* a zeroed iterator: nothing to walk */
   if (WEFT__UNLIKELY(it->version_ != *it->world_version_))
-    check_version(it);
+    return invalidated(it);
   if (it->slot_ != it->slot_stop_) {
     emit_slot(it);
     if (it->slot_end_ != it->slot_stop_) /* checked: the next one here too */
@@ -481,7 +545,7 @@ static inline void *field_array(const weft_iter_t *it, const weft__chunk_t *c,
 
 void *weft_iter_field_slow_(const weft_iter_t *it, uint32_t term,
                             uint32_t field) {
-  if (!it)
+  if (!it || weft__iter_stale(it))
     return NULL;
   const weft__chunk_t *c = weft__iter_chunk(it);
   const weft_world_t *w = it->world_;

@@ -67,7 +67,20 @@ struct weft_query_t {
    * release after a rebuild. */
   _Atomic uint64_t flat_version;
   atomic_flag flat_lock;
+  /* Iterations of this query that hold their scope and were opened while
+   * another was open (the first one is the world's solo_query, txn.h):
+   * weft_query_destroy() refuses while any is open. Readers iterate
+   * concurrently: atomic. */
+  _Atomic uint32_t iters;
 };
+
+/* Whether an iterator was invalidated: the world changed structurally
+ * since it started, which can happen to an open iteration only after
+ * weft_world_unwind() (which counts as such a change). Its slots, and
+ * the chunks and queries they name, may be gone. */
+static inline bool weft__iter_stale(const weft_iter_t *it) {
+  return it->world_version_ && *it->world_version_ != it->version_;
+}
 
 /* Bytes of one flat-cache slot of a query with nterms include terms. */
 static inline size_t weft__slot_bytes(uint32_t nterms) {
@@ -83,8 +96,11 @@ static inline const weft_iter_slot_t_ *weft__iter_slot(const weft_iter_t *it) {
              : NULL;
 }
 
-/* The chunk an iterator or view is on (a weft__chunk_t), or NULL. */
+/* The chunk an iterator or view is on (a weft__chunk_t), or NULL (also
+ * for an invalidated iterator). */
 static inline void *weft__iter_chunk(const weft_iter_t *it) {
+  if (weft__iter_stale(it))
+    return NULL;
   if (it->chunk_)
     return it->chunk_;
   const weft_iter_slot_t_ *s = weft__iter_slot(it);

@@ -194,6 +194,21 @@ uint64_t weft_random_world_seed(const weft_world_t *w) {
   return w->random->seed;
 }
 
+uint64_t weft__random_digest(const weft_world_t *w) {
+  const struct weft__random_t *r = w->random;
+  /* Streams are found by name, so their creation order is no state: a
+   * sum of per-stream hashes does not depend on it. */
+  uint64_t sum = 0, n = r ? r->count : 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const stream_t *s = r->streams[i];
+    uint64_t x = s->hash;
+    for (int j = 0; j < 4; j++)
+      x = mix64(x ^ s->rng.s[j]);
+    sum += x;
+  }
+  return mix64(mix64(mix64(weft_random_world_seed(w)) ^ n) ^ sum);
+}
+
 void weft__random_fini(weft_world_t *w) {
   struct weft__random_t *r = w->random;
   if (!r)

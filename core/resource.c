@@ -158,6 +158,17 @@ int weft_resource_set(weft_world_t *w, weft_resource_t res, const void *value) {
   return 0;
 }
 
+int weft_resource_set_flags(weft_world_t *w, weft_resource_t res,
+                            uint32_t flags) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world must not be NULL");
+  WEFT_CHECK(w, (flags & ~WEFT_RESOURCE_SCRATCH) == 0, WEFT_EINVAL,
+             "unknown resource flags 0x%x", flags);
+  weft__res_t *r = (weft__res_t *)res_at(w, res);
+  WEFT_CHECK(w, r, WEFT_ENONAME, "unknown resource id %u", res);
+  r->flags = flags;
+  return 0;
+}
+
 size_t weft_resource_size(const weft_world_t *w, weft_resource_t res) {
   const weft__res_t *r = res_at(w, res);
   return r ? r->size : 0;

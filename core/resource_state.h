@@ -13,12 +13,14 @@
 
 #include "core/alloc.h"
 #include "weft/component.h" /* WEFT_NAME_MAX */
+#include "weft/resource.h"
 #include "weft/world.h"
 
 typedef struct weft__res_t {
   void *value; /* its own block, so it never moves */
   size_t size;
   size_t align;
+  uint32_t flags; /* WEFT_RESOURCE_* */
   char name[WEFT_NAME_MAX];
 } weft__res_t;
 

@@ -213,12 +213,14 @@ int weft__txn_place_fast(weft_world_t *w) {
     while (j < t->nfast && same_list(t->fast[j].run, t->fast[i].run))
       rows += t->fast[j++].got;
     weft__archetype_t *a = NULL;
+    const uint32_t mark = w->arch_count;
     int rc = list_archetype(w, t->fast[i].run, &a);
     if (rc == 0)
       rc = weft__archetype_reserve_rows(w, a, rows);
     if (rc == 0) {
       fast_place(w, a, i, j);
     } else {
+      weft__archetypes_rollback(w, mark); /* one made for them goes */
       /* No memory for the rows: drop these spawns, give their slots back. */
       for (uint32_t f = i; f < j; f++) {
         weft__fast_spawn_t *fs = &t->fast[f];

@@ -192,8 +192,10 @@ static int do_staged_op(weft_world_t *w, uint32_t op, weft_entity_t e,
     weft__where_t at;
     if (weft__locate(w, e, &at) && weft__mask_test(&at.arch->present, c)) {
       const weft__column_t *col = weft__archetype_col(at.arch, c);
-      if (col)
+      if (col) {
         weft__column_write(at.arch, col, at.chunk, at.row, value);
+        weft__stamp_write(w, at.chunk, col);
+      }
       return 0;
     }
   }

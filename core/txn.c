@@ -134,6 +134,7 @@ static void write_values(weft_world_t *w, weft__archetype_t *a,
       weft__column_write(a, col, c, row, value);
     else
       weft__column_zero(a, col, c, row);
+    weft__stamp_write(w, c, col); /* a set in place (a moved row: harmless) */
   }
 }
 
@@ -168,9 +169,12 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
     return 0;
   }
   weft__archetype_t *base = at.arch, *target;
+  const uint32_t mark = w->arch_count;
   int rc = fold_ops(w, base, first, &target);
-  if (rc)
+  if (rc) {
+    weft__archetypes_rollback(w, mark); /* those made on the way go */
     return rc;
+  }
   if (target != base) {
     weft__obs_move_out(w, base, target, at.chunk, at.row);
     /* Observers cannot move rows (their structural calls stage), but
@@ -179,8 +183,10 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
     weft__chunk_t *dc;
     uint32_t dr;
     rc = move_row(w, at.rec, at.chunk, at.row, target, &dc, &dr);
-    if (rc)
+    if (rc) {
+      weft__archetypes_rollback(w, mark);
       return rc;
+    }
     write_values(w, target, dc, dr, first);
     weft__obs_move_in(w, base, target, dc, dr);
   } else {
@@ -244,6 +250,7 @@ static int spawn_target(weft_world_t *w, weft__op_t *first,
 
 static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   weft__archetype_t *target;
+  const uint32_t mark = w->arch_count;
   int rc = spawn_target(w, first, &target);
   if (rc == 1)
     rc = fold_ops(w, w->root, first, &target);
@@ -254,6 +261,7 @@ static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   if (rc) {
     weft__unreserve_slot(w, (uint32_t)e);
     w->txn.dropped++;
+    weft__archetypes_rollback(w, mark); /* those made for it go */
     return rc;
   }
   for (uint32_t i = 0; i < target->narrays; i++) {
@@ -417,10 +425,13 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   if (!weft__locate(w, t->stages[i].e, &at))
     return 0;
   weft__archetype_t *a = at.arch, *b;
+  const uint32_t mark = w->arch_count;
   /* Decide before collecting: trying again from every stage of a run
    * must not cost a scan of the whole run. */
-  if (fold_ops(w, a, &t->stages[i].op0, &b))
+  if (fold_ops(w, a, &t->stages[i].op0, &b)) {
+    weft__archetypes_rollback(w, mark); /* the per-entity path reports it */
     return 0;
+  }
   if (b == a)
     return weft__op_live(&t->stages[i].op0) ? 0 : noop_run(w, i, s1, a);
   /* Slice by slice, so that a slice's records and stages are still in
@@ -456,6 +467,8 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   }
   if (k)
     weft__move_group_close(w, a, k, t->group_runs, nruns);
+  else
+    weft__archetypes_rollback(w, mark); /* b is empty: nothing moved */
   return k;
 }
 
@@ -610,8 +623,12 @@ int weft_world_unwind(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   w->txn.depth = 0;
   /* Iterators still open no longer hold a scope: their close must not end
-   * the scope of an iterator started after this. */
+   * the scope of an iterator started after this. Nor do they count as
+   * their queries' open iterations, and they end at their next step: the
+   * structural changes now allowed may free what they walk. */
   w->txn.unwinds++;
+  weft__queries_unwound(w);
+  w->version++;
   uint32_t r = atomic_load_explicit(&w->txn.route, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(
       &w->txn.route, &r, r & WEFT__ROUTE_OWNER, memory_order_relaxed,
@@ -631,9 +648,10 @@ int weft_world_last_drain(const weft_world_t *w) {
   return w ? w->txn.last_error : WEFT_EINVAL;
 }
 
-void weft__txn_iter_enter(const weft_world_t *w) {
-  atomic_fetch_add_explicit(&((weft_world_t *)w)->txn.route, 1,
-                            memory_order_relaxed);
+uint32_t weft__txn_iter_enter(const weft_world_t *w) {
+  return atomic_fetch_add_explicit(&((weft_world_t *)w)->txn.route, 1,
+                                   memory_order_relaxed) &
+         WEFT__ROUTE_ITERS;
 }
 
 void weft__txn_iter_leave(const weft_world_t *cw) {

@@ -261,6 +261,16 @@ typedef struct weft__txn_t {
   uint32_t live_bufs;
   uint16_t *buf_epochs; /* next epoch for a buffer that reuses an id */
   uint32_t buf_epochs_cap;
+  /* Destroyed buffers: their memory stays with the world (reused by
+   * weft_cmdbuf_create(), freed with the world), so that a second destroy
+   * or a record into one finds a dead buffer, not freed memory. */
+  struct weft_cmdbuf_t *dead_bufs;
+  /* The query of the iteration that opened the first iteration scope, while
+   * it is open (0 otherwise): iterations started while another is open
+   * count in their query instead (weft_query_t.iters), so a lone one pays
+   * no read-modify-write for weft_query_destroy()'s check. Relaxed
+   * atomic: reader threads set it. */
+  _Atomic uintptr_t solo_query;
 } weft__txn_t;
 
 void weft__txn_init(weft__txn_t *t);
@@ -296,8 +306,9 @@ int weft__staged_despawn(struct weft_world_t *w, weft_entity_t e);
 int weft__staged_op(struct weft_world_t *w, uint32_t op, weft_entity_t e,
                     weft_component_t c, const void *value);
 
-/* Iteration scopes (query.c): enter on iterator start, leave at its end. */
-void weft__txn_iter_enter(const struct weft_world_t *w);
+/* Iteration scopes (query.c): enter on iterator start, leave at its end.
+ * Enter returns the number of iteration scopes open before it. */
+uint32_t weft__txn_iter_enter(const struct weft_world_t *w);
 void weft__txn_iter_leave(const struct weft_world_t *w);
 
 /* Applies everything staged (the outermost scope closed). */
@@ -333,6 +344,16 @@ void weft__cmdbuf_alloc_stats(const struct weft_world_t *w, uint64_t *allocs,
  * failures into recording (no thread may be recording into it). */
 struct weft_cmdbuf_t;
 weft__alloc_stats_t *weft__cmdbuf_alloc(struct weft_cmdbuf_t *b);
+
+/* Marks a buffer as the scheduler's (a system's ctx->cmd): the public
+ * weft_cmdbuf_destroy() refuses it; weft__cmdbuf_free() frees it. */
+void weft__cmdbuf_own(struct weft_cmdbuf_t *b);
+
+/* Destroys any live buffer, the scheduler's included (command.c). */
+void weft__cmdbuf_free(struct weft_cmdbuf_t *b);
+
+/* Frees every buffer, live or destroyed: the world's end (command.c). */
+void weft__cmdbufs_fini(struct weft_world_t *w);
 
 /* What a command buffer holds right now (before its apply). */
 typedef struct weft__cmdbuf_usage_t {

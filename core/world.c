@@ -141,14 +141,11 @@ void weft_world_destroy(weft_world_t *w) {
   weft__resources_fini(w);
   weft__random_fini(w);
   weft__runif_fini(w);
-  while (w->txn.live_bufs)
-    for (uint32_t i = 1; i < w->txn.nbufs; i++)
-      if (w->txn.bufs[i])
-        weft_cmdbuf_destroy(w->txn.bufs[i]);
+  weft__cmdbufs_fini(w);
   weft__obs_fini(w);
   weft__txn_fini(&w->txn);
   while (w->query_count)
-    weft_query_destroy(w->queries[w->query_count - 1]);
+    weft__query_free(w->queries[w->query_count - 1]);
   weft__free(w->queries, 0, 16);
   for (uint32_t i = 0; i < w->arch_count; i++)
     weft__archetype_free(w->archs[i]);

@@ -106,6 +106,10 @@ void weft__resources_fini(weft_world_t *w);
 void weft__sched_fini(weft_world_t *w);
 void weft__runif_fini(weft_world_t *w);
 
+/* A hash of the world seed and the named streams' states (random.c), for
+ * the digest. */
+uint64_t weft__random_digest(const weft_world_t *w);
+
 /* Counts n rejected handles; safe from concurrent readers. */
 static inline void weft__count_stale_n(const weft_world_t *w, uint64_t n) {
   atomic_fetch_add_explicit(&((weft_world_t *)w)->stale, n,
@@ -196,6 +200,40 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
   }
 }
 
+/*
+ * Stamps the column of component col in chunk c: a write through
+ * weft_set(), weft_get_mut(), a command or any other path that changes a
+ * value in place. The version is the world's current one, which is above
+ * every version a system that has run or is running holds (the pipeline
+ * advances it before a segment runs, after it and at each sync point), so
+ * every `changed` reader sees the write at its next run and, having run,
+ * no longer does. Any thread (a relaxed store).
+ */
+static inline void weft__stamp_write(const weft_world_t *w, weft__chunk_t *c,
+                                     const weft__column_t *col) {
+  weft__chunk_stamp(c, (uint32_t)(col - c->arch->cols), w->change_version);
+}
+
+/*
+ * Stamps, in the chunk of a row found through its chunk table entry, the
+ * columns of the components comps[j] whose bit j is set in @p write (a
+ * weft_get_many_ex() write mask): weft__stamp_write() for a lookup that
+ * knows only the slot. Any thread.
+ */
+static inline void weft__stamp_row(const weft_world_t *w,
+                                   const weft__chunk_slot_t *slot,
+                                   const weft_component_t *comps, uint32_t k,
+                                   uint32_t write) {
+  for (uint32_t j = 0; j < k; j++) {
+    weft_component_t c = comps[j];
+    uint32_t col = (write >> j & 1) && c <= WEFT_MAX_COMPONENTS
+                       ? slot->arch->colmap[c]
+                       : 0;
+    if (col)
+      weft__chunk_stamp(slot->chunk, col - 1, w->change_version);
+  }
+}
+
 /* Components a spawn list may name. */
 #define WEFT__SPAWN_MAX 64u
 
@@ -205,6 +243,17 @@ int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
 
 /* Tells every query about a new archetype (query.c). */
 int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a);
+
+/* Frees a query, open iterations or not: the world's end (query.c). */
+void weft__query_free(weft_query_t *q);
+
+/* Forgets every open iteration of the world's queries: after an unwind,
+ * the iterators it orphaned no longer count (query.c). */
+void weft__queries_unwound(weft_world_t *w);
+
+/* Forgets archetypes with ids from @p keep on (rolled back, archetype.c):
+ * each query's matches end before them. Cannot fail. */
+void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep);
 
 /* Archetype a gained n chunks: the queries that match it make room for
  * them in their flat caches (query.c). Cannot fail: a query short of room

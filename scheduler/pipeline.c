@@ -533,6 +533,11 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     if (s->pool)
       total += y->est_ns = estimate(y);
   }
+  /* Writes made while the segment runs (weft_get_mut(), weft_set(),
+   * weft_get_many_ex() with a write mask, drained structural calls) stamp
+   * the world's version: above every version just handed out, so that
+   * each of these systems, reader or writer, sees them at its next run. */
+  w->change_version++;
   *cost = total;
   return 0;
 }

@@ -53,6 +53,7 @@ static int make_slots(weft_world_t *w, weft__sched_t *s) {
                s->nslots, live - k, WEFT_CMDBUF_MAX);
     if (rc)
       return rc;
+    weft__cmdbuf_own(s->slots[k].cmd); /* ctx->cmd: not the user's to free */
     s->bufs[k] = s->slots[k].cmd;
   }
   if (weft__events_slots(w, s->nslots))
@@ -132,7 +133,8 @@ void weft__sched_fini(weft_world_t *w) {
   for (uint32_t p = 1; p <= s->nphases; p++)
     freename(s->phases[p].name);
   for (uint32_t k = 0; s->slots && k < s->nslots; k++)
-    weft_cmdbuf_destroy(s->slots[k].cmd);
+    if (s->slots[k].cmd)
+      weft__cmdbuf_free(s->slots[k].cmd);
   weft__free(s->slots, 0, 64);
   weft__free(s->bufs, 0, 16);
   weft__free(s, sizeof(*s), 64);
@@ -287,7 +289,7 @@ static int check_desc(weft_world_t *w, weft__sched_t *s,
   weft_phase_t ph = d->phase ? d->phase : WEFT_PHASE_FIXED_UPDATE;
   WEFT_CHECK(w, ph <= s->nphases, WEFT_ENONAME, "system %s: unknown phase %u",
              d->name, ph);
-  WEFT_CHECK(w, (d->flags & ~0x3fu) == 0, WEFT_EINVAL,
+  WEFT_CHECK(w, (d->flags & ~0x7fu) == 0, WEFT_EINVAL,
              "system %s: unknown flags 0x%x", d->name, d->flags);
   WEFT_CHECK(w, s->live < WEFT_MAX_SYSTEMS, WEFT_ETOOMANY, "at most %u systems",
              WEFT_MAX_SYSTEMS);
@@ -601,6 +603,8 @@ uint32_t weft_iter_version(const weft_iter_t *it, weft_component_t c) {
   const weft__column_t *col = weft__archetype_col(ch->arch, c);
   if (!col)
     return 0;
-  uint32_t v = ch->versions[col - ch->arch->cols];
+  /* Atomic: another worker may stamp it now (chunk.h). */
+  uint32_t v =
+      __atomic_load_n(&ch->versions[col - ch->arch->cols], __ATOMIC_RELAXED);
   return v > ch->sversion ? v : ch->sversion;
 }

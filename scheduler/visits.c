@@ -88,8 +88,34 @@ static int push_job(weft_world_t *w, weft__sys_t *y, uint32_t first,
   return 0;
 }
 
+/*
+ * The safety net for the `write` list (system.h, "Change versions"): a
+ * system may write those components in any entity, through pointers that
+ * stamp nothing, so every chunk that holds one is stamped with the run's
+ * version, when the run is planned, as a query system's own chunks are.
+ * Skipped for WEFT_SYSTEM_TRACKED_WRITES, whose writes stamp exactly the
+ * chunks they touch.
+ */
+static void stamp_write_list(weft_world_t *w, const weft__sys_t *y) {
+  if (y->flags & WEFT_SYSTEM_TRACKED_WRITES)
+    return;
+  for (uint32_t i = 0; i < y->nwcols; i++) {
+    const weft_component_t comp = y->wcols[i];
+    if (!weft__mask_test(&y->xwrites, comp))
+      continue; /* written through the query's own chunks only */
+    for (uint32_t a = 0; a < w->arch_count; a++) {
+      const weft__archetype_t *arch = w->archs[a];
+      const weft__column_t *col = weft__archetype_col(arch, comp);
+      for (uint32_t k = 0; col && k < arch->nchunks; k++)
+        weft__chunk_stamp(arch->chunks[k], (uint32_t)(col - arch->cols),
+                          y->version);
+    }
+  }
+}
+
 /* A task makes one call; its one job never changes. */
 int weft__plan_task(weft_world_t *w, weft__sys_t *y) {
+  stamp_write_list(w, y);
   y->nvisits = 0;
   y->rows = 0;
   if (!y->jobs_cap)
@@ -176,6 +202,7 @@ static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,
  * Allocates only when the world grew.
  */
 int weft__plan_system(weft_world_t *w, weft__sys_t *y) {
+  stamp_write_list(w, y);
   if (y->plan_version == w->version && y->planned && !y->nchanged &&
       y->plan_matches == y->query->nmatches) {
     y->njobs = y->nplanned; /* drop last run's splits */

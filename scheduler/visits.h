@@ -40,17 +40,23 @@ static inline void weft__stamp_visit(const weft__sys_t *y,
    * but the first is read. */
   uint32_t *vers = vi->chunk->versions;
   const uint32_t ncols = vi->chunk->arch->ncols, nch = vi->nch;
+  /* Relaxed atomic stores (plain moves): a callback of the same run may
+   * stamp these words from another worker (weft_get_many_ex() with a write
+   * mask) with the world's newer version. A late stamp (stamp_late) may
+   * then put this run's version back over it, which is harmless: stamps
+   * are late only in segments without `changed` readers, so no reader's
+   * last run lies between the two. */
   if (ns == 1) { /* the common case: a system writes one component */
     const uint32_t k = ai->stamp[0];
     for (uint32_t c = 0; c < nch; c++)
-      vers[(size_t)c * ncols + k] = version;
+      __atomic_store_n(&vers[(size_t)c * ncols + k], version, __ATOMIC_RELAXED);
     return;
   }
   uint16_t st[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
   memcpy(st, ai->stamp, ns * sizeof st[0]);
   for (uint32_t c = 0; c < nch; c++, vers += ncols)
     for (uint32_t i = 0; i < ns; i++)
-      vers[st[i]] = version;
+      __atomic_store_n(&vers[st[i]], version, __ATOMIC_RELAXED);
 }
 
 /* Stamps visits [first, end) of y. */

@@ -167,9 +167,13 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
    * Health rows are only addressed here: the apply reads and writes them,
    * often on another core, and a copy prefetched into this core's cache
    * only made that core fetch it from here (planning 7-8% faster without
-   * that prefetch). */
-  weft_get_many_opts_t o = {
-      .address_only = 1u << HP, .has = r->s->dead, .has_out = dead};
+   * that prefetch). The apply writes hp through them: the write mask
+   * stamps their chunks' change versions, so `changed` readers of Health
+   * see the hits. */
+  weft_get_many_opts_t o = {.address_only = 1u << HP,
+                            .has = r->s->dead,
+                            .has_out = dead,
+                            .write = 1u << HP};
   weft_get_many_ex(r->w, e, 2 * k, comps, NCOMP, got, &o);
   for (uint32_t j = 0; j < k; j++) {
     health_plan_t *pl = &r->plan[lo + j];
@@ -421,6 +425,9 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   d.cmd_write[1] = std->velocity;
   d.cmd_write[2] = std->collider;
   d.receive[0] = std->collisions;
+  /* hp is written only through rows resolved with Health in the lookup's
+   * write mask, which stamps their chunks (see plan_batch). */
+  d.flags = WEFT_SYSTEM_TRACKED_WRITES;
   d.run = health_run;
   d.user = cfg;
   rc = weft_system_register(world, &d, &sys);

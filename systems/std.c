@@ -77,12 +77,17 @@ int weft_std_register(weft_world_t *w, weft_std_t *out) {
 
 int weft__sys_state(weft_world_t *w, const char *name, const void *init,
                     size_t size, weft_resource_t *res) {
+  int rc;
   if (weft_resource_lookup(w, name, res) == 0) {
     if (weft_resource_size(w, *res) != size)
       return WEFT_EEXIST;
-    return init ? weft_resource_set(w, *res, init) : 0;
+    rc = init ? weft_resource_set(w, *res, init) : 0;
+  } else {
+    rc = weft_resource_register(w, name, size, 0, init, res);
   }
-  return weft_resource_register(w, name, size, 0, init, res);
+  /* Settings with pointers in them, plans and caches: not world state
+   * for the digest (the world's own parts hold the state they describe). */
+  return rc ? rc : weft_resource_set_flags(w, *res, WEFT_RESOURCE_SCRATCH);
 }
 
 void weft__sys_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,

@@ -14,7 +14,9 @@
  * user pointer is then weft_resource_get() of *res, which lives as long
  * as the world): registered with @p init, or overwritten when an earlier,
  * since removed, registration left it. A NULL @p init asks for scratch
- * memory: zero-filled when new, left as it is when reused. WEFT_EEXIST
+ * memory: zero-filled when new, left as it is when reused. Either way the
+ * resource is marked WEFT_RESOURCE_SCRATCH (the digest skips its bytes,
+ * which hold addresses or per-run plans). WEFT_EEXIST
  * when the name holds a resource of another size; otherwise 0 or the
  * registration's error.
  */

@@ -1885,6 +1885,118 @@ static void test_command_group_moves_close_holes(void **state) {
   }
 }
 
+/* --- misuse of buffers (command.h) ---------------------------------------- */
+
+/* A second destroy through a stale pointer is refused with a message (it
+ * used to free the buffer twice, and the world's destroy then looped), as
+ * are recording into and applying a destroyed buffer; the world stays
+ * usable and frees everything at its end. */
+static void test_command_destroy_twice_is_refused(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  weft_entity_t e = spawn1(f.w, f.a, 1);
+  weft_query_t *q = query1(f.w, f.a);
+  weft_cmdbuf_t *b = buf_new(f.w);
+  cmd_set(b, e, f.a, 2);
+  assert_int_equal(weft_cmdbuf_destroy(b), WEFT_OK);
+  assert_int_equal(weft_cmdbuf_destroy(b), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(f.w), "destroyed"));
+  assert_int_equal(weft_cmd_set(b, e, f.a, &(uint64_t){3}), WEFT_EINVAL);
+  assert_int_equal(weft_cmd_add(b, e, f.b, &(uint64_t){3}), WEFT_EINVAL);
+  assert_int_equal(weft_cmd_despawn(b, e), WEFT_EINVAL);
+  const weft_component_t comps[] = {f.a, 0};
+  weft_entity_t p;
+  assert_int_equal(weft_cmd_spawn(b, comps, NULL, &p), WEFT_EINVAL);
+  assert_int_equal(weft_cmd_set_query(b, q, f.a, &(uint64_t){4}), WEFT_EINVAL);
+  assert_int_equal(weft_cmdbuf_count(b), 0);
+  weft_cmdbuf_clear(b);
+  assert_int_equal(weft_world_apply(f.w, &b, 1), WEFT_EINVAL);
+  assert_int_equal(val(f.w, e, f.a), 1); /* nothing recorded was applied */
+  assert_int_equal(weft_cmdbuf_destroy(NULL), WEFT_OK);
+  /* Buffers made later work as usual (one may reuse b's memory). */
+  weft_cmdbuf_t *c = buf_new(f.w), *d = buf_new(f.w);
+  cmd_set(c, e, f.a, 5);
+  assert_int_equal(weft_world_apply(f.w, &c, 1), WEFT_OK);
+  assert_int_equal(val(f.w, e, f.a), 5);
+  assert_int_equal(weft_cmdbuf_destroy(d), WEFT_OK);
+  weft_query_destroy(q);
+  weft_world_destroy(f.w); /* frees c, and the memory of b and d */
+}
+
+typedef struct own_t {
+  int destroy_rc;
+  int record_rc;
+  weft_entity_t e;
+  weft_component_t a;
+} own_t;
+
+static int destroy_own_cmd(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  own_t *o = ctx->user;
+  o->destroy_rc = weft_cmdbuf_destroy(ctx->cmd);
+  o->record_rc = weft_cmd_set(ctx->cmd, o->e, o->a, &(uint64_t){9});
+  return 0;
+}
+
+/* A system's ctx->cmd belongs to the scheduler: a callback that destroys
+ * it is refused, and the buffer keeps working. */
+static void test_command_system_buffer_is_not_destroyed(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  own_t o = {1, 1, spawn1(f.w, f.a, 1), f.a};
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "destroys.its.cmd";
+  d.run = destroy_own_cmd;
+  d.user = &o;
+  d.cmd_write[0] = f.a;
+  weft_system_t id;
+  assert_int_equal(weft_system_register(f.w, &d, &id), WEFT_OK);
+  assert_int_equal(weft_world_progress(f.w, 1.0 / 60.0), WEFT_OK);
+  assert_int_equal(o.destroy_rc, WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(f.w), "scheduler"));
+  assert_int_equal(o.record_rc, WEFT_OK);
+  assert_int_equal(val(f.w, o.e, f.a), 9);
+  assert_int_equal(weft_world_progress(f.w, 1.0 / 60.0), WEFT_OK);
+  weft_world_destroy(f.w);
+}
+
+typedef struct applying_t {
+  weft_cmdbuf_t *b;
+  int rc;
+} applying_t;
+
+static void destroy_applying(weft_world_t *w, const weft_event_t *ev,
+                             void *user) {
+  (void)w;
+  (void)ev;
+  applying_t *a = user;
+  a->rc = weft_cmdbuf_destroy(a->b);
+}
+
+/* An observer cannot destroy the buffer being applied. */
+static void test_command_destroy_while_applied_is_refused(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  applying_t a = {buf_new(f.w), 1};
+  weft_observer_desc_t od;
+  memset(&od, 0, sizeof od);
+  od.events = WEFT_EVENT_SPAWN;
+  od.fn = destroy_applying;
+  od.user = &a;
+  weft_observer_t *obs = NULL;
+  assert_int_equal(weft_observer_create(f.w, &od, &obs), WEFT_OK);
+  weft_entity_t p = cmd_spawn2(a.b, f.a, 1, 0, 0);
+  assert_int_equal(weft_world_apply(f.w, &a.b, 1), WEFT_OK);
+  assert_int_equal(a.rc, WEFT_EBUSY);
+  weft_entity_t e;
+  assert_int_equal(weft_cmd_resolve(f.w, p, &e), WEFT_OK);
+  assert_int_equal(val(f.w, e, f.a), 1);
+  assert_int_equal(weft_cmdbuf_destroy(a.b), WEFT_OK);
+  weft_observer_destroy(obs);
+  weft_world_destroy(f.w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_command_spawn_returns_pending_handle),
@@ -1926,6 +2038,9 @@ int main(void) {
       cmocka_unit_test(test_command_key_segments_merge_in_order),
       cmocka_unit_test(test_command_many_ops_fold_in_order),
       cmocka_unit_test(test_command_group_moves_close_holes),
+      cmocka_unit_test(test_command_destroy_twice_is_refused),
+      cmocka_unit_test(test_command_system_buffer_is_not_destroyed),
+      cmocka_unit_test(test_command_destroy_while_applied_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

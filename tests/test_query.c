@@ -1486,6 +1486,142 @@ static void test_query_cache_inside_batch_fill(void **state) {
   }
 }
 
+/* --- misuse: destroying or walking what an iteration needs ---------------- */
+
+typedef struct vxy_t {
+  float x, y;
+} vxy_t;
+
+typedef struct mx_t {
+  weft_world_t *w;
+  weft_component_t v; /* SoA x, y */
+  weft_query_t *q;
+  int panics;
+} mx_t;
+
+static void count_panic(void *user, const char *file, int line,
+                        const char *msg) {
+  (void)file;
+  (void)line;
+  (void)msg;
+  ((mx_t *)user)->panics++;
+}
+
+/* 2000 entities of SoA v in 4 KiB chunks, and a query over v. */
+static void mx_init(mx_t *m, weft_checked_t checked) {
+  memset(m, 0, sizeof *m);
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.chunk_size = 4096;
+  cfg.checked = checked;
+  cfg.panic = count_panic;
+  cfg.panic_user = m;
+  m->w = wt_world_new(&cfg);
+  const weft_field_desc_t fields[2] = {WEFT_FIELD(vxy_t, x),
+                                       WEFT_FIELD(vxy_t, y)};
+  weft_component_desc_t d = WEFT_COMPONENT_DESC(vxy_t);
+  d.fields = fields;
+  d.field_count = 2;
+  d.flags = WEFT_COMPONENT_SOA;
+  assert_int_equal(weft_component_register(m->w, &d, &m->v), WEFT_OK);
+  const weft_component_t comps[] = {m->v, 0};
+  assert_int_equal(weft_spawn_batch(m->w, 2000, comps, NULL, NULL, NULL),
+                   WEFT_OK);
+  weft_query_desc_t qd = empty_desc();
+  qd.include[0] = m->v;
+  m->q = make_query(m->w, &qd);
+}
+
+/* A query is not destroyed while an iteration of it is open, in every
+ * build (its iterator walks the query's memory): WEFT_EBUSY until the
+ * last one ends, by its end, weft_iter_close() or an unwind. */
+static void test_query_destroy_during_iteration_is_refused(void **state) {
+  (void)state;
+  mx_t m;
+  mx_init(&m, WEFT_CHECKED_OFF);
+  weft_iter_t it, it2;
+  weft_query_iter(m.q, &it);
+  assert_true(weft_iter_next(&it));
+  weft_query_iter(m.q, &it2);
+  assert_int_equal(weft_query_destroy(m.q), WEFT_EBUSY);
+  assert_non_null(strstr(weft_world_last_error(m.w), "open iterations"));
+  /* Another query, iterated to its end inside this iteration, may go. */
+  weft_query_desc_t od = empty_desc();
+  od.include[0] = m.v;
+  weft_query_t *other = make_query(m.w, &od);
+  assert_int_equal(iter_rows(other), 2000);
+  assert_int_equal(weft_query_destroy(other), WEFT_OK);
+  uint32_t rows = it.count;
+  while (weft_iter_next(&it)) /* the query is still whole */
+    rows += it.count;
+  assert_int_equal(rows, 2000);
+  assert_int_equal(weft_query_destroy(m.q), WEFT_EBUSY); /* it2 */
+  weft_iter_close(&it2);
+  weft_iter_close(&it2); /* twice: counted once */
+  assert_int_equal(weft_query_destroy(m.q), WEFT_OK);
+  /* The first open iteration of the world counts too, when it outlives
+   * one opened after it. */
+  weft_query_desc_t qd0 = empty_desc();
+  qd0.include[0] = m.v;
+  m.q = make_query(m.w, &qd0);
+  other = make_query(m.w, &qd0);
+  weft_query_iter(m.q, &it);
+  weft_query_iter(other, &it2);
+  weft_iter_close(&it2);
+  assert_int_equal(weft_query_destroy(m.q), WEFT_EBUSY);
+  assert_int_equal(weft_query_destroy(other), WEFT_OK);
+  weft_iter_close(&it);
+  assert_int_equal(weft_query_destroy(m.q), WEFT_OK);
+  /* An unwind ends every iteration, counted ones included. */
+  weft_query_desc_t qd = empty_desc();
+  qd.include[0] = m.v;
+  m.q = make_query(m.w, &qd);
+  weft_query_iter(m.q, &it);
+  assert_true(weft_iter_next(&it));
+  assert_int_equal(weft_query_destroy(m.q), WEFT_EBUSY);
+  assert_int_equal(weft_world_unwind(m.w), WEFT_OK);
+  assert_int_equal(weft_query_destroy(m.q), WEFT_OK);
+  assert_false(weft_iter_next(&it)); /* orphaned: ends, reads nothing */
+  weft_iter_close(&it);
+  assert_int_equal(m.panics, 0);
+  weft_world_destroy(m.w);
+}
+
+/* An iteration orphaned by weft_world_unwind() ends at its next step, in
+ * every build, once the world may have freed what it walks (here: its
+ * query's chunk cache, regrown by the spawns the unwind let through), and
+ * its accessors answer nothing; checked mode also panics. A new iteration
+ * sees the world as it is. */
+static void test_query_iteration_ends_after_unwind(void **state) {
+  (void)state;
+  const weft_checked_t modes[2] = {WEFT_CHECKED_OFF, WEFT_CHECKED_ON};
+  for (int k = 0; k < 2; k++) {
+    mx_t m;
+    mx_init(&m, modes[k]);
+    weft_iter_t it;
+    weft_query_iter(m.q, &it);
+    assert_true(weft_iter_next(&it));
+    assert_non_null(weft_iter_field(&it, 0, 1));
+    assert_int_equal(weft_world_unwind(m.w), WEFT_OK);
+    const weft_component_t comps[] = {m.v, 0};
+    for (int i = 0; i < 4000; i++)
+      wt_spawn_with(m.w, comps, NULL);
+    assert_null(weft_iter_field(&it, 0, 1));
+    void *fields[WEFT_MAX_FIELDS];
+    assert_int_equal(weft_iter_fields(&it, 0, fields), 0);
+    assert_null(weft_iter_column_of(&it, m.v));
+    assert_false(weft_iter_next(&it));
+    assert_non_null(strstr(weft_world_last_error(m.w), "unwind"));
+    assert_false(weft_iter_next(&it));
+    weft_iter_close(&it);
+    assert_int_equal(m.panics, modes[k] == WEFT_CHECKED_ON ? 1 : 0);
+    assert_int_equal(iter_rows(m.q), 6000);
+    assert_int_equal(weft_world_defer_depth(m.w), 0);
+    assert_int_equal(weft_query_destroy(m.q), WEFT_OK);
+    weft_world_destroy(m.w);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_query_chunk_runs_cover_contiguous_chunks),
@@ -1505,6 +1641,8 @@ int main(void) {
       cmocka_unit_test(test_query_cache_concurrent_rebuild),
       cmocka_unit_test(test_query_cache_fallback_walks_matches),
       cmocka_unit_test(test_query_cache_inside_batch_fill),
+      cmocka_unit_test(test_query_destroy_during_iteration_is_refused),
+      cmocka_unit_test(test_query_iteration_ends_after_unwind),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

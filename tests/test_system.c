@@ -193,7 +193,7 @@ static void test_system_register_rejects_bad_descriptors(void **state) {
                           .run = rec_run),
                    WEFT_EINVAL);
   assert_error_mentions(w, "access");
-  assert_int_equal(SYS_RC(w, .name = "fl", .flags = 1u << 6, .run = rec_run),
+  assert_int_equal(SYS_RC(w, .name = "fl", .flags = 1u << 7, .run = rec_run),
                    WEFT_EINVAL);
   assert_error_mentions(w, "flags");
   assert_int_equal(

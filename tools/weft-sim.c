@@ -3,7 +3,8 @@
  * boids, particles; see sim_scenarios.c) on a pool of workers for a number
  * of fixed ticks, then prints a per-phase and per-system timing table,
  * entity updates per second, worker utilisation and steals, sync points and
- * the final world digest — the same digest for any --threads.
+ * the final world digest (all of the state: entities, resources, pending
+ * events, random streams) — the same digest for any --threads.
  *
  *   weft-sim [--scenario arena|boids|particles] [--entities N] [--threads T]
  *            [--ticks K] [--warmup W] [--seed S] [--trace FILE.json]
@@ -443,7 +444,7 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
     for (uint32_t i = 0; i < now->nsys; i++)
       r->updates += now->sys[i].entities;
     r->stats = now;
-    r->digest = weft_world_digest(w);
+    r->digest = weft_world_digest_ex(w, WEFT_DIGEST_ALL);
     r->final_entities = weft_world_count(w);
     report(a, pool, r);
     if (a->trace && (rc = weft_trace_write(w, a->trace)) != 0)

@@ -93,8 +93,19 @@ static inline bool weft_entity_is_pending(weft_entity_t e) {
  */
 int weft_cmdbuf_create(weft_world_t *world, weft_cmdbuf_t **out);
 
-/** Destroys a buffer and drops what it recorded. Owner thread; NULL ok. */
-void weft_cmdbuf_destroy(weft_cmdbuf_t *buf);
+/**
+ * Destroys a buffer and drops what it recorded. Owner thread; NULL is a
+ * no-op returning 0. The buffer's own memory stays with the world (a
+ * later weft_cmdbuf_create() may reuse it; the world frees it), so misuse
+ * through a stale pointer is reported, in every build, instead of
+ * touching freed memory: destroying a buffer twice returns WEFT_EINVAL, as
+ * does recording into a destroyed buffer (nothing is recorded) or
+ * applying it; destroying a system's ctx->cmd, which the scheduler owns,
+ * returns WEFT_EINVAL; destroying a buffer that weft_world_apply() is
+ * applying (from an observer) returns WEFT_EBUSY. Once a later create has
+ * reused the memory, the stale pointer names the new buffer.
+ */
+int weft_cmdbuf_destroy(weft_cmdbuf_t *buf);
 
 /**
  * Drops every recorded command, keeping the memory. Pending handles the
@@ -200,7 +211,10 @@ int weft_world_defer_end(weft_world_t *world);
 
 /**
  * Closes every scope, including iteration scopes left open by loops that
- * stopped early, and drains. Use after an error. Owner thread.
+ * stopped early, and drains. Use after an error. The iterations it closes
+ * are over: their iterators answer nothing more (weft_iter_next() returns
+ * false, in every build) and no longer keep their queries from being
+ * destroyed. Owner thread.
  */
 int weft_world_unwind(weft_world_t *world);
 

@@ -109,8 +109,9 @@ int weft_remove(weft_world_t *world, weft_entity_t e, weft_component_t c);
 /**
  * Copies @p value into component @p c of @p e, adding the component first
  * if it is missing. Works for SoA components (the value is scattered into
- * the field arrays). Allocates nothing when the component is present.
- * Owner thread.
+ * the field arrays). Allocates nothing when the component is present. The
+ * entity's chunk is marked changed for @p c (system.h, "Change
+ * versions"). Owner thread.
  */
 int weft_set(weft_world_t *world, weft_entity_t e, weft_component_t c,
              const void *value);
@@ -248,6 +249,14 @@ typedef struct weft_get_many_opts_t {
   /** When not NULL, has_out[i] receives what weft_has() would return for
    * handles[i] and `has`, from the same lookup as the pointers. */
   bool *has_out;
+  /**
+   * Bit j set: comps[j] is written through the pointers returned for it
+   * (cast the const away). Every chunk holding such a row gets its change
+   * version for comps[j] stamped, so that systems with a `changed` filter
+   * see the writes (system.h, "Change versions"). Pool workers may make
+   * such calls at once, over rows of the same chunks.
+   */
+  uint32_t write;
 } weft_get_many_opts_t;
 
 /**
@@ -267,7 +276,8 @@ uint32_t weft_get_many_ex(const weft_world_t *world,
                           const weft_component_t *comps, uint32_t k,
                           const void **out, const weft_get_many_opts_t *opts);
 
-/** Like weft_get() but writable. Owner thread; same lifetime. */
+/** Like weft_get() but writable: the entity's chunk is marked changed for
+ * @p c (system.h, "Change versions"). Owner thread; same lifetime. */
 void *weft_get_mut(weft_world_t *world, weft_entity_t e, weft_component_t c);
 
 /**
@@ -279,7 +289,8 @@ int weft_try_get(const weft_world_t *world, weft_entity_t e, weft_component_t c,
 
 /**
  * Returns a writable pointer to field @p field of component @p c of @p e,
- * for SoA and plain components alike, or NULL on any miss. Owner thread;
+ * for SoA and plain components alike, or NULL on any miss; the entity's
+ * chunk is marked changed for @p c, as by weft_get_mut(). Owner thread;
  * valid until the next structural change.
  */
 void *weft_get_field(weft_world_t *world, weft_entity_t e, weft_component_t c,

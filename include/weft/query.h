@@ -112,9 +112,12 @@ typedef struct weft_iter_t {
   const void *match_end_;
   uint32_t nchunks_;
   uint32_t row0_;
-  uint32_t runs_;   /* nonzero: hand out runs of contiguous chunks */
-  uint32_t scoped_; /* nonzero: holds an iteration scope (command.h), taken
-                       after unwind number scoped_ - 1 */
+  uint32_t runs_;     /* nonzero: hand out runs of contiguous chunks */
+  uint32_t scoped_;   /* nonzero: holds an iteration scope (command.h), taken
+                         after unwind number scoped_ - 1 */
+  const void *query_; /* the query iterated (its open iterations count) */
+  uint32_t counted_;  /* nonzero: counted in the query, else the world's
+                         first open iteration (core/txn.h, solo_query) */
 } weft_iter_t;
 
 /**
@@ -126,8 +129,14 @@ typedef struct weft_iter_t {
 int weft_query_create(weft_world_t *world, const weft_query_desc_t *desc,
                       weft_query_t **out);
 
-/** Destroys a query. Owner thread; NULL is a no-op. */
-void weft_query_destroy(weft_query_t *query);
+/**
+ * Destroys a query. Owner thread; NULL is a no-op returning 0. Returns
+ * WEFT_EBUSY, destroying nothing, while an iteration of the query is open
+ * (started and not yet ended by weft_iter_next() returning false,
+ * weft_iter_close() or weft_world_unwind()), in every build: its iterator
+ * walks the query's memory.
+ */
+int weft_query_destroy(weft_query_t *query);
 
 /** Number of entities the query currently matches. Reader threads. */
 uint32_t weft_query_count(const weft_query_t *query);
@@ -146,24 +155,41 @@ uint32_t weft_query_archetype_count(const weft_query_t *query);
  */
 void weft_query_iter(const weft_query_t *query, weft_iter_t *it);
 
+/* Private: the inline step's branch hint. Without it gcc 12 moves the
+ * hand-out off the loop's straight line, behind a taken branch, once the
+ * version compare joins the condition. */
+#if defined(__GNUC__)
+#define WEFT_ITER_LIKELY_(x) __builtin_expect(!!(x), 1)
+#else
+#define WEFT_ITER_LIKELY_(x) (x)
+#endif
+
 /** Private: the out-of-line part of weft_iter_next(). */
 bool weft_iter_next_slow_(weft_iter_t *it);
 
 /**
  * Advances to the next non-empty chunk. Returns false at the end, closing
  * the iteration's scope (which may apply staged changes; the result of that
- * drain is weft_world_last_drain()). In checked mode, panics if the world
- * changed structurally since weft_query_iter(). The thread that started
- * the iteration.
+ * drain is weft_world_last_drain()). The thread that started the
+ * iteration.
+ *
+ * An iteration cannot see the world change structurally (structural calls
+ * stage while it is open) unless weft_world_unwind() ended its scope:
+ * after an unwind the iterators it orphaned are invalid, and in every
+ * build their next step returns false, with the reason in
+ * weft_world_last_error() (checked mode also reports it to the panic
+ * handler), as do the accessors below (NULL or 0), instead of walking
+ * memory the world may have freed since.
  *
  * Inline: handing out a chunk of the query's flat cache is a handful of
- * loads and stores. The end of the iteration, iterators that walk the
- * matches and every chunk in checked mode (the structural-change check)
- * take the call.
+ * loads and stores and one compare of the world's structural version. The
+ * end of the iteration, iterators that walk the matches and every chunk
+ * in checked mode take the call.
  */
 static inline bool weft_iter_next(weft_iter_t *it) {
   const weft_iter_slot_t_ *s = it ? it->slot_ : (const weft_iter_slot_t_ *)0;
-  if (s != (it ? it->slot_end_ : s)) {
+  if (WEFT_ITER_LIKELY_(s != (it ? it->slot_end_ : s) &&
+                        *it->world_version_ == it->version_)) {
     void *const *cols = (void *const *)(s + 1);
     it->count = s->count;
     it->home_node = s->home_node;
@@ -198,6 +224,8 @@ static inline void *weft_iter_column(const weft_iter_t *it, uint32_t term) {
  */
 static inline const uint16_t *weft_iter_soa_(const weft_iter_t *it,
                                              void *const **bases) {
+  if (it->world_version_ && *it->world_version_ != it->version_)
+    return (const uint16_t *)0; /* invalidated: see weft_iter_next() */
   if (it->soa_) {
     *bases = it->bases_;
     return it->soa_;

@@ -90,6 +90,22 @@ int weft_resource_set(weft_world_t *world, weft_resource_t res,
 size_t weft_resource_size(const weft_world_t *world, weft_resource_t res);
 
 /**
+ * Resource flag: the value is scratch, not world state (a cache, a plan
+ * rebuilt every run, pointers), so weft_world_digest() hashes its name and
+ * size but not its bytes, which would differ between two worlds in the
+ * same state (addresses) or between runs.
+ */
+#define WEFT_RESOURCE_SCRATCH 0x1u
+
+/**
+ * Sets a resource's flags (WEFT_RESOURCE_SCRATCH, or 0), replacing the
+ * previous ones. Owner thread, not while systems run. WEFT_EINVAL (NULL
+ * world, unknown flag bits), WEFT_ENONAME (unknown id).
+ */
+int weft_resource_set_flags(weft_world_t *world, weft_resource_t res,
+                            uint32_t flags);
+
+/**
  * Registers an event channel named @p name (1 to WEFT_NAME_MAX - 1
  * characters, copied) for events of @p size bytes (1 to
  * WEFT_EVENT_MAX_SIZE). Ids count up from 1, separately from resource ids;

@@ -67,6 +67,19 @@
  * chunks where none of those components changed since its previous run
  * (Unity's DidChange).
  *
+ * Every other write path stamps the chunk it writes, with the world's
+ * version at the time: weft_set(), weft_get_mut(), weft_get_field(),
+ * commands applied (weft_cmd_set() and the rest), and weft_get_many_ex()
+ * for the components of its `write` mask. A `changed` reader sees such a
+ * write at its next run, or, for a write made while the reader's own
+ * segment runs, at its run after that (its chunks were chosen before the
+ * segment started). Writes through pointers these paths do
+ * not hand out (weft_get() cast to non-const, a query iterated by hand)
+ * are not seen, with one safety net: for a system with a `write` list the
+ * scheduler stamps, before each run, every chunk holding a component of
+ * that list, unless the system declares WEFT_SYSTEM_TRACKED_WRITES (its
+ * writes to them all go through the paths above).
+ *
  * **Threads.** Everything here is owner-thread API (the thread that owns
  * the world), except what a callback receives: its context and chunk, and
  * the functions documented as callable from callbacks.
@@ -137,7 +150,12 @@ enum {
   /** Its commands may despawn entities its query matches. */
   WEFT_SYSTEM_DESPAWNS = 1u << 4,
   /** Registered disabled. */
-  WEFT_SYSTEM_DISABLED = 1u << 5
+  WEFT_SYSTEM_DISABLED = 1u << 5,
+  /** Every write to a component of its `write` list goes through a call
+   * that stamps change versions (see "Change versions" above), so the
+   * scheduler need not stamp every chunk holding those components for
+   * each run. */
+  WEFT_SYSTEM_TRACKED_WRITES = 1u << 6
 };
 
 /**
@@ -184,7 +202,10 @@ typedef struct weft_system_desc_t {
   /** Access of include term i (WEFT_ACCESS_*); default read and write.
    * Entries past the query's include terms must stay 0. */
   uint8_t term_access[WEFT_QUERY_MAX_TERMS];
-  /** Further components read / written (zero-terminated lists). */
+  /** Further components read / written (zero-terminated lists). Every
+   * chunk holding a component of `write` is marked changed for each run
+   * unless the flags hold WEFT_SYSTEM_TRACKED_WRITES ("Change versions"
+   * above). */
   weft_component_t read[WEFT_SYSTEM_MAX_ACCESS + 1];
   weft_component_t write[WEFT_SYSTEM_MAX_ACCESS + 1];
   /** Resources read / written. */

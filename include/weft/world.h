@@ -198,14 +198,47 @@ int weft_world_fail(weft_world_t *world, int code, const char *fmt, ...)
 #endif
     ;
 
+/** Parts of a world's state weft_world_digest_ex() hashes. */
+enum {
+  /** The components registered (names, sizes), every archetype's
+   * signature and rows in order (handles and component bytes, disabled
+   * components included) and the entity index (generations, free order,
+   * retirement). */
+  WEFT_DIGEST_ENTITIES = 1u << 0,
+  /** Every resource's name, size and bytes, in id order; a resource
+   * marked WEFT_RESOURCE_SCRATCH (resource.h) counts by name and size
+   * only. */
+  WEFT_DIGEST_RESOURCES = 1u << 1,
+  /** Every event channel's name, event size and published events in
+   * order, and the events staged for the next sync point (by key, channel
+   * and bytes, whichever worker staged them). */
+  WEFT_DIGEST_EVENTS = 1u << 2,
+  /** The world's random seed and every named stream's state (by name,
+   * whatever the order the streams were created in). */
+  WEFT_DIGEST_RANDOM = 1u << 3,
+  /** All of the above: what weft_world_digest() hashes. */
+  WEFT_DIGEST_ALL = 0xfu
+};
+
 /**
- * A stable 64-bit hash of the whole world state: every archetype's
- * signature and rows in order (handles and component bytes, disabled
- * components included) and the entity index (generations, free order,
- * retirement). Two worlds built by the same program, with the same
- * components registered in the same order and the same world tag, have the
- * same digest whatever the thread count; any difference in state changes
- * it with overwhelming probability. Reader threads; O(world size).
+ * A stable 64-bit hash of the parts of the world's state named in
+ * @p parts (WEFT_DIGEST_* bits; unknown bits are ignored, 0 hashes
+ * nothing). Two worlds built by the same program, with the same
+ * components, resources and channels registered in the same order and the
+ * same world tag, have the same digest whatever the thread count; any
+ * difference in the parts hashed changes it with overwhelming
+ * probability. Component and resource bytes are hashed raw, padding
+ * included. Systems, phases, run conditions, observers, queries and the
+ * pipeline's settings and clock are not state here. Reader threads, while
+ * nothing writes; O(world size). 0 for a NULL world.
+ */
+uint64_t weft_world_digest_ex(const weft_world_t *world, uint32_t parts);
+
+/**
+ * weft_world_digest_ex(world, WEFT_DIGEST_ALL): entities and components,
+ * resources, event channels (pending events included) and random
+ * streams, so that two worlds with equal digests also run the next tick
+ * alike. Reader threads, while nothing writes; O(world size).
  */
 uint64_t weft_world_digest(const weft_world_t *world);
 
