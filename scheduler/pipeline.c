@@ -51,12 +51,6 @@ double weft__ns_per_tick(const weft__sched_t *s) {
 #endif
 }
 
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 /* The slot of a pool worker index (the driving thread gets the last one
  * unless it is worker 0 of a pool it participates in). */
 static uint32_t slot_of(const weft__sched_t *s, uint32_t worker) {
@@ -494,7 +488,7 @@ static void run_parallel(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
         ran = true;
       }
     if (!ran && !weft__pool_help(s->pool, s->main_self))
-      cpu_relax();
+      weft__pool_relax(s->pool, s->main_self);
   }
 }
 

@@ -11,7 +11,9 @@
  */
 #include "weft/pool.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,20 +47,43 @@ static void bump(_Atomic uint64_t *c, uint64_t v) {
 /* ---- waking ------------------------------------------------------------- */
 
 /*
- * Tells a sleeping worker that work arrived. The job is queued before the
- * fence and the sleeper count is read after it; a worker going to sleep
- * counts itself, fences, and looks at the queues once more (under the
- * lock) before it waits. One of the two sees the other, so no wake-up is
- * lost, and a pool with no sleeper pays one fence and one load per job.
+ * Tells a sleeping worker that work arrived: one in a crew with a CPU to
+ * spare, looking first at crew @p from (the submitter's) and then at the
+ * ones after it. The job is queued before the fence and the counts are
+ * read after it; a worker going to sleep counts itself asleep, fences,
+ * and looks at the queues once more (under its crew's lock) before it
+ * waits. One of the two sees the other, so no wake-up is lost, and a pool
+ * with no sleeper pays one fence and one load per job.
+ *
+ * When every crew with sleepers is full, nobody is woken: each awake
+ * worker of those crews looks at every queue before it sleeps, so the job
+ * runs as soon as one of their CPUs is free, which is as soon as a woken
+ * thread could have run it. (A sleeper of an oversubscribed crew still
+ * looks now and then, see worker_sleep(), in case an awake thread is held
+ * up outside the pool.)
  */
-static void wake(weft_pool_t *p) {
+static void wake(weft_pool_t *p, uint32_t from) {
   atomic_thread_fence(memory_order_seq_cst);
   if (atomic_load_explicit(&p->sleepers, memory_order_relaxed) == 0)
     return;
-  pthread_mutex_lock(&p->mu);
-  atomic_fetch_add_explicit(&p->epoch, 1, memory_order_relaxed);
-  pthread_cond_signal(&p->cv);
-  pthread_mutex_unlock(&p->mu);
+  for (uint32_t k = 0, i = from; k < p->ncrews; k++, i++) {
+    crew_t *c = &p->crews[i < p->ncrews ? i : (i -= p->ncrews)];
+    if (atomic_load_explicit(&c->sleepers, memory_order_relaxed) == 0 ||
+        atomic_load_explicit(&c->awake, memory_order_relaxed) >= c->cpus)
+      continue;
+    pthread_mutex_lock(&c->mu);
+    bool woke = atomic_load_explicit(&c->sleepers, memory_order_relaxed) >
+                    c->tickets &&
+                atomic_load_explicit(&c->awake, memory_order_relaxed) < c->cpus;
+    if (woke) {
+      c->tickets++;
+      atomic_fetch_add_explicit(&c->awake, 1, memory_order_relaxed);
+      pthread_cond_signal(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (woke)
+      return;
+  }
 }
 
 /* ---- running jobs ----------------------------------------------------------
@@ -195,7 +220,7 @@ static void submit_counted(weft_pool_t *p, uint32_t self, const job_t *j,
     run_job(p, self, j, NULL);
     return;
   }
-  wake(p);
+  wake(p, self < p->nworkers ? p->workers[self].crew : 0);
 }
 
 static void submit_job(weft_pool_t *p, uint32_t self, const job_t *j,
@@ -351,6 +376,21 @@ static void cpu_relax(void) {
 #endif
 }
 
+/* True when worker w's crew has more threads awake than CPUs. */
+static bool crowded(const weft_pool_t *p, const worker_t *w) {
+  const crew_t *c = &p->crews[w->crew];
+  return atomic_load_explicit(&c->awake, memory_order_relaxed) > c->cpus;
+}
+
+void weft__pool_relax(weft_pool_t *p, uint32_t self) {
+  if (p && p->oversubscribed && self < p->nworkers &&
+      crowded(p, &p->workers[self])) {
+    sched_yield();
+    return;
+  }
+  cpu_relax();
+}
+
 /* What worker w (NULL: an outsider) owes to c. */
 static uint32_t owed_to(const worker_t *w, const weft_counter_t *c) {
   return w && w->owed == c ? w->owed_n : 0;
@@ -406,7 +446,7 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
       if (!idle)
         atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
       idle = true;
-      cpu_relax();
+      weft__pool_relax(p, self);
     }
   }
   if (w)
@@ -496,24 +536,78 @@ void weft_pool_parallel_for(weft_pool_t *p, uint32_t self, uint32_t begin,
 /* ---- workers --------------------------------------------------------------
  */
 
+/* How long a sleeper of an oversubscribed crew waits before it looks at
+ * the queues itself, at first and at most (doubling while it finds
+ * nothing). */
+#define WEFT__RESCUE_NS 2000000u
+#define WEFT__RESCUE_MAX_NS 128000000u
+
+static void deadline_in(struct timespec *ts, uint64_t ns) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  ns += (uint64_t)ts->tv_nsec;
+  ts->tv_sec += (time_t)(ns / 1000000000u);
+  ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
 /*
  * Puts worker w to sleep unless work shows up at the last moment (then it
  * is returned in *job and true). See wake() for why nothing is lost.
+ *
+ * A crew with more workers than CPUs may leave a job queued with all its
+ * awake threads busy elsewhere; should one of them be held up outside the
+ * pool (a callback blocked on I/O, the caller between frames), its
+ * sleepers would wait for it. So they wake now and then and look: after
+ * 2 ms, then twice as long each time (128 ms at most). One takes a job
+ * only when no worker of its crew has finished a job since it last looked:
+ * taking one while the crew makes progress would only crowd its CPUs.
  */
+static uint64_t crew_progress(const weft_pool_t *p, const crew_t *c) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < c->nworkers; i++)
+    n += atomic_load_explicit(&p->workers[c->members[i]].stats.jobs,
+                              memory_order_relaxed);
+  return n;
+}
+
 static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
-  pthread_mutex_lock(&p->mu);
+  crew_t *c = &p->crews[w->crew];
+  const bool rescue = c->nworkers > c->cpus;
+  uint64_t wait_ns = WEFT__RESCUE_NS;
+  pthread_mutex_lock(&c->mu);
+  atomic_fetch_add_explicit(&c->sleepers, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&c->awake, 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_seq_cst);
-  bool found = find_work(p, w->index, job, false);
+  bool found = find_work(p, w->index, job, false), woken = false;
   if (!found) {
     bump(&w->stats.sleeps, 1);
-    uint64_t seen = atomic_load_explicit(&p->epoch, memory_order_relaxed);
-    while (atomic_load_explicit(&p->epoch, memory_order_relaxed) == seen &&
-           !atomic_load_explicit(&p->stopping, memory_order_relaxed))
-      pthread_cond_wait(&p->cv, &p->mu);
+    uint64_t done = rescue ? crew_progress(p, c) : 0;
+    while (!(woken = c->tickets > 0) &&
+           !atomic_load_explicit(&p->stopping, memory_order_relaxed)) {
+      if (!rescue) {
+        pthread_cond_wait(&c->cv, &c->mu);
+        continue;
+      }
+      struct timespec until;
+      deadline_in(&until, wait_ns);
+      if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT ||
+          c->tickets > 0)
+        continue;
+      uint64_t now_done = crew_progress(p, c);
+      if (now_done == done && (found = find_work(p, w->index, job, false)))
+        break;
+      done = now_done;
+      if (wait_ns < WEFT__RESCUE_MAX_NS)
+        wait_ns *= 2;
+    }
   }
+  if (woken)
+    c->tickets--; /* the waker counted this worker awake */
+  else
+    atomic_fetch_add_explicit(&c->awake, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_relaxed);
-  pthread_mutex_unlock(&p->mu);
+  atomic_fetch_sub_explicit(&c->sleepers, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&c->mu);
   return found;
 }
 
@@ -579,14 +673,15 @@ static void *worker_main(void *arg) {
        * systems felt as lost parallel efficiency. */
       while (!have && now_ns() < w->steal_after) {
         for (int k = 0; k < 32; k++)
-          cpu_relax();
+          weft__pool_relax(p, w->index);
         have = find_own(p, w, &j);
       }
       continue;
     }
     /* Spin a little, polling the queues: work often arrives right
-     * behind. Then sleep. */
-    uint64_t until = now_ns() + p->spin_ns;
+     * behind. Then sleep. Not in a crowded crew: there the spin would
+     * take the CPU from a thread with work. */
+    uint64_t until = crowded(p, w) ? 0 : now_ns() + p->spin_ns;
     while (!have && now_ns() < until) {
       for (int k = 0; k < 32; k++)
         cpu_relax();
@@ -618,9 +713,11 @@ void weft_pool_stop(weft_pool_t *p) {
   if (!p)
     return;
   atomic_store(&p->stopping, true);
-  pthread_mutex_lock(&p->mu);
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->mu);
+  for (uint32_t c = 0; c < p->ncrews; c++) {
+    pthread_mutex_lock(&p->crews[c].mu);
+    pthread_cond_broadcast(&p->crews[c].cv);
+    pthread_mutex_unlock(&p->crews[c].mu);
+  }
   for (uint32_t i = p->first_thread; i < p->nworkers; i++) {
     worker_t *w = &p->workers[i];
     if (w->started)
@@ -676,6 +773,110 @@ static int make_workers(weft_pool_t *p) {
   return 0;
 }
 
+/* A crew's lock and condition variable, the latter on the monotonic
+ * clock (see worker_sleep()). */
+static int init_crew_sync(crew_t *c) {
+  pthread_condattr_t a;
+  if (pthread_condattr_init(&a) != 0)
+    return WEFT_ENOMEM;
+  int rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 &&
+                   pthread_cond_init(&c->cv, &a) == 0
+               ? 0
+               : WEFT_ENOMEM;
+  pthread_condattr_destroy(&a);
+  if (!rc && pthread_mutex_init(&c->mu, NULL) != 0) {
+    pthread_cond_destroy(&c->cv);
+    rc = WEFT_ENOMEM;
+  }
+  return rc;
+}
+
+/* Worker w's crew key: the core or PU it is bound to; 0 when unbound. */
+static uint32_t crew_key(const weft_pool_t *p, bool bound, uint32_t w) {
+  const weft_pu_info_t *at = &p->plan->place[w];
+  return !bound ? 0 : p->plan->pin == WEFT_PIN_PU ? at->pu : at->core;
+}
+
+/* Counts the topology's PUs per crew key into cpus[0 .. keys). */
+static void count_cpus(const weft_pool_t *p, bool bound, uint32_t *cpus,
+                       uint32_t keys) {
+  const weft_topology_t *t = p->topo;
+  for (uint32_t i = 0; i < t->npus; i++) {
+    uint32_t k = !bound ? 0 : p->plan->pin == WEFT_PIN_PU ? t->pus[i].pu
+                                                          : t->pus[i].core;
+    if (k < keys)
+      cpus[k]++;
+  }
+}
+
+/*
+ * Sorts the workers into crews by the CPUs they are bound to (see
+ * crew_t). Unbound workers on this machine form one crew of all the CPUs
+ * the process may use; on a foreign topology (a synthetic or XML
+ * description, never bound) one crew that is never full, since nothing
+ * says how many CPUs stand behind it.
+ */
+static int make_crews(weft_pool_t *p) {
+  const bool foreign = p->topo->foreign;
+  const bool bound = !foreign && p->plan->pin != WEFT_PIN_NONE;
+  uint32_t keys = 1;
+  for (uint32_t i = 0; i < p->nworkers; i++)
+    if (crew_key(p, bound, i) >= keys)
+      keys = crew_key(p, bound, i) + 1;
+  for (uint32_t i = 0; bound && i < p->topo->npus; i++) {
+    uint32_t k = p->plan->pin == WEFT_PIN_PU ? p->topo->pus[i].pu
+                                             : p->topo->pus[i].core;
+    keys = k >= keys ? k + 1 : keys;
+  }
+  uint32_t *index = malloc((size_t)keys * sizeof(*index));
+  uint32_t *cpus = calloc(keys, sizeof(*cpus));
+  int rc = index && cpus ? 0 : WEFT_ENOMEM;
+  if (!rc) {
+    memset(index, 0xff, (size_t)keys * sizeof(*index));
+    count_cpus(p, bound, cpus, keys);
+    for (uint32_t i = 0; i < p->nworkers; i++) {
+      uint32_t k = crew_key(p, bound, i);
+      if (index[k] == UINT32_MAX)
+        index[k] = p->ncrews++;
+      p->workers[i].crew = index[k];
+    }
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, (size_t)p->ncrews * sizeof(crew_t)) != 0)
+      rc = WEFT_ENOMEM;
+    else
+      p->crews = memset(mem, 0, (size_t)p->ncrews * sizeof(crew_t));
+  }
+  for (uint32_t k = 0; !rc && k < keys; k++) {
+    if (index[k] == UINT32_MAX)
+      continue;
+    crew_t *c = &p->crews[index[k]];
+    c->cpus = foreign ? UINT32_MAX : cpus[k] ? cpus[k] : 1;
+  }
+  for (uint32_t i = 0; !rc && i < p->nworkers; i++) {
+    crew_t *c = &p->crews[p->workers[i].crew];
+    c->nworkers++;
+    atomic_init(&c->awake, c->nworkers); /* threads start awake */
+    p->oversubscribed |= c->nworkers > c->cpus;
+  }
+  if (!rc && !(p->crew_members = malloc((size_t)p->nworkers * sizeof(uint32_t))))
+    rc = WEFT_ENOMEM;
+  for (uint32_t c = 0, at = 0; !rc && c < p->ncrews; c++) {
+    p->crews[c].members = p->crew_members + at;
+    at += p->crews[c].nworkers;
+    p->crews[c].nworkers = 0; /* counted again below */
+  }
+  for (uint32_t i = 0; !rc && i < p->nworkers; i++) {
+    crew_t *c = &p->crews[p->workers[i].crew];
+    c->members[c->nworkers++] = i;
+  }
+  for (uint32_t c = 0; !rc && c < p->ncrews; c++)
+    if ((rc = init_crew_sync(&p->crews[c])) != 0)
+      p->ncrews = c; /* free_pool() destroys those before it */
+  free(index);
+  free(cpus);
+  return rc;
+}
+
 static void free_pool(weft_pool_t *p) {
   for (uint32_t i = 0; p->workers && i < p->nworkers; i++) {
     weft__deque_fini(&p->workers[i].dq);
@@ -690,8 +891,12 @@ static void free_pool(weft_pool_t *p) {
   free(p->arenas);
   pthread_mutex_destroy(&p->arena_mu);
   free(p->workers);
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->cv);
+  for (uint32_t c = 0; p->crews && c < p->ncrews; c++) {
+    pthread_mutex_destroy(&p->crews[c].mu);
+    pthread_cond_destroy(&p->crews[c].cv);
+  }
+  free(p->crews);
+  free(p->crew_members);
   weft_plan_destroy(p->plan);
   weft_topology_destroy(p->topo);
   free(p);
@@ -711,9 +916,7 @@ int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
   weft_pool_t *p = calloc(1, sizeof(*p));
   if (!p)
     return WEFT_ENOMEM;
-  pthread_mutex_init(&p->mu, NULL);
   pthread_mutex_init(&p->arena_mu, NULL);
-  pthread_cond_init(&p->cv, NULL);
   p->cap = cap;
   p->spin_ns =
       (uint64_t)(cfg.spin_us ? cfg.spin_us : WEFT__SPIN_US_DEFAULT) * 1000u;
@@ -723,6 +926,8 @@ int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
     rc = weft_plan_compute(p->topo, &cfg.placement, &p->plan);
   if (!rc)
     rc = make_workers(p);
+  if (!rc)
+    rc = make_crews(p);
   if (!rc)
     rc = start_threads(p);
   if (rc) {

@@ -6,6 +6,7 @@
 #define WEFT_SCHEDULER_POOL_INTERNAL_H
 
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,6 +50,7 @@ typedef struct worker_t {
   uint32_t stole_n;
   uint32_t index;
   uint32_t group;
+  uint32_t crew; /* the workers it shares CPUs with (see crew_t) */
   bool started;
   pthread_t thread;
   struct weft_pool_t *pool;
@@ -63,6 +65,31 @@ typedef struct inject_t {
   uint32_t head, count, cap;
   _Atomic uint32_t size; /* count, readable without the lock */
 } inject_t;
+
+/*
+ * A crew: the workers bound to the same CPUs (a core, a PU, or the whole
+ * CPU mask when unbound), of which at most one per CPU stays awake.
+ * More would only take turns on those CPUs, and a thread the kernel
+ * preempts in the middle of a job holds up everyone waiting for that job.
+ * So work wakes a sleeper only in a crew with a CPU to spare, and a
+ * worker whose crew has more awake threads than CPUs sleeps instead of
+ * spinning. The caller acting as worker 0 counts as always awake.
+ * awake, sleepers and tickets change under mu only (wakers and the
+ * crew's workers); they are atomic for the unlocked reads of wake(),
+ * which skips crews that are full or have nobody asleep. A waker counts
+ * the sleeper it wakes as awake at once and leaves it a ticket, so that
+ * a burst of jobs wakes no more sleepers than there are CPUs to spare.
+ */
+typedef struct crew_t {
+  alignas(64) _Atomic uint32_t awake;
+  _Atomic uint32_t sleepers;
+  uint32_t tickets; /* wake-ups given and not yet taken */
+  uint32_t cpus;    /* UINT32_MAX: never full (a foreign topology) */
+  uint32_t nworkers;
+  uint32_t *members; /* nworkers, ascending (into the pool's crew_members) */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} crew_t;
 
 struct weft_pool_t {
   weft_topology_t *topo;
@@ -82,11 +109,14 @@ struct weft_pool_t {
   _Atomic uint32_t next_inject; /* round-robin for "anywhere" jobs */
   _Atomic bool stopping;
   bool running;
-  /* Sleep and wake: see worker_sleep() and wake(). */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
+  /* Sleep and wake: see worker_sleep() and wake(). sleepers counts the
+   * sleepers of every crew, so that a pool with none pays one load per
+   * job; oversubscribed: some crew has more workers than CPUs. */
+  crew_t *crews;
+  uint32_t ncrews;
+  uint32_t *crew_members;
+  bool oversubscribed;
   _Atomic uint32_t sleepers;
-  _Atomic uint64_t epoch;
   /* Threads of the pool looking for work (spinning, asleep, or waiting on
    * a counter with nothing to run): splitting a range pays only if some
    * are. */
@@ -103,6 +133,11 @@ struct weft_pool_t {
 /* Runs one queued job, if any, as worker self (a waiting thread's help);
  * false when none was found. */
 bool weft__pool_help(weft_pool_t *p, uint32_t self);
+
+/* Waits a moment in a polling loop of worker self (an outsider:
+ * UINT32_MAX): yields the CPU when its crew has more awake threads than
+ * CPUs, so that a preempted thread holding a job gets to finish it. */
+void weft__pool_relax(weft_pool_t *p, uint32_t self);
 
 /* True when some thread is idle and worker self has no queued job of its
  * own: splitting work now would get it picked up. */
