@@ -99,5 +99,16 @@ int weft_pool_stats(const weft_pool_t *p, weft_pool_stats_t *out) {
       atomic_load_explicit(&p->membind_failures, memory_order_relaxed);
   out->membind_errno =
       atomic_load_explicit(&p->membind_errno, memory_order_relaxed);
+  out->cpus = 0;
+  out->crews = p->ncrews;
+  out->rescues = 0;
+  for (uint32_t c = 0; c < p->ncrews; c++)
+    if (p->crews[c].cpus != UINT32_MAX)
+      out->cpus += p->crews[c].cpus < p->crews[c].nworkers
+                       ? p->crews[c].cpus
+                       : p->crews[c].nworkers;
+  for (uint32_t i = 0; i < p->nworkers; i++)
+    out->rescues +=
+        atomic_load_explicit(&p->workers[i].stats.rescues, memory_order_relaxed);
   return 0;
 }

@@ -594,8 +594,10 @@ static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
           c->tickets > 0)
         continue;
       uint64_t now_done = crew_progress(p, c);
-      if (now_done == done && (found = find_work(p, w->index, job, false)))
+      if (now_done == done && (found = find_work(p, w->index, job, false))) {
+        bump(&w->stats.rescues, 1);
         break;
+      }
       done = now_done;
       if (wait_ns < WEFT__RESCUE_MAX_NS)
         wait_ns *= 2;
@@ -986,6 +988,7 @@ int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
   out->remote_steals =
       atomic_load_explicit(&s->remote_steals, memory_order_relaxed);
   out->sleeps = atomic_load_explicit(&s->sleeps, memory_order_relaxed);
+  out->rescues = atomic_load_explicit(&s->rescues, memory_order_relaxed);
   out->busy_ns = busy_ns;
   out->idle_ns = idle_ns;
   /* Add the period in progress. */

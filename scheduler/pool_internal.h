@@ -27,6 +27,7 @@ typedef struct job_t {
 /* Counters the owning worker updates and anyone may read. */
 typedef struct stats_t {
   _Atomic uint64_t jobs, inline_jobs, local_steals, remote_steals, sleeps;
+  _Atomic uint64_t rescues;
   _Atomic uint64_t busy_ns, idle_ns; /* closed periods */
   _Atomic uint64_t since;            /* start of the open period, 0: none */
   _Atomic uint32_t busy;             /* the open period is busy */

@@ -93,6 +93,9 @@ typedef struct weft_worker_stats_t {
   uint64_t sleeps;        /**< times the worker went to sleep */
   uint64_t busy_ns;       /**< time spent running jobs, so far */
   uint64_t idle_ns;       /**< time spent looking for work or asleep */
+  /** jobs it took, asleep in an oversubscribed crew, because its crew had
+   *  finished no job for a while (see weft_pool_stats_t::cpus) */
+  uint64_t rescues;
 } weft_worker_stats_t;
 
 /**
@@ -167,6 +170,19 @@ typedef struct weft_pool_stats_t {
   uint64_t membind_calls;    /**< chunk memory bindings attempted */
   uint64_t membind_failures; /**< ...that the OS refused */
   int membind_errno;         /**< errno of the last refusal, 0 for none */
+  /**
+   * How many workers may be awake at once: one per CPU the workers are
+   * bound to (per core or PU; the process's whole CPU mask for unbound
+   * workers), 0 on a foreign topology, which sets no limit. A pool with
+   * more workers than that (a container whose quota is below its CPU
+   * count, a shared node) is oversubscribed: the workers bound to the same
+   * CPUs form a crew, work wakes a sleeper only in a crew with a CPU to
+   * spare, and the others stay asleep, so that the kernel never preempts
+   * a thread in the middle of a job for another that has nothing to do.
+   */
+  uint32_t cpus;
+  uint32_t crews; /**< groups of workers bound to the same CPUs */
+  uint64_t rescues; /**< the workers' rescues, summed */
 } weft_pool_stats_t;
 
 /** Copies the pool's counters (a racy snapshot while worlds allocate).
