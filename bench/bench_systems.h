@@ -1,7 +1,7 @@
 /*
  * Entry points of the system-scheduler scenarios (bench_schedule.c,
  * bench_heavy_compute.c, bench_frame.c, bench_update.c, bench_bandwidth.c,
- * bench_affinity.c).
+ * bench_affinity.c, bench_oversub.c).
  * They live here rather than in harness.h so that the harness stays the
  * measurement code only; main.c includes both.
  */
@@ -17,5 +17,6 @@ void bench_update(bench_ctx_t *ctx);
 void bench_bandwidth(bench_ctx_t *ctx);
 void bench_arena(bench_ctx_t *ctx);
 void bench_affinity(bench_ctx_t *ctx);
+void bench_oversub(bench_ctx_t *ctx);
 
 #endif /* WEFT_BENCH_SYSTEMS_H */

@@ -42,6 +42,7 @@ static const bench_scenario_t bench_registry[] = {
     {"update", bench_update},
     {"bandwidth", bench_bandwidth},
     {"arena", bench_arena},
+    {"oversub", bench_oversub},
 };
 
 static void usage(FILE *out) {
