@@ -66,7 +66,8 @@ static weft_pool_t *ovs_pool(uint32_t workers) {
   return p;
 }
 
-/* ---- the arena ------------------------------------------------------------ */
+/* ---- the arena ------------------------------------------------------------
+ */
 
 typedef struct ovs_arena_t {
   weft_pool_t *pool;
@@ -152,7 +153,8 @@ static void ovs_arena(bench_ctx_t *ctx, uint32_t ncpu) {
   ovs_arena_close(&four);
 }
 
-/* ---- the update kernels ---------------------------------------------------- */
+/* ---- the update kernels ----------------------------------------------------
+ */
 
 typedef struct ovs_vec2_t {
   float x, y;

@@ -108,7 +108,7 @@ int weft_pool_stats(const weft_pool_t *p, weft_pool_stats_t *out) {
                        ? p->crews[c].cpus
                        : p->crews[c].nworkers;
   for (uint32_t i = 0; i < p->nworkers; i++)
-    out->rescues +=
-        atomic_load_explicit(&p->workers[i].stats.rescues, memory_order_relaxed);
+    out->rescues += atomic_load_explicit(&p->workers[i].stats.rescues,
+                                         memory_order_relaxed);
   return 0;
 }

@@ -72,9 +72,9 @@ static void wake(weft_pool_t *p, uint32_t from) {
         atomic_load_explicit(&c->awake, memory_order_relaxed) >= c->cpus)
       continue;
     pthread_mutex_lock(&c->mu);
-    bool woke = atomic_load_explicit(&c->sleepers, memory_order_relaxed) >
-                    c->tickets &&
-                atomic_load_explicit(&c->awake, memory_order_relaxed) < c->cpus;
+    bool woke =
+        atomic_load_explicit(&c->sleepers, memory_order_relaxed) > c->tickets &&
+        atomic_load_explicit(&c->awake, memory_order_relaxed) < c->cpus;
     if (woke) {
       c->tickets++;
       atomic_fetch_add_explicit(&c->awake, 1, memory_order_relaxed);
@@ -804,8 +804,9 @@ static void count_cpus(const weft_pool_t *p, bool bound, uint32_t *cpus,
                        uint32_t keys) {
   const weft_topology_t *t = p->topo;
   for (uint32_t i = 0; i < t->npus; i++) {
-    uint32_t k = !bound ? 0 : p->plan->pin == WEFT_PIN_PU ? t->pus[i].pu
-                                                          : t->pus[i].core;
+    uint32_t k = !bound                        ? 0
+                 : p->plan->pin == WEFT_PIN_PU ? t->pus[i].pu
+                                               : t->pus[i].core;
     if (k < keys)
       cpus[k]++;
   }
@@ -826,8 +827,8 @@ static int make_crews(weft_pool_t *p) {
     if (crew_key(p, bound, i) >= keys)
       keys = crew_key(p, bound, i) + 1;
   for (uint32_t i = 0; bound && i < p->topo->npus; i++) {
-    uint32_t k = p->plan->pin == WEFT_PIN_PU ? p->topo->pus[i].pu
-                                             : p->topo->pus[i].core;
+    uint32_t k =
+        p->plan->pin == WEFT_PIN_PU ? p->topo->pus[i].pu : p->topo->pus[i].core;
     keys = k >= keys ? k + 1 : keys;
   }
   uint32_t *index = malloc((size_t)keys * sizeof(*index));
@@ -860,7 +861,8 @@ static int make_crews(weft_pool_t *p) {
     atomic_init(&c->awake, c->nworkers); /* threads start awake */
     p->oversubscribed |= c->nworkers > c->cpus;
   }
-  if (!rc && !(p->crew_members = malloc((size_t)p->nworkers * sizeof(uint32_t))))
+  if (!rc &&
+      !(p->crew_members = malloc((size_t)p->nworkers * sizeof(uint32_t))))
     rc = WEFT_ENOMEM;
   for (uint32_t c = 0, at = 0; !rc && c < p->ncrews; c++) {
     p->crews[c].members = p->crew_members + at;

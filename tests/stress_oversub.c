@@ -86,7 +86,8 @@ static void wait_all_asleep(weft_pool_t *p) {
   }
 }
 
-/* ---- a crew runs at most one job per CPU ---------------------------------- */
+/* ---- a crew runs at most one job per CPU ----------------------------------
+ */
 
 typedef struct crowd_t {
   weft_pool_t *pool;
@@ -175,7 +176,8 @@ static void test_oversub_crew_runs_one_job_per_cpu(void **state) {
   weft_pool_destroy(p);
 }
 
-/* ---- every job runs once -------------------------------------------------- */
+/* ---- every job runs once --------------------------------------------------
+ */
 
 typedef struct sum_t {
   weft_pool_t *pool;
@@ -254,7 +256,8 @@ static void test_oversub_every_job_runs_once(void **state) {
   weft_pool_destroy(p);
 }
 
-/* ---- sleepers rescue a crew held up outside the pool ---------------------- */
+/* ---- sleepers rescue a crew held up outside the pool ----------------------
+ */
 
 typedef struct held_t {
   uint32_t shorts;          /* short jobs queued behind the blockers */

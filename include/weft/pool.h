@@ -181,7 +181,7 @@ typedef struct weft_pool_stats_t {
    * a thread in the middle of a job for another that has nothing to do.
    */
   uint32_t cpus;
-  uint32_t crews; /**< groups of workers bound to the same CPUs */
+  uint32_t crews;   /**< groups of workers bound to the same CPUs */
   uint64_t rescues; /**< the workers' rescues, summed */
 } weft_pool_stats_t;
 
