@@ -193,6 +193,7 @@ typedef struct sim_stats_t {
   weft_phase_stats_t phase[SIM_NPHASES];
   uint32_t nworkers;
   weft_worker_stats_t *workers; /* nworkers of them */
+  weft_pool_stats_t pool;
   uint64_t sync_points, builds;
 } sim_stats_t;
 
@@ -250,6 +251,8 @@ static int stats_take(weft_world_t *w, weft_pool_t *pool, sim_stats_t *s) {
       return WEFT_ENOMEM;
     for (uint32_t k = 0; k < s->nworkers; k++)
       (void)weft_pool_worker_stats(pool, k, &s->workers[k]);
+    if (weft_pool_stats(pool, &s->pool))
+      memset(&s->pool, 0, sizeof s->pool);
   }
   weft_pipeline_state_t ps;
   weft_pipeline_state(w, &ps);
@@ -360,6 +363,11 @@ static void report(const sim_args_t *a, weft_pool_t *pool, const sim_run_t *r) {
     }
     printf("  (steals: jobs taken from other workers' deques; remote: of "
            "those, from another NUMA node)\n");
+    /* More workers than CPUs: only one per CPU is kept awake. */
+    if (s->pool.cpus && s->pool.cpus < s->nworkers)
+      printf("  %u workers on %u CPUs: at most %u awake at once, %" PRIu64
+             " rescues\n",
+             s->nworkers, s->pool.cpus, s->pool.cpus, s->pool.rescues);
   }
   printf("\n  sync points %" PRIu64 ", schedule builds %" PRIu64 "\n",
          s->sync_points, s->builds);
