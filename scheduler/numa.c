@@ -107,6 +107,9 @@ int weft_pool_stats(const weft_pool_t *p, weft_pool_stats_t *out) {
       out->cpus += p->crews[c].cpus < p->crews[c].nworkers
                        ? p->crews[c].cpus
                        : p->crews[c].nworkers;
+  if (p->awake_cap != UINT32_MAX)
+    out->cpus =
+        out->cpus && out->cpus < p->awake_cap ? out->cpus : p->awake_cap;
   for (uint32_t i = 0; i < p->nworkers; i++)
     out->rescues += atomic_load_explicit(&p->workers[i].stats.rescues,
                                          memory_order_relaxed);

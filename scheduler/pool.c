@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "scheduler/cgroup.h"
 #include "scheduler/deque.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/topology.h"
@@ -46,6 +47,18 @@ static void bump(_Atomic uint64_t *c, uint64_t v) {
 
 /* ---- waking ------------------------------------------------------------- */
 
+/* Counts one more worker awake pool-wide, unless that would pass the CPU
+ * limit. */
+static bool reserve_awake(weft_pool_t *p) {
+  uint32_t n = atomic_load_explicit(&p->awake_all, memory_order_relaxed);
+  do {
+    if (n >= p->awake_cap)
+      return false;
+  } while (!atomic_compare_exchange_weak_explicit(
+      &p->awake_all, &n, n + 1, memory_order_relaxed, memory_order_relaxed));
+  return true;
+}
+
 /*
  * Tells a sleeping worker that work arrived: one in a crew with a CPU to
  * spare, looking first at crew @p from (the submitter's) and then at the
@@ -55,16 +68,18 @@ static void bump(_Atomic uint64_t *c, uint64_t v) {
  * waits. One of the two sees the other, so no wake-up is lost, and a pool
  * with no sleeper pays one fence and one load per job.
  *
- * When every crew with sleepers is full, nobody is woken: each awake
- * worker of those crews looks at every queue before it sleeps, so the job
- * runs as soon as one of their CPUs is free, which is as soon as a woken
- * thread could have run it. (A sleeper of an oversubscribed crew still
- * looks now and then, see worker_sleep(), in case an awake thread is held
- * up outside the pool.)
+ * When every crew with sleepers is full (or the pool has as many workers
+ * awake as its CPU limit allows), nobody is woken: each awake worker
+ * looks at every queue before it sleeps, so the job runs as soon as one
+ * of their CPUs is free, which is as soon as a woken thread could have
+ * run it. (A sleeper of an oversubscribed crew still looks now and then,
+ * see worker_sleep(), in case an awake thread is held up outside the
+ * pool.)
  */
 static void wake(weft_pool_t *p, uint32_t from) {
   atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&p->sleepers, memory_order_relaxed) == 0)
+  if (atomic_load_explicit(&p->sleepers, memory_order_relaxed) == 0 ||
+      atomic_load_explicit(&p->awake_all, memory_order_relaxed) >= p->awake_cap)
     return;
   for (uint32_t k = 0, i = from; k < p->ncrews; k++, i++) {
     crew_t *c = &p->crews[i < p->ncrews ? i : (i -= p->ncrews)];
@@ -74,7 +89,8 @@ static void wake(weft_pool_t *p, uint32_t from) {
     pthread_mutex_lock(&c->mu);
     bool woke =
         atomic_load_explicit(&c->sleepers, memory_order_relaxed) > c->tickets &&
-        atomic_load_explicit(&c->awake, memory_order_relaxed) < c->cpus;
+        atomic_load_explicit(&c->awake, memory_order_relaxed) < c->cpus &&
+        reserve_awake(p);
     if (woke) {
       c->tickets++;
       atomic_fetch_add_explicit(&c->awake, 1, memory_order_relaxed);
@@ -376,10 +392,13 @@ static void cpu_relax(void) {
 #endif
 }
 
-/* True when worker w's crew has more threads awake than CPUs. */
+/* True when worker w's crew has more threads awake than CPUs, or the pool
+ * more than its CPU limit. */
 static bool crowded(const weft_pool_t *p, const worker_t *w) {
   const crew_t *c = &p->crews[w->crew];
-  return atomic_load_explicit(&c->awake, memory_order_relaxed) > c->cpus;
+  return atomic_load_explicit(&c->awake, memory_order_relaxed) > c->cpus ||
+         atomic_load_explicit(&p->awake_all, memory_order_relaxed) >
+             p->awake_cap;
 }
 
 void weft__pool_relax(weft_pool_t *p, uint32_t self) {
@@ -558,25 +577,31 @@ static void deadline_in(struct timespec *ts, uint64_t ns) {
  * pool (a callback blocked on I/O, the caller between frames), its
  * sleepers would wait for it. So they wake now and then and look: after
  * 2 ms, then twice as long each time (128 ms at most). One takes a job
- * only when no worker of its crew has finished a job since it last looked:
- * taking one while the crew makes progress would only crowd its CPUs.
+ * only when no worker of its crew (of the pool, under a CPU limit) has
+ * started a job since it last looked: taking one while they make
+ * progress would only crowd their CPUs.
  */
 static uint64_t crew_progress(const weft_pool_t *p, const crew_t *c) {
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < c->nworkers; i++)
-    n += atomic_load_explicit(&p->workers[c->members[i]].stats.jobs,
-                              memory_order_relaxed);
-  return n;
+  /* Under a CPU limit the awake workers may all be in other crews: then
+   * the whole pool's progress is what says whether they are held up. */
+  const bool all = p->nworkers > p->awake_cap;
+  const uint32_t n = all ? p->nworkers : c->nworkers;
+  uint64_t jobs = 0;
+  for (uint32_t i = 0; i < n; i++)
+    jobs += atomic_load_explicit(
+        &p->workers[all ? i : c->members[i]].stats.jobs, memory_order_relaxed);
+  return jobs;
 }
 
 static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
   crew_t *c = &p->crews[w->crew];
-  const bool rescue = c->nworkers > c->cpus;
+  const bool rescue = c->nworkers > c->cpus || p->nworkers > p->awake_cap;
   uint64_t wait_ns = WEFT__RESCUE_NS;
   pthread_mutex_lock(&c->mu);
   atomic_fetch_add_explicit(&c->sleepers, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&c->awake, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&p->awake_all, 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_seq_cst);
   bool found = find_work(p, w->index, job, false), woken = false;
   if (!found) {
@@ -603,10 +628,12 @@ static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
         wait_ns *= 2;
     }
   }
-  if (woken)
+  if (woken) {
     c->tickets--; /* the waker counted this worker awake */
-  else
+  } else {
     atomic_fetch_add_explicit(&c->awake, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->awake_all, 1, memory_order_relaxed);
+  }
   atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&c->sleepers, 1, memory_order_relaxed);
   pthread_mutex_unlock(&c->mu);
@@ -873,6 +900,8 @@ static int make_crews(weft_pool_t *p) {
     crew_t *c = &p->crews[p->workers[i].crew];
     c->members[c->nworkers++] = i;
   }
+  atomic_init(&p->awake_all, p->nworkers);
+  p->oversubscribed |= p->nworkers > p->awake_cap;
   for (uint32_t c = 0; !rc && c < p->ncrews; c++)
     if ((rc = init_crew_sync(&p->crews[c])) != 0)
       p->ncrews = c; /* free_pool() destroys those before it */
@@ -906,6 +935,24 @@ static void free_pool(weft_pool_t *p) {
   free(p);
 }
 
+/*
+ * Sets the pool's CPU limit (weft_pool_config_t::cpu_limit): the caller's,
+ * or the cgroup's quota rounded up on this machine. A default worker
+ * count (one per core) shrinks to it: more workers than the quota lets
+ * run would only sleep.
+ */
+static void apply_cpu_limit(weft_pool_t *p, weft_pool_config_t *cfg) {
+  uint32_t cap = cfg->cpu_limit;
+  if (cap == 0 && !p->topo->foreign) {
+    double q = weft__cgroup_cpu_limit(NULL);
+    cap = q <= 0 ? 0 : q >= 65536.0 ? 65536u : (uint32_t)q;
+    cap += q > 0 && (double)cap < q; /* rounded up */
+  }
+  p->awake_cap = cap == 0 || cap == WEFT_POOL_NO_CPU_LIMIT ? UINT32_MAX : cap;
+  if (cfg->placement.workers == 0 && p->awake_cap < p->topo->info.cores)
+    cfg->placement.workers = p->awake_cap;
+}
+
 int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
   if (!out)
     return WEFT_EINVAL;
@@ -926,6 +973,8 @@ int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
       (uint64_t)(cfg.spin_us ? cfg.spin_us : WEFT__SPIN_US_DEFAULT) * 1000u;
   p->first_thread = cfg.placement.caller_participates ? 1 : 0;
   int rc = weft_topology_load(cfg.synthetic, NULL, &p->topo);
+  if (!rc)
+    apply_cpu_limit(p, &cfg);
   if (!rc)
     rc = weft_plan_compute(p->topo, &cfg.placement, &p->plan);
   if (!rc)

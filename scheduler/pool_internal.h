@@ -116,6 +116,11 @@ struct weft_pool_t {
   crew_t *crews;
   uint32_t ncrews;
   uint32_t *crew_members;
+  /* The most workers awake at once over all crews (the CPU limit;
+   * UINT32_MAX: none) and how many are (under no lock: wakers reserve a
+   * place with a compare-and-swap). */
+  uint32_t awake_cap;
+  _Atomic uint32_t awake_all;
   bool oversubscribed;
   _Atomic uint32_t sleepers;
   /* Threads of the pool looking for work (spinning, asleep, or waiting on

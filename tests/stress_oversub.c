@@ -6,7 +6,8 @@
  *   once than it has CPUs, except for the jobs its sleepers took as
  *   rescues: checked on bursts of short jobs, against the pool's own
  *   count of rescues. Before crews, every sleeper woke for the burst and
- *   four jobs ran at once on one CPU.
+ *   four jobs ran at once on one CPU. Likewise a pool under a CPU limit
+ *   (a cgroup quota) runs no more jobs at once than the limit.
  * - Every job still runs exactly once: nested parallel-fors and outside
  *   submitters on an oversubscribed pool, checked against a serial sum.
  * - When the awake workers of every crew are held up outside the pool
@@ -91,10 +92,17 @@ static void wait_all_asleep(weft_pool_t *p) {
 
 typedef struct crowd_t {
   weft_pool_t *pool;
-  _Atomic uint32_t *running; /* per crew */
-  _Atomic uint32_t *most;    /* per crew: the most seen at once */
+  _Atomic uint32_t *running;              /* per crew */
+  _Atomic uint32_t *most;                 /* per crew: the most seen at once */
+  _Atomic uint32_t running_all, most_all; /* the same over the pool */
   _Atomic uint64_t ran;
 } crowd_t;
+
+static void raise_to(_Atomic uint32_t *most, uint32_t now) {
+  uint32_t seen = atomic_load(most);
+  while (now > seen && !atomic_compare_exchange_weak(most, &seen, now))
+    ;
+}
 
 /* Busy for 100 us of wall time (preempted time included, so that jobs
  * sharing a CPU overlap as they would on a crowded one). */
@@ -121,12 +129,10 @@ static void crowd_range(void *arg, uint32_t b, uint32_t e, uint32_t self) {
   for (uint32_t i = b; i < e; i++) {
     if (self < c->pool->nworkers) {
       uint32_t k = c->pool->workers[self].crew;
-      uint32_t now = atomic_fetch_add(&c->running[k], 1) + 1;
-      uint32_t seen = atomic_load(&c->most[k]);
-      while (now > seen &&
-             !atomic_compare_exchange_weak(&c->most[k], &seen, now))
-        ;
+      raise_to(&c->most[k], atomic_fetch_add(&c->running[k], 1) + 1);
+      raise_to(&c->most_all, atomic_fetch_add(&c->running_all, 1) + 1);
       spin_a_little();
+      atomic_fetch_sub(&c->running_all, 1);
       atomic_fetch_sub(&c->running[k], 1);
     } else {
       spin_a_little(); /* the test thread helping: in no crew */
@@ -135,25 +141,32 @@ static void crowd_range(void *arg, uint32_t b, uint32_t e, uint32_t self) {
   }
 }
 
+/* Bursts of short jobs from the test thread (in no crew) on pool p. */
+static void crowd_run(crowd_t *c, weft_pool_t *p) {
+  memset(c, 0, sizeof *c);
+  c->pool = p;
+  c->running = calloc(p->ncrews, sizeof *c->running);
+  c->most = calloc(p->ncrews, sizeof *c->most);
+  assert_non_null(c->running);
+  assert_non_null(c->most);
+  wait_all_asleep(p);
+  const uint32_t rounds = 100, jobs = 64;
+  for (uint32_t r = 0; r < rounds; r++) {
+    weft_pool_parallel_for(p, UINT32_MAX, 0, jobs, 1, crowd_range, c);
+    if (r % 10 == 0)
+      sleep_us(5000); /* let everyone sleep again between bursts */
+  }
+  assert_int_equal(atomic_load(&c->ran), (uint64_t)rounds * jobs);
+}
+
 static void test_oversub_crew_runs_one_job_per_cpu(void **state) {
   (void)state;
   if (foreign_machine())
     skip();
   uint32_t cpus;
   weft_pool_t *p = oversub_pool(&cpus);
-  crowd_t c = {.pool = p};
-  c.running = calloc(p->ncrews, sizeof *c.running);
-  c.most = calloc(p->ncrews, sizeof *c.most);
-  assert_non_null(c.running);
-  assert_non_null(c.most);
-  wait_all_asleep(p);
-  const uint32_t rounds = 100, jobs = 64;
-  for (uint32_t r = 0; r < rounds; r++) {
-    weft_pool_parallel_for(p, UINT32_MAX, 0, jobs, 1, crowd_range, &c);
-    if (r % 10 == 0)
-      sleep_us(5000); /* let everyone sleep again between bursts */
-  }
-  assert_int_equal(atomic_load(&c.ran), (uint64_t)rounds * jobs);
+  crowd_t c;
+  crowd_run(&c, p);
   weft_pool_stats_t st;
   assert_int_equal(weft_pool_stats(p, &st), WEFT_OK);
   uint32_t most_any = 0;
@@ -171,6 +184,36 @@ static void test_oversub_crew_runs_one_job_per_cpu(void **state) {
                 "a crew, %llu rescues\n",
                 p->ncrews, cpus, weft_pool_workers(p), most_any,
                 (unsigned long long)st.rescues);
+  free(c.running);
+  free(c.most);
+  weft_pool_destroy(p);
+}
+
+/* A CPU limit (a cgroup quota) below the CPUs: the whole pool runs at
+ * most that many jobs at once, besides its rescues. */
+static void test_oversub_cpu_limit_caps_the_pool(void **state) {
+  (void)state;
+  if (foreign_machine())
+    skip();
+  weft_pool_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.placement.workers = 4;
+  cfg.cpu_limit = 1;
+  weft_pool_t *p = NULL;
+  assert_int_equal(weft_pool_create(&cfg, &p), WEFT_OK);
+  weft_pool_stats_t st;
+  assert_int_equal(weft_pool_stats(p, &st), WEFT_OK);
+  assert_int_equal(st.cpus, 1);
+  crowd_t c;
+  crowd_run(&c, p);
+  assert_int_equal(weft_pool_stats(p, &st), WEFT_OK);
+  uint32_t most = atomic_load(&c.most_all);
+  if (most > 1 + st.rescues)
+    fail_msg("a pool limited to 1 CPU ran %u jobs at once with %llu rescues",
+             most, (unsigned long long)st.rescues);
+  print_message("limit 1 CPU, 4 workers: at most %u jobs at once, %llu "
+                "rescues\n",
+                most, (unsigned long long)st.rescues);
   free(c.running);
   free(c.most);
   weft_pool_destroy(p);
@@ -324,6 +367,7 @@ static void test_oversub_sleepers_rescue_a_held_crew(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_oversub_crew_runs_one_job_per_cpu),
+      cmocka_unit_test(test_oversub_cpu_limit_caps_the_pool),
       cmocka_unit_test(test_oversub_every_job_runs_once),
       cmocka_unit_test(test_oversub_sleepers_rescue_a_held_crew),
   };

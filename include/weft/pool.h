@@ -35,6 +35,9 @@ typedef struct weft_pool_t weft_pool_t;
 /** The worker index of a thread that is not one of the pool's workers. */
 #define WEFT_WORKER_EXTERNAL UINT32_MAX
 
+/** weft_pool_config_t::cpu_limit: no limit but the CPUs themselves. */
+#define WEFT_POOL_NO_CPU_LIMIT UINT32_MAX
+
 /** Pool settings; zero means default for every field. */
 typedef struct weft_pool_config_t {
   /** Workers, binding and NUMA nodes (see topology.h). With
@@ -53,6 +56,17 @@ typedef struct weft_pool_config_t {
   /** Microseconds an idle worker spins looking for work before it sleeps;
    * 0 means 50. */
   uint32_t spin_us;
+  /**
+   * The most workers awake at once, over the whole pool (see
+   * weft_pool_stats_t::cpus). 0 means the CPU quota of the process's
+   * cgroup (cgroup v2 cpu.max or v1's CFS quota, the smallest on the
+   * path to the root, rounded up: a container or batch job limited to
+   * 1.5 CPUs gets 2), or no limit where none is set or the machine is
+   * foreign (synthetic, XML); WEFT_POOL_NO_CPU_LIMIT ignores the quota.
+   * With the default worker count (placement.workers 0) the pool also
+   * starts no more workers than this limit.
+   */
+  uint32_t cpu_limit;
 } weft_pool_config_t;
 
 /** A job: @p worker is the index of the worker running it. */
@@ -179,6 +193,7 @@ typedef struct weft_pool_stats_t {
    * CPUs form a crew, work wakes a sleeper only in a crew with a CPU to
    * spare, and the others stay asleep, so that the kernel never preempts
    * a thread in the middle of a job for another that has nothing to do.
+   * A CPU limit (weft_pool_config_t::cpu_limit, a cgroup quota) caps it.
    */
   uint32_t cpus;
   uint32_t crews;   /**< groups of workers bound to the same CPUs */
