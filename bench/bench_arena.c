@@ -26,23 +26,16 @@
 
 #include "bench_systems.h"
 #include "harness.h"
-#include "sim_scenarios.h"
 
 #define ARENA_DT (1.0 / 60.0)
 
-typedef struct arena_side_t {
-  weft_pool_t *pool;
-  weft_world_t *world;
-  sim_scene_t scene;
-  uint64_t ticks;
-  struct arena_side_t *other;
-} arena_side_t;
-
-static void arena_open(arena_side_t *a, uint32_t workers, uint32_t n) {
+void bench_arena_open(bench_arena_side_t *a, uint32_t workers, bool bind_caller,
+                      uint32_t n) {
   memset(a, 0, sizeof *a);
   weft_pool_config_t pc = {0};
   pc.placement.workers = workers;
   pc.placement.caller_participates = true;
+  pc.placement.bind_caller = bind_caller;
   bench_check(weft_pool_create(&pc, &a->pool), "weft_pool_create");
   /* One tag for both worlds: handles carry it, and the digests compared
    * at the end cover handles. */
@@ -54,20 +47,28 @@ static void arena_open(arena_side_t *a, uint32_t workers, uint32_t n) {
               "sim_scene_build");
 }
 
-static void arena_close(arena_side_t *a) {
+void bench_arena_close(bench_arena_side_t *a) {
   sim_scene_free(&a->scene);
   weft_world_destroy(a->world);
   weft_pool_destroy(a->pool);
 }
 
-static void arena_tick(arena_side_t *a) {
+static void arena_tick(bench_arena_side_t *a) {
   bench_check(weft_world_progress(a->world, ARENA_DT), "weft_world_progress");
   a->ticks++;
 }
 
-/* Catches up with the other side untimed, then times @p reps ticks. */
-static uint64_t arena_run(void *state, uint64_t reps) {
-  arena_side_t *a = state;
+void bench_arena_pair(bench_arena_side_t *a, bench_arena_side_t *b) {
+  a->other = b;
+  b->other = a;
+  for (int k = 0; k < 3; k++) { /* warm both up: first-touch, plans */
+    arena_tick(a);
+    arena_tick(b);
+  }
+}
+
+uint64_t bench_arena_run(void *state, uint64_t reps) {
+  bench_arena_side_t *a = state;
   while (a->ticks < a->other->ticks)
     arena_tick(a);
   double t0 = bench_now_ns();
@@ -76,26 +77,35 @@ static uint64_t arena_run(void *state, uint64_t reps) {
   return (uint64_t)(bench_now_ns() - t0);
 }
 
+void bench_arena_same(const char *name, bench_arena_side_t *a,
+                      bench_arena_side_t *b) {
+  bench_arena_run(a, 0);
+  bench_arena_run(b, 0);
+  if (weft_world_digest(a->world) != weft_world_digest(b->world)) {
+    fprintf(stderr,
+            "\nweft-bench: %s: %u and %u workers reached different worlds "
+            "at tick %llu\n",
+            name, weft_pool_workers(a->pool), weft_pool_workers(b->pool),
+            (unsigned long long)a->ticks);
+    exit(1);
+  }
+}
+
 void bench_arena(bench_ctx_t *ctx) {
   const char *name = "arena/2w/scaling";
   if (!bench_selected(ctx, name))
     return;
   uint32_t n = ctx->quick ? 20000u : 1000000u;
-  static arena_side_t one, two;
-  arena_open(&one, 1, n);
-  arena_open(&two, 2, n);
-  one.other = &two;
-  two.other = &one;
-  for (int k = 0; k < 3; k++) { /* warm both up: first-touch, plans */
-    arena_tick(&one);
-    arena_tick(&two);
-  }
+  static bench_arena_side_t one, two;
+  bench_arena_open(&one, 1, false, n);
+  bench_arena_open(&two, 2, false, n);
+  bench_arena_pair(&one, &two);
   bench_case_t c = {
       .name = name,
       .unit = "ns/entity",
       .n = n,
-      .work = {"weft_2w", arena_run, &two, (double)n, true},
-      .base = {"weft_1w_x2", arena_run, &one, 2.0 * n, true},
+      .work = {"weft_2w", bench_arena_run, &two, (double)n, true},
+      .base = {"weft_1w_x2", bench_arena_run, &one, 2.0 * n, true},
       .target_kind = BENCH_TARGET_RATIO,
       .target = 1.0 / 0.9,
       .workers = 2,
@@ -109,15 +119,7 @@ void bench_arena(bench_ctx_t *ctx) {
           (unsigned long long)two.ticks);
   /* The worlds must be the same at the same tick whatever the workers:
    * the one behind catches up, then the digests must match. */
-  arena_run(&one, 0);
-  arena_run(&two, 0);
-  if (weft_world_digest(one.world) != weft_world_digest(two.world)) {
-    fprintf(stderr,
-            "\nweft-bench: %s: 1 and 2 workers reached different worlds "
-            "at tick %llu\n",
-            name, (unsigned long long)two.ticks);
-    exit(1);
-  }
-  arena_close(&one);
-  arena_close(&two);
+  bench_arena_same(name, &one, &two);
+  bench_arena_close(&one);
+  bench_arena_close(&two);
 }

@@ -37,7 +37,6 @@
 #include "bench_omp.h"
 #include "bench_systems.h"
 #include "harness.h"
-#include "sim_scenarios.h"
 
 #define OVS_FACTOR 4u
 #define OVS_DT (1.0 / 60.0)
@@ -69,67 +68,21 @@ static weft_pool_t *ovs_pool(uint32_t workers) {
 /* ---- the arena ------------------------------------------------------------
  */
 
-typedef struct ovs_arena_t {
-  weft_pool_t *pool;
-  weft_world_t *world;
-  sim_scene_t scene;
-  uint64_t ticks;
-  struct ovs_arena_t *other;
-} ovs_arena_t;
-
-static void ovs_arena_open(ovs_arena_t *a, uint32_t workers, uint32_t n) {
-  memset(a, 0, sizeof *a);
-  a->pool = ovs_pool(workers);
-  weft_world_config_t wc = {.pool = a->pool, .world_tag = 1};
-  bench_check(weft_world_create(&wc, &a->world), "weft_world_create");
-  weft_pipeline_config_t cfg = {.fixed_dt = OVS_DT};
-  bench_check(weft_pipeline_configure(a->world, &cfg), "configure");
-  bench_check(sim_scene_build(&a->scene, a->world, SIM_ARENA, n, 1),
-              "sim_scene_build");
-}
-
-static void ovs_arena_close(ovs_arena_t *a) {
-  sim_scene_free(&a->scene);
-  weft_world_destroy(a->world);
-  weft_pool_destroy(a->pool);
-}
-
-static void ovs_arena_tick(ovs_arena_t *a) {
-  bench_check(weft_world_progress(a->world, OVS_DT), "weft_world_progress");
-  a->ticks++;
-}
-
-/* Catches up with the other side untimed, then times @p reps ticks. */
-static uint64_t ovs_arena_run(void *state, uint64_t reps) {
-  ovs_arena_t *a = state;
-  while (a->ticks < a->other->ticks)
-    ovs_arena_tick(a);
-  double t0 = bench_now_ns();
-  for (uint64_t r = 0; r < reps; r++)
-    ovs_arena_tick(a);
-  return (uint64_t)(bench_now_ns() - t0);
-}
-
 static void ovs_arena(bench_ctx_t *ctx, uint32_t ncpu) {
   const char *name = "oversubscribed/4x";
   if (!bench_selected(ctx, name))
     return;
   uint32_t n = ctx->quick ? 20000u : 300000u;
-  static ovs_arena_t one, four;
-  ovs_arena_open(&one, ncpu, n);
-  ovs_arena_open(&four, OVS_FACTOR * ncpu, n);
-  one.other = &four;
-  four.other = &one;
-  for (int k = 0; k < 3; k++) { /* first-touch, plans */
-    ovs_arena_tick(&one);
-    ovs_arena_tick(&four);
-  }
+  static bench_arena_side_t one, four;
+  bench_arena_open(&one, ncpu, true, n);
+  bench_arena_open(&four, OVS_FACTOR * ncpu, true, n);
+  bench_arena_pair(&one, &four);
   bench_case_t c = {
       .name = name,
       .unit = "ns/entity",
       .n = n,
-      .work = {"weft_4x", ovs_arena_run, &four, (double)n, true},
-      .base = {"weft_1x", ovs_arena_run, &one, (double)n, true},
+      .work = {"weft_4x", bench_arena_run, &four, (double)n, true},
+      .base = {"weft_1x", bench_arena_run, &one, (double)n, true},
       .target_kind = BENCH_TARGET_RATIO,
       .target = 1.5,
       .workers = OVS_FACTOR * ncpu,
@@ -142,15 +95,9 @@ static void ovs_arena(bench_ctx_t *ctx, uint32_t ncpu) {
           "rescues; %.2fx\n",
           name, OVS_FACTOR * ncpu, ncpu, st.cpus,
           (unsigned long long)st.rescues, r->ratio);
-  ovs_arena_run(&one, 0);
-  ovs_arena_run(&four, 0);
-  if (weft_world_digest(one.world) != weft_world_digest(four.world)) {
-    fprintf(stderr, "\nweft-bench: %s: the worlds differ at tick %llu\n", name,
-            (unsigned long long)four.ticks);
-    exit(1);
-  }
-  ovs_arena_close(&one);
-  ovs_arena_close(&four);
+  bench_arena_same(name, &one, &four);
+  bench_arena_close(&one);
+  bench_arena_close(&four);
 }
 
 /* ---- the update kernels ----------------------------------------------------
