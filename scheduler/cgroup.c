@@ -11,6 +11,8 @@
  */
 #include "scheduler/cgroup.h"
 
+#include "weft/topology.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,4 +212,8 @@ double weft__cgroup_cpu_limit(const char *proc) {
   }
   free(h);
   return limit;
+}
+
+double weft_topology_cpu_quota(void) {
+  return weft__cgroup_cpu_limit(NULL);
 }

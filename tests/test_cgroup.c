@@ -160,8 +160,11 @@ static void test_cgroup_bad_files_are_no_limit(void **state) {
   put(f, "proc/mountinfo", "1 2\n- - -\n30 22 0:26 / x - cgroup2\n");
   put(f, "proc/cgroup", "0::/x\n");
   assert_float_equal(weft__cgroup_cpu_limit(f->proc), 0.0, 0);
-  /* This process's own cgroup: whatever it says, a number >= 0. */
+  /* This process's own cgroup: whatever it says, a number >= 0, the same
+   * through the public call. */
   assert_true(weft__cgroup_cpu_limit(NULL) >= 0.0);
+  assert_float_equal(weft_topology_cpu_quota(), weft__cgroup_cpu_limit(NULL),
+                     0);
 }
 
 /* ---- the pool's use of the limit ------------------------------------------
@@ -212,6 +215,7 @@ static void test_cgroup_this_process_quota(void **state) {
     skip();
   double q = strtod(want, NULL);
   assert_float_equal(weft__cgroup_cpu_limit(NULL), q, 1e-9);
+  assert_float_equal(weft_topology_cpu_quota(), q, 1e-9);
   uint32_t cap = (uint32_t)q + ((double)(uint32_t)q < q);
   weft_pool_t *p = NULL;
   assert_int_equal(weft_pool_create(NULL, &p), WEFT_OK);

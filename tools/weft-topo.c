@@ -107,6 +107,14 @@ int main(int argc, char **argv) {
             weft_strerror(rc));
     return 2;
   }
+  /* This machine's CPU quota caps a default pool (see cpu_limit in
+   * weft/pool.h): plan what such a pool would start. */
+  const double quota = synthetic || xml ? 0 : weft_topology_cpu_quota();
+  uint32_t cap = (uint32_t)quota + ((double)(uint32_t)quota < quota);
+  weft_topology_info_t info;
+  weft_topology_info(topo, &info);
+  if (quota > 0 && cfg.workers == 0 && cap < info.cores)
+    cfg.workers = cap;
   weft_plan_t *plan;
   rc = weft_plan_compute(topo, &cfg, &plan);
   if (rc) {
@@ -119,6 +127,12 @@ int main(int argc, char **argv) {
   if (text) {
     weft_plan_describe(topo, plan, text, (uint32_t)need + 1);
     fputs(text, stdout);
+    if (quota > 0)
+      printf("cpu quota: %.2f CPUs (cgroup): pools keep at most %u "
+             "worker(s) awake\n",
+             quota, cap);
+    else if (!synthetic && !xml)
+      printf("cpu quota: none (cgroup)\n");
   }
   free(text);
   weft_plan_destroy(plan);

@@ -153,6 +153,17 @@ typedef struct weft_node_memory_t {
 } weft_node_memory_t;
 
 /**
+ * The CPU quota of the cgroup this process runs in, in CPUs (1.5 for a
+ * container limited to one and a half CPUs): the smallest one on the path
+ * from its cgroup to the root, cgroup v2 (cpu.max) or v1 (CFS quota). 0
+ * when none is set or none can be read. A pool keeps no more workers
+ * awake than this, rounded up (weft_pool_config_t::cpu_limit), and a
+ * default-sized pool starts no more. Any thread; reads /proc and the
+ * cgroup tree on every call.
+ */
+double weft_topology_cpu_quota(void);
+
+/**
  * Fills @p out with the memory of node @p node. Any thread; the pointers
  * live as long as the topology. Returns WEFT_EINVAL for a NULL topology
  * or out, or a bad index (out is then zeroed).
