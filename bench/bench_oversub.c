@@ -96,8 +96,12 @@ static void ovs_arena(bench_ctx_t *ctx, uint32_t ncpu) {
           name, OVS_FACTOR * ncpu, ncpu, st.cpus,
           (unsigned long long)st.rescues, r->ratio);
   bench_arena_same(name, &one, &four);
-  bench_arena_close(&one);
+  /* In reverse order of creation: each pool bound this thread as its
+   * worker 0 and puts back the binding it found, so the last one made
+   * must go first or the thread stays bound to one CPU for the rows after
+   * (and for ovs_cpus() in the next pass). */
   bench_arena_close(&four);
+  bench_arena_close(&one);
 }
 
 /* ---- the update kernels ----------------------------------------------------
@@ -249,8 +253,8 @@ static void ovs_update(bench_ctx_t *ctx, const int *cpus, uint32_t ncpu) {
         .workers = OVS_FACTOR * ncpu,
     };
     bench_compare(ctx, &c);
+    ovs_update_close(&four); /* reverse order, as above */
     ovs_update_close(&one);
-    ovs_update_close(&four);
   }
   const char *oname = "oversubscribed/omp/4x";
   if (bench_selected(ctx, oname)) {

@@ -84,8 +84,10 @@ typedef struct weft_placement_config_t {
    * as the pool's own threads are bound to theirs. Without it the kernel
    * may run that thread on a core a bound worker owns, and the two then
    * share it while another core idles. The pool restores the thread's
-   * previous binding when that thread destroys the pool. Off by default:
-   * threads it starts while bound inherit the binding. */
+   * previous binding when that thread destroys the pool, so a thread that
+   * drives several such pools destroys them in the reverse order of their
+   * first use (otherwise it keeps a binding an earlier pool made). Off by
+   * default: threads it starts while bound inherit the binding. */
   bool bind_caller;
 } weft_placement_config_t;
 
