@@ -1571,6 +1571,30 @@ static void test_topology_process_mask(void **state) {
                                 "has ") != NULL,
                    in_mask < in_machine);
   weft_topology_destroy(t);
+  /* A CPU the machine has but the mask leaves out (under taskset): a
+   * restriction to it says so, in words. */
+  int outside = -1;
+  assert_int_equal(hwloc_topology_init(&hw), 0);
+  assert_int_equal(hwloc_topology_load(hw), 0);
+  hwloc_bitmap_foreach_begin(c, hwloc_topology_get_topology_cpuset(hw)) {
+    if (outside < 0 && !CPU_ISSET(c, &mask))
+      outside = c;
+  }
+  hwloc_bitmap_foreach_end();
+  hwloc_topology_destroy(hw);
+  if (outside >= 0) {
+    char list[16], why[256];
+    snprintf(list, sizeof list, "%d", outside);
+    weft_topology_load_config_t lc = {
+        .restrict_pus = list, .error = why, .error_size = sizeof why};
+    t = (weft_topology_t *)&t;
+    assert_int_equal(weft_topology_load_ex(&lc, &t), WEFT_EINVAL);
+    assert_null(t);
+    char expect[64];
+    snprintf(expect, sizeof expect,
+             "CPU %d is outside the CPUs this process may run on (", outside);
+    assert_non_null(strstr(why, expect));
+  }
 
   /* The default pool: one worker per allowed core, each inside the mask. */
   weft_pool_config_t cfg = {0};

@@ -155,20 +155,19 @@ static const struct option sim_options[] = {
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
 
-/* "--name" of option code @p c, for messages. */
-static const char *opt_name(int c) {
-  static char buf[64];
+/* "--name" of option code @p c into @p buf, for messages. */
+static const char *opt_name(int c, char *buf, size_t size) {
+  snprintf(buf, size, "?");
   for (const struct option *o = sim_options; o->name; o++)
-    if (o->val == c) {
-      snprintf(buf, sizeof buf, "--%s", o->name);
-      return buf;
-    }
-  return "?";
+    if (o->val == c)
+      snprintf(buf, size, "--%s", o->name);
+  return buf;
 }
 
 /* One option's value into @p a; 0 or bad()'s status. */
 static int parse_one(int c, const char *val, sim_args_t *a) {
-  const char *opt = opt_name(c);
+  char name[32];
+  const char *opt = opt_name(c, name, sizeof name);
   uint64_t v;
   switch (c) {
   case 's':
