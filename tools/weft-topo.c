@@ -24,7 +24,8 @@
 
 static void usage(FILE *f) {
   fprintf(f, "usage: weft-topo [--synthetic DESC | --xml FILE] "
-             "[--restrict CPULIST] [--workers N] [--pin core|pu|none] "
+             "[--restrict CPULIST]\n"
+             "                 [--workers N] [--pin core|pu|none] "
              "[--nodes LIST] [--caller]\n"
              "       weft-topo --help | --version\n");
 }
