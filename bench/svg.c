@@ -13,6 +13,12 @@
  * row's baseline the dashed line of the same colour, and the ideal the
  * grey dotted line. Each point's tooltip gives the row's
  * name and value.
+ *
+ * Lines that scale alike lie on top of each other, so colour alone does
+ * not tell them apart: each series also has its own marker shape (filled
+ * for weft, hollow for the baseline), and every line is labelled at its
+ * end, in a column right of the plot where the labels are spread so that
+ * none overlaps another, each joined to its line's end by a thin leader.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -31,7 +37,10 @@
 #define SVG_X1 540.0
 #define SVG_Y0 60.0
 #define SVG_Y1 460.0
-#define SVG_LEGEND_X 570.0
+#define SVG_LABEL_X (SVG_X1 + 24.0) /* the end labels' column */
+#define SVG_LABEL_GAP 14.0          /* least distance between two labels */
+#define SVG_CHAR_W 7.0              /* a character's width, about */
+#define SVG_NSHAPES 6u
 
 typedef struct svg_series_t {
   char key[64]; /* the name with the worker segment replaced by "*" */
@@ -43,6 +52,14 @@ static const char *const svg_colors[] = {"#1f77b4", "#d62728", "#2ca02c",
                                          "#ff7f0e", "#9467bd", "#8c564b",
                                          "#e377c2", "#17becf"};
 #define SVG_NCOLORS (sizeof svg_colors / sizeof svg_colors[0])
+
+/* A line's end and its label, placed by svg_place_labels(). */
+typedef struct svg_end_t {
+  double x, want; /* the line's last point */
+  double y;       /* the label's baseline-centre, after placing */
+  size_t series;
+  int side; /* 0: weft, 1: baseline */
+} svg_end_t;
 
 /* True when [s, s + len) is "st" or digits followed by 'w'. */
 static bool svg_worker_segment(const char *s, size_t len) {
@@ -227,8 +244,58 @@ static void svg_axes(FILE *f, const svg_scale_t *sc) {
           SVG_X0 - 48, (SVG_Y0 + SVG_Y1) / 2);
 }
 
+/* Series @p idx's marker at (x, y): a shape of its own (circle, square,
+ * triangle, diamond, inverted triangle, plus), filled for weft and hollow
+ * for the baseline. The element is left open for a <title>; @p close is
+ * its closing tag. */
+static void svg_marker(FILE *f, size_t idx, int side, double x, double y,
+                       const char *color, const char **close) {
+  unsigned shape = (unsigned)(idx % SVG_NSHAPES);
+  double r = side ? 3.0 : 4.0;
+  const char *fill = side ? "white" : color;
+  if (shape == 0) {
+    fprintf(f,
+            "<circle class=\"marker m0\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" "
+            "fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">",
+            x, y, r, fill, color);
+    *close = "</circle>";
+    return;
+  }
+  fprintf(f,
+          "<path class=\"marker m%u\" fill=\"%s\" stroke=\"%s\" "
+          "stroke-width=\"1.5\" d=\"",
+          shape, shape == 5 ? "none" : fill, color);
+  switch (shape) {
+  case 1: /* square */
+    fprintf(f, "M%.1f %.1fh%.1fv%.1fh%.1fz", x - r, y - r, 2 * r, 2 * r,
+            -2 * r);
+    break;
+  case 2: /* triangle */
+    fprintf(f, "M%.1f %.1fL%.1f %.1fL%.1f %.1fz", x, y - 1.25 * r, x + r,
+            y + 0.85 * r, x - r, y + 0.85 * r);
+    break;
+  case 3: /* diamond */
+    fprintf(f, "M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fz", x, y - 1.3 * r,
+            x + 1.3 * r, y, x, y + 1.3 * r, x - 1.3 * r, y);
+    break;
+  case 4: /* inverted triangle */
+    fprintf(f, "M%.1f %.1fL%.1f %.1fL%.1f %.1fz", x, y + 1.25 * r, x + r,
+            y - 0.85 * r, x - r, y - 0.85 * r);
+    break;
+  default: /* plus, drawn with the stroke */
+    fprintf(f, "M%.1f %.1fH%.1fM%.1f %.1fV%.1f", x - 1.3 * r, y, x + 1.3 * r, x,
+            y - 1.3 * r, y + 1.3 * r);
+    break;
+  }
+  fputs("\">", f);
+  *close = "</path>";
+}
+
+/* Draws series @p idx's lines and points, adds its legend lines at
+ * @p legend_x, and records its lines' ends in @p ends. */
 static void svg_series(FILE *f, const svg_series_t *se, size_t idx,
-                       const svg_scale_t *sc, double *legend_y) {
+                       const svg_scale_t *sc, double legend_x, double *legend_y,
+                       svg_end_t *ends, size_t *nends) {
   const char *color = svg_colors[idx % SVG_NCOLORS];
   bool base = svg_has_base(se);
   char label[64];
@@ -244,9 +311,9 @@ static void svg_series(FILE *f, const svg_series_t *se, size_t idx,
     fputs("\"/>\n", f);
     for (uint32_t k = 0; k < se->count; ++k) {
       const bench_result_t *r = se->rows[k];
-      fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\">",
-              svg_x(sc, r->workers), svg_y(sc, svg_rel(se, k, side)),
-              side ? "2.5" : "4", color);
+      const char *close;
+      svg_marker(f, idx, side, svg_x(sc, r->workers),
+                 svg_y(sc, svg_rel(se, k, side)), color, &close);
       fputs("<title>", f);
       svg_text(f, r->name);
       fputs(side ? " baseline " : " ", f);
@@ -255,16 +322,23 @@ static void svg_series(FILE *f, const svg_series_t *se, size_t idx,
       fprintf(f, ": %.4g %s on %u worker%s, %.3f of 1 worker</title>",
               side ? r->baseline_value : r->value, r->unit, r->workers,
               r->workers == 1 ? "" : "s", svg_rel(se, k, side));
-      fputs("</circle>\n", f);
+      fprintf(f, "%s\n", close);
     }
-    /* Legend entry. */
+    uint32_t last = se->count - 1;
+    ends[*nends] =
+        (svg_end_t){svg_x(sc, se->rows[last]->workers),
+                    svg_y(sc, svg_rel(se, last, side)), 0, idx, side};
+    (*nends)++;
+    /* Legend entry: the line with the series' marker on it. */
     double y = *legend_y;
+    const char *close;
     fprintf(f,
             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-            "stroke=\"%s\" stroke-width=\"2\"%s/>\n<text x=\"%.1f\" "
-            "y=\"%.1f\">",
-            SVG_LEGEND_X, y, SVG_LEGEND_X + 28, y, color,
-            side ? " stroke-dasharray=\"6 4\"" : "", SVG_LEGEND_X + 36, y + 4);
+            "stroke=\"%s\" stroke-width=\"2\"%s/>\n",
+            legend_x, y, legend_x + 28, y, color,
+            side ? " stroke-dasharray=\"6 4\"" : "");
+    svg_marker(f, idx, side, legend_x + 14, y, color, &close);
+    fprintf(f, "%s\n<text x=\"%.1f\" y=\"%.1f\">", close, legend_x + 36, y + 4);
     svg_text(f, label);
     if (side) {
       fputs(" baseline (", f);
@@ -276,6 +350,76 @@ static void svg_series(FILE *f, const svg_series_t *se, size_t idx,
     fputs("</text>\n", f);
     *legend_y += 20;
   }
+}
+
+static int svg_end_cmp(const void *pa, const void *pb) {
+  const svg_end_t *a = pa, *b = pb;
+  if (a->want != b->want)
+    return a->want < b->want ? -1 : 1;
+  /* Equal ends: a stable order, series then side. */
+  if (a->series != b->series)
+    return a->series < b->series ? -1 : 1;
+  return a->side - b->side;
+}
+
+/*
+ * Places the labels in one column: each as near its line's end as it can
+ * be while every two are at least SVG_LABEL_GAP apart and all lie within
+ * [top, bottom] (the caller makes that range tall enough). Sorted by the
+ * ends' heights, pushed down past their upper neighbours, then back up
+ * from the bottom where they ran past it.
+ */
+static void svg_place_labels(svg_end_t *ends, size_t n, double top,
+                             double bottom) {
+  qsort(ends, n, sizeof *ends, svg_end_cmp);
+  for (size_t i = 0; i < n; ++i) {
+    double lo = i ? ends[i - 1].y + SVG_LABEL_GAP : top;
+    ends[i].y = fmax(ends[i].want, lo);
+  }
+  for (size_t i = n; i-- > 0;) {
+    double hi = i + 1 < n ? ends[i + 1].y - SVG_LABEL_GAP : bottom;
+    ends[i].y = fmin(ends[i].y, hi);
+  }
+}
+
+/* The end labels, with a leader from each line's end. */
+static void svg_end_labels(FILE *f, const svg_series_t *series,
+                           const svg_end_t *ends, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const svg_end_t *e = &ends[i];
+    const svg_series_t *se = &series[e->series];
+    const char *color = svg_colors[e->series % SVG_NCOLORS];
+    char label[64];
+    svg_label(se->key, label, sizeof label);
+    fprintf(f,
+            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1\" "
+            "stroke-opacity=\"0.6\" points=\"%.1f,%.1f %.1f,%.1f "
+            "%.1f,%.1f\"/>\n",
+            color, e->x + 5, e->want, SVG_LABEL_X - 14, e->y, SVG_LABEL_X - 3,
+            e->y);
+    fprintf(f, "<text class=\"end-label\" x=\"%.1f\" y=\"%.1f\" fill=\"%s\">",
+            SVG_LABEL_X, e->y + 4, color);
+    svg_text(f, label);
+    if (e->side) {
+      fputs(" (", f);
+      svg_text(f, se->rows[se->count - 1]->baseline);
+      fputs(")", f);
+    }
+    fputs("</text>\n", f);
+  }
+}
+
+/* Longest end label, in characters. */
+static size_t svg_end_chars(const svg_series_t *series, size_t n) {
+  size_t most = 0;
+  for (size_t s = 0; s < n; ++s) {
+    const svg_series_t *se = &series[s];
+    size_t len =
+        strlen(se->key) + 3 + strlen(se->rows[se->count - 1]->baseline);
+    if (len > most)
+      most = len;
+  }
+  return most;
 }
 
 /* Longest legend line of the series, in characters. */
@@ -316,13 +460,26 @@ int bench_write_svg(const bench_ctx_t *ctx, const char *path) {
   }
   sc.ylo = log2(lo) - 0.15;
   sc.yhi = log2(hi) + 0.15;
-  /* The legend takes 20 px a line: the ideal, then two per series. */
-  double height = fmax(SVG_H, SVG_Y0 + 28 + 20.0 * (double)(1 + 2 * n));
-  double width = fmax(SVG_W, SVG_LEGEND_X + 46 +
-                                 7.0 * (double)svg_legend_chars(series, n));
+  /* The end labels take a column right of the plot, at least
+   * SVG_LABEL_GAP a label; the legend follows it, 20 px a line: the
+   * ideal, then two per series. */
+  double legend_x =
+      SVG_LABEL_X + 24 + SVG_CHAR_W * (double)svg_end_chars(series, n);
+  double labels_bottom = fmax(SVG_Y1, SVG_Y0 + SVG_LABEL_GAP * (double)(2 * n));
+  double height = fmax(fmax(SVG_H, SVG_Y0 + 28 + 20.0 * (double)(1 + 2 * n)),
+                       labels_bottom + 60);
+  double width = fmax(
+      SVG_W, legend_x + 46 + SVG_CHAR_W * (double)svg_legend_chars(series, n));
+  svg_end_t *ends = calloc(2 * n + 1, sizeof *ends);
+  if (!ends) {
+    free(series);
+    errno = ENOMEM;
+    return -1;
+  }
 
   FILE *f = fopen(path, "w");
   if (!f) {
+    free(ends);
     free(series);
     return -1;
   }
@@ -346,12 +503,15 @@ int bench_write_svg(const bench_ctx_t *ctx, const char *path) {
           "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
           "stroke=\"#888\" stroke-width=\"2\" stroke-dasharray=\"2 3\"/>\n"
           "<text x=\"%.1f\" y=\"%.1f\">ideal (1 / workers)</text>\n",
-          SVG_LEGEND_X, legend_y, SVG_LEGEND_X + 28, legend_y,
-          SVG_LEGEND_X + 36, legend_y + 4);
+          legend_x, legend_y, legend_x + 28, legend_y, legend_x + 36,
+          legend_y + 4);
   legend_y += 20;
 
+  size_t nends = 0;
   for (size_t s = 0; s < n; ++s)
-    svg_series(f, &series[s], s, &sc, &legend_y);
+    svg_series(f, &series[s], s, &sc, legend_x, &legend_y, ends, &nends);
+  svg_place_labels(ends, nends, SVG_Y0, labels_bottom);
+  svg_end_labels(f, series, ends, nends);
   /* The ideal, 1 / workers: a straight line on these axes, drawn
    * last so that no series hides it. */
   fprintf(f,
@@ -367,6 +527,7 @@ int bench_write_svg(const bench_ctx_t *ctx, const char *path) {
             "this run</text>\n",
             (SVG_X0 + SVG_X1) / 2, (SVG_Y0 + SVG_Y1) / 2);
   fputs("</svg>\n", f);
+  free(ends);
   free(series);
   return bench_fclose(f);
 }

@@ -21,12 +21,67 @@
 #include "scheduler/topology.h"
 
 #include <hwloc.h>
+#include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "weft/error.h"
+
+/* ---- load errors ----------------------------------------------------------
+ */
+
+/* Where a failed load says what it rejected (weft_topology_load_ex()); a
+ * NULL buffer or size 0 discards the text. */
+typedef struct load_err_t {
+  char *buf;
+  uint32_t size;
+} load_err_t;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void
+say(const load_err_t *err, const char *fmt, ...) {
+  if (!err || !err->buf || err->size == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->buf, err->size, fmt, ap);
+  va_end(ap);
+}
+
+/* "CPU 5 is" or "CPUs 5-9 are": set as a list, with the verb agreeing. */
+static void cpus_text(hwloc_const_bitmap_t set, char *out, size_t size) {
+  char list[256];
+  if (hwloc_bitmap_list_snprintf(list, sizeof list, set) < 0)
+    snprintf(list, sizeof list, "?");
+  bool one = hwloc_bitmap_weight(set) == 1;
+  snprintf(out, size, "%s %s %s", one ? "CPU" : "CPUs", list,
+           one ? "is" : "are");
+}
+
+/* Says why restricting to @p want left nothing: none of its CPUs is on the
+ * machine (@p machine), or those that are lie outside the CPUs already
+ * kept (@p kept: the process's binding). */
+static void say_no_cpus(const load_err_t *err, hwloc_const_bitmap_t want,
+                        hwloc_const_bitmap_t machine, hwloc_const_bitmap_t kept,
+                        bool foreign) {
+  char what[320], has[256];
+  cpus_text(want, what, sizeof what);
+  if (!hwloc_bitmap_intersects(want, machine)) {
+    if (hwloc_bitmap_list_snprintf(has, sizeof has, machine) < 0)
+      snprintf(has, sizeof has, "?");
+    say(err, "%s not %s (it has %s)", what,
+        foreign ? "in this topology" : "on this machine", has);
+  } else {
+    if (hwloc_bitmap_list_snprintf(has, sizeof has, kept) < 0)
+      snprintf(has, sizeof has, "?");
+    say(err, "%s outside the CPUs this process may run on (%s)", what, has);
+  }
+}
 
 /* ---- CPU lists ------------------------------------------------------------
  */
@@ -85,11 +140,27 @@ static int restrict_set(hwloc_topology_t hw, hwloc_bitmap_t set) {
   return hwloc_topology_restrict(hw, set, 0) == 0 ? 0 : WEFT_ENOMEM;
 }
 
-static int restrict_to(weft_topology_t *t, const char *list) {
+static int restrict_to(weft_topology_t *t, const char *list,
+                       const load_err_t *err) {
   hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  if (!set)
-    return WEFT_ENOMEM;
-  int rc = parse_list(list, set) ? restrict_set(t->hw, set) : WEFT_EINVAL;
+  hwloc_bitmap_t want = hwloc_bitmap_alloc();
+  int rc = set && want ? 0 : WEFT_ENOMEM;
+  if (!rc && !parse_list(list, set)) {
+    say(err,
+        "bad CPU list '%s': expected decimal OS CPU numbers and ranges, "
+        "such as 0-3,8",
+        list);
+    rc = WEFT_EINVAL;
+  }
+  if (!rc && hwloc_bitmap_copy(want, set) != 0)
+    rc = WEFT_ENOMEM;
+  if (!rc) {
+    rc = restrict_set(t->hw, set);
+    if (rc == WEFT_EINVAL)
+      say_no_cpus(err, want, t->machine,
+                  hwloc_topology_get_topology_cpuset(t->hw), t->foreign);
+  }
+  hwloc_bitmap_free(want);
   hwloc_bitmap_free(set);
   if (rc == 0)
     t->cpus_from = WEFT__CPUS_RESTRICT;
@@ -611,11 +682,30 @@ static int flatten(weft_topology_t *t) {
 /* ---- loading --------------------------------------------------------------
  */
 
+/* Checks that the XML file can be read, so that a mistyped path is an
+ * error naming it rather than whatever hwloc makes of it. */
+static int check_xml(const char *xml, const load_err_t *err) {
+  FILE *f = fopen(xml, "r");
+  if (!f) {
+    say(err, "cannot read the XML topology '%s': %s", xml, strerror(errno));
+    return WEFT_EINVAL;
+  }
+  fclose(f);
+  return 0;
+}
+
 static int load(const char *synthetic, const char *xml,
-                const char *restrict_pus, weft_topology_t **out) {
+                const char *restrict_pus, const load_err_t *err,
+                weft_topology_t **out) {
   if (!out)
     return WEFT_EINVAL;
   *out = NULL;
+  if (synthetic && xml) {
+    say(err, "a synthetic description and an XML file exclude each other");
+    return WEFT_EINVAL;
+  }
+  if (xml && check_xml(xml, err))
+    return WEFT_EINVAL;
   weft_topology_t *t = calloc(1, sizeof(*t));
   if (!t)
     return WEFT_ENOMEM;
@@ -624,12 +714,22 @@ static int load(const char *synthetic, const char *xml,
     return WEFT_ENOMEM;
   }
   int rc = 0;
-  if (synthetic && hwloc_topology_set_synthetic(t->hw, synthetic) != 0)
+  if (synthetic && hwloc_topology_set_synthetic(t->hw, synthetic) != 0) {
+    say(err,
+        "hwloc rejects the synthetic description '%s' (expected levels "
+        "such as 'pack:2 numa:2 l3:1 core:8 pu:2')",
+        synthetic);
     rc = WEFT_EINVAL;
-  if (xml && hwloc_topology_set_xml(t->hw, xml) != 0)
+  }
+  if (xml && hwloc_topology_set_xml(t->hw, xml) != 0) {
+    say(err, "hwloc cannot read the XML topology '%s'", xml);
     rc = WEFT_EINVAL;
-  if (!rc && hwloc_topology_load(t->hw) != 0)
+  }
+  if (!rc && hwloc_topology_load(t->hw) != 0) {
+    say(err, "hwloc cannot load the topology%s%s", xml ? " from " : "",
+        xml ? xml : "");
     rc = WEFT_EINVAL;
+  }
   if (!rc) {
     /* hwloc knows whether this is the machine we run on: a synthetic
      * description, an XML file (HWLOC_XMLFILE included) is not, unless
@@ -643,11 +743,15 @@ static int load(const char *synthetic, const char *xml,
   if (!rc && !synthetic && !xml && !t->foreign)
     rc = restrict_to_binding(t);
   if (!rc && restrict_pus)
-    rc = restrict_to(t, restrict_pus);
+    rc = restrict_to(t, restrict_pus, err);
   if (!rc) {
     t->cpus = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(t->hw));
     rc = t->cpus ? flatten(t) : WEFT_ENOMEM;
+    if (rc == WEFT_EINVAL)
+      say(err, "the topology has no CPU");
   }
+  if (rc == WEFT_ENOMEM)
+    say(err, "out of memory");
   if (rc) {
     weft_topology_destroy(t);
     return rc;
@@ -658,7 +762,20 @@ static int load(const char *synthetic, const char *xml,
 
 int weft_topology_load(const char *synthetic, const char *restrict_pus,
                        weft_topology_t **out) {
-  return load(synthetic, NULL, restrict_pus, out);
+  return load(synthetic, NULL, restrict_pus, NULL, out);
+}
+
+int weft_topology_load_ex(const weft_topology_load_config_t *cfg,
+                          weft_topology_t **out) {
+  if (!cfg) {
+    if (out)
+      *out = NULL;
+    return WEFT_EINVAL;
+  }
+  load_err_t err = {cfg->error, cfg->error_size};
+  if (err.buf && err.size)
+    err.buf[0] = 0;
+  return load(cfg->synthetic, cfg->xml, cfg->restrict_pus, &err, out);
 }
 
 int weft_topology_load_xml(const char *path, const char *restrict_pus,
@@ -668,7 +785,7 @@ int weft_topology_load_xml(const char *path, const char *restrict_pus,
       *out = NULL;
     return WEFT_EINVAL;
   }
-  return load(NULL, path, restrict_pus, out);
+  return load(NULL, path, restrict_pus, NULL, out);
 }
 
 void weft_topology_destroy(weft_topology_t *t) {

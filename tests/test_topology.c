@@ -1396,6 +1396,69 @@ static void test_topology_load_xml_rejects_bad_input(void **state) {
   assert_null(t);
 }
 
+/* Loads with weft_topology_load_ex(); returns its code, the message in
+ * @p why. */
+static int load_ex(const char *synthetic, const char *xml, const char *list,
+                   char *why, uint32_t size, weft_topology_t **out) {
+  weft_topology_load_config_t cfg = {.synthetic = synthetic,
+                                     .xml = xml,
+                                     .restrict_pus = list,
+                                     .error = why,
+                                     .error_size = size};
+  return weft_topology_load_ex(&cfg, out);
+}
+
+/* A failed load says in words what it rejected, with the same codes. */
+static void test_topology_load_ex_says_what_was_rejected(void **state) {
+  (void)state;
+  char why[256], path[1024];
+  weft_topology_t *t = (weft_topology_t *)&t;
+  assert_int_equal(load_ex("core:2 pu:1", NULL, "5-9", why, sizeof why, &t),
+                   WEFT_EINVAL);
+  assert_null(t);
+  assert_string_equal(why, "CPUs 5-9 are not in this topology (it has 0-1)");
+  assert_int_equal(load_ex("core:2 pu:1", NULL, "5", why, sizeof why, &t),
+                   WEFT_EINVAL);
+  assert_string_equal(why, "CPU 5 is not in this topology (it has 0-1)");
+  assert_int_equal(load_ex("core:4 pu:1", NULL, "1x2", why, sizeof why, &t),
+                   WEFT_EINVAL);
+  assert_non_null(strstr(why, "bad CPU list '1x2'"));
+  assert_int_equal(load_ex("bogus:3", NULL, NULL, why, sizeof why, &t),
+                   WEFT_EINVAL);
+  assert_non_null(strstr(why, "synthetic description 'bogus:3'"));
+  /* A mistyped XML path names the file and the reason. */
+  data_path(path, sizeof path, "no-such-machine.xml");
+  assert_int_equal(load_ex(NULL, path, NULL, why, sizeof why, &t), WEFT_EINVAL);
+  assert_null(t);
+  assert_non_null(strstr(why, "no-such-machine.xml"));
+  assert_non_null(strstr(why, strerror(ENOENT)));
+  data_path(path, sizeof path, "README.md");
+  assert_int_equal(load_ex(NULL, path, NULL, why, sizeof why, &t), WEFT_EINVAL);
+  assert_non_null(strstr(why, "README.md"));
+  assert_int_equal(load_ex("core:2 pu:1", path, NULL, why, sizeof why, &t),
+                   WEFT_EINVAL);
+  assert_non_null(strstr(why, "exclude each other"));
+  /* A short buffer gets a truncated, terminated message; none at all is
+   * fine, and so is a buffer of size 0. */
+  assert_int_equal(load_ex("core:2 pu:1", NULL, "5-9", why, 8, &t),
+                   WEFT_EINVAL);
+  assert_string_equal(why, "CPUs 5-");
+  assert_int_equal(load_ex("core:2 pu:1", NULL, "5-9", NULL, 64, &t),
+                   WEFT_EINVAL);
+  why[0] = 'x';
+  assert_int_equal(load_ex("core:2 pu:1", NULL, "5-9", why, 0, &t),
+                   WEFT_EINVAL);
+  assert_int_equal(why[0], 'x');
+  assert_int_equal(weft_topology_load_ex(NULL, &t), WEFT_EINVAL);
+  assert_null(t);
+  /* Success clears the message and loads as weft_topology_load() does. */
+  strcpy(why, "stale");
+  assert_int_equal(load_ex("core:4 pu:1", NULL, "1-2", why, sizeof why, &t), 0);
+  assert_string_equal(why, "");
+  expect_info(t, 1, 1, 2, 2, 2);
+  weft_topology_destroy(t);
+}
+
 /* ---- the process's CPU mask
  * --------------------------------------------------
  */
@@ -1508,6 +1571,30 @@ static void test_topology_process_mask(void **state) {
                                 "has ") != NULL,
                    in_mask < in_machine);
   weft_topology_destroy(t);
+  /* A CPU the machine has but the mask leaves out (under taskset): a
+   * restriction to it says so, in words. */
+  int outside = -1;
+  assert_int_equal(hwloc_topology_init(&hw), 0);
+  assert_int_equal(hwloc_topology_load(hw), 0);
+  hwloc_bitmap_foreach_begin(c, hwloc_topology_get_topology_cpuset(hw)) {
+    if (outside < 0 && !CPU_ISSET(c, &mask))
+      outside = c;
+  }
+  hwloc_bitmap_foreach_end();
+  hwloc_topology_destroy(hw);
+  if (outside >= 0) {
+    char list[16], why[256];
+    snprintf(list, sizeof list, "%d", outside);
+    weft_topology_load_config_t lc = {
+        .restrict_pus = list, .error = why, .error_size = sizeof why};
+    t = (weft_topology_t *)&t;
+    assert_int_equal(weft_topology_load_ex(&lc, &t), WEFT_EINVAL);
+    assert_null(t);
+    char expect[64];
+    snprintf(expect, sizeof expect,
+             "CPU %d is outside the CPUs this process may run on (", outside);
+    assert_non_null(strstr(why, expect));
+  }
 
   /* The default pool: one worker per allowed core, each inside the mask. */
   weft_pool_config_t cfg = {0};
@@ -1767,6 +1854,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_topology_xml_memory_initiators),
       cmocka_unit_test(test_topology_xml_from_environment),
       cmocka_unit_test(test_topology_load_xml_rejects_bad_input),
+      cmocka_unit_test(test_topology_load_ex_says_what_was_rejected),
       cmocka_unit_test(test_topology_process_mask),
       cmocka_unit_test(test_topology_membind_failures_are_counted),
   };

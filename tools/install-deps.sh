@@ -15,7 +15,8 @@ if [[ "${WEFT_SKIP_DEPS:-0}" == 1 ]]; then
 fi
 
 # Libraries and tools; the compiler toolchain is checked separately below.
-packages=(cmake pkg-config libjemalloc-dev libhwloc-dev hwloc libcmocka-dev)
+packages=(cmake pkg-config libjemalloc-dev libhwloc-dev hwloc libcmocka-dev
+          libpng-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install-deps: dpkg-query not found; this script knows Debian only." >&2

@@ -8,7 +8,11 @@
  *
  *   weft-sim [--scenario arena|boids|particles] [--entities N] [--threads T]
  *            [--ticks K] [--warmup W] [--seed S] [--trace FILE.json]
- *            [--json FILE]
+ *            [--json FILE] [--frames DIR [--frame-every N] [--frame-size PX]]
+ *   weft-sim --help | --version
+ *
+ * --frames writes a PNG of the world every N ticks (sim_frames.c); the
+ * time spent drawing is left out of the figures.
  *
  * --warmup runs W untimed ticks first, because the first ticks pay what
  * later ones do not: page faults on fresh memory (which on a VM whose host
@@ -21,6 +25,7 @@
  * anything runs.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +35,9 @@
 
 #include <weft.h>
 
+#include "sim_frames.h"
 #include "sim_scenarios.h"
+#include "weft_tools_version.h"
 
 #define SIM_DT (1.0 / 60.0)
 #define SIM_MAX_SYSTEMS 256u
@@ -45,7 +52,14 @@ typedef struct sim_args_t {
   uint64_t seed;
   const char *trace;
   const char *json;
+  const char *frames;   /* folder for PNG frames, or NULL */
+  uint32_t frame_every; /* ticks between frames */
+  uint32_t frame_size;  /* pixels a side */
 } sim_args_t;
+
+/* The default --frame-every: six pictures a simulated second at 60 Hz,
+ * enough to follow a projectile, few enough to keep the folder small. */
+#define SIM_FRAME_EVERY 10u
 
 static double now_s(void) {
   struct timespec ts;
@@ -58,18 +72,31 @@ static void usage(FILE *f) {
           "usage: weft-sim [--scenario arena|boids|particles] [--entities N]\n"
           "                [--threads T] [--ticks K] [--warmup W] [--seed S]\n"
           "                [--trace FILE.json] [--json FILE]\n"
-          "  --scenario S   arena (default): units, turrets, projectiles,\n"
-          "                 collisions and damage; boids: flocking over a\n"
-          "                 grid; particles: gravity and bouncing walls\n"
-          "  --entities N   initial entities (default 100000)\n"
-          "  --threads T    workers, the calling thread included (default:\n"
-          "                 one per core; 0: no pool, everything inline)\n"
-          "  --ticks K      fixed ticks of 1/60 s to run (default 200)\n"
-          "  --warmup W     untimed ticks to run first (default 0): the\n"
-          "                 figures cover the K ticks after them only\n"
-          "  --seed S       initial-state seed (default 1)\n"
-          "  --trace FILE   write a Chrome trace of the run (Perfetto)\n"
-          "  --json FILE    write the results as JSON\n");
+          "                [--frames DIR [--frame-every N] [--frame-size PX]]\n"
+          "       weft-sim --help | --version\n"
+          "  -s, --scenario S  arena (default): units, turrets, projectiles,\n"
+          "                    collisions and damage; boids: flocking over a\n"
+          "                    grid; particles: gravity and bouncing walls\n"
+          "  -e, --entities N  initial entities (default 100000)\n"
+          "  -t, --threads T   workers, the calling thread included (default:\n"
+          "                    one per core; 0: no pool, everything inline)\n"
+          "  -k, --ticks K     fixed ticks of 1/60 s to run (default 200)\n"
+          "  --warmup W        untimed ticks to run first (default 0): the\n"
+          "                    figures cover the K ticks after them only\n"
+          "  --seed S          initial-state seed (default 1)\n"
+          "  --trace FILE      write a Chrome trace of the run (Perfetto)\n"
+          "  --json FILE       write the results as JSON\n"
+          "  --frames DIR      write a top-down PNG of the world to\n"
+          "                    DIR/frame-TICK.png before the first tick and\n"
+          "                    every N ticks (warm-up included); DIR is made\n"
+          "                    if missing. Turrets orange, projectiles\n"
+          "                    yellow, units blue (red when hurt), boids and\n"
+          "                    particles coloured by heading\n"
+          "  --frame-every N   ticks between frames (default 10)\n"
+          "  --frame-size PX   the pictures' side in pixels (default 800)\n"
+          "  -h, --help        this text\n"
+          "  -V, --version     weft's version (and git commit)\n"
+          "Values may follow their option as '--ticks 50' or '--ticks=50'.\n");
 }
 
 /* Parses an unsigned decimal in [lo, hi]; false when it is not one. */
@@ -92,16 +119,6 @@ static int bad(const char *opt, const char *val, const char *why) {
   return 2;
 }
 
-static bool known(const char *opt) {
-  static const char *const opts[] = {"--scenario", "--entities", "--threads",
-                                     "--ticks",    "--warmup",   "--seed",
-                                     "--trace",    "--json"};
-  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
-    if (!strcmp(opt, opts[i]))
-      return true;
-  return false;
-}
-
 /* True when @p path can be opened for writing; it is created if missing
  * (and written in full after the run) but not truncated here. errno says
  * why not. */
@@ -112,49 +129,130 @@ static bool writable(const char *path) {
   return fclose(f) == 0;
 }
 
+/* Long options; the most used have a short form too. */
+enum {
+  OPT_WARMUP = 256,
+  OPT_SEED,
+  OPT_TRACE,
+  OPT_JSON,
+  OPT_FRAMES,
+  OPT_FRAME_EVERY,
+  OPT_FRAME_SIZE
+};
+static const struct option sim_options[] = {
+    {"scenario", required_argument, NULL, 's'},
+    {"entities", required_argument, NULL, 'e'},
+    {"threads", required_argument, NULL, 't'},
+    {"ticks", required_argument, NULL, 'k'},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"frames", required_argument, NULL, OPT_FRAMES},
+    {"frame-every", required_argument, NULL, OPT_FRAME_EVERY},
+    {"frame-size", required_argument, NULL, OPT_FRAME_SIZE},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
+
+/* "--name" of option code @p c into @p buf, for messages. */
+static const char *opt_name(int c, char *buf, size_t size) {
+  snprintf(buf, size, "?");
+  for (const struct option *o = sim_options; o->name; o++)
+    if (o->val == c)
+      snprintf(buf, size, "--%s", o->name);
+  return buf;
+}
+
+/* One option's value into @p a; 0 or bad()'s status. */
+static int parse_one(int c, const char *val, sim_args_t *a) {
+  char name[32];
+  const char *opt = opt_name(c, name, sizeof name);
+  uint64_t v;
+  switch (c) {
+  case 's':
+    if (!sim_kind_parse(val, &a->kind))
+      return bad(opt, val, "unknown scenario");
+    break;
+  case 'e':
+    if (!parse_u64(val, 1, 50000000, &v))
+      return bad(opt, val, "expected 1..50000000");
+    a->entities = (uint32_t)v;
+    break;
+  case 't':
+    if (!parse_u64(val, 0, 1024, &v))
+      return bad(opt, val, "expected 0..1024");
+    a->threads = (int32_t)v;
+    break;
+  case 'k':
+  case OPT_WARMUP:
+    if (!parse_u64(val, 0, 10000000, &v))
+      return bad(opt, val, "expected 0..10000000");
+    *(c == 'k' ? &a->ticks : &a->warmup) = (uint32_t)v;
+    break;
+  case OPT_SEED:
+    if (!parse_u64(val, 0, UINT64_MAX, &v))
+      return bad(opt, val, "expected an unsigned 64-bit integer");
+    a->seed = v;
+    break;
+  case OPT_TRACE:
+    a->trace = val;
+    break;
+  case OPT_JSON:
+    a->json = val;
+    break;
+  case OPT_FRAMES:
+    if (!*val)
+      return bad(opt, val, "expected a folder");
+    a->frames = val;
+    break;
+  case OPT_FRAME_EVERY:
+    if (!parse_u64(val, 1, 10000000, &v))
+      return bad(opt, val, "expected 1..10000000");
+    a->frame_every = (uint32_t)v;
+    break;
+  default: /* OPT_FRAME_SIZE */
+    if (!parse_u64(val, SIM_FRAME_MIN_SIZE, SIM_FRAME_MAX_SIZE, &v))
+      return bad(opt, val, "expected 16..4096");
+    a->frame_size = (uint32_t)v;
+    break;
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, sim_args_t *a) {
-  *a = (sim_args_t){SIM_ARENA, 100000, -1, 200, 0, 1, NULL, NULL};
-  for (int i = 1; i < argc; i++) {
-    const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    uint64_t v;
-    if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
+  *a = (sim_args_t){
+      SIM_ARENA,       100000,        -1, 200, 0, 1, NULL, NULL, NULL,
+      SIM_FRAME_EVERY, SIM_FRAME_SIZE};
+  opterr = 0; /* our messages, not getopt's */
+  int c, rc;
+  bool frame_opt = false;
+  while ((c = getopt_long(argc, argv, ":s:e:t:k:hV", sim_options, NULL)) !=
+         -1) {
+    if (c == 'h') {
       usage(stdout);
       exit(0);
     }
-    if (!known(opt))
-      return bad(opt, NULL, "unknown option");
-    if (!val)
-      return bad(opt, NULL, "needs a value");
-    if (!strcmp(opt, "--scenario")) {
-      if (!sim_kind_parse(val, &a->kind))
-        return bad(opt, val, "unknown scenario");
-    } else if (!strcmp(opt, "--entities")) {
-      if (!parse_u64(val, 1, 50000000, &v))
-        return bad(opt, val, "expected 1..50000000");
-      a->entities = (uint32_t)v;
-    } else if (!strcmp(opt, "--threads")) {
-      if (!parse_u64(val, 0, 1024, &v))
-        return bad(opt, val, "expected 0..1024");
-      a->threads = (int32_t)v;
-    } else if (!strcmp(opt, "--ticks")) {
-      if (!parse_u64(val, 0, 10000000, &v))
-        return bad(opt, val, "expected 0..10000000");
-      a->ticks = (uint32_t)v;
-    } else if (!strcmp(opt, "--warmup")) {
-      if (!parse_u64(val, 0, 10000000, &v))
-        return bad(opt, val, "expected 0..10000000");
-      a->warmup = (uint32_t)v;
-    } else if (!strcmp(opt, "--seed")) {
-      if (!parse_u64(val, 0, UINT64_MAX, &v))
-        return bad(opt, val, "expected an unsigned 64-bit integer");
-      a->seed = v;
-    } else if (!strcmp(opt, "--trace")) {
-      a->trace = val;
-    } else {
-      a->json = val; /* known() left only --json */
+    if (c == 'V') {
+      printf("weft-sim (weft) %s\n", WEFT_TOOLS_VERSION);
+      exit(0);
     }
-    i++;
+    if (c == ':')
+      return bad(argv[optind - 1], NULL, "needs a value");
+    if (c == '?') {
+      /* An unknown short option is optopt; a long one the word getopt
+       * just passed. */
+      char opt[3] = {'-', (char)optopt, 0};
+      return bad(optopt ? opt : argv[optind - 1], NULL, "unknown option");
+    }
+    if ((rc = parse_one(c, optarg, a)) != 0)
+      return rc;
+    frame_opt |= c == OPT_FRAME_EVERY || c == OPT_FRAME_SIZE;
   }
+  if (optind < argc)
+    return bad(argv[optind], NULL, "unknown option");
+  if (!a->frames && frame_opt)
+    return bad("--frame-every/--frame-size", NULL, "need --frames DIR");
   /* Output files are checked now, not after a run that may take minutes:
    * a path that cannot be written is a bad argument like any other. */
   if (a->trace && !writable(a->trace))
@@ -410,12 +508,35 @@ static int write_json(const sim_args_t *a, weft_pool_t *pool,
   return ok ? 0 : 1;
 }
 
+/* The pictures of a run (--frames); frames NULL for none. */
+typedef struct sim_pics_t {
+  sim_frames_t *frames;
+  const sim_scene_t *scene;
+  uint32_t every;
+  double seconds; /* spent drawing: left out of the figures */
+} sim_pics_t;
+
+/* Writes the picture of tick @p tick when it is one to draw. */
+static int picture(sim_pics_t *p, uint64_t tick) {
+  if (!p->frames || tick % p->every)
+    return 0;
+  double t = now_s();
+  int rc = sim_frames_write(p->frames, p->scene, tick);
+  p->seconds += now_s() - t;
+  if (rc)
+    fprintf(stderr, "weft-sim: cannot write frame %" PRIu64 ": %s\n", tick,
+            rc == WEFT_EIO ? p->frames->why : weft_strerror(rc));
+  return rc;
+}
+
 /* Runs @p ticks ticks; the bar counts them from @p done0 of @p total. */
 static int run_ticks(weft_world_t *w, uint32_t ticks, bool tty, uint32_t done0,
-                     uint32_t total, double t0) {
+                     uint32_t total, double t0, sim_pics_t *pics) {
   int rc = 0;
   for (uint32_t k = 0; k < ticks && !rc; k++) {
     rc = weft_world_progress(w, SIM_DT);
+    if (!rc)
+      rc = picture(pics, (uint64_t)done0 + k + 1);
     progress(tty, done0 + k + 1, total, t0);
   }
   return rc;
@@ -423,11 +544,13 @@ static int run_ticks(weft_world_t *w, uint32_t ticks, bool tty, uint32_t done0,
 
 /* Runs the scenario's ticks and reports them; the scene is built. */
 static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
-                     sim_run_t *r) {
+                     sim_pics_t *pics, sim_run_t *r) {
   bool tty = isatty(STDERR_FILENO);
   uint32_t total = a->warmup + a->ticks;
   double t0 = now_s();
-  int rc = run_ticks(w, a->warmup, tty, 0, total, t0);
+  int rc = picture(pics, 0);
+  if (!rc)
+    rc = run_ticks(w, a->warmup, tty, 0, total, t0, pics);
   if (rc)
     return fail(w, rc, "warming up");
   /* st[0]: the counters before the timed ticks; st[1]: after them. */
@@ -438,9 +561,9 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
   else if (a->trace && (rc = weft_trace_start(w, 1u << 16)) != 0)
     out = fail(w, rc, "starting the trace");
   if (!out) {
-    double t1 = now_s();
-    rc = run_ticks(w, a->ticks, tty, a->warmup, total, t0);
-    r->run_s = now_s() - t1;
+    double t1 = now_s(), drawn = pics->seconds;
+    rc = run_ticks(w, a->ticks, tty, a->warmup, total, t0, pics);
+    r->run_s = now_s() - t1 - (pics->seconds - drawn);
     if (rc)
       out = fail(w, rc, "running");
     else if (stats_take(w, pool, &st[1]))
@@ -455,6 +578,10 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
     r->digest = weft_world_digest_ex(w, WEFT_DIGEST_ALL);
     r->final_entities = weft_world_count(w);
     report(a, pool, r);
+    if (pics->frames)
+      printf("  frames: %u written to %s (%.2f s drawing, left out of the "
+             "figures)\n",
+             pics->frames->written, pics->frames->dir, pics->seconds);
     if (a->trace && (rc = weft_trace_write(w, a->trace)) != 0)
       out = fail(w, rc, "writing the trace");
     if (a->json && write_json(a, pool, r))
@@ -468,7 +595,8 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
   return out;
 }
 
-static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool) {
+static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
+                    sim_frames_t *frames) {
   weft_pipeline_config_t pc = {.fixed_dt = SIM_DT, .time_inline = true};
   int rc = weft_pipeline_configure(w, &pc);
   if (rc)
@@ -478,8 +606,9 @@ static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool) {
   rc = sim_scene_build(&scene, w, a->kind, a->entities, a->seed);
   int out = rc ? fail(w, rc, "building the scenario") : 0;
   sim_run_t r = {.spawn_s = now_s() - t0};
+  sim_pics_t pics = {frames, &scene, a->frame_every, 0.0};
   if (!out)
-    out = run_scene(a, w, pool, &r);
+    out = run_scene(a, w, pool, &pics, &r);
   sim_scene_free(&scene);
   return out;
 }
@@ -489,6 +618,15 @@ int main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc)
     return rc;
+  /* The frames' folder is made and checked before anything runs. */
+  sim_frames_t frames_store, *frames = NULL;
+  if (a.frames) {
+    rc = sim_frames_init(&frames_store, a.frames, a.frame_size);
+    if (rc)
+      return bad("--frames", a.frames,
+                 rc == WEFT_EIO ? strerror(errno) : weft_strerror(rc));
+    frames = &frames_store;
+  }
   weft_pool_t *pool = NULL;
   if (a.threads != 0) {
     weft_pool_config_t pc = {0};
@@ -501,6 +639,8 @@ int main(int argc, char **argv) {
     if (rc) {
       fprintf(stderr, "weft-sim: cannot start %d workers: %s\n", a.threads,
               weft_strerror(rc));
+      if (frames)
+        sim_frames_free(frames);
       return 1;
     }
   }
@@ -511,10 +651,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "weft-sim: cannot create the world: %s\n",
             weft_strerror(rc));
     weft_pool_destroy(pool);
+    if (frames)
+      sim_frames_free(frames);
     return 1;
   }
-  rc = simulate(&a, w, pool);
+  rc = simulate(&a, w, pool, frames);
   weft_world_destroy(w);
   weft_pool_destroy(pool);
+  if (frames)
+    sim_frames_free(frames);
   return rc;
 }

@@ -120,6 +120,37 @@ int weft_topology_load(const char *synthetic, const char *restrict_pus,
 int weft_topology_load_xml(const char *path, const char *restrict_pus,
                            weft_topology_t **out);
 
+/** What weft_topology_load_ex() loads; zero loads this machine. */
+typedef struct weft_topology_load_config_t {
+  /** An hwloc synthetic description, or NULL (see weft_topology_load()). */
+  const char *synthetic;
+  /** An hwloc XML export, or NULL (see weft_topology_load_xml()); at most
+   * one of synthetic and xml. */
+  const char *xml;
+  /** OS CPU numbers to keep (decimal, "0-5,8"), or NULL for all. */
+  const char *restrict_pus;
+  /** Optional: where a failed load says, in one line of text, what was
+   * rejected (a CPU list's syntax, which listed CPUs the machine lacks, an
+   * XML file that cannot be read...). Written only when the load fails
+   * and error_size > 0; always NUL-terminated, truncated to error_size.
+   * The caller owns it. */
+  char *error;
+  /** Bytes at error; 0 for no message. */
+  uint32_t error_size;
+} weft_topology_load_config_t;
+
+/**
+ * Loads a topology as weft_topology_load() or weft_topology_load_xml() do,
+ * and on failure also writes what was rejected into @p cfg->error (for
+ * tools that must tell a person which CPUs do not exist). Any thread. *out
+ * is owned by the caller until weft_topology_destroy(). Returns the same
+ * codes: WEFT_EINVAL (no cfg or out, both synthetic and xml, a description
+ * or XML file hwloc rejects, a malformed list, or nothing left after the
+ * restriction) or WEFT_ENOMEM.
+ */
+int weft_topology_load_ex(const weft_topology_load_config_t *cfg,
+                          weft_topology_t **out);
+
 /** Frees a topology. NULL is a no-op. The thread that owns it, once no
  * plan or call uses it. */
 void weft_topology_destroy(weft_topology_t *topo);
