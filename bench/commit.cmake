@@ -1,4 +1,5 @@
-# Writes bench_commit.h with the source tree's `git describe` (run at
+# Writes bench_commit.h with the source tree's `git describe --long` (the
+# abbreviated hash always in it, even on a tag; run at
 # build time by the weft_bench_commit target, so that a rebuild after a
 # new commit records that commit):
 #
@@ -14,7 +15,7 @@ find_package(Git QUIET)
 if(GIT_FOUND)
   execute_process(
     COMMAND "${GIT_EXECUTABLE}" -C "${WEFT_SOURCE_DIR}" describe --always
-            --dirty --tags
+            --dirty --tags --long
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET
     OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(rc EQUAL 0 AND out MATCHES "^[A-Za-z0-9._/+-]+$")
