@@ -14,6 +14,8 @@
 
 #include <weft.h>
 
+#include "core/json.h"
+
 enum {
   BENCH_ROUNDS_FULL = 16,
   BENCH_ROUNDS_QUICK = 4,
@@ -298,6 +300,14 @@ static void fmt_target(char *buf, size_t size, const bench_result_t *r) {
   snprintf(buf, size, "-");
 }
 
+const char *bench_verdict(const bench_ctx_t *ctx, const bench_result_t *r) {
+  if (r->target_kind == BENCH_TARGET_NONE)
+    return NULL;
+  if (ctx->quick)
+    return "indicative";
+  return target_met(r) ? "pass" : "miss";
+}
+
 size_t bench_print_table(const bench_ctx_t *ctx, FILE *out) {
   size_t misses = 0;
   fprintf(out, "%-26s %9s %-10s %9s %7s  %-8s %s\n", "name", "value", "unit",
@@ -311,15 +321,19 @@ size_t bench_print_table(const bench_ctx_t *ctx, FILE *out) {
     if (!isnan(r->ratio))
       strncat(ratio, "x", sizeof ratio - strlen(ratio) - 1);
     fmt_target(target, sizeof target, r);
-    const char *mark = "";
-    if (r->target_kind != BENCH_TARGET_NONE) {
-      bool ok = target_met(r);
-      mark = ok ? "PASS" : "MISS";
-      misses += !ok;
+    const char *verdict = bench_verdict(ctx, r), *mark = "";
+    if (verdict) {
+      mark = !strcmp(verdict, "pass")   ? "PASS"
+             : !strcmp(verdict, "miss") ? "MISS"
+                                        : "indicative";
+      misses += !strcmp(verdict, "miss");
     }
     fprintf(out, "%-26s %9s %-10s %9s %7s  %-8s %s\n", r->name, value, r->unit,
             base, ratio, target, mark);
   }
+  if (ctx->quick)
+    fprintf(out, "\n--quick: targets are indicative; a few short rounds "
+                 "cannot pass or miss them\n");
   if (misses) {
     fprintf(out, "\n%zu target%s missed:\n", misses, misses == 1 ? "" : "s");
     for (size_t i = 0; i < ctx->count; ++i) {
@@ -340,27 +354,6 @@ size_t bench_print_table(const bench_ctx_t *ctx, FILE *out) {
   return misses;
 }
 
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; ++s) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      fprintf(f, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf(f, "\\u%04x", ch);
-    else
-      fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
-static void json_number(FILE *f, double v) {
-  if (isfinite(v))
-    fprintf(f, "%.6g", v);
-  else
-    fputs("null", f);
-}
-
 int bench_fclose(FILE *f) {
   int bad = ferror(f);
   if (fclose(f) != 0 || bad) {
@@ -371,73 +364,89 @@ int bench_fclose(FILE *f) {
   return 0;
 }
 
+/* The version of the --json report's layout: raised whenever a field
+ * changes meaning or goes away (README, "Traces and JSON reports"). */
+#define BENCH_JSON_VERSION 1
+
+static const char *target_kind_name(bench_target_kind_t k) {
+  return k == BENCH_TARGET_VALUE   ? "value"
+         : k == BENCH_TARGET_RATIO ? "ratio"
+                                   : "min";
+}
+
+static void write_row(weft__json_t *j, const bench_ctx_t *ctx,
+                      const bench_result_t *r) {
+  weft__json_object(j);
+  weft__json_kstr(j, "name", r->name);
+  weft__json_kstr(j, "unit", r->unit);
+  weft__json_kdouble(j, "value", r->value);
+  weft__json_kstr(j, "baseline", r->baseline[0] ? r->baseline : NULL);
+  weft__json_kdouble(j, "baseline_value", r->baseline_value);
+  weft__json_kdouble(j, "ratio", r->ratio);
+  weft__json_kdouble(j, "ratio_min", r->ratio_min);
+  weft__json_kdouble(j, "ratio_max", r->ratio_max);
+  weft__json_ku64(j, "rounds", r->rounds);
+  weft__json_ku64(j, "n", r->n);
+  const char *verdict = bench_verdict(ctx, r);
+  if (verdict) {
+    weft__json_kdouble(j, "target", r->target);
+    weft__json_kstr(j, "target_kind", target_kind_name(r->target_kind));
+    /* pass: true or false in a full run, null when only indicative. */
+    weft__json_key(j, "pass");
+    if (ctx->quick)
+      weft__json_null(j);
+    else
+      weft__json_bool(j, target_met(r));
+    weft__json_kstr(j, "verdict", verdict);
+  }
+  if (r->nsamples > 0) {
+    /* In round order, pass after pass (shows warm-up, host swings and
+     * the opener's advantage), then the pairs the medians come from. */
+    const double *q = r->samples + 2 * (size_t)r->cap_samples;
+    weft__json_key(j, "round_ratios");
+    weft__json_array(j);
+    for (uint32_t k = 0; k < r->nsamples; ++k)
+      weft__json_double(j, q[k]);
+    weft__json_end(j);
+    weft__json_key(j, "pair_ratios");
+    weft__json_array(j);
+    for (uint32_t k = 0; k < r->nsamples / 2; ++k)
+      weft__json_double(j, pair_mean(q, k));
+    weft__json_end(j);
+  }
+  if (r->workers > 0) {
+    weft__json_ku64(j, "workers", r->workers);
+    weft__json_kdouble(j, "efficiency", r->efficiency);
+  }
+  if (r->bytes > 0) {
+    weft__json_kdouble(j, "gbps", r->bytes / r->value);
+    weft__json_kdouble(j, "baseline_gbps", r->bytes / r->baseline_value);
+  }
+  weft__json_end(j);
+}
+
 int bench_write_json(const bench_ctx_t *ctx, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f)
     return -1;
-  fputs("[\n", f);
-  for (size_t i = 0; i < ctx->count; ++i) {
-    const bench_result_t *r = &ctx->results[i];
-    fputs("  {\"name\": ", f);
-    json_string(f, r->name);
-    fputs(", \"unit\": ", f);
-    json_string(f, r->unit);
-    fputs(", \"value\": ", f);
-    json_number(f, r->value);
-    fputs(", \"baseline\": ", f);
-    if (r->baseline[0])
-      json_string(f, r->baseline);
-    else
-      fputs("null", f);
-    fputs(", \"baseline_value\": ", f);
-    json_number(f, r->baseline_value);
-    fputs(", \"ratio\": ", f);
-    json_number(f, r->ratio);
-    fputs(", \"ratio_min\": ", f);
-    json_number(f, r->ratio_min);
-    fputs(", \"ratio_max\": ", f);
-    json_number(f, r->ratio_max);
-    fprintf(f, ", \"rounds\": %u, \"n\": %llu", r->rounds,
-            (unsigned long long)r->n);
-    if (r->target_kind != BENCH_TARGET_NONE) {
-      fputs(", \"target\": ", f);
-      json_number(f, r->target);
-      fprintf(f, ", \"target_kind\": \"%s\", \"pass\": %s",
-              r->target_kind == BENCH_TARGET_VALUE   ? "value"
-              : r->target_kind == BENCH_TARGET_RATIO ? "ratio"
-                                                     : "min",
-              target_met(r) ? "true" : "false");
-    }
-    if (r->nsamples > 0) {
-      /* In round order, pass after pass (shows warm-up, host swings and
-       * the opener's advantage), then the pairs the medians come from. */
-      fputs(", \"round_ratios\": [", f);
-      const double *q = r->samples + 2 * (size_t)r->cap_samples;
-      for (uint32_t k = 0; k < r->nsamples; ++k) {
-        fputs(k ? ", " : "", f);
-        json_number(f, q[k]);
-      }
-      fputs("], \"pair_ratios\": [", f);
-      for (uint32_t k = 0; k < r->nsamples / 2; ++k) {
-        fputs(k ? ", " : "", f);
-        json_number(f, pair_mean(q, k));
-      }
-      fputs("]", f);
-    }
-    if (r->workers > 0) {
-      fprintf(f, ", \"workers\": %u, \"efficiency\": ", r->workers);
-      json_number(f, r->efficiency);
-    }
-    if (r->bytes > 0) {
-      fputs(", \"gbps\": ", f);
-      json_number(f, r->bytes / r->value);
-      fputs(", \"baseline_gbps\": ", f);
-      json_number(f, r->bytes / r->baseline_value);
-    }
-    fprintf(f, "}%s\n", i + 1 < ctx->count ? "," : "");
-  }
-  fputs("]\n", f);
-  return bench_fclose(f);
+  weft__json_t j;
+  weft__json_init(&j, f, 2); /* one row a line */
+  weft__json_object(&j);
+  weft__json_kstr(&j, "format", "weft-bench");
+  weft__json_ku64(&j, "version", BENCH_JSON_VERSION);
+  bench_write_meta(&j, ctx);
+  weft__json_key(&j, "results");
+  weft__json_array(&j);
+  for (size_t i = 0; i < ctx->count; ++i)
+    write_row(&j, ctx, &ctx->results[i]);
+  weft__json_end(&j);
+  weft__json_end(&j);
+  int rc = weft__json_finish(&j);
+  if (bench_fclose(f) != 0)
+    return -1;
+  if (rc != 0 && !errno)
+    errno = EIO;
+  return rc ? -1 : 0;
 }
 
 /*

@@ -188,8 +188,19 @@ void bench_record(bench_ctx_t *ctx, const bench_result_t *r);
 /* Prints the table; returns the number of missed targets. */
 size_t bench_print_table(const bench_ctx_t *ctx, FILE *out);
 
-/* Writes the results as a JSON array. 0 or -1 (errno set). */
+/* Writes the report as JSON: {"format": "weft-bench", "version", "meta",
+ * "results": [one object per row]}. 0 or -1 (errno set). */
 int bench_write_json(const bench_ctx_t *ctx, const char *path);
+
+/* How a row fares against its target: "pass" or "miss", "indicative" in a
+ * --quick run (a few noisy rounds prove nothing either way), NULL for a
+ * row without a target. */
+const char *bench_verdict(const bench_ctx_t *ctx, const bench_result_t *r);
+
+struct weft__json_t;
+/* Writes the "meta" member: commit, compiler, flags, machine, rounds,
+ * passes, --quick, OMP_WAIT_POLICY (meta.c). */
+void bench_write_meta(struct weft__json_t *j, const bench_ctx_t *ctx);
 
 /* Closes a file written with stdio: 0, or -1 with errno set (EIO when
  * only the stream's error flag says what went wrong). */

@@ -2,14 +2,25 @@
  * Frame traces: each worker slot records spans (system jobs, inline runs,
  * sync points) into its own preallocated array, so recording takes no lock
  * and allocates nothing; weft_trace_write() turns them into Chrome
- * trace-event JSON with one lane per slot and the gaps between spans of a
- * frame shown as idle.
+ * trace-event JSON with one lane per slot that recorded anything and the
+ * gaps between spans of a frame shown as idle.
+ *
+ * Perfetto drops a complete event ("ph":"X") that starts inside another
+ * on its lane but ends after it. Rounding each span's start and duration
+ * separately made one slice in nine end a nanosecond after the next one
+ * began, so the writer works in integer nanoseconds: each end is converted
+ * once (a monotonic conversion, so order is kept), durations are the
+ * differences, and a span that would still overlap its enclosing one
+ * partially (clocks of two kinds, say) is cut at that one's end.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/check.h"
+#include "core/json.h"
 #include "core/world.h"
 #include "scheduler/sched.h"
 
@@ -75,55 +86,142 @@ static const char *span_name(const weft__sched_t *s, const weft__span_t *sp) {
   return y ? y->name : "(removed system)";
 }
 
-/* Writes a JSON string, escaping what JSON requires. */
-static void put_str(FILE *f, const char *str) {
-  fputc('"', f);
-  for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      fprintf(f, "\\%c", *c);
-    else if (*c < 0x20)
-      fprintf(f, "\\u%04x", *c);
-    else
-      fputc(*c, f);
-  }
-  fputc('"', f);
+/* A span ready to write: bounds in nanoseconds since the trace began. */
+typedef struct trace_ev_t {
+  uint64_t t0, t1;
+  const weft__span_t *sp;
+} trace_ev_t;
+
+/* Earlier start first; of two starting together, the longer (the
+ * enclosing one) first; ties keep the recorded order. */
+static int ev_cmp(const void *a, const void *b) {
+  const trace_ev_t *x = a, *y = b;
+  if (x->t0 != y->t0)
+    return x->t0 < y->t0 ? -1 : 1;
+  if (x->t1 != y->t1)
+    return x->t1 > y->t1 ? -1 : 1;
+  return x->sp < y->sp ? -1 : x->sp > y->sp;
 }
 
-static void put_span(FILE *f, bool *first, const char *name, const char *cat,
-                     uint32_t tid, uint64_t t0, uint64_t t1, uint64_t base,
-                     uint32_t n, double ns) {
-  fprintf(f, "%s\n{\"name\":", *first ? "" : ",");
-  *first = false;
-  put_str(f, name);
-  fprintf(f,
-          ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,"
-          "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"n\":%u}}",
-          cat, tid, (double)(t0 - base) * ns / 1e3,
-          (double)(t1 - t0) * ns / 1e3, n);
+/* Ticks since the trace began, in whole nanoseconds. */
+static uint64_t to_ns(const weft__sched_t *s, uint64_t t, double ns) {
+  return t > s->trace_t0 ? (uint64_t)llround((double)(t - s->trace_t0) * ns)
+                         : 0;
 }
 
-static void write_slot(FILE *f, const weft__sched_t *s, uint32_t k, bool *first,
-                       double ns) {
+/* Microseconds with three decimals, exactly @p ns nanoseconds. */
+static void put_us(weft__json_t *j, const char *key, uint64_t ns) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%llu.%03u", (unsigned long long)(ns / 1000),
+           (unsigned)(ns % 1000));
+  weft__json_key(j, key);
+  weft__json_number_text(j, buf);
+}
+
+static void put_slice(weft__json_t *j, const char *name, const char *cat,
+                      uint32_t tid, uint64_t t0, uint64_t t1, uint32_t n) {
+  weft__json_object(j);
+  weft__json_kstr(j, "name", name);
+  weft__json_kstr(j, "cat", cat);
+  weft__json_kstr(j, "ph", "X");
+  weft__json_ku64(j, "pid", 1);
+  weft__json_ku64(j, "tid", tid);
+  put_us(j, "ts", t0);
+  put_us(j, "dur", t1 - t0);
+  weft__json_key(j, "args");
+  weft__json_object(j);
+  weft__json_ku64(j, "n", n);
+  weft__json_end(j);
+  weft__json_end(j);
+}
+
+/* A metadata event: the process's or a lane's name or sort order. */
+static void put_meta(weft__json_t *j, const char *what, uint32_t tid,
+                     const char *arg, const char *name, uint32_t order) {
+  weft__json_object(j);
+  weft__json_kstr(j, "name", what);
+  weft__json_kstr(j, "ph", "M");
+  weft__json_ku64(j, "pid", 1);
+  if (tid)
+    weft__json_ku64(j, "tid", tid);
+  weft__json_key(j, "args");
+  weft__json_object(j);
+  if (name)
+    weft__json_kstr(j, arg, name);
+  else
+    weft__json_ku64(j, arg, order);
+  weft__json_end(j);
+  weft__json_end(j);
+}
+
+/*
+ * Writes slot @p k's spans in start order, each nested in the ones still
+ * open around it, with idle slices in the short gaps between top-level
+ * ones. @p ev and @p open have room for the slot's spans.
+ */
+static void write_spans(weft__json_t *j, const weft__sched_t *s, uint32_t k,
+                        uint32_t tid, double ns, trace_ev_t *ev,
+                        uint64_t *open) {
   const weft__slot_t *sl = &s->slots[k];
-  fprintf(f,
-          "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
-          "\"tid\":%u,\"args\":{\"name\":\"%s %u\"}}",
-          *first ? "" : ",", k, k + 1 == s->nslots ? "driver" : "worker", k);
-  *first = false;
   for (uint32_t i = 0; i < sl->nspans; i++) {
     const weft__span_t *sp = &sl->spans[i];
-    uint64_t t0 = sp->t0 < s->trace_t0 ? s->trace_t0 : sp->t0;
-    if (i > 0) {
-      uint64_t prev = sl->spans[i - 1].t1;
-      if (t0 > prev && (double)(t0 - prev) * ns < IDLE_GAP_MAX_NS)
-        put_span(f, first, "idle", "idle", k, prev, t0, s->trace_t0, 0, ns);
-    }
+    uint64_t t0 = to_ns(s, sp->t0, ns), t1 = to_ns(s, sp->t1, ns);
+    ev[i] = (trace_ev_t){t0, t1 > t0 ? t1 : t0, sp};
+  }
+  qsort(ev, sl->nspans, sizeof *ev, ev_cmp);
+  uint32_t depth = 0;
+  uint64_t top_end = 0; /* end of the last top-level slice */
+  for (uint32_t i = 0; i < sl->nspans; i++) {
+    trace_ev_t *e = &ev[i];
+    while (depth > 0 && open[depth - 1] <= e->t0)
+      depth--;
+    if (depth > 0 && e->t1 > open[depth - 1])
+      e->t1 = open[depth - 1];
+    if (depth == 0 && i > 0 && e->t0 > top_end &&
+        e->t0 - top_end < IDLE_GAP_MAX_NS)
+      put_slice(j, "idle", "idle", tid, top_end, e->t0, 0);
+    const weft__span_t *sp = e->sp;
     const char *cat = sp->kind == WEFT__SPAN_SYNC     ? "sync"
                       : sp->kind == WEFT__SPAN_INLINE ? "inline"
                                                       : "job";
-    put_span(f, first, span_name(s, sp), cat, k, t0, sp->t1, s->trace_t0, sp->n,
-             ns);
+    put_slice(j, span_name(s, sp), cat, tid, e->t0, e->t1, sp->n);
+    if (depth == 0)
+      top_end = e->t1;
+    open[depth++] = e->t1;
   }
+}
+
+/* Writes every slot that recorded a span as one named lane. Returns 0 or
+ * WEFT_ENOMEM. */
+static int write_lanes(weft_world_t *w, weft__json_t *j,
+                       const weft__sched_t *s) {
+  uint32_t most = 0;
+  for (uint32_t k = 0; k < s->nslots; k++)
+    most = s->slots[k].nspans > most ? s->slots[k].nspans : most;
+  size_t bytes = (size_t)most * (sizeof(trace_ev_t) + sizeof(uint64_t));
+  trace_ev_t *ev = most ? weft__alloc(&w->alloc, bytes, 64) : NULL;
+  if (most && !ev)
+    return WEFT_ENOMEM;
+  uint64_t *open = (uint64_t *)(ev + most);
+  double ns = weft__ns_per_tick(s);
+  put_meta(j, "process_name", 0, "name", "weft", 0);
+  for (uint32_t k = 0; k < s->nslots; k++) {
+    if (!s->slots[k].nspans)
+      continue; /* a lane with nothing on it is noise */
+    /* tid 0 means "the process" to some readers: lanes count from 1. */
+    uint32_t tid = k + 1;
+    char name[32];
+    if (k + 1 == s->nslots)
+      snprintf(name, sizeof name, "driver");
+    else
+      snprintf(name, sizeof name, "worker %u", k);
+    put_meta(j, "thread_name", tid, "name", name, 0);
+    put_meta(j, "thread_sort_index", tid, "sort_index", NULL, k);
+    write_spans(j, s, k, tid, ns, ev, open);
+  }
+  if (ev)
+    weft__free(ev, bytes, 64);
+  return 0;
 }
 
 int weft_trace_write(weft_world_t *w, const char *path) {
@@ -133,19 +231,27 @@ int weft_trace_write(weft_world_t *w, const char *path) {
              "no trace was started (weft_trace_start)");
   FILE *f = fopen(path, "w");
   WEFT_CHECK(w, f, WEFT_EIO, "cannot open %s: %s", path, strerror(errno));
-  bool first = true;
   uint64_t dropped = 0;
-  fputs("{\"traceEvents\":[", f);
-  double ns = weft__ns_per_tick(s);
-  for (uint32_t k = 0; k < s->nslots; k++) {
-    write_slot(f, s, k, &first, ns);
+  for (uint32_t k = 0; k < s->nslots; k++)
     dropped += s->slots[k].dropped;
-  }
-  fprintf(f,
-          "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"dropped\":%llu}}\n",
-          (unsigned long long)dropped);
-  int bad = ferror(f);
+  weft__json_t j;
+  weft__json_init(&j, f, 2); /* one event a line */
+  weft__json_object(&j);
+  weft__json_key(&j, "traceEvents");
+  weft__json_array(&j);
+  int rc = write_lanes(w, &j, s);
+  weft__json_end(&j);
+  weft__json_kstr(&j, "displayTimeUnit", "ns");
+  weft__json_key(&j, "otherData");
+  weft__json_object(&j);
+  weft__json_ku64(&j, "dropped", dropped);
+  weft__json_end(&j);
+  weft__json_end(&j);
+  int bad = weft__json_finish(&j) != 0;
   bad |= fclose(f) != 0;
+  if (rc)
+    return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                      "out of memory for the trace of %s", path);
   WEFT_CHECK(w, !bad, WEFT_EIO, "cannot write %s", path);
   return 0;
 }

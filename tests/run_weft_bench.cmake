@@ -3,7 +3,10 @@
 #   cmake -DWEFT_BENCH=<path to weft-bench> -DWEFT_EXPECT_ROUNDS=<n>
 #         -DWEFT_JSON=<report path> -P run_weft_bench.cmake -- <arguments...>
 #
-# Every row must appear once, however many passes ran, and every timed
+# The report must carry its format, version and run metadata (the commit
+# of this checkout, the settings as run); in a --quick run every target
+# must be marked indicative, in the table and the JSON. Every row must
+# appear once, however many passes ran, and every timed
 # row must carry n per-round ratios (the rounds of all passes) and n / 2
 # pair ratios, each between its two rounds' ratios, with its reported
 # ratio the pairs' median and its extremes their minimum and maximum.
@@ -21,7 +24,60 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "weft-bench ${args}: exit status '${rc}'\n${out}${err}")
 endif()
 
-file(READ "${WEFT_JSON}" json)
+file(READ "${WEFT_JSON}" report)
+string(JSON format GET "${report}" format)
+string(JSON version GET "${report}" version)
+if(NOT format STREQUAL "weft-bench" OR NOT version EQUAL 1)
+  message(FATAL_ERROR "format '${format}' version '${version}', expected "
+                      "weft-bench 1")
+endif()
+
+# The run's metadata: every field present, the settings as run.
+set(quick OFF) # string(JSON GET) reads booleans as ON and OFF
+if("--quick" IN_LIST args)
+  set(quick ON)
+endif()
+foreach(field commit compiler flags cpu_model cpus_online cores quick
+              rounds passes omp_wait_policy)
+  string(JSON type ERROR_VARIABLE missing TYPE "${report}" meta ${field})
+  if(missing)
+    message(FATAL_ERROR "meta.${field} is missing: ${missing}")
+  endif()
+endforeach()
+string(JSON meta_quick GET "${report}" meta quick)
+string(JSON meta_rounds GET "${report}" meta rounds)
+string(JSON meta_passes GET "${report}" meta passes)
+string(JSON commit GET "${report}" meta commit)
+string(JSON compiler GET "${report}" meta compiler)
+string(JSON cores GET "${report}" meta cores)
+math(EXPR all_rounds "${meta_rounds} * ${meta_passes}")
+if(NOT meta_quick STREQUAL quick OR NOT all_rounds EQUAL WEFT_EXPECT_ROUNDS)
+  message(FATAL_ERROR "meta: quick ${meta_quick}, ${meta_rounds} rounds x "
+                      "${meta_passes} passes; expected quick ${quick} and "
+                      "${WEFT_EXPECT_ROUNDS} rounds in all")
+endif()
+if(commit STREQUAL "" OR compiler STREQUAL "" OR NOT cores GREATER 0)
+  message(FATAL_ERROR "meta: commit '${commit}', compiler '${compiler}', "
+                      "cores '${cores}'")
+endif()
+execute_process(COMMAND git -C "${CMAKE_CURRENT_LIST_DIR}" rev-parse --short
+                        HEAD
+  RESULT_VARIABLE git_rc OUTPUT_VARIABLE head ERROR_QUIET
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(git_rc EQUAL 0 AND NOT commit MATCHES "${head}")
+  message(FATAL_ERROR "meta.commit '${commit}' does not name HEAD ${head}")
+endif()
+
+# A --quick run proves nothing about targets: the table and the JSON say
+# "indicative", never PASS or MISS.
+if(quick)
+  if(out MATCHES "PASS|MISS" OR NOT out MATCHES "indicative")
+    message(FATAL_ERROR "a --quick table must mark targets indicative, not "
+                        "PASS or MISS:\n${out}")
+  endif()
+endif()
+
+string(JSON json GET "${report}" results)
 string(JSON rows LENGTH "${json}")
 if(rows EQUAL 0)
   message(FATAL_ERROR "weft-bench ${args}: no rows in ${WEFT_JSON}")
@@ -35,6 +91,16 @@ foreach(i RANGE ${last_row})
     message(FATAL_ERROR "row ${name} appears twice in ${WEFT_JSON}")
   endif()
   list(APPEND names "${name}")
+  string(JSON verdict ERROR_VARIABLE no_target GET "${json}" ${i} verdict)
+  if(NOT no_target)
+    string(JSON pass GET "${json}" ${i} pass)
+    if(quick AND (NOT verdict STREQUAL "indicative" OR NOT pass STREQUAL ""))
+      message(FATAL_ERROR "${name}: verdict '${verdict}', pass '${pass}' in "
+                          "a --quick run; expected indicative and null")
+    elseif(NOT quick AND NOT "${verdict}:${pass}" MATCHES "^(pass:ON|miss:OFF)$")
+      message(FATAL_ERROR "${name}: verdict '${verdict}', pass '${pass}'")
+    endif()
+  endif()
   string(JSON kind ERROR_VARIABLE none TYPE "${json}" ${i} round_ratios)
   if(NOT kind STREQUAL "ARRAY")
     continue() # a computed row (memory): no rounds

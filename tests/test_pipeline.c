@@ -2730,7 +2730,7 @@ static void test_pipeline_trace_write(void **state) {
   assert_int_equal(weft_trace_write(f.w, path), WEFT_OK);
   size_t len = 0;
   char *text = read_all(path, &len);
-  assert_true(strncmp(text, "{\"traceEvents\":[", 16) == 0);
+  assert_non_null(strstr(text, "\"traceEvents\":["));
   assert_non_null(strstr(text, "\"sim.move\""));
   assert_non_null(strstr(text, "\"sim.spawn\""));
   assert_non_null(strstr(text, "\"sync\""));
@@ -2746,7 +2746,7 @@ static void test_pipeline_trace_write(void **state) {
   assert_int_equal(weft_trace_write(f.w, path), WEFT_OK);
   text = read_all(path, &len);
   assert_true(json_balanced(text));
-  assert_null(strstr(text, "\"dropped\":0}"));
+  assert_null(strstr(text, "\"dropped\":0\n"));
   assert_non_null(strstr(text, "\"dropped\":"));
   free(text);
   unlink(path);

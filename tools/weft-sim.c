@@ -35,6 +35,7 @@
 
 #include <weft.h>
 
+#include "core/json.h"
 #include "sim_frames.h"
 #include "sim_scenarios.h"
 #include "weft_tools_version.h"
@@ -400,15 +401,29 @@ static void stats_sub(sim_stats_t *s, const sim_stats_t *base) {
     a->sleeps -= b->sleeps;
     a->busy_ns -= b->busy_ns;
     a->idle_ns -= b->idle_ns;
+    a->rescues -= b->rescues;
   }
+  s->pool.rescues -= base->pool.rescues;
+  s->pool.membind_calls -= base->pool.membind_calls;
+  s->pool.membind_failures -= base->pool.membind_failures;
   s->sync_points -= base->sync_points;
   s->builds -= base->builds;
 }
 
+/* The phases' names, by weft_phase_t (0 is not a phase). */
+static const char *const phase_names[SIM_NPHASES] = {
+    "",         "PreUpdate", "FixedUpdate", "PostFixedUpdate", "NetworkTick",
+    "PreRender"};
+
+/* Worker @p ws's share of its time spent in jobs, in percent; false for
+ * the driving thread when the pool does not time it. */
+static bool busy_pct(uint32_t k, const weft_worker_stats_t *ws, double *pct) {
+  double all = (double)(ws->busy_ns + ws->idle_ns);
+  *pct = all > 0 ? 100.0 * (double)ws->busy_ns / all : 0.0;
+  return k > 0 || all > 0;
+}
+
 static void report(const sim_args_t *a, weft_pool_t *pool, const sim_run_t *r) {
-  static const char *const phase_names[] = {
-      "",         "PreUpdate", "FixedUpdate", "PostFixedUpdate", "NetworkTick",
-      "PreRender"};
   const sim_stats_t *s = r->stats;
   printf("weft-sim: %s, %u entities, %d threads, %u ticks",
          sim_kind_name(a->kind), a->entities,
@@ -449,11 +464,10 @@ static void report(const sim_args_t *a, weft_pool_t *pool, const sim_run_t *r) {
       const weft_worker_stats_t *ws = &s->workers[k];
       /* Worker 0 is this thread (it takes part): the pool does not time
        * it, so its share is the frame time the others did not fill. */
-      double all = (double)(ws->busy_ns + ws->idle_ns);
+      double pct;
       char busy[16] = "driver";
-      if (k > 0 || all > 0)
-        snprintf(busy, sizeof busy, "%.1f",
-                 all > 0 ? 100.0 * ws->busy_ns / all : 0.0);
+      if (busy_pct(k, ws, &pct))
+        snprintf(busy, sizeof busy, "%.1f", pct);
       printf("  %-8u %10" PRIu64 " %10s %8" PRIu64 " %8" PRIu64 " %8" PRIu64
              "\n",
              k, ws->jobs, busy, ws->local_steals + ws->remote_steals,
@@ -472,6 +486,132 @@ static void report(const sim_args_t *a, weft_pool_t *pool, const sim_run_t *r) {
   printf("  digest %016" PRIx64 "\n", r->digest);
 }
 
+/* The version of the --json report's schema (docs/weft-sim-json.md):
+ * raised whenever a field changes meaning or goes away. */
+#define SIM_JSON_VERSION 1
+
+static void json_args(weft__json_t *j, const sim_args_t *a) {
+  weft__json_key(j, "args");
+  weft__json_object(j);
+  weft__json_kstr(j, "scenario", sim_kind_name(a->kind));
+  weft__json_ku64(j, "entities", a->entities);
+  weft__json_key(j, "threads"); /* null: one worker per core */
+  if (a->threads < 0)
+    weft__json_null(j);
+  else
+    weft__json_i64(j, a->threads);
+  weft__json_ku64(j, "ticks", a->ticks);
+  weft__json_ku64(j, "warmup", a->warmup);
+  weft__json_ku64(j, "seed", a->seed);
+  weft__json_kstr(j, "trace", a->trace);
+  weft__json_kstr(j, "json", a->json);
+  weft__json_end(j);
+}
+
+static void json_run(weft__json_t *j, const sim_args_t *a, weft_pool_t *pool,
+                     const sim_run_t *r) {
+  weft__json_key(j, "run");
+  weft__json_object(j);
+  weft__json_ku64(j, "threads", pool ? weft_pool_workers(pool) : 0);
+  weft__json_kdouble(j, "spawn_s", r->spawn_s);
+  weft__json_kdouble(j, "run_s", r->run_s);
+  weft__json_kdouble(j, "ms_per_tick",
+                     a->ticks ? r->run_s * 1e3 / a->ticks : 0.0);
+  weft__json_ku64(j, "updates", r->updates);
+  weft__json_kdouble(j, "updates_per_s",
+                     r->run_s > 0 ? (double)r->updates / r->run_s : 0.0);
+  weft__json_ku64(j, "final_entities", r->final_entities);
+  weft__json_end(j);
+}
+
+static void json_phases(weft__json_t *j, const sim_stats_t *s) {
+  weft__json_key(j, "phases");
+  weft__json_array(j);
+  for (weft_phase_t p = 1; p < SIM_NPHASES; p++) {
+    const weft_phase_stats_t *ps = &s->phase[p];
+    weft__json_object(j);
+    weft__json_kstr(j, "name", phase_names[p]);
+    weft__json_ku64(j, "id", p);
+    weft__json_ku64(j, "runs", ps->runs);
+    weft__json_ku64(j, "wall_ns", ps->wall_ns);
+    weft__json_ku64(j, "worker_ns", ps->worker_ns);
+    weft__json_ku64(j, "sync_points", ps->sync_points);
+    weft__json_ku64(j, "commands", ps->commands);
+    weft__json_end(j);
+  }
+  weft__json_end(j);
+}
+
+static void json_systems(weft__json_t *j, const sim_stats_t *s) {
+  weft__json_key(j, "systems");
+  weft__json_array(j);
+  for (uint32_t i = 0; i < s->nsys; i++) {
+    const weft_system_stats_t *st = &s->sys[i];
+    weft__json_object(j);
+    weft__json_kstr(j, "name", s->info[i].name);
+    weft__json_kstr(j, "phase", phase_names[s->phase_of[i]]);
+    weft__json_ku64(j, "runs", st->runs);
+    weft__json_ku64(j, "skipped", st->skipped);
+    weft__json_ku64(j, "entities", st->entities);
+    weft__json_ku64(j, "chunks", st->chunks);
+    weft__json_ku64(j, "jobs", st->jobs);
+    weft__json_ku64(j, "wall_ns", st->wall_ns);
+    weft__json_ku64(j, "worker_ns", st->worker_ns);
+    weft__json_kdouble(
+        j, "ns_per_entity",
+        st->entities ? (double)st->worker_ns / (double)st->entities : 0.0);
+    weft__json_end(j);
+  }
+  weft__json_end(j);
+}
+
+static void json_workers(weft__json_t *j, const sim_stats_t *s) {
+  weft__json_key(j, "workers");
+  weft__json_array(j);
+  for (uint32_t k = 0; k < s->nworkers; k++) {
+    const weft_worker_stats_t *ws = &s->workers[k];
+    double pct;
+    bool timed = busy_pct(k, ws, &pct);
+    weft__json_object(j);
+    weft__json_ku64(j, "index", k);
+    weft__json_ku64(j, "jobs", ws->jobs);
+    weft__json_ku64(j, "inline_jobs", ws->inline_jobs);
+    weft__json_key(j, "busy_pct"); /* null: the untimed driving thread */
+    if (timed)
+      weft__json_double(j, pct);
+    else
+      weft__json_null(j);
+    weft__json_ku64(j, "busy_ns", ws->busy_ns);
+    weft__json_ku64(j, "idle_ns", ws->idle_ns);
+    weft__json_ku64(j, "steals", ws->local_steals + ws->remote_steals);
+    weft__json_ku64(j, "remote_steals", ws->remote_steals);
+    weft__json_ku64(j, "sleeps", ws->sleeps);
+    weft__json_ku64(j, "rescues", ws->rescues);
+    weft__json_end(j);
+  }
+  weft__json_end(j);
+  weft__json_key(j, "pool"); /* null without a pool */
+  if (!s->nworkers) {
+    weft__json_null(j);
+    return;
+  }
+  weft__json_object(j);
+  weft__json_ku64(j, "workers", s->nworkers);
+  weft__json_key(j, "awake_limit"); /* null: no limit (foreign topology) */
+  if (s->pool.cpus)
+    weft__json_u64(j, s->pool.cpus);
+  else
+    weft__json_null(j);
+  weft__json_kbool(j, "oversubscribed",
+                   s->pool.cpus && s->pool.cpus < s->nworkers);
+  weft__json_ku64(j, "crews", s->pool.crews);
+  weft__json_ku64(j, "rescues", s->pool.rescues);
+  weft__json_ku64(j, "membind_calls", s->pool.membind_calls);
+  weft__json_ku64(j, "membind_failures", s->pool.membind_failures);
+  weft__json_end(j);
+}
+
+/* Writes the report as JSON (the schema is docs/weft-sim-json.md). */
 static int write_json(const sim_args_t *a, weft_pool_t *pool,
                       const sim_run_t *r) {
   FILE *f = fopen(a->json, "w");
@@ -481,27 +621,27 @@ static int write_json(const sim_args_t *a, weft_pool_t *pool,
     return 1;
   }
   const sim_stats_t *s = r->stats;
-  fprintf(f,
-          "{\"scenario\":\"%s\",\"entities\":%u,\"threads\":%d,"
-          "\"ticks\":%u,\"warmup\":%u,\"seed\":%" PRIu64 ",\"spawn_s\":%.6f,"
-          "\"run_s\":%.6f,\"updates\":%" PRIu64 ",\"updates_per_s\":%.1f,"
-          "\"final_entities\":%u,\"digest\":\"%016" PRIx64 "\",\"systems\":[",
-          sim_kind_name(a->kind), a->entities,
-          pool ? (int)weft_pool_workers(pool) : 0, a->ticks, a->warmup, a->seed,
-          r->spawn_s, r->run_s, r->updates,
-          r->run_s > 0 ? (double)r->updates / r->run_s : 0.0, r->final_entities,
-          r->digest);
-  for (uint32_t i = 0; i < s->nsys; i++) {
-    const weft_system_stats_t *st = &s->sys[i];
-    fprintf(f,
-            "%s{\"name\":\"%s\",\"phase\":%u,\"runs\":%" PRIu64
-            ",\"entities\":%" PRIu64 ",\"wall_ns\":%" PRIu64
-            ",\"worker_ns\":%" PRIu64 ",\"jobs\":%" PRIu64 "}",
-            i ? "," : "", s->info[i].name, s->phase_of[i], st->runs,
-            st->entities, st->wall_ns, st->worker_ns, st->jobs);
-  }
-  fprintf(f, "],\"sync_points\":%" PRIu64 "}\n", s->sync_points);
-  bool ok = !ferror(f);
+  weft__json_t j;
+  weft__json_init(&j, f, 2);
+  weft__json_object(&j);
+  weft__json_kstr(&j, "format", "weft-sim");
+  weft__json_ku64(&j, "version", SIM_JSON_VERSION);
+  char version[32];
+  snprintf(version, sizeof version, "%d.%d.%d", WEFT_VERSION_MAJOR,
+           WEFT_VERSION_MINOR, WEFT_VERSION_PATCH);
+  weft__json_kstr(&j, "weft_version", version);
+  json_args(&j, a);
+  json_run(&j, a, pool, r);
+  json_phases(&j, s);
+  json_systems(&j, s);
+  json_workers(&j, s);
+  weft__json_ku64(&j, "sync_points", s->sync_points);
+  weft__json_ku64(&j, "schedule_builds", s->builds);
+  char digest[24];
+  snprintf(digest, sizeof digest, "%016" PRIx64, r->digest);
+  weft__json_kstr(&j, "digest", digest);
+  weft__json_end(&j);
+  bool ok = weft__json_finish(&j) == 0;
   ok &= fclose(f) == 0;
   if (!ok)
     fprintf(stderr, "weft-sim: cannot write %s\n", a->json);

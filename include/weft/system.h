@@ -521,8 +521,10 @@ int weft_trace_start(weft_world_t *world, uint32_t events_per_worker);
 void weft_trace_stop(weft_world_t *world);
 
 /**
- * Writes the recorded spans as Chrome trace-event JSON (one lane per
- * worker slot), which Perfetto and chrome://tracing open. Owner thread.
+ * Writes the recorded spans as Chrome trace-event JSON, which Perfetto and
+ * chrome://tracing open: a named process, one named lane per worker slot
+ * that recorded a span, times in whole nanoseconds, and slices on a lane
+ * that never overlap unless one nests in the other. Owner thread.
  * Returns 0, WEFT_EINVAL (no trace), or WEFT_EIO when the file cannot be
  * written (the message names the path).
  */
