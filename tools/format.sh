@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/format.sh: apply .clang-format to every .c and .h file under core,
-# include, scheduler, systems, tools, bench and tests.
+# tools/format.sh: apply .clang-format to every .c, .h and .cpp file under
+# core, include, scheduler, systems, tools, bench and tests.
 #
 #   tools/format.sh          rewrite files in place
 #   tools/format.sh --check  change nothing; list badly formatted files and
@@ -41,7 +41,8 @@ files=()
 if ((${#dirs[@]} != 0)); then
   while IFS= read -r -d '' f; do
     files+=("$f")
-  done < <(find "${dirs[@]}" -type f \( -name '*.c' -o -name '*.h' \) \
+  done < <(find "${dirs[@]}" -type f \
+             \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \) \
              -print0 | sort -z)
 fi
 if ((${#files[@]} == 0)); then
