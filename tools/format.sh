@@ -18,7 +18,9 @@ case "${1:-}" in
   "") ;;
   --check) mode=check ;;
   -h | --help)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    # The comment block under the shebang, without the SPDX line.
+    awk 'NR > 1 && !/^#/ { exit }
+         NR > 1 && !/^# SPDX-License-Identifier:/ { sub(/^# ?/, ""); print }' "$0"
     exit 0
     ;;
   *)
