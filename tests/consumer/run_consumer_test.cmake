@@ -2,14 +2,19 @@
 #
 #   cmake -DWEFT_SOURCE=<weft source> -DWEFT_WORK_DIR=<scratch dir>
 #         -DWEFT_PARENT_MODE=subdirectory|fetchcontent
-#         [-DWEFT_PARENT_BUILD_TYPE=<type>] [-DWEFT_C_COMPILER=<cc>]
-#         [-DWEFT_GENERATOR=<generator>] -P run_consumer_test.cmake
+#         [-DWEFT_PARENT_BUILD_TYPE=<type>] [-DWEFT_ASK_TESTS=ON]
+#         [-DWEFT_C_COMPILER=<cc>] [-DWEFT_GENERATOR=<generator>]
+#         -P run_consumer_test.cmake
 #
 # Configures, builds, tests and installs the parent project in this
 # directory, which pulls weft in as a subproject, and checks what weft must
 # leave alone: the parent's build type (in the cache too), the parent's
 # ctest (only its own test_pool and test_world), and the parent's install
 # (no weft headers, library or package).
+#
+# With WEFT_ASK_TESTS the parent turns WEFT_BUILD_TESTS on: then it only
+# configures, and checks that weft's tests join the parent's ctest and that
+# its test targets live beside the parent's test_pool and test_world.
 cmake_minimum_required(VERSION 3.21)
 
 foreach(var WEFT_SOURCE WEFT_WORK_DIR WEFT_PARENT_MODE)
@@ -53,8 +58,39 @@ if(DEFINED WEFT_PARENT_BUILD_TYPE)
 else()
   set(WEFT_PARENT_BUILD_TYPE "")
 endif()
+if(WEFT_ASK_TESTS)
+  list(APPEND args -DWEFT_BUILD_TESTS=ON)
+endif()
 run_step("configure the parent (${WEFT_PARENT_MODE})" "${CMAKE_COMMAND}"
          ${args})
+
+# Lists the parent's ctest names, sorted, into the variable <out>.
+function(list_tests out)
+  run_step("list the parent's tests" "${CMAKE_CTEST_COMMAND}" -N
+           --test-dir "${build}")
+  string(REGEX MATCHALL "Test +#[0-9]+: [^\n]+" listed "${step_out}")
+  string(REGEX REPLACE "Test +#[0-9]+: " "" listed "${listed}")
+  list(SORT listed)
+  set(${out} "${listed}" PARENT_SCOPE)
+endfunction()
+
+if(WEFT_ASK_TESTS)
+  list_tests(listed)
+  foreach(name test_pool test_world test_cxx readme_quickstart)
+    list(FIND listed ${name} at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "subproject test: asked for weft's tests, but "
+                          "the parent's ctest lacks ${name}: ${listed}")
+    endif()
+  endforeach()
+  list(LENGTH listed count)
+  if(count LESS 10)
+    message(FATAL_ERROR "subproject test: asked for weft's tests, but the "
+                        "parent's ctest lists only ${listed}")
+  endif()
+  message(STATUS "subproject test: ${count} tests with weft's, as asked")
+  return()
+endif()
 
 # The parent's CMakeLists checks the build type during its configure; the
 # cache as written must agree, and weft's options must be off.
@@ -76,11 +112,7 @@ endforeach()
 run_step("build the parent" "${CMAKE_COMMAND}" --build "${build}")
 
 # The parent's ctest holds its two tests and none of weft's.
-run_step("list the parent's tests" "${CMAKE_CTEST_COMMAND}" -N
-         --test-dir "${build}")
-string(REGEX MATCHALL "Test +#[0-9]+: [^\n]+" listed "${step_out}")
-string(REGEX REPLACE "Test +#[0-9]+: " "" listed "${listed}")
-list(SORT listed)
+list_tests(listed)
 if(NOT "${listed}" STREQUAL "test_pool;test_world")
   message(FATAL_ERROR "subproject test: the parent's ctest lists "
                       "'${listed}', want only 'test_pool;test_world'")
