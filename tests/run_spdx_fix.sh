@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ctest spdx_fix: tools/spdx.sh on a scratch tree. It must tag each kind of
 # file in its comment syntax (after a shebang where there is one), keep
 # file modes, leave other files alone, pass --check afterwards, fail it

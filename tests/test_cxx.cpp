@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft from C++: <weft.h> compiled as C++17 (-Wall -Wextra -Werror
  * -pedantic) must describe the same ABI as the C library it calls. Every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/format.sh: apply .clang-format to every .c, .h and .cpp file under
 # core, include, scheduler, systems, tools, bench and tests.
 #

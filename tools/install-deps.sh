@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/install-deps.sh: install the Debian 12 packages weft builds and tests
 # with, if any are missing. Idempotent: when everything is present it only
 # says so. Safe without a terminal (CI): it never prompts.

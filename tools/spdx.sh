@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/spdx.sh: put "SPDX-License-Identifier: MIT" at the top of every
 # source file weft owns: C and C++ sources and headers, CMake files
 # (CMakeLists.txt, *.cmake, *.cmake.in) and shell scripts (*.sh and any

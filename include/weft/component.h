@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/component.h
  * @brief Component registration: names, layouts and field-level SoA.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/pool.h
  * @brief The worker pool: pinned threads, work-stealing jobs, parallel-for.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Subproject test (ctest label "install"), run as
 #
 #   cmake -DWEFT_SOURCE=<weft source> -DWEFT_WORK_DIR=<scratch dir>

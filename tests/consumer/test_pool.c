@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parent project's own test_pool: a weft pool sums 0..N-1. */
 #include <stdatomic.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parent project's own test_world: spawns entities and counts them
  * through a query. */
 #include <stdio.h>

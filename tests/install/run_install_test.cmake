@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Packaging test (ctest label "install"), run as
 #
 #   cmake -DWEFT_BUILD_DIR=<weft build> -DWEFT_WORK_DIR=<scratch dir>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The C side of test_cxx.cpp (see cxx_layout.h). */
 #include "support/cxx_layout.h"
 

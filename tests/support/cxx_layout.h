@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The C side of test_cxx.cpp: what a C translation unit sees of weft's
  * public types and macros, for the C++ test to compare with its own view.
