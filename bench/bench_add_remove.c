@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * add_remove: 10k entities with A; add B to all of them, then remove B from
  * all of them: two archetype moves per entity per repetition. Unit: ns per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * affinity: how well the scheduler keeps work where its data is. Both rows
  * are shares, in percent, of chunk visits; they depend on timing (a worker

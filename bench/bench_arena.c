@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * arena/2w/scaling: weft-sim's arena scenario (units, turrets,
  * projectiles, the spatial grid, collisions, health, lifetimes; see

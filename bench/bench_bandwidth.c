@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bandwidth: how much of the machine's memory bandwidth a streaming system
  * gets. 2^26 (64 Mi) entities with Position and Velocity, both {x, y, z}

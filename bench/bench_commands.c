@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * commands: structural changes recorded into command buffers and applied
  * with weft_world_apply(), 1M entities (100k with --quick) with Position

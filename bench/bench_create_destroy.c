@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * create_destroy: 2^20 entities (2^16 with --quick) with two components,
  * Position and Velocity (vec3 each). Unit: ns per entity, creation and

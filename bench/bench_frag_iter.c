@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frag_iter: 26 archetypes of 20 entities each; every entity has Data (one
  * float) and one of 26 tags A..Z. One query on Data doubles every value,

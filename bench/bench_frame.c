@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame: what one frame of the pipeline costs when the systems do nothing.
  * Each repetition is one weft_world_progress(world, fixed_dt) on a world

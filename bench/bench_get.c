@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * get: random access by handle. 1M entities (100k with --quick) with one
  * 16-byte component; a shuffled array of their handles is walked and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * heavy_compute: ecs_bench_suite's `heavy_compute` workload. 1,000 entities
  * with Transform (a 4x4 float matrix, column-major, initially a rotation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jobs: the worker pool (weft/pool.h) against OpenMP (libgomp) on the same
  * machine, in the same run. Each workload creates one pool with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * memory: bytes per entity beyond the component payload, for 1M entities
  * (256k with --quick) with Position and Velocity (vec3, 24 bytes together).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_omp.h: what the OpenMP baselines share. Only weft-bench includes
  * it; the library never uses OpenMP.

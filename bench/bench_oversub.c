@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * oversubscribed: pools with more workers than CPUs, as in a container
  * whose CPU quota is below its CPU count or on a shared node. Every row

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * schedule: ecs_bench_suite's `schedule` workload. Four batches of 10,000
  * entities with float components (A, B), (A, B, C), (A, B, C, D) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * simple_insert: 10k entities with Transform (float[16]), Position,
  * Rotation and Velocity (vec3 each). weft spawns them one by one with

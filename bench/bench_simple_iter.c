@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * simple_iter: pos += vel * dt over every entity with Position and
  * Velocity (vec3 of floats), at 10k, 1M and 16M entities (10k, 100k and 1M

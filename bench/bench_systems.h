@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Entry points of the system-scheduler scenarios (bench_schedule.c,
  * bench_heavy_compute.c, bench_frame.c, bench_update.c, bench_bandwidth.c,

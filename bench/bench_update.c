@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * update: the "update systems" workloads of abeimler/ecs_benchmark at 2^20
  * entities (2^16 with --quick). One repetition is one frame: every system

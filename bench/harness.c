@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-bench harness: alternating-round measurement, the result table, the
  * JSON report and the workload filter. See harness.h for the method.

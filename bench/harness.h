@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-bench harness: measurement, result table, JSON output and filtering.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-bench: weft's workloads against plain-C baselines.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * --svg: a scaling chart of the parallel workloads, as plain SVG that a
  * browser opens.

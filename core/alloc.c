@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The world's allocator: jemalloc in normal builds, libc under sanitizers. */
 #define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE */
 #include "core/alloc.h"

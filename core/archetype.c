@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Archetype creation, chunk layout, the archetype graph and row moves. */
 #include "core/archetype.h"
 

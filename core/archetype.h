@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Archetypes: the tables that hold every entity with one exact component
  * signature (present components plus which of them are disabled).

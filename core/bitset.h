@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Component masks: one bit per component id. Masks are value types copied
  * by assignment; an archetype is identified by two of them (present and

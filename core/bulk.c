@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bulk archetype moves (see bulk.h). */
 #include "core/bulk.h"
 

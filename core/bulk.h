@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bulk archetype moves: many rows of one archetype to another in one pass.
  *

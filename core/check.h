@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Precondition checks and failure reporting.
  *

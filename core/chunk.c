@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The world's chunk id table. Chunk memory itself is owned by archetypes
  * (see archetype.c), which lay their chunks out in column-major segments. */
 #include "core/chunk.h"

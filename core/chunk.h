@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Chunks: fixed-size groups of an archetype's rows.
  *

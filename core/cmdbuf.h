@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The inside of a command buffer, shared by recording (command.c) and the
  * merge that applies buffers (merge.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Command buffers: lock-free recording on any thread. The merge that
  * turns a set of buffers into one transaction is in merge.c.

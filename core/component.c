@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Component registration and validation. */
 #include "core/component.h"
 

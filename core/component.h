@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The component registry: validated layouts by id, names for lookup.
  */

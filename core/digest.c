@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_world_digest(): one 64-bit hash of everything that makes up a
  * world's state, so that tests and tools can compare two worlds (say, the

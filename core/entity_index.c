@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The entity index: paged records and the free stack. */
 #include "core/entity_index.h"
 

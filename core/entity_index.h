@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The entity index: one 4-byte record per slot, in pages that never move.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Per-entity operations: spawn, despawn, component add/remove/set/get and
  * enable/disable. Every entry point resolves its handle through the index

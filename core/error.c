@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The error table's strings, generated from the WEFT_ERRORS X-macro. */
 #include "weft/error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_world_apply(): the deterministic merge that turns a set of command
  * buffers into one transaction (txn.c), and weft_cmd_resolve().

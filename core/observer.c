@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Observers: registration and dispatch of spawn, despawn, add/remove and
  * query enter/leave events. Dispatch walks observers in registration order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Observer dispatch. The drain (txn.c) and batch spawns call these around
  * each structural change; every one returns at once when the world has no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Publishing staged events at a sync point (core/resource_internal.h):
  * each worker's slot is sorted by key, and a k-way merge of the slots

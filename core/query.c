@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Cached queries: matching archetypes, and chunk-at-a-time iteration. */
 #include "core/query_internal.h"
 

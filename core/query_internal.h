@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The private layout of a query: its term masks and the archetypes it has
  * matched so far, each with the per-term array offsets resolved once.

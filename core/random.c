@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deterministic randomness: xoshiro256** generators and the world's named
  * streams.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Resources (typed singletons), event channels, and the per-worker staging
  * that lets systems running in parallel emit events in a deterministic

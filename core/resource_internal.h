@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Staged event emission, the scheduler's side of event channels.
  *

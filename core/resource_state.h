@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The state behind resources, channels and staged events (w->resources),
  * shared by core/resource.c (registration, staging) and core/publish.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The fast path for spawn runs from command buffers (merge.c): when no
  * command names a pending handle and no observer exists, a run of spawns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Staging: how structural calls become staged work for the drain
  * (txn.c). The transaction's arena keeps copies of staged values; staged

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Staging primitives: finding or creating an entity's stage and appending
  * an operation to it. Inline because weft_world_apply() runs them once per

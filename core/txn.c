@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Transactions: draining staged structural changes in waves, and the
  * scopes that decide when to drain.

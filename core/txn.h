@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Transactions: the staged state of structural changes between a deferred
  * scope's start (or an apply) and the drain that makes them real.

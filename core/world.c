@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* World lifetime, configuration, clear/reserve, stats and error reporting. */
 #include "core/world.h"
 

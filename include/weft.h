@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft.h
  * @brief Umbrella header: include this to use weft.

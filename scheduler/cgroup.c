@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reading the process's cgroup CPU quota (see cgroup.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The CPU quota of the cgroup the process runs in (a container's CPU
  * limit, a batch job's allocation), which caps how many of a pool's

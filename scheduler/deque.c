@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Chase-Lev work-stealing deque with the C11 orderings of Le et al. (PPoPP
  * 2013, fig. 1), minus the resizing: the buffer is fixed at init.

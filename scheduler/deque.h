@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scheduler's per-worker work-stealing deque (Chase-Lev).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Building the schedule: per phase, the dependency graph of its systems
  * (explicit before/after edges plus conflict edges), the cycle check, a

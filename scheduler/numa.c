@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* NUMA-local chunk memory (see numa.h). */
 #include "scheduler/numa.h"
 

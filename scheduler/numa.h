@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * NUMA-local chunk memory: what a world asks of the pool it is attached to
  * (weft_world_config_t.pool). Each NUMA group of the pool gets its own

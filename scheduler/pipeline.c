@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Running the schedule: the frame loop (fixed steps, network ticks,
  * interpolation alpha), phases, sync segments, and the dispatch of each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Placement plans: a pure function from (topology, configuration) to where
  * each worker runs, which workers share a NUMA node and in which order each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The worker pool: threads placed by a plan, a Chase–Lev deque and a fixed
  * ring of job slots per worker, injection queues for threads outside the

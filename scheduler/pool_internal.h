@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The private layout of the pool, shared by pool.c (workers and jobs) and
  * numa.c (chunk memory per NUMA group).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Run conditions (seed 004 `runif`): small predicate objects owned by the
  * world, evaluated by the scheduler at each system's turn.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The private state of the system scheduler: registered systems and phases
  * (system.c), the built per-phase schedule (graph.c) and the per-frame run

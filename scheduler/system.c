@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The system and phase registry: descriptors are validated and copied into
  * weft__sys_t records, access lists become masks, and any change marks the

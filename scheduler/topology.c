@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Topology snapshots (read once with hwloc) and placement plans.
  *

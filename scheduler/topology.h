@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The private layout of topologies and plans, and the binding of threads
  * to a plan's places (used by the pool).

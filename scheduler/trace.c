@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Frame traces: each worker slot records spans (system jobs, inline runs,
  * sync points) into its own preallocated array, so recording takes no lock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Planning a system's run: the chunks its query matches become visits
  * (runs of contiguous chunks with WEFT_QUERY_CHUNK_RUNS), the visits are

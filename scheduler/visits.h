@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Planning a system's run (visits.c): the chunks it visits, cut into jobs
  * per home node and per worker, and the change stamps of the columns it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "weft.boids": separation, alignment and cohesion over a grid snapshot.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Collisions: a narrowphase for circles and axis-aligned boxes, and a
  * system that runs it over the pairs a spatial grid (grid.c) proposes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The uniform spatial grid: a snapshot of every entity with Position,
  * bucketed by cell and, within a cell, ordered by handle. This file makes,

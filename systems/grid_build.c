@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The grid's rebuild: the builder system ("weft.grid.build") and the
  * passes it splits over the pool.

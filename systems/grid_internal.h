@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The grid's layout, for the systems that read it in their inner loops
  * (collide.c, boids.c): a neighbour lookup per entity is a few

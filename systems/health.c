@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "weft.health": collision events become damage, damage becomes death.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Integration: gravity, damping, movement and bounds as four systems over
  * the SoA columns of Position and Velocity.

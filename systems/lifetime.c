@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lifetimes and spawners: the two built-in systems that change the
  * world's structure, both through commands, so that their effects land at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The standard components, resources and channel the built-in systems
  * share. Registering twice looks the first registration up, so every

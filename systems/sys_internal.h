@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the built-in systems (the files of systems/), on top
  * of the public API.

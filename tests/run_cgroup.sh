@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs a test binary inside a real cgroup whose CPU quota is half a CPU
 # (ctest label "unit"):
 #

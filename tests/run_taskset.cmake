@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs a test binary under taskset with one CPU (ctest label "unit"):
 #
 #   cmake -DWEFT_TEST=<test binary> -DWEFT_TASKSET=<taskset> -P run_taskset.cmake

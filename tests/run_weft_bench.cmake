@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs weft-bench and checks its JSON report (ctest label "unit"):
 #
 #   cmake -DWEFT_BENCH=<path to weft-bench> -DWEFT_EXPECT_ROUNDS=<n>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs weft-sim once per thread count and checks that every run succeeds
 # and prints the same world digest (ctest label "unit"):
 #

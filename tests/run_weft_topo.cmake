@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs weft-topo and checks its exit status and output (ctest label "unit"):
 #
 #   cmake -DWEFT_TOPO=<path to weft-topo> -DWEFT_EXPECT_RC=<status>

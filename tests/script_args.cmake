@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Included by the run_*.cmake test scripts: collects the arguments that
 # follow "--" on a `cmake -P script.cmake -- ...` command line into `args`,
 # so that they may hold spaces and semicolons.

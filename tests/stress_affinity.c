@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_affinity.c: on a pool of two workers (the caller one of them),
  * a segment without a main-thread system hands each worker its own part

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_arena.c: weft-sim's arena scenario (tools/sim_scenarios.c: units,
  * turrets, projectiles, the grid, collisions, health, lifetimes and

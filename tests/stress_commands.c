@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_commands.c: randomized determinism test of command buffers.
  *

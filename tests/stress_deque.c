@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The work-stealing deque under real concurrency: one owner pushing and
  * popping at random while three thieves steal, then a phase built to make

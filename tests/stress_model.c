@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_model.c: randomized model test of weft's entity API.
  *

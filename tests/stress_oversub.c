@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Oversubscription torture: pools with four workers per CPU the process
  * may run on, as in a container whose CPU quota is below its CPU count.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Worker-pool torture: millions of tiny jobs submitted from outside and
  * from inside jobs (each must run exactly once), parallel-for nested three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Concurrent readers: the world's read-only entry points (query iteration,
  * weft_get, weft_get_many, weft_has, weft_is_alive, weft_read, stats) are

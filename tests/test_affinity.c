@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * NUMA affinity of system jobs: on a synthetic two-node machine, chunk
  * memory alternates between the nodes' arenas, a system's jobs never mix

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Zero-allocation proof for weft's hot paths.
  *
  * Two independent counters watch for allocations:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "weft.boids" and its kernel weft_boids_steer() (systems.h): the kernel
  * against hand computations of each steering term and against a naive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cgroup CPU quota reader (scheduler/cgroup.c), on fixture trees: a
  * /proc directory of its own (cgroup, mountinfo) whose mountinfo names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Change tracking on every write path (system.h, "Change versions"): a
  * system with a `changed` filter must visit exactly the chunks written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for checked mode: misuse is reported to the panic handler. */
 #include "support/weft_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Collisions (systems/collide.c) through the public API: the narrowphase
  * against hand-computed cases (overlap, touching, separated, normal and

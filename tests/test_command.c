@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for command buffers, deferred scopes and iteration scopes: the
  * mutation model of weft/command.h (recording, deterministic merge,
  * per-entity folding, query-wide commands, scopes, errors, allocation). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for component registration, lookup and layouts. */
 #include "support/weft_test.h"
 

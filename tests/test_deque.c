@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scheduler's work-stealing deque, single-threaded: order at each end,
  * the full and empty edges, capacity validation, the last-item handoff

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_world_digest() covers the whole state (world.h): two worlds built
  * alike digest alike; a difference in a resource's bytes, in an event

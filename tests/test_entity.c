@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for entity handles and per-entity operations. */
 #include "support/weft_test.h"
 

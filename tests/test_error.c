@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the error module: weft_strerror and weft_strerror_name. */
 #include "support/weft_test.h"
 

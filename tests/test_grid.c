@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The spatial grid (systems/grid.c) through its public API: configuration
  * checks, geometry and clamping, a rebuilt grid against a model of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "weft.health" (systems.h) through the public API: collision events
  * pushed onto the std channel become damage after armour, checked against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_sys_integrate() (systems/integrate.c) against a plain-C reference:
  * the same float operations in the same order (gravity, damping, move,

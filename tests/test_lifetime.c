@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft_sys_lifetime() and weft_sys_spawners() (systems/lifetime.c) against
  * a plain-C reference: lifetimes count down and entities are despawned in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for observers: lifecycle, component and membership events. */
 #include "support/weft_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The frame pipeline through its public API (system.h): the fixed-step
  * loop against an oracle accumulator (overload policies, alpha, network

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The worker pool through its public API: creation and bad configs, a
  * synthetic placement, jobs from outside and from inside jobs (each runs

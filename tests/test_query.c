@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for cached queries and chunk iteration. */
 #include "support/weft_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for randomness: xoshiro256**, named streams, counter draws. */
 #include "support/weft_test.h"
 

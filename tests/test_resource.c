@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for resources, event channels and staged (per-worker) event
  * emission. */
 #include "support/weft_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for run conditions: timers, states, combinators, jitter. */
 #include "support/weft_test.h"
 

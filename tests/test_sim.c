@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-sim's scenarios (tools/sim_scenarios.c) in their steady state:
  * after a warm-up the world's high-water marks (chunks, command buffers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for chunk storage: archetypes, chunk sizing, field-level SoA,
  * alignment, swap-remove density and empty-chunk pooling, observed through
  * weft_world_stats() and iteration. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for building the schedule (include/weft/system.h, "The graph"):
  * registration, conflict and explicit edges, cycles, the dependency order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for the topology module: loading synthetic machines (whole,
  * or made asymmetric by a PU restriction) and the real one, placement plans

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the world: configuration, stats, reserve, clear, tags. */
 #include "support/weft_test.h"
 

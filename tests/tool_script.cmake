@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Included by the run_*.cmake test scripts. weft_expect_exit(<name> <program>)
 # runs <program> with the script's `args` (script_args.cmake) and checks
 # that it exits with status WEFT_EXPECT_RC and that every '|'-separated

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tools/format.sh: apply .clang-format to every .c and .h file under core,
-# include, scheduler, systems, tools, bench and tests.
+# SPDX-License-Identifier: MIT
+# tools/format.sh: apply .clang-format to every .c, .h and .cpp file under
+# core, include, scheduler, systems, tools, bench and tests.
 #
 #   tools/format.sh          rewrite files in place
 #   tools/format.sh --check  change nothing; list badly formatted files and
@@ -18,7 +19,9 @@ case "${1:-}" in
   "") ;;
   --check) mode=check ;;
   -h | --help)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    # The comment block under the shebang, without the SPDX line.
+    awk 'NR > 1 && !/^#/ { exit }
+         NR > 1 && !/^# SPDX-License-Identifier:/ { sub(/^# ?/, ""); print }' "$0"
     exit 0
     ;;
   *)
@@ -41,7 +44,8 @@ files=()
 if ((${#dirs[@]} != 0)); then
   while IFS= read -r -d '' f; do
     files+=("$f")
-  done < <(find "${dirs[@]}" -type f \( -name '*.c' -o -name '*.h' \) \
+  done < <(find "${dirs[@]}" -type f \
+             \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \) \
              -print0 | sort -z)
 fi
 if ((${#files[@]} == 0)); then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/install-deps.sh: install the Debian 12 packages weft builds and tests
 # with, if any are missing. Idempotent: when everything is present it only
 # says so. Safe without a terminal (CI): it never prompts.
@@ -15,8 +16,11 @@ if [[ "${WEFT_SKIP_DEPS:-0}" == 1 ]]; then
 fi
 
 # Libraries and tools; the compiler toolchain is checked separately below.
-packages=(cmake pkg-config libjemalloc-dev libhwloc-dev hwloc libcmocka-dev
-          libpng-dev)
+# libudev-dev: hwloc's private dependency, which `pkg-config --static --libs
+# weft` names (-ludev); libhwloc-dev does not pull it in. libpng-dev: the
+# tools' pictures (weft-sim --frames).
+packages=(cmake pkg-config libjemalloc-dev libhwloc-dev libudev-dev hwloc
+          libcmocka-dev libpng-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install-deps: dpkg-query not found; this script knows Debian only." >&2
@@ -32,9 +36,11 @@ installed() {
 }
 
 missing=()
-# build-essential, or at least a C compiler, make and the libc headers.
+# build-essential, or at least a C and a C++ compiler (the tests include
+# weft's headers from C++), make and the libc headers.
 if ! installed build-essential &&
-   ! { installed gcc && installed make && installed libc6-dev; }; then
+   ! { installed gcc && installed g++ && installed make &&
+       installed libc6-dev; }; then
   missing+=(build-essential)
 fi
 for pkg in "${packages[@]}"; do

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-sim's scenarios: each builds a world of the built-in systems
  * (include/weft/systems.h) and spawns its initial entities from a seed.

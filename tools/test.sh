@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/test.sh: build weft in Debug with -Werror and run the whole ctest
 # suite (labels unit, stress, install). This is the command the README and
 # CI use.

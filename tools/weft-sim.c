@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-sim: the main demo. Runs one of the built-in scenarios (arena,
  * boids, particles; see sim_scenarios.c) on a pool of workers for a number

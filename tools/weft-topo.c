@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-topo: prints a machine's topology as weft sees it (the CPUs it may
  * use, each NUMA node's memory) and the placement plan a pool would use on

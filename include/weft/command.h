@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/command.h
  * @brief Command buffers, deferred scopes and the deterministic merge.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/component.h
  * @brief Component registration: names, layouts and field-level SoA.
@@ -63,7 +64,22 @@ typedef struct weft_component_info_t {
   uint32_t flags;
 } weft_component_info_t;
 
-/** Builds a descriptor for a C type: WEFT_COMPONENT_DESC(Position). */
+#ifdef __cplusplus
+/* C++17 has neither compound literals nor designated initializers: the
+ * C++ macros build the same values, in member order. */
+/** Builds a descriptor for a C++ type: WEFT_COMPONENT_DESC(Position). Any
+ * thread; the name is the string literal #T. */
+#define WEFT_COMPONENT_DESC(T)                                                 \
+  (weft_component_desc_t{#T, static_cast<uint32_t>(sizeof(T)),                 \
+                         static_cast<uint32_t>(alignof(T)), nullptr, 0u, 0u})
+/** Builds a field descriptor for member @p m of type @p T. */
+#define WEFT_FIELD(T, m)                                                       \
+  (weft_field_desc_t{                                                          \
+      #m, static_cast<uint32_t>(offsetof(T, m)),                               \
+      static_cast<uint32_t>(sizeof(static_cast<T *>(nullptr)->m))})
+#else
+/** Builds a descriptor for a C type: WEFT_COMPONENT_DESC(Position). Any
+ * thread; the name is the string literal #T. */
 #define WEFT_COMPONENT_DESC(T)                                                 \
   ((weft_component_desc_t){.name = #T,                                         \
                            .size = (uint32_t)sizeof(T),                        \
@@ -74,6 +90,7 @@ typedef struct weft_component_info_t {
   ((weft_field_desc_t){.name = #m,                                             \
                        .offset = (uint32_t)offsetof(T, m),                     \
                        .size = (uint32_t)sizeof(((T *)0)->m)})
+#endif
 
 /**
  * Registers a component. Owner thread, before or between structural use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/entity.h
  * @brief Entity handles and per-entity operations.

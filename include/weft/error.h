@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/error.h
  * @brief Error codes shared by every weft module.

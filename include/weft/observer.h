@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/observer.h
  * @brief Observers: callbacks on spawn, despawn, component add/remove and

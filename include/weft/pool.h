@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/pool.h
  * @brief The worker pool: pinned threads, work-stealing jobs, parallel-for.
@@ -19,9 +20,19 @@
 #ifndef WEFT_POOL_H
 #define WEFT_POOL_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+/* C++ has no _Atomic before C++23: a C++ caller sees weft_counter_t's
+ * counter as std::atomic<uint32_t>, which GCC and Clang lay out as C's
+ * _Atomic uint32_t (the asserts below hold both to one layout). <atomic>
+ * must come before the extern "C" block: it declares templates. */
+#ifdef __cplusplus
+#include <atomic>
+#include <cstddef>
+#else
+#include <stdatomic.h>
+#include <stddef.h>
+#endif
 
 #include "weft/topology.h"
 
@@ -78,7 +89,8 @@ typedef void (*weft_range_fn)(void *arg, uint32_t begin, uint32_t end,
 
 /**
  * A dependency counter: the number of jobs submitted against it that have
- * not finished. Zero-initialise it; any number of jobs may count on it;
+ * not finished. Zero-initialise it (`= {0}` in C, `{}` in C++, where the
+ * counter is a std::atomic<uint32_t>); any number of jobs may count on it;
  * wait on it with weft_pool_wait(). Padded to its own cache line because
  * workers decrement it concurrently.
  *
@@ -90,9 +102,30 @@ typedef void (*weft_range_fn)(void *arg, uint32_t begin, uint32_t end,
  * through weft_pool_wait(), for its own counter to drop.
  */
 typedef struct weft_counter_t {
+#ifdef __cplusplus
+  alignas(64) std::atomic<uint32_t> pending;
+#else
   _Alignas(64) _Atomic uint32_t pending;
+#endif
   unsigned char pad_[64 - sizeof(uint32_t)];
 } weft_counter_t;
+
+/* The C ABI: one cache line, the counter first, in C and in C++ alike. */
+#ifdef __cplusplus
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                  alignof(std::atomic<uint32_t>) == alignof(uint32_t),
+              "std::atomic<uint32_t> must be laid out as uint32_t");
+static_assert(sizeof(weft_counter_t) == 64 && alignof(weft_counter_t) == 64 &&
+                  offsetof(weft_counter_t, pending) == 0,
+              "weft_counter_t must be one 64-byte line");
+#else
+_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t) &&
+                   _Alignof(_Atomic uint32_t) == _Alignof(uint32_t),
+               "_Atomic uint32_t must be laid out as uint32_t");
+_Static_assert(sizeof(weft_counter_t) == 64 && _Alignof(weft_counter_t) == 64 &&
+                   offsetof(weft_counter_t, pending) == 0,
+               "weft_counter_t must be one 64-byte line");
+#endif
 
 /**
  * Per-worker counters, filled by weft_pool_worker_stats(). A participating

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/query.h
  * @brief Cached queries and chunk-at-a-time iteration.

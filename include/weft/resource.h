@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file resource.h
  * Resources (typed singletons) and event channels.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file runif.h
  * Run conditions: predicates that decide, each time a system's turn comes,

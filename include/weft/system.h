@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file system.h
  * Systems, phases, the dependency graph and the frame pipeline.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file systems.h
  * Built-in simulation systems (2D), written against the public API only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/topology.h
  * @brief The machine's topology (via hwloc) and worker placement plans.

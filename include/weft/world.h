@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file weft/world.h
  * @brief The world: the container of every entity, component and query.

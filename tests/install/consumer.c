@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A minimal program written against an installed weft, the way a user would
  * write one: it includes only <weft.h> and links through pkg-config or the

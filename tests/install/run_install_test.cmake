@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Packaging test (ctest label "install"), run as
 #
 #   cmake -DWEFT_BUILD_DIR=<weft build> -DWEFT_WORK_DIR=<scratch dir>
@@ -5,11 +6,14 @@
 #         [-DWEFT_GENERATOR=<generator>] [-DWEFT_CONFIG=<config>]
 #         -P run_install_test.cmake
 #
-# It installs the already-built weft into <scratch dir>/prefix, then builds
-# consumer.c against that prefix twice, the two ways users do:
+# It installs the already-built weft into <scratch dir>/prefix (checking
+# that the licence comes with it), then builds consumer.c against that
+# prefix the ways users do:
 #   (a) cc consumer.c $(pkg-config --cflags --libs weft)
+#   (a') cc consumer.c $(pkg-config --static --cflags --libs weft), the
+#        static link line, which adds hwloc's private libraries (-ludev)
 #   (b) find_package(weft REQUIRED) + weft::weft (tests/install/CMakeLists.txt)
-# and runs both programs. In sanitizer builds libweft.a carries sanitizer
+# and runs the programs. In sanitizer builds libweft.a carries sanitizer
 # instrumentation, so both consumers are compiled and linked with the same
 # -fsanitize flags.
 cmake_minimum_required(VERSION 3.20)
@@ -60,6 +64,17 @@ run_step("install into ${prefix}"
   "${CMAKE_COMMAND}" --install "${WEFT_BUILD_DIR}" --prefix "${prefix}"
   ${config_args})
 
+# The licence travels with the headers and the library.
+set(license "${prefix}/share/doc/weft/LICENSE")
+if(NOT EXISTS "${license}")
+  message(FATAL_ERROR "install test: ${license} was not installed")
+endif()
+file(READ "${license}" license_text)
+if(NOT license_text MATCHES "MIT License" OR
+   NOT license_text MATCHES "Copyright \\(c\\) 2026 the weft authors")
+  message(FATAL_ERROR "install test: ${license} is not weft's MIT licence")
+endif()
+
 # 2a. pkg-config. GNUInstallDirs may pick lib, lib64 or lib/<multiarch>.
 file(GLOB_RECURSE pc_files "${prefix}/*.pc")
 list(FILTER pc_files INCLUDE REGEX "/pkgconfig/weft\\.pc$")
@@ -97,6 +112,32 @@ run_step("build consumer with pkg-config"
   ${sanitize_flags} "${consumer_src}/consumer.c" ${pc_flags}
   -o "${WEFT_WORK_DIR}/consumer-pkgconfig")
 run_step("run pkg-config consumer" "${WEFT_WORK_DIR}/consumer-pkgconfig")
+
+# 2a'. The static link line: every library in it must be found, including
+# the private dependencies of hwloc (libudev-dev; tools/install-deps.sh).
+execute_process(
+  COMMAND "${PKG_CONFIG_EXECUTABLE}" --static --cflags --libs weft
+  RESULT_VARIABLE rc OUTPUT_VARIABLE pc_static ERROR_VARIABLE pc_err
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "install test: pkg-config --static --cflags --libs "
+                      "weft failed (${rc}):\n${pc_err}")
+endif()
+message(STATUS "install test: pkg-config --static weft: ${pc_static}")
+separate_arguments(pc_static UNIX_COMMAND "${pc_static}")
+foreach(lib -lweft -lhwloc)
+  list(FIND pc_static "${lib}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "install test: ${lib} missing from the static "
+                        "line: ${pc_static}")
+  endif()
+endforeach()
+run_step("build consumer with pkg-config --static"
+  "${WEFT_C_COMPILER}" -std=c11 -Wall -Wextra -Wpedantic -Werror -g
+  ${sanitize_flags} "${consumer_src}/consumer.c" ${pc_static}
+  -o "${WEFT_WORK_DIR}/consumer-pkgconfig-static")
+run_step("run pkg-config --static consumer"
+  "${WEFT_WORK_DIR}/consumer-pkgconfig-static")
 
 # 2b. CMake package: find_package(weft REQUIRED) with the prefix on
 # CMAKE_PREFIX_PATH.

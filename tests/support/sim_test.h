@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests over weft-sim's scenarios (tools/sim_scenarios.c): a world with a
  * fixed step of 1/60 s, optionally on its own pool, holding one scene.

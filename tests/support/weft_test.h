@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared helpers for the weft cmocka unit tests: a deterministic RNG, world
  * construction with assertions, handle forging and stats invariants.
