@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes bench_commit.h with the source tree's `git describe --long` (the
 # abbreviated hash always in it, even on a tag; run at
 # build time by the weft_bench_commit target, so that a rebuild after a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Run metadata for weft-bench's JSON: what a reader needs to know before
  * comparing two reports' figures. The commit and build come from headers

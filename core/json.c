@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The streaming JSON writer (core/json.h): escaping, numbers and the
  * bookkeeping of commas and nesting.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A streaming JSON writer: the one place that knows how weft escapes
  * strings and prints numbers in the JSON it writes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks weft-sim's --frames (ctest label "unit"):
 #
 #   cmake -DWEFT_SIM=<path to weft-sim> -DWEFT_DIR=<scratch directory>

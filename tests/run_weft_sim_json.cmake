@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks weft-sim's --json report against its schema (docs/weft-sim-json.md)
 # and against the text report of the same run (ctest label "unit"):
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-bench's scaling chart (bench/svg.c): lines that scale alike lie on
  * top of each other, so every line is labelled at its end, the labels are

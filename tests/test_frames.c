@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-sim's pictures (tools/sim_frames.c): a scene of entities at known
  * places is drawn, written as a PNG, read back with libpng, and each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The shared JSON writer (core/json.h): strings round-trip through a strict
  * parser (support/json_parse.h) byte for byte when they are UTF-8 and as

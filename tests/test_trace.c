@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Traces as Perfetto reads them: weft-sim's scenarios run on a pool with a
  * trace, the file is parsed by a strict JSON parser and, lane by lane,

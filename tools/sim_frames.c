@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-sim's pictures (sim_frames.h): entities are tallied per pixel and
  * kind with integer sums, which do not depend on the order of the visit,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * weft-sim's pictures: a top-down PNG of a scene's world (sim_scenarios.h)
  * every few ticks, so that a person can watch the arena, the boids and the

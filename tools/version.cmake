@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes weft_tools_version.h for the command-line tools' --version: the
 # project version, plus the git commit (and "-dirty" with uncommitted
 # changes) when the sources are a git checkout. Run at every build, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A small, strict JSON parser for tests (RFC 8259): it rejects what a
  * strict reader would (trailing commas, bare control characters in
