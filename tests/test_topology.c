@@ -1566,7 +1566,7 @@ static void test_topology_membind_failures_are_counted(void **state) {
     void *mem = weft__pool_alloc_on(pool, g, &as, 1 << 16, 4096);
     assert_non_null(mem);
     memset(mem, 1, 1 << 16);
-    weft__free(mem, 1 << 16, 4096);
+    weft__pool_free_on(pool, mem, 1 << 16);
   }
   assert_int_equal(weft_pool_stats(pool, &st), WEFT_OK);
   assert_true(st.membind_calls == 2);
@@ -1578,7 +1578,7 @@ static void test_topology_membind_failures_are_counted(void **state) {
   assert_int_equal(weft_pool_create(&cfg, &pool), WEFT_OK);
   void *mem = weft__pool_alloc_on(pool, 1, &as, 1 << 16, 4096);
   assert_non_null(mem);
-  weft__free(mem, 1 << 16, 4096);
+  weft__pool_free_on(pool, mem, 1 << 16);
   assert_int_equal(weft_pool_stats(pool, &st), WEFT_OK);
   assert_true(st.membind_calls == 0 && st.membind_failures == 0);
   weft_pool_destroy(pool);
