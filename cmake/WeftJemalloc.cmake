@@ -34,9 +34,15 @@ if(WEFT_USE_JEMALLOC)
     message(FATAL_ERROR "weft: libjemalloc_pic.a not found (Debian: "
                         "libjemalloc-dev); or configure with -DWEFT_JEMALLOC=OFF")
   endif()
-  find_program(WEFT_OBJCOPY NAMES objcopy REQUIRED)
-  find_program(WEFT_NM NAMES nm REQUIRED)
+  # The toolchain's binutils (CMake finds them with the compiler).
+  foreach(tool OBJCOPY NM AR)
+    if(NOT CMAKE_${tool})
+      message(FATAL_ERROR "weft: WEFT_JEMALLOC needs ${tool} (binutils); "
+                          "or configure with -DWEFT_JEMALLOC=OFF")
+    endif()
+  endforeach()
 endif()
+set(WEFT_JEMALLOC_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/weft_jemalloc_object.cmake)
 
 function(weft_use_jemalloc target)
   if(NOT WEFT_USE_JEMALLOC)
@@ -51,11 +57,10 @@ function(weft_use_jemalloc target)
             -DWEFT_WORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/weft_jemalloc
             -DWEFT_C_COMPILER=${CMAKE_C_COMPILER}
             -DWEFT_AR=${CMAKE_AR}
-            -DWEFT_NM=${WEFT_NM}
-            -DWEFT_OBJCOPY=${WEFT_OBJCOPY}
-            -P ${PROJECT_SOURCE_DIR}/cmake/weft_jemalloc_object.cmake
-    DEPENDS ${WEFT_JEMALLOC_PIC_ARCHIVE}
-            ${PROJECT_SOURCE_DIR}/cmake/weft_jemalloc_object.cmake
+            -DWEFT_NM=${CMAKE_NM}
+            -DWEFT_OBJCOPY=${CMAKE_OBJCOPY}
+            -P ${WEFT_JEMALLOC_SCRIPT}
+    DEPENDS ${WEFT_JEMALLOC_PIC_ARCHIVE} ${WEFT_JEMALLOC_SCRIPT}
     COMMENT "Making weft's private jemalloc (weft__je_*)"
     VERBATIM)
   set_source_files_properties(${obj} PROPERTIES EXTERNAL_OBJECT TRUE
