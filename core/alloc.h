@@ -4,9 +4,10 @@
  *
  * All weft memory comes through here so that one counter per world proves
  * that steady-state operations allocate nothing, and so that chunk memory
- * can come from jemalloc (NUMA arenas from the scheduler issue on). In
- * sanitizer builds (WEFT_SYSTEM_MALLOC) everything goes to libc instead, so
- * that ASan and TSan see every block.
+ * can come from jemalloc (NUMA arenas, scheduler/numa.c). The jemalloc is
+ * weft's private, renamed copy (core/jemalloc.h), never the host program's
+ * malloc. Builds with -DWEFT_JEMALLOC=OFF, and sanitizer builds (where ASan
+ * and TSan must see every block), use libc's malloc instead.
  */
 #ifndef WEFT_CORE_ALLOC_H
 #define WEFT_CORE_ALLOC_H
@@ -31,6 +32,13 @@ void *weft__calloc(weft__alloc_stats_t *st, size_t size, size_t align);
 /* Grows or shrinks a block allocated with alignment <= 16. */
 void *weft__realloc(weft__alloc_stats_t *st, void *p, size_t old_size,
                     size_t new_size);
+/* Maps whole pages for size bytes, aligned to align (a power of two; at
+ * least a page), straight from the kernel: memory that nothing else shares,
+ * so that a NUMA binding of it binds nothing else. Counted in st like
+ * weft__alloc(). NULL on failure. Free with weft__free_pages(). */
+void *weft__alloc_pages(weft__alloc_stats_t *st, size_t size, size_t align);
+/* Unmaps a block from weft__alloc_pages() (size as allocated). */
+void weft__free_pages(void *p, size_t size);
 /* Asks the kernel to back a large block with transparent huge pages where
  * it can (a hint: failure and small blocks are ignored). */
 void weft__advise_huge(void *p, size_t bytes);
@@ -57,5 +65,17 @@ static inline int weft__grow(weft__alloc_stats_t *st, void *arrayp,
 
 /* Frees a block; size and align are those it was allocated with. */
 void weft__free(void *p, size_t size, size_t align);
+
+/*
+ * The counter of bytes the calling thread allocated from weft's jemalloc
+ * (jemalloc's "thread.allocatedp"; it counts weft's allocations only, as
+ * nothing else uses that jemalloc), or NULL in builds without it. The
+ * pointer is valid while the thread lives. For tests: a steady-state tick
+ * must leave it unchanged.
+ */
+const uint64_t *weft__alloc_thread_counter(void);
+
+/* How many arenas weft's jemalloc has (0 in builds without it). */
+unsigned weft__alloc_arenas(void);
 
 #endif /* WEFT_CORE_ALLOC_H */

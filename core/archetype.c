@@ -96,13 +96,21 @@ static void fill_columns(const weft_world_t *w, weft__archetype_t *a) {
   }
 }
 
+/* Frees a segment's chunk memory the way it was allocated. */
+static void free_segment_mem(weft_pool_t *pool, void *mem, size_t bytes) {
+  if (pool)
+    weft__pool_free_on(pool, mem, bytes);
+  else
+    weft__free(mem, bytes, 64);
+}
+
 void weft__archetype_free(weft__archetype_t *a) {
   if (!a)
     return;
   for (uint32_t i = 0; i < a->edge_cap; i++)
     weft__free(a->edges[i].plan, 0, 16);
   for (uint32_t i = 0; i < a->nsegs; i++) {
-    weft__free(a->segs[i].mem, a->segs[i].bytes, 64);
+    free_segment_mem(a->segs[i].pool, a->segs[i].mem, a->segs[i].bytes);
     weft__free(a->segs[i].headers, 0, 64);
   }
   weft__free(a->segs, 0, 16);
@@ -492,7 +500,8 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
    * segment has the maximum size, so an archetype spreads evenly. */
   uint32_t node = 0;
   uint8_t *mem;
-  if (w->pool) {
+  weft_pool_t *pool = w->pool;
+  if (pool) {
     uint32_t g = a->nsegs % weft__pool_node_groups(w->pool);
     node = weft__pool_group_node(w->pool, g);
     mem = weft__pool_alloc_on(w->pool, g, &w->alloc, bytes, align);
@@ -501,7 +510,7 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   }
   weft__chunk_t *headers = weft__alloc(&w->alloc, hdr + ptrs, 64);
   if (!mem || !headers) {
-    weft__free(mem, bytes, 64);
+    free_segment_mem(pool, mem, bytes);
     weft__free(headers, hdr + ptrs, 64);
     return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                       "out of memory allocating %u chunks", n);
@@ -516,7 +525,7 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   rc = weft__chunks_register(&w->chunks, &w->alloc, a, a->narrays, headers, n);
   w->index.table = w->chunks.table; /* it may have moved */
   if (rc) {
-    weft__free(mem, bytes, 64);
+    free_segment_mem(pool, mem, bytes);
     weft__free(headers, hdr + ptrs, 64);
     return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
                       "cannot add %u chunks (%s)", n, weft_strerror(rc));
@@ -531,7 +540,7 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
     headers[k].node = node;
     headers[k].versions = vers + (size_t)k * a->ncols;
   }
-  a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, headers, bases, n};
+  a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, pool, headers, bases, n};
   a->chunk_total += n;
   w->chunks_spare += n;
   w->chunk_bytes += bytes + hdr + ptrs;
@@ -604,7 +613,7 @@ uint64_t weft__archetype_trim(weft_world_t *w, weft__archetype_t *a) {
       w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){0};
     uint64_t hdr = segment_header_bytes(a, s->nchunks);
     freed += s->bytes + hdr;
-    weft__free(s->mem, s->bytes, 64);
+    free_segment_mem(s->pool, s->mem, s->bytes);
     weft__free(s->headers, (size_t)hdr, 64);
     w->chunks_spare -= s->nchunks;
     w->chunk_bytes -= s->bytes + hdr;

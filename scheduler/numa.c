@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef WEFT_SYSTEM_MALLOC
-#include <jemalloc/jemalloc.h>
+#ifdef WEFT_JEMALLOC
+#include "core/jemalloc.h"
 #endif
 
 #include "scheduler/pool_internal.h"
@@ -26,7 +26,7 @@ uint32_t weft__pool_group_node(const weft_pool_t *p, uint32_t g) {
   return node;
 }
 
-#ifndef WEFT_SYSTEM_MALLOC
+#ifdef WEFT_JEMALLOC
 /* The arena of group g, created on first use; 0 means "the default". */
 static unsigned group_arena(weft_pool_t *p, uint32_t g) {
   pthread_mutex_lock(&p->arena_mu);
@@ -73,8 +73,13 @@ void *weft__pool_alloc_on(weft_pool_t *p, uint32_t g, weft__alloc_stats_t *st,
   if (!p || p->ngroups <= 1 || g >= p->ngroups)
     return weft__alloc(st, size, align);
   void *mem;
-#ifdef WEFT_SYSTEM_MALLOC
+#if defined(WEFT_SYSTEM_MALLOC)
+  /* Sanitizer builds: ordinary blocks, which ASan and TSan watch. */
   mem = weft__alloc(st, size, align);
+#elif !defined(WEFT_JEMALLOC)
+  /* Without jemalloc: pages of weft's own, so that binding them to the
+   * node binds none of the host's heap. */
+  mem = weft__alloc_pages(st, size, align);
 #else
   unsigned arena = group_arena(p, g);
   int flags = MALLOCX_ALIGN(align < sizeof(void *) ? sizeof(void *) : align);
@@ -89,6 +94,18 @@ void *weft__pool_alloc_on(weft_pool_t *p, uint32_t g, weft__alloc_stats_t *st,
   if (mem)
     bind_to_node(p, g, mem, size);
   return mem;
+}
+
+void weft__pool_free_on(weft_pool_t *p, void *mem, size_t size) {
+#if !defined(WEFT_JEMALLOC) && !defined(WEFT_SYSTEM_MALLOC)
+  if (p && p->ngroups > 1) {
+    weft__free_pages(mem, size);
+    return;
+  }
+#else
+  (void)p;
+#endif
+  weft__free(mem, size, 0);
 }
 
 int weft_pool_stats(const weft_pool_t *p, weft_pool_stats_t *out) {

@@ -2,7 +2,8 @@
 /*
  * NUMA-local chunk memory: what a world asks of the pool it is attached to
  * (weft_world_config_t.pool). Each NUMA group of the pool gets its own
- * jemalloc arena, created on first use, and memory from it is bound to the
+ * arena of weft's private jemalloc, created on first use (without jemalloc:
+ * pages mapped for the purpose), and memory from it is bound to the
  * memory of the group's node (weft_topology_node_memory(): its hwloc
  * nodeset, none for a memoryless node) when the topology is the real
  * machine; refused bindings are counted in weft_pool_stats(). A pool with
@@ -26,10 +27,14 @@ uint32_t weft__pool_group_node(const weft_pool_t *pool, uint32_t g);
 /*
  * Allocates size bytes (aligned) for chunk memory homed on group g: from
  * the group's arena, bound to its node's memory. NULL on failure. Free with
- * weft__free(). Counted in st like weft__alloc(). Any thread that may
- * change the world using the pool.
+ * weft__pool_free_on(). Counted in st like weft__alloc(). Any thread that
+ * may change the world using the pool.
  */
 void *weft__pool_alloc_on(weft_pool_t *pool, uint32_t g,
                           weft__alloc_stats_t *st, size_t size, size_t align);
+
+/* Frees memory from weft__pool_alloc_on() with the same pool (g below the
+ * pool's group count) and size. NULL is ignored. */
+void weft__pool_free_on(weft_pool_t *pool, void *mem, size_t size);
 
 #endif /* WEFT_SCHEDULER_NUMA_H */

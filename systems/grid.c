@@ -5,7 +5,8 @@
  * frees and answers for a grid; grid_build.c rebuilds it every run of its
  * builder system.
  *
- * The grid's memory is its own (malloc), not the world's; the builder's
+ * The grid's memory is its own, not the world's (weft's allocator with no
+ * world's counters: core/alloc.h); the builder's
  * queries belong to the world, which is why the grid must be destroyed
  * before the world.
  */
@@ -19,6 +20,7 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "core/alloc.h"
 #include "grid_internal.h"
 #include "sys_internal.h"
 
@@ -32,11 +34,12 @@
  * access at 1M entities (a 25 MB cell table, 40 MB of items) would also
  * miss the TLB, and the first rebuild would take a page fault every 4 KiB.
  * The whole 2 MiB pages inside a large array are advised as huge pages
- * before anything touches them (best effort). calloc's zeroing of a fresh
- * large block is free, so the cell tables still cost nothing until used.
+ * before anything touches them (best effort). Zeroing a fresh large block
+ * is free (weft__calloc leaves it to the allocator, which knows new pages
+ * are zero), so the cell tables still cost nothing until used.
  */
 void *weft__grid_alloc(size_t bytes, bool zero) {
-  void *p = zero ? calloc(1, bytes) : malloc(bytes);
+  void *p = zero ? weft__calloc(NULL, bytes, 16) : weft__alloc(NULL, bytes, 64);
 #ifdef MADV_HUGEPAGE
   if (p && bytes >= GRID_HUGE_MIN) {
     uintptr_t lo =
@@ -89,7 +92,7 @@ int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
                            "or raise max_cells",
                            fx, fy, (double)cell, max_cells);
 
-  weft_grid_t *g = calloc(1, sizeof *g);
+  weft_grid_t *g = weft__calloc(NULL, sizeof *g, 16);
   if (!g)
     return weft_world_fail(world, WEFT_ENOMEM,
                            "weft_grid_create: out of memory");
@@ -103,12 +106,12 @@ int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
   g->ncells = (uint32_t)g->nx * (uint32_t)g->ny;
   g->starts =
       weft__grid_alloc(((size_t)g->ncells + 1) * sizeof *g->starts, true);
-  g->row_band = malloc((size_t)g->ny);
+  g->row_band = weft__alloc(NULL, (size_t)g->ny, 16);
   if (!g->starts || !g->row_band) {
     uint32_t ncells = g->ncells;
-    free(g->starts);
-    free(g->row_band);
-    free(g);
+    weft__free(g->starts, 0, 0);
+    weft__free(g->row_band, 0, 0);
+    weft__free(g, 0, 0);
     return weft_world_fail(world, WEFT_ENOMEM,
                            "weft_grid_create: out of memory for %u cells",
                            ncells);
@@ -129,9 +132,9 @@ int weft_grid_create(weft_world_t *world, const weft_grid_config_t *config,
     break;
   }
   if (rc) {
-    free(g->starts);
-    free(g->row_band);
-    free(g);
+    weft__free(g->starts, 0, 0);
+    weft__free(g->row_band, 0, 0);
+    weft__free(g, 0, 0);
     return rc;
   }
   *out = g;
@@ -143,30 +146,29 @@ void weft_grid_destroy(weft_grid_t *g) {
     return;
   weft_query_destroy(g->still);
   weft_query_destroy(g->moving);
-  free(g->starts);
-  free(g->pieces);
-  free(g->items);
-  free(g->scratch);
-  free(g->cells);
-  free(g->multi);
-  free(g->at);
-  free(g->row_band);
-  free(g->aux[0]);
-  free(g->aux[1]);
-  free(g);
+  weft__free(g->starts, 0, 0);
+  weft__free(g->pieces, 0, 0);
+  weft__free(g->items, 0, 0);
+  weft__free(g->scratch, 0, 0);
+  weft__free(g->cells, 0, 0);
+  weft__free(g->multi, 0, 0);
+  weft__free(g->at, 0, 0);
+  weft__free(g->row_band, 0, 0);
+  weft__free(g->aux[0], 0, 0);
+  weft__free(g->aux[1], 0, 0);
+  weft__free(g, 0, 0);
 }
 
 void *weft__grid_aux(weft_grid_t *g, uint32_t k, size_t bytes) {
   if (bytes <= g->aux_bytes[k])
     return g->aux[k];
   /* A quarter more than asked, so that a slowly growing need does not
-   * allocate every run; a multiple of the alignment, as aligned_alloc
-   * wants. */
+   * allocate every run; a multiple of the alignment. */
   size_t want = (bytes + bytes / 4 + 63) & ~(size_t)63;
-  void *p = aligned_alloc(64, want);
+  void *p = weft__alloc(NULL, want, 64);
   if (!p)
     return NULL;
-  free(g->aux[k]);
+  weft__free(g->aux[k], 0, 0);
   g->aux[k] = p;
   g->aux_bytes[k] = want;
   return p;

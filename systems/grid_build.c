@@ -24,6 +24,7 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "core/alloc.h"
 #include "grid_internal.h"
 #include "sys_internal.h"
 
@@ -96,17 +97,17 @@ static int reserve(weft_grid_t *g, uint32_t need) {
   uint32_t *cells = weft__grid_alloc((size_t)cap * sizeof *cells, false);
   uint32_t *multi = weft__grid_alloc((size_t)cap * sizeof *multi, false);
   if (!items || !scratch || !cells || !multi) {
-    free(items);
-    free(scratch);
-    free(cells);
-    free(multi);
+    weft__free(items, 0, 0);
+    weft__free(scratch, 0, 0);
+    weft__free(cells, 0, 0);
+    weft__free(multi, 0, 0);
     return WEFT_ENOMEM;
   }
   /* The rebuild that asked for room refills everything. */
-  free(g->items);
-  free(g->scratch);
-  free(g->cells);
-  free(g->multi);
+  weft__free(g->items, 0, 0);
+  weft__free(g->scratch, 0, 0);
+  weft__free(g->cells, 0, 0);
+  weft__free(g->multi, 0, 0);
   g->items = items;
   g->scratch = scratch;
   g->cells = cells;
@@ -119,10 +120,12 @@ static int reserve(weft_grid_t *g, uint32_t need) {
 static int note_piece(weft_grid_t *g, grid_piece_t piece, uint32_t *n) {
   if (g->npieces == g->pieces_cap) {
     uint32_t cap = g->pieces_cap ? g->pieces_cap * 2 : 64;
-    grid_piece_t *c = realloc(g->pieces, (size_t)cap * sizeof *c);
+    grid_piece_t *c =
+        weft__realloc(NULL, g->pieces, 0, (size_t)cap * sizeof *c);
     if (c)
       g->pieces = c;
-    uint32_t *at = realloc(g->at, (size_t)cap * GRID_BANDS * sizeof *at);
+    uint32_t *at =
+        weft__realloc(NULL, g->at, 0, (size_t)cap * GRID_BANDS * sizeof *at);
     if (at)
       g->at = at;
     if (!c || !at)

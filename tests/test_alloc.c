@@ -3,18 +3,20 @@
  *
  * Two independent counters watch for allocations:
  *  - stats.allocs, the world's own count of the heap allocations it made;
- *  - jemalloc's per-thread allocated-bytes counter ("thread.allocatedp"),
- *    which sees every allocation on this thread, weft's or anyone's.
- * Sanitizer builds define WEFT_SYSTEM_MALLOC and route weft through libc,
- * where jemalloc's counter sees nothing; there only stats.allocs is checked.
+ *  - the per-thread allocated-bytes counter of weft's private jemalloc
+ *    ("thread.allocatedp"), which sees every block weft takes from it on
+ *    this thread, whatever world it is for.
+ * Builds without jemalloc (-DWEFT_JEMALLOC=OFF, sanitizers) have no such
+ * counter; there only stats.allocs is checked.
  */
+#define _GNU_SOURCE 1 /* dladdr(), RTLD_DEFAULT */
 #include "support/weft_test.h"
 
+#include <dlfcn.h>
+#include <malloc.h> /* mallinfo2(): glibc's own allocator's statistics */
 #include <stdlib.h>
 
 #include "core/world.h" /* w->alloc.fail_in: injected allocation failures */
-
-#include <jemalloc/jemalloc.h>
 
 typedef struct p3_t {
   float x, y, z;
@@ -288,6 +290,103 @@ static void test_alloc_counter_detects_allocation(void **state) {
     assert_true(meter_bytes(&m) > 0);
   }
   weft_query_destroy(q);
+  weft_world_destroy(w);
+}
+
+/* ---- the host's allocator is untouched ---------------------------------- */
+
+/* Bytes glibc's malloc has handed out and not taken back, all threads. */
+static uint64_t glibc_in_use(void) {
+  struct mallinfo2 mi = mallinfo2();
+  return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+}
+
+/* Where the symbol at @p fn lives: its shared object's path, or "". */
+static const char *object_of(void *fn) {
+  Dl_info info;
+  memset(&info, 0, sizeof info);
+  if (dladdr(fn, &info) == 0 || info.dli_fname == NULL)
+    return "";
+  return info.dli_fname;
+}
+
+/* A program linking weft keeps glibc's malloc and free: weft's jemalloc is
+ * a private, renamed copy, so the process defines no jemalloc API, the
+ * malloc the program calls is libc's, and a malloc is seen by glibc's
+ * statistics, not by weft's jemalloc. (Linking Debian's unprefixed
+ * libjemalloc, as weft once did, made it every caller's malloc.) */
+static void test_alloc_host_malloc_is_libc(void **state) {
+  (void)state;
+  void *(*volatile host_malloc)(size_t) = malloc;
+  void (*volatile host_free)(void *) = free;
+  static const char *const api[] = {"mallocx", "dallocx", "mallctl",
+                                    "malloc_stats_print", "je_malloc"};
+  for (size_t i = 0; i < sizeof api / sizeof api[0]; i++)
+    if (dlsym(RTLD_DEFAULT, api[i]) != NULL)
+      fail_msg("the process defines jemalloc's %s (from %s)", api[i],
+               object_of(dlsym(RTLD_DEFAULT, api[i])));
+  const char *where[] = {object_of((void *)host_malloc),
+                         object_of((void *)host_free),
+                         object_of((void *)calloc), object_of((void *)realloc)};
+  for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+    if (strstr(where[i], "jemalloc") != NULL)
+      fail_msg("malloc family member %zu comes from %s", i, where[i]);
+#ifndef WEFT_SYSTEM_MALLOC
+    /* Sanitizers put their own malloc first; otherwise it is libc's. */
+    if (strstr(where[i], "libc.so") == NULL)
+      fail_msg("malloc family member %zu comes from '%s', not libc", i,
+               where[i]);
+#endif
+  }
+#ifndef WEFT_SYSTEM_MALLOC
+  const uint64_t *je = wt_thread_allocated();
+  uint64_t je0 = je ? *je : 0;
+  uint64_t in_use0 = glibc_in_use();
+  enum { BLOCK = 6000 };
+  char *p = host_malloc(BLOCK);
+  assert_non_null(p);
+  memset(p, 0x5a, BLOCK);
+  assert_true(glibc_in_use() >= in_use0 + BLOCK);
+  if (je)
+    assert_true(*je == je0); /* weft's jemalloc saw none of it */
+  host_free(p);
+#endif
+}
+
+/* weft's own memory, its chunks included, still comes from its jemalloc
+ * where the build has one; without, from glibc. */
+static void test_alloc_weft_memory_from_its_allocator(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(&(weft_world_config_t){.chunk_size = 16384});
+  weft_component_t c = wt_register(w, "c", 64, 0);
+  meter_t m = meter_start(w);
+  uint64_t in_use0 = glibc_in_use();
+  weft_world_stats_t s0;
+  weft_world_stats(w, &s0);
+  const weft_component_t only_c[] = {c, 0};
+  for (uint32_t i = 0; i < 4000; i++)
+    wt_spawn_with(w, only_c, NULL);
+  weft_world_stats_t s;
+  weft_world_stats(w, &s);
+  uint64_t bytes = s.alloc_bytes - s0.alloc_bytes;
+  assert_true(s.chunk_bytes - s0.chunk_bytes >= 4000u * 64u);
+  assert_true(bytes >= s.chunk_bytes - s0.chunk_bytes);
+#ifdef WEFT_JEMALLOC
+  /* Every byte the world asked for came from weft's jemalloc (which rounds
+   * sizes up), and the world has arenas there. */
+  assert_non_null(m.counter);
+  assert_true(meter_bytes(&m) >= bytes);
+  assert_int_not_equal(weft__alloc_arenas(), 0);
+  (void)in_use0;
+#else
+  assert_null(m.counter);
+  assert_int_equal(weft__alloc_arenas(), 0);
+#ifndef WEFT_SYSTEM_MALLOC
+  assert_true(glibc_in_use() >= in_use0 + (s.chunk_bytes - s0.chunk_bytes));
+#else
+  (void)in_use0;
+#endif
+#endif
   weft_world_destroy(w);
 }
 
@@ -908,6 +1007,8 @@ int main(void) {
       cmocka_unit_test(test_alloc_iteration_allocates_nothing),
       cmocka_unit_test(test_alloc_entity_access_allocates_nothing),
       cmocka_unit_test(test_alloc_counter_detects_allocation),
+      cmocka_unit_test(test_alloc_host_malloc_is_libc),
+      cmocka_unit_test(test_alloc_weft_memory_from_its_allocator),
       cmocka_unit_test(test_alloc_free_stack_failure_retires_slot),
       cmocka_unit_test(test_alloc_every_failure_point_is_clean),
       cmocka_unit_test(test_alloc_failure_leaves_no_archetype),

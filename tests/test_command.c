@@ -6,10 +6,6 @@
 
 #include <stdlib.h>
 
-#ifndef WEFT_SYSTEM_MALLOC
-#include <jemalloc/jemalloc.h>
-#endif
-
 /* --- fixture ------------------------------------------------------------- */
 
 /* A world with three 8-byte components a, b, c and a tag t. */

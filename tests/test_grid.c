@@ -10,10 +10,6 @@
  */
 #include "support/weft_test.h"
 
-#ifndef WEFT_SYSTEM_MALLOC
-#include <jemalloc/jemalloc.h>
-#endif
-
 #include <math.h>
 #include <stdlib.h>
 

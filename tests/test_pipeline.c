@@ -20,10 +20,6 @@
  * the condition under which a job splits. */
 #include "scheduler/pool_internal.h"
 
-#ifndef WEFT_SYSTEM_MALLOC
-#include <jemalloc/jemalloc.h>
-#endif
-
 #include <float.h>
 #include <limits.h>
 #include <math.h>

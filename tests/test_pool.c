@@ -11,10 +11,6 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "support/weft_test.h"
 
-#ifndef WEFT_SYSTEM_MALLOC
-#include <jemalloc/jemalloc.h>
-#endif
-
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -1082,11 +1078,10 @@ static void test_pool_world_chunks_take_numa_homes(void **state) {
   wc.pool = p;
   weft_world_t *w = wt_world_new(&wc);
   uint32_t homes[64];
-#ifndef WEFT_SYSTEM_MALLOC
-  /* jemalloc's arena count, to see one arena made per group in use. */
-  unsigned narenas0 = 0, narenas1 = 0;
-  size_t sz = sizeof(unsigned);
-  assert_int_equal(mallctl("arenas.narenas", &narenas0, &sz, NULL, 0), 0);
+#ifdef WEFT_JEMALLOC
+  /* weft's jemalloc's arena count, to see one arena made per group in use. */
+  unsigned narenas0 = weft__alloc_arenas();
+  assert_int_not_equal(narenas0, 0);
 #endif
   /* An archetype's segments hold 1, 1, 2, 4, 8, 16 chunks (each doubles
    * what exists) and take groups 0, 1, 2, 3, 0, 1 in turn. A row is an
@@ -1101,9 +1096,8 @@ static void test_pool_world_chunks_take_numa_homes(void **state) {
   for (uint32_t s = 0; s < 6; s++)
     for (uint32_t j = 0; j < seg_len[s]; j++, k++)
       assert_int_equal(homes[k], seg_node[s]);
-#ifndef WEFT_SYSTEM_MALLOC
-  assert_int_equal(mallctl("arenas.narenas", &narenas1, &sz, NULL, 0), 0);
-  assert_int_equal(narenas1 - narenas0, 4);
+#ifdef WEFT_JEMALLOC
+  assert_int_equal(weft__alloc_arenas() - narenas0, 4);
 #endif
   weft_world_destroy(w);
   /* Without a pool every chunk is on node 0. */

@@ -11,10 +11,6 @@
  */
 #include "support/weft_test.h"
 
-#ifndef WEFT_SYSTEM_MALLOC
-#include <jemalloc/jemalloc.h>
-#endif
-
 #include <stdio.h>
 
 #include "support/sim_test.h"

@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <hwloc.h>
+#include <malloc.h> /* mallinfo2() */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -1654,7 +1655,7 @@ static void test_topology_membind_failures_are_counted(void **state) {
     void *mem = weft__pool_alloc_on(pool, g, &as, 1 << 16, 4096);
     assert_non_null(mem);
     memset(mem, 1, 1 << 16);
-    weft__free(mem, 1 << 16, 4096);
+    weft__pool_free_on(pool, mem, 1 << 16);
   }
   assert_int_equal(weft_pool_stats(pool, &st), WEFT_OK);
   assert_true(st.membind_calls == 2);
@@ -1664,9 +1665,29 @@ static void test_topology_membind_failures_are_counted(void **state) {
 
   cfg.synthetic = "numa:2 core:1 pu:1";
   assert_int_equal(weft_pool_create(&cfg, &pool), WEFT_OK);
+  unsigned arenas0 = weft__alloc_arenas();
+  uint64_t allocs0 = as.allocs;
+  struct mallinfo2 mi0 = mallinfo2();
   void *mem = weft__pool_alloc_on(pool, 1, &as, 1 << 16, 4096);
+  struct mallinfo2 mi1 = mallinfo2();
   assert_non_null(mem);
-  weft__free(mem, 1 << 16, 4096);
+  assert_true(wt_aligned(mem, 4096));
+  assert_int_equal(as.allocs, allocs0 + 1);
+#if defined(WEFT_JEMALLOC)
+  /* The group's memory comes from an arena of weft's jemalloc, made for
+   * it on first use. */
+  assert_int_equal(weft__alloc_arenas(), arenas0 + 1);
+#elif !defined(WEFT_SYSTEM_MALLOC)
+  /* Without jemalloc: pages of weft's own (which binding them to a node
+   * keeps to weft), not a block of glibc's heap. */
+  assert_int_equal(weft__alloc_arenas(), 0);
+  assert_true(mi1.uordblks == mi0.uordblks && mi1.hblkhd == mi0.hblkhd);
+#endif
+  (void)arenas0;
+  (void)mi0;
+  (void)mi1;
+  memset(mem, 1, 1 << 16);
+  weft__pool_free_on(pool, mem, 1 << 16);
   assert_int_equal(weft_pool_stats(pool, &st), WEFT_OK);
   assert_true(st.membind_calls == 0 && st.membind_failures == 0);
   weft_pool_destroy(pool);

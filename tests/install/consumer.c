@@ -5,6 +5,8 @@
  * weft::weft CMake target. tests/install/run_install_test.cmake builds it
  * both ways and runs it; it exits 0 when every check passes.
  */
+#define _GNU_SOURCE 1 /* RTLD_DEFAULT, dladdr() */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,7 +60,24 @@ static unsigned move_all(const weft_query_t *query) {
   return rows;
 }
 
+/* Linking weft leaves this program's allocator alone: no jemalloc API in
+ * the process (weft's jemalloc is a private, renamed copy inside
+ * libweft.a), and malloc is not jemalloc's. */
+static void check_host_malloc(void) {
+  CHECK(dlsym(RTLD_DEFAULT, "mallocx") == NULL);
+  CHECK(dlsym(RTLD_DEFAULT, "mallctl") == NULL);
+  Dl_info info;
+  memset(&info, 0, sizeof info);
+  void *host_malloc = dlsym(RTLD_DEFAULT, "malloc");
+  CHECK(host_malloc != NULL);
+  if (host_malloc != NULL && dladdr(host_malloc, &info) != 0 &&
+      info.dli_fname != NULL) {
+    CHECK(strstr(info.dli_fname, "jemalloc") == NULL);
+  }
+}
+
 int main(void) {
+  check_host_malloc();
   weft_world_t *world = NULL;
   CHECK_OK(weft_world_create(NULL, &world));
   if (world == NULL) {

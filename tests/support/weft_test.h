@@ -19,9 +19,7 @@
 
 #include <weft.h>
 
-#ifndef WEFT_SYSTEM_MALLOC
-#include <jemalloc/jemalloc.h>
-#endif
+#include "core/alloc.h" /* weft__alloc_thread_counter() */
 
 /* --- deterministic RNG (splitmix64) ------------------------------------ */
 
@@ -162,18 +160,16 @@ static inline bool wt_aligned(const void *p, uintptr_t alignment) {
   return ((uintptr_t)p & (alignment - 1)) == 0;
 }
 
-/* jemalloc's counter of bytes this thread allocated, or NULL where weft
- * allocates through libc (sanitizer builds define WEFT_SYSTEM_MALLOC). */
+/* The counter of bytes this thread allocated from weft's private jemalloc,
+ * or NULL in builds without it (-DWEFT_JEMALLOC=OFF, sanitizers), where the
+ * world's own counters are the check. It sees weft's allocations only: the
+ * host's malloc is not jemalloc. */
 static inline const uint64_t *wt_thread_allocated(void) {
-#ifdef WEFT_SYSTEM_MALLOC
-  return NULL;
-#else
-  uint64_t *p = NULL;
-  size_t sz = sizeof p;
-  assert_int_equal(mallctl("thread.allocatedp", &p, &sz, NULL, 0), 0);
+  const uint64_t *p = weft__alloc_thread_counter();
+#ifdef WEFT_JEMALLOC
   assert_non_null(p);
-  return p;
 #endif
+  return p;
 }
 
 /* What a steady-state check compares: the world's allocation count and
