@@ -141,6 +141,18 @@ struct weft_pool_t {
  * false when none was found. */
 bool weft__pool_help(weft_pool_t *p, uint32_t self);
 
+/* Sets the pool's CPU limit (awake_cap) from config->cpu_limit or the
+ * cgroup's quota, shrinking a default worker count to it (crew.c). Before
+ * the plan is computed. */
+void weft__crews_limit(weft_pool_t *p, weft_pool_config_t *config);
+
+/* Sorts the planned workers into crews and counts them all awake (crew.c).
+ * 0 or WEFT_ENOMEM (what was made is freed by weft__crews_free()). */
+int weft__crews_make(weft_pool_t *p);
+
+/* Frees the crews (any state weft__crews_make() left). */
+void weft__crews_free(weft_pool_t *p);
+
 /* Waits a moment in a polling loop of worker self (an outsider:
  * UINT32_MAX): yields the CPU when its crew has more awake threads than
  * CPUs, so that a preempted thread holding a job gets to finish it. */
