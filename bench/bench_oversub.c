@@ -99,8 +99,8 @@ static void ovs_arena(bench_ctx_t *ctx, uint32_t ncpu) {
   bench_arena_same(name, &one, &four);
   /* In reverse order of creation: each pool bound this thread as its
    * worker 0 and puts back the binding it found, so the last one made
-   * must go first or the thread stays bound to one CPU for the rows after
-   * (and for ovs_cpus() in the next pass). */
+   * must go first or the thread stays bound to one CPU for the rows
+   * after. */
   bench_arena_close(&four);
   bench_arena_close(&one);
 }
@@ -209,6 +209,13 @@ static void ovs_omp_pin(const ovs_update_t *s) {
 
 static uint64_t ovs_update_omp(void *p, uint64_t reps) {
   ovs_update_t *s = p;
+  /* This thread is the team's thread 0 and gets pinned too: its own
+   * binding goes back at the end, or every row after (and the next pass's
+   * CPU count) would run on one CPU. */
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+    bench_die("sched_getaffinity", WEFT_EINVAL);
   ovs_omp_pin(s);
   const uint32_t n = s->n;
   float *restrict pos = s->apos, *restrict vel = s->avel;
@@ -223,6 +230,7 @@ static uint64_t ovs_update_omp(void *p, uint64_t reps) {
     }
     bench_clobber();
   }
+  (void)sched_setaffinity(0, sizeof mine, &mine);
   return bench_f32_bits(pos[0]);
 }
 

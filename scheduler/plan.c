@@ -567,15 +567,14 @@ uint32_t weft_plan_steal_order(const weft_plan_t *p, uint32_t w,
 /* ---- binding
  * ----------------------------------------------------------------- */
 
-int weft__plan_bind(const weft_topology_t *t, const weft_plan_t *p,
-                    uint32_t w) {
-  if (!weft_plan_bound(p, w) || t->foreign)
-    return 0;
+/* The PUs worker w is bound to (its core's or its PU), or NULL when out of
+ * memory. Only PUs of the topology, which holds only those the process
+ * may run on: a worker never leaves the process's CPU mask. */
+static hwloc_bitmap_t place_set(const weft_topology_t *t, const weft_plan_t *p,
+                                uint32_t w) {
   hwloc_bitmap_t set = hwloc_bitmap_alloc();
   if (!set)
-    return WEFT_ENOMEM;
-  /* Only PUs of the topology, which holds only those the process may run
-   * on: a worker never leaves the process's CPU mask. */
+    return NULL;
   const weft_pu_info_t *me = &p->place[w];
   for (uint32_t i = 0; i < t->npus; i++) {
     bool take = p->pin == WEFT_PIN_PU ? t->pus[i].pu == me->pu
@@ -583,6 +582,16 @@ int weft__plan_bind(const weft_topology_t *t, const weft_plan_t *p,
     if (take)
       hwloc_bitmap_set(set, t->pus[i].os_pu);
   }
+  return set;
+}
+
+int weft__plan_bind(const weft_topology_t *t, const weft_plan_t *p,
+                    uint32_t w) {
+  if (!weft_plan_bound(p, w) || t->foreign)
+    return 0;
+  hwloc_bitmap_t set = place_set(t, p, w);
+  if (!set)
+    return WEFT_ENOMEM;
   int rc = hwloc_set_cpubind(t->hw, set, HWLOC_CPUBIND_THREAD) == 0
                ? 0
                : WEFT_EINVAL;
@@ -611,10 +620,21 @@ int weft__plan_bind_caller(const weft_topology_t *t, const weft_plan_t *p,
   return 0;
 }
 
-void weft__plan_unbind(const weft_topology_t *t, void *saved) {
+void weft__plan_unbind(const weft_topology_t *t, const weft_plan_t *p,
+                       void *saved) {
   if (!saved)
     return;
-  (void)hwloc_set_cpubind(t->hw, saved, HWLOC_CPUBIND_THREAD);
+  /* Only while the thread is still bound where the plan put it: a binding
+   * the program (or another pool the thread drives) made since is not
+   * ours to undo. Two pools that bound the same thread then restore the
+   * binding it had before either, whichever is destroyed first. */
+  hwloc_bitmap_t now = hwloc_bitmap_alloc();
+  hwloc_bitmap_t ours = place_set(t, p, 0);
+  if (now && ours && hwloc_get_cpubind(t->hw, now, HWLOC_CPUBIND_THREAD) == 0 &&
+      hwloc_bitmap_isequal(now, ours))
+    (void)hwloc_set_cpubind(t->hw, saved, HWLOC_CPUBIND_THREAD);
+  hwloc_bitmap_free(now);
+  hwloc_bitmap_free(ours);
   hwloc_bitmap_free(saved);
 }
 

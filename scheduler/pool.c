@@ -866,7 +866,7 @@ void weft_pool_destroy(weft_pool_t *p) {
   weft_pool_stop(p);
   if (atomic_load_explicit(&p->caller_thread, memory_order_relaxed) ==
       (uintptr_t)pthread_self())
-    weft__plan_unbind(p->topo, p->caller_saved);
+    weft__plan_unbind(p->topo, p->plan, p->caller_saved);
   else
     weft__plan_saved_free(p->caller_saved);
   p->caller_saved = NULL;

@@ -103,8 +103,10 @@ int weft__plan_bind_caller(const weft_topology_t *topo, const weft_plan_t *plan,
                            void **saved);
 
 /* Restores the binding weft__plan_bind_caller() saved on the calling
- * thread (if any) and frees it. */
-void weft__plan_unbind(const weft_topology_t *topo, void *saved);
+ * thread (if any), if the thread is still bound to worker 0's place of
+ * @p plan, and frees it. */
+void weft__plan_unbind(const weft_topology_t *topo, const weft_plan_t *plan,
+                       void *saved);
 
 /* Frees a saved binding without restoring it. */
 void weft__plan_saved_free(void *saved);

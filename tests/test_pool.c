@@ -998,6 +998,57 @@ static void test_pool_bind_caller_binds_worker_zero(void **state) {
   }
 }
 
+/* Two pools binding the same caller, destroyed in either order, leave it
+ * with the binding it had before both; one the program made after the
+ * pool bound it stays. (The second pool used to restore the first pool's
+ * binding when it was first used last and destroyed last: weft-bench's
+ * main thread then ran every later row on one CPU.) */
+static weft_pool_t *bound_pool(void) {
+  weft_pool_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.placement.workers = 2;
+  cfg.placement.pin = WEFT_PIN_PU;
+  cfg.placement.caller_participates = true;
+  cfg.placement.bind_caller = true;
+  return pool_new(&cfg);
+}
+
+static void test_pool_bind_caller_restores_in_any_order(void **state) {
+  (void)state;
+  const cpu_set_t before = my_cpus();
+  for (int order = 0; order < 4; order++) {
+    weft_pool_t *a = bound_pool(), *b = bound_pool();
+    /* First use (which binds) a then b, or b then a. */
+    weft_pool_t *first = order & 1 ? b : a, *second = order & 1 ? a : b;
+    check_parallel_for(first, 0, 0, 100, 10);
+    check_parallel_for(second, 0, 0, 100, 10);
+    weft_pool_destroy(order & 2 ? b : a);
+    weft_pool_destroy(order & 2 ? a : b);
+    cpu_set_t now = my_cpus();
+    assert_true(CPU_EQUAL(&now, &before));
+  }
+  /* A binding the program made after the pool's is left alone: the last
+   * CPU of the mask, unless that is where the pool put the thread (one
+   * CPU: nothing to tell apart). */
+  weft_pool_t *p = bound_pool();
+  check_parallel_for(p, 0, 0, 100, 10);
+  const uint32_t at = weft_plan_place(weft_pool_plan(p), 0)->os_pu;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+    if (CPU_ISSET(c, &before)) {
+      CPU_SET(c, &mine);
+      break;
+    }
+  const bool differs = !CPU_ISSET(at, &mine);
+  assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
+  weft_pool_destroy(p);
+  cpu_set_t now = my_cpus();
+  if (differs)
+    assert_true(CPU_EQUAL(&now, &mine));
+  assert_int_equal(sched_setaffinity(0, sizeof before, &before), 0);
+}
+
 /* --- full queues --------------------------------------------------------- */
 
 static void test_pool_tiny_queue_runs_overflow_inline(void **state) {
@@ -1130,6 +1181,7 @@ int main(void) {
       cmocka_unit_test(test_pool_idle_pool_sleeps),
       cmocka_unit_test(test_pool_caller_participates_as_worker_zero),
       cmocka_unit_test(test_pool_bind_caller_binds_worker_zero),
+      cmocka_unit_test(test_pool_bind_caller_restores_in_any_order),
       cmocka_unit_test(test_pool_tiny_queue_runs_overflow_inline),
       cmocka_unit_test(test_pool_world_chunks_take_numa_homes),
   };

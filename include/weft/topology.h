@@ -84,10 +84,12 @@ typedef struct weft_placement_config_t {
    * world's frame) is bound to worker 0's place the first time it does,
    * as the pool's own threads are bound to theirs. Without it the kernel
    * may run that thread on a core a bound worker owns, and the two then
-   * share it while another core idles. The pool restores the thread's
-   * previous binding when that thread destroys the pool, so a thread that
-   * drives several such pools destroys them in the reverse order of their
-   * first use (otherwise it keeps a binding an earlier pool made). Off by
+   * share it while another core idles. When that thread destroys the
+   * pool, the pool restores the binding the thread had before, if the
+   * thread is still bound to worker 0's place (a binding the program
+   * changed since is left alone; a thread that drove several such pools
+   * gets back the binding it had before the first, whatever order they
+   * are destroyed in, when they bound it to the same place). Off by
    * default: threads it starts while bound inherit the binding. */
   bool bind_caller;
 } weft_placement_config_t;
