@@ -612,7 +612,7 @@ const void *weft_get_slow_(const weft_world_t *w, weft_entity_t e,
  * is a tight loop of its own, which keeps the world's fields in
  * registers.
  */
-#define WEFT__GET_BLOCK 64u
+#define WEFT__GET_BLOCK 128u
 
 /* Where weft_get_many_ex()'s write mask rides in get_many()'s address_only
  * word (k is at most WEFT_GET_MANY_MAX, so the lower half holds the rest). */
