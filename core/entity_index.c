@@ -9,14 +9,15 @@
 void weft__index_init(weft__index_t *ix, uint32_t capacity, uint32_t max_gen,
                       uint8_t tag, uint32_t chunk_size) {
   memset(ix, 0, sizeof(*ix));
-  ix->row_bits = weft__chunk_row_bits(chunk_size);
-  ix->row_mask = (1u << ix->row_bits) - 1u;
+  const uint32_t row_bits = weft__chunk_row_bits(chunk_size);
+  ix->slot_shift = row_bits - 6u;
+  ix->row_mask = (1u << row_bits) - 1u;
   /* weft__index_slot() shifts right by row_bits - 6: chunks of at least
    * WEFT_CHUNK_SIZE_MIN bytes have row_bits >= 9. */
   _Static_assert(sizeof(weft__chunk_slot_t) == 1u << 6, "64-byte entries");
   _Static_assert(WEFT_CHUNK_SIZE_MIN / sizeof(weft_entity_t) >= 1u << 6,
                  "row_bits >= 6");
-  ix->slot_mask = ((1u << (31u - ix->row_bits)) - 1u) << 6;
+  ix->slot_mask = ((1u << (31u - row_bits)) - 1u) << 6;
   ix->capacity = capacity;
   ix->max_gen = max_gen;
   ix->tag = (uint64_t)tag << 56;

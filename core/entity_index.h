@@ -53,11 +53,15 @@ typedef struct weft__index_t {
   /* The chunk store's table, here for lookups (add_segment() in
    * archetype.c keeps the two in step). */
   const weft__chunk_slot_t *table;
-  uint32_t hwm;      /* slots ever handed out */
-  uint32_t row_bits; /* low bits of a LOC record that hold the row */
+  uint32_t hwm; /* slots ever handed out */
+  /* The low bits of a LOC record that hold the row, less 6: what a
+   * record shifts right by to become its chunk table entry's byte offset
+   * (kept so, the lookups' one shift; weft__index_row_bits() adds the 6
+   * back). */
+  uint32_t slot_shift;
   uint32_t row_mask;
   /* A LOC record's chunk table entry, as a byte offset into the table:
-   * v >> (row_bits - 6) & slot_mask, which drops LOC and the row. */
+   * v >> slot_shift & slot_mask, which drops LOC and the row. */
   uint32_t slot_mask;
   uint32_t *free; /* free slots, the next one to issue last */
   uint64_t tag;   /* world tag, pre-shifted to bits 56..63 */
@@ -76,9 +80,14 @@ typedef struct weft__index_t {
   void **blocks; /* allocations the pages were carved from */
 } weft__index_t;
 
+/* The low bits of a LOC record that hold the row. */
+static inline uint32_t weft__index_row_bits(const weft__index_t *ix) {
+  return ix->slot_shift + 6u;
+}
+
 static inline uint32_t weft__rec_chunk(const weft__index_t *ix,
                                        const weft__record_t *r) {
-  return (r->v & ~WEFT__REC_LOC) >> ix->row_bits;
+  return (r->v & ~WEFT__REC_LOC) >> weft__index_row_bits(ix);
 }
 static inline uint32_t weft__rec_row(const weft__index_t *ix,
                                      const weft__record_t *r) {
@@ -86,7 +95,7 @@ static inline uint32_t weft__rec_row(const weft__index_t *ix,
 }
 static inline void weft__rec_set_loc(const weft__index_t *ix, weft__record_t *r,
                                      uint32_t chunk_id, uint32_t row) {
-  r->v = WEFT__REC_LOC | chunk_id << ix->row_bits | row;
+  r->v = WEFT__REC_LOC | chunk_id << weft__index_row_bits(ix) | row;
 }
 
 void weft__index_init(weft__index_t *ix, uint32_t capacity, uint32_t max_gen,
@@ -122,9 +131,8 @@ static inline void weft__index_place(const weft__index_t *ix, uint32_t idx,
 static inline const weft__chunk_slot_t *
 weft__index_slot(const weft__index_t *ix, const weft__chunk_slot_t *table,
                  uint32_t v) {
-  return (
-      const weft__chunk_slot_t *)((const unsigned char *)table +
-                                  (v >> (ix->row_bits - 6) & ix->slot_mask));
+  return (const weft__chunk_slot_t *)((const unsigned char *)table +
+                                      (v >> ix->slot_shift & ix->slot_mask));
 }
 
 /*
@@ -253,7 +261,8 @@ static inline void weft__index_claim_run(const weft__index_t *ix,
                                          uint32_t chunk_id, uint32_t row0,
                                          weft_entity_t *restrict ents) {
   const uint64_t tag = ix->tag;
-  const uint32_t loc0 = WEFT__REC_LOC | chunk_id << ix->row_bits | row0;
+  const uint32_t loc0 =
+      WEFT__REC_LOC | chunk_id << weft__index_row_bits(ix) | row0;
   for (uint32_t j = 0; j < m; j++) {
     uint32_t gen = (recs[j].v & WEFT__GEN_MASK) + 1;
     recs[j].v = loc0 + j;

@@ -766,7 +766,7 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
    * has has_c. */
   const bool has_known = has && comp_known(w, has_c);
   const get_ctx_t g = {w->index.pages,     w->index.table,
-                       w->index.hwm,       w->index.row_bits - 6,
+                       w->index.hwm,       w->index.slot_shift,
                        w->index.slot_mask, w->index.row_mask};
   /* Out of range ids read the empty entry 0 (row_ptr() does the same),
    * here once instead of per handle. */

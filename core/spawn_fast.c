@@ -123,7 +123,8 @@ static void place_records(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
   weft__index_t *ix = &w->index;
   weft__record_t *restrict rec = weft__index_rec(ix, idx);
   weft_entity_t *restrict ents = c->entities + row0;
-  const uint32_t loc0 = WEFT__REC_LOC | c->id << ix->row_bits | row0;
+  const uint32_t loc0 =
+      WEFT__REC_LOC | c->id << weft__index_row_bits(ix) | row0;
   for (uint32_t j = 0; j < n; j++) {
     uint32_t gen = issued ? weft_entity_generation(issued)
                           : (rec[j].v & WEFT__GEN_MASK) + 1;

@@ -29,8 +29,8 @@ _Static_assert(
     WEFT__SAME_FIELD(weft__index_t, pages, weft_get_view_t_, pages_) &&
         WEFT__SAME_FIELD(weft__index_t, table, weft_get_view_t_, table_) &&
         WEFT__SAME_FIELD(weft__index_t, hwm, weft_get_view_t_, hwm_) &&
-        WEFT__SAME_FIELD(weft__index_t, row_bits, weft_get_view_t_,
-                         row_bits_) &&
+        WEFT__SAME_FIELD(weft__index_t, slot_shift, weft_get_view_t_,
+                         slot_shift_) &&
         WEFT__SAME_FIELD(weft__index_t, row_mask, weft_get_view_t_,
                          row_mask_) &&
         WEFT__SAME_FIELD(weft__index_t, slot_mask, weft_get_view_t_,

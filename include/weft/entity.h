@@ -141,9 +141,9 @@ typedef struct WEFT_GET_ALIAS_ weft_get_view_t_ {
   const uint32_t *const *pages_; /* records, in pages of 4096 */
   const unsigned char *table_;   /* chunk table, 64-byte entries */
   uint32_t hwm_;                 /* slots ever issued */
-  uint32_t row_bits_;            /* a located record's row bits */
+  uint32_t slot_shift_;          /* a located record's row bits, less 6 */
   uint32_t row_mask_;
-  uint32_t slot_mask_; /* record >> (row_bits_ - 6) & this: entry offset */
+  uint32_t slot_mask_; /* record >> slot_shift_ & this: entry offset */
 } weft_get_view_t_;
 
 /** Private: an archetype's entry for a component: where a chunk table
@@ -189,8 +189,7 @@ static inline const void *weft_get(const weft_world_t *world, weft_entity_t e,
                                 [i & ((1u << WEFT_GET_PAGE_BITS_) - 1u)];
     if (r & WEFT_GET_REC_LOC_) {
       const unsigned char *s =
-          v->table_ +
-          (r >> (v->row_bits_ - WEFT_GET_SLOT_BITS_) & v->slot_mask_);
+          v->table_ + (r >> v->slot_shift_ & v->slot_mask_);
       const weft_get_slot_t_ *slot = (const weft_get_slot_t_ *)(const void *)s;
       const uint32_t row = r & v->row_mask_;
       const weft_get_col_t_ col = slot->cols_[c];
