@@ -33,23 +33,70 @@ static int init_crew_sync(crew_t *c) {
   return rc;
 }
 
-/* Worker w's crew key: the core or PU it is bound to; 0 when unbound. */
-static uint32_t crew_key(const weft_pool_t *p, bool bound, uint32_t w) {
-  const weft_pu_info_t *at = &p->plan->place[w];
-  return !bound ? 0 : p->plan->pin == WEFT_PIN_PU ? at->pu : at->core;
+/* The crew key of a PU: its core, or itself under WEFT_PIN_PU; 0 for
+ * unbound workers, who all share one crew. */
+static uint32_t key_of(const weft_pool_t *p, bool bound,
+                       const weft_pu_info_t *u) {
+  return !bound ? 0 : p->plan->pin == WEFT_PIN_PU ? u->pu : u->core;
 }
 
-/* Counts the topology's PUs per crew key into cpus[0 .. keys). */
-static void count_cpus(const weft_pool_t *p, bool bound, uint32_t *cpus,
-                       uint32_t keys) {
-  const weft_topology_t *t = p->topo;
-  for (uint32_t i = 0; i < t->npus; i++) {
-    uint32_t k = !bound                        ? 0
-                 : p->plan->pin == WEFT_PIN_PU ? t->pus[i].pu
-                                               : t->pus[i].core;
-    if (k < keys)
-      cpus[k]++;
+/*
+ * Numbers the crews in the order of their first worker (crew of each
+ * worker) and sets each crew's CPUs: the topology's PUs with its key.
+ * keys bounds every key (workers sit on PUs of the topology).
+ */
+static int assign_crews(weft_pool_t *p, bool bound, bool foreign,
+                        uint32_t keys) {
+  uint32_t *index = malloc((size_t)keys * sizeof(*index));
+  uint32_t *cpus = calloc(keys, sizeof(*cpus));
+  int rc = index && cpus ? 0 : WEFT_ENOMEM;
+  if (!rc) {
+    memset(index, 0xff, (size_t)keys * sizeof(*index));
+    for (uint32_t i = 0; i < p->topo->npus; i++)
+      cpus[key_of(p, bound, &p->topo->pus[i])]++;
+    for (uint32_t i = 0; i < p->nworkers; i++) {
+      uint32_t k = key_of(p, bound, &p->plan->place[i]);
+      if (index[k] == UINT32_MAX)
+        index[k] = p->ncrews++;
+      p->workers[i].crew = index[k];
+    }
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, (size_t)p->ncrews * sizeof(crew_t)) != 0)
+      rc = WEFT_ENOMEM;
+    else
+      p->crews = memset(mem, 0, (size_t)p->ncrews * sizeof(crew_t));
   }
+  for (uint32_t k = 0; !rc && k < keys; k++)
+    if (index[k] != UINT32_MAX)
+      p->crews[index[k]].cpus = foreign ? UINT32_MAX : cpus[k] ? cpus[k] : 1;
+  free(index);
+  free(cpus);
+  return rc;
+}
+
+/* Lists each crew's workers (members, ascending) and counts them all
+ * awake: threads start awake. */
+static int list_members(weft_pool_t *p) {
+  p->crew_members = malloc((size_t)p->nworkers * sizeof(uint32_t));
+  if (!p->crew_members)
+    return WEFT_ENOMEM;
+  for (uint32_t i = 0; i < p->nworkers; i++)
+    p->crews[p->workers[i].crew].nworkers++;
+  for (uint32_t c = 0, at = 0; c < p->ncrews; c++) {
+    crew_t *crew = &p->crews[c];
+    crew->members = p->crew_members + at;
+    at += crew->nworkers;
+    atomic_init(&crew->awake, crew->nworkers);
+    p->oversubscribed |= crew->nworkers > crew->cpus;
+    crew->nworkers = 0; /* the cursor of the loop below */
+  }
+  for (uint32_t i = 0; i < p->nworkers; i++) {
+    crew_t *crew = &p->crews[p->workers[i].crew];
+    crew->members[crew->nworkers++] = i;
+  }
+  atomic_init(&p->awake_all, p->nworkers);
+  p->oversubscribed |= p->nworkers > p->awake_cap;
+  return 0;
 }
 
 /*
@@ -63,63 +110,18 @@ int weft__crews_make(weft_pool_t *p) {
   const bool foreign = p->topo->foreign;
   const bool bound = !foreign && p->plan->pin != WEFT_PIN_NONE;
   uint32_t keys = 1;
-  for (uint32_t i = 0; i < p->nworkers; i++)
-    if (crew_key(p, bound, i) >= keys)
-      keys = crew_key(p, bound, i) + 1;
-  for (uint32_t i = 0; bound && i < p->topo->npus; i++) {
-    uint32_t k =
-        p->plan->pin == WEFT_PIN_PU ? p->topo->pus[i].pu : p->topo->pus[i].core;
+  for (uint32_t i = 0; i < p->topo->npus; i++) {
+    uint32_t k = key_of(p, bound, &p->topo->pus[i]);
     keys = k >= keys ? k + 1 : keys;
   }
-  uint32_t *index = malloc((size_t)keys * sizeof(*index));
-  uint32_t *cpus = calloc(keys, sizeof(*cpus));
-  int rc = index && cpus ? 0 : WEFT_ENOMEM;
-  if (!rc) {
-    memset(index, 0xff, (size_t)keys * sizeof(*index));
-    count_cpus(p, bound, cpus, keys);
-    for (uint32_t i = 0; i < p->nworkers; i++) {
-      uint32_t k = crew_key(p, bound, i);
-      if (index[k] == UINT32_MAX)
-        index[k] = p->ncrews++;
-      p->workers[i].crew = index[k];
-    }
-    void *mem = NULL;
-    if (posix_memalign(&mem, 64, (size_t)p->ncrews * sizeof(crew_t)) != 0)
-      rc = WEFT_ENOMEM;
-    else
-      p->crews = memset(mem, 0, (size_t)p->ncrews * sizeof(crew_t));
-  }
-  for (uint32_t k = 0; !rc && k < keys; k++) {
-    if (index[k] == UINT32_MAX)
-      continue;
-    crew_t *c = &p->crews[index[k]];
-    c->cpus = foreign ? UINT32_MAX : cpus[k] ? cpus[k] : 1;
-  }
-  for (uint32_t i = 0; !rc && i < p->nworkers; i++) {
-    crew_t *c = &p->crews[p->workers[i].crew];
-    c->nworkers++;
-    atomic_init(&c->awake, c->nworkers); /* threads start awake */
-    p->oversubscribed |= c->nworkers > c->cpus;
-  }
-  if (!rc &&
-      !(p->crew_members = malloc((size_t)p->nworkers * sizeof(uint32_t))))
-    rc = WEFT_ENOMEM;
-  for (uint32_t c = 0, at = 0; !rc && c < p->ncrews; c++) {
-    p->crews[c].members = p->crew_members + at;
-    at += p->crews[c].nworkers;
-    p->crews[c].nworkers = 0; /* counted again below */
-  }
-  for (uint32_t i = 0; !rc && i < p->nworkers; i++) {
-    crew_t *c = &p->crews[p->workers[i].crew];
-    c->members[c->nworkers++] = i;
-  }
-  atomic_init(&p->awake_all, p->nworkers);
-  p->oversubscribed |= p->nworkers > p->awake_cap;
+  int rc = assign_crews(p, bound, foreign, keys);
+  if (!rc)
+    rc = list_members(p);
+  if (rc)
+    p->ncrews = 0; /* no lock or condition variable made yet */
   for (uint32_t c = 0; !rc && c < p->ncrews; c++)
     if ((rc = init_crew_sync(&p->crews[c])) != 0)
-      p->ncrews = c; /* free_pool() destroys those before it */
-  free(index);
-  free(cpus);
+      p->ncrews = c; /* weft__crews_free() destroys those before it */
   return rc;
 }
 
