@@ -16,6 +16,7 @@
 #ifndef WEFT_CORE_CHECK_H
 #define WEFT_CORE_CHECK_H
 
+#include "core/platform.h"
 #include "weft/error.h"
 #include "weft/world.h"
 
@@ -25,20 +26,6 @@
 #else
 #define WEFT__FILE __FILE__
 #define WEFT__LINE __LINE__
-#endif
-
-#if defined(__GNUC__)
-#define WEFT__LIKELY(x) __builtin_expect(!!(x), 1)
-#define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define WEFT__PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define WEFT__COLD __attribute__((cold, noinline))
-#define WEFT__NOINLINE __attribute__((noinline))
-#else
-#define WEFT__LIKELY(x) (x)
-#define WEFT__UNLIKELY(x) (x)
-#define WEFT__PRINTF(a, b)
-#define WEFT__COLD
-#define WEFT__NOINLINE
 #endif
 
 /*

@@ -7,11 +7,11 @@
 #ifndef WEFT_CORE_RESOURCE_STATE_H
 #define WEFT_CORE_RESOURCE_STATE_H
 
-#include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/platform.h"
 #include "core/alloc.h"
 #include "weft/component.h" /* WEFT_NAME_MAX */
 #include "weft/resource.h"
@@ -50,7 +50,7 @@ typedef struct weft__rec_t {
  * counters are not atomic.
  */
 typedef struct weft__slot_t {
-  alignas(64) weft__rec_t *recs;
+  WEFT__LINE_ALIGNED weft__rec_t *recs;
   uint32_t count;
   uint32_t cap;
   uint8_t *bytes;

@@ -18,10 +18,11 @@
 #ifndef WEFT_SCHEDULER_DEQUE_H
 #define WEFT_SCHEDULER_DEQUE_H
 
-#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "core/platform.h"
 
 /* Largest capacity weft__deque_init accepts. */
 #define WEFT__DEQUE_MAX_CAPACITY (UINT32_C(1) << 30)
@@ -37,13 +38,13 @@
  * alignment (or a static/automatic one), not in plain malloc memory.
  */
 typedef struct weft__deque_t {
-  alignas(64) _Atomic int64_t top;
-  alignas(64) _Atomic int64_t bottom;
+  WEFT__LINE_ALIGNED _Atomic int64_t top;
+  WEFT__LINE_ALIGNED _Atomic int64_t bottom;
   /* Owner only: a value of top that push loaded with acquire. Top never
    * decreases, so this is a lower bound that push trusts until the deque
    * looks full; push then does not pull the thieves' line on every call. */
   int64_t top_seen;
-  alignas(64) _Atomic(void *) *buf;
+  WEFT__LINE_ALIGNED _Atomic(void *) *buf;
   uint32_t mask; /* capacity - 1 */
 } weft__deque_t;
 

@@ -27,12 +27,6 @@
 #include "scheduler/sched.h"
 #include "scheduler/visits.h"
 
-uint64_t weft__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 double weft__ns_per_tick(const weft__sched_t *s) {
 #if WEFT__TICKS_ARE_NS
   (void)s;

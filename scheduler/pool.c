@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/platform.h"
 #include "scheduler/deque.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/topology.h"
@@ -33,12 +34,6 @@
 #define WEFT__STEAL_BACKOFF_NS 2000u
 /* The most jobs one steal takes (see steal_more()). */
 #define WEFT__STEAL_MAX 32u
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void bump(_Atomic uint64_t *c, uint64_t v) {
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
@@ -327,7 +322,7 @@ static bool find_work(weft_pool_t *p, uint32_t self, job_t *out, bool batch) {
         bool local = v->group == w->group;
         uint32_t more = batch && local ? steal_more(p, w, v) : 0;
         if (batch && self >= p->first_thread) { /* see patient() */
-          w->stole_at = now_ns();
+          w->stole_at = weft__now_ns();
           w->stole_n = 1 + more;
         }
         bump(local ? &w->stats.local_steals : &w->stats.remote_steals,
@@ -376,20 +371,14 @@ static bool find_own(weft_pool_t *p, worker_t *w, job_t *out) {
  */
 static bool patient(worker_t *w) {
   if (w->stole_n) { /* the batch just ran out: judge it */
-    uint64_t t = now_ns(), dt = t - w->stole_at;
+    uint64_t t = weft__now_ns(), dt = t - w->stole_at;
     w->steal_after = 0;
     if (dt < (uint64_t)w->stole_n * WEFT__TINY_JOB_NS)
       w->steal_after =
           t + (dt > WEFT__STEAL_BACKOFF_NS ? dt : WEFT__STEAL_BACKOFF_NS);
     w->stole_n = 0;
   }
-  return w->steal_after && now_ns() < w->steal_after;
-}
-
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+  return w->steal_after && weft__now_ns() < w->steal_after;
 }
 
 /* True when worker w's crew has more threads awake than CPUs, or the pool
@@ -407,7 +396,7 @@ void weft__pool_relax(weft_pool_t *p, uint32_t self) {
     sched_yield();
     return;
   }
-  cpu_relax();
+  weft__cpu_relax();
 }
 
 /* What worker w (NULL: an outsider) owes to c. */
@@ -654,7 +643,7 @@ static void switch_period(stats_t *s, bool busy, bool open) {
   uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
   atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_seq_cst);
-  uint64_t t = now_ns();
+  uint64_t t = weft__now_ns();
   uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
   if (since)
     bump(atomic_load_explicit(&s->busy, memory_order_relaxed) ? &s->busy_ns
@@ -700,7 +689,7 @@ static void *worker_main(void *arg) {
        * where they are. Not nanosleep: its timer slack (50 us or more
        * here) turned a 2 us backoff into a stall that pipelines of small
        * systems felt as lost parallel efficiency. */
-      while (!have && now_ns() < w->steal_after) {
+      while (!have && weft__now_ns() < w->steal_after) {
         for (int k = 0; k < 32; k++)
           weft__pool_relax(p, w->index);
         have = find_own(p, w, &j);
@@ -710,10 +699,10 @@ static void *worker_main(void *arg) {
     /* Spin a little, polling the queues: work often arrives right
      * behind. Then sleep. Not in a crowded crew: there the spin would
      * take the CPU from a thread with work. */
-    uint64_t until = crowded(p, w) ? 0 : now_ns() + p->spin_ns;
-    while (!have && now_ns() < until) {
+    uint64_t until = crowded(p, w) ? 0 : weft__now_ns() + p->spin_ns;
+    while (!have && weft__now_ns() < until) {
       for (int k = 0; k < 32; k++)
-        cpu_relax();
+        weft__cpu_relax();
       have = find_work(p, w->index, &j, true);
     }
     if (!have)
@@ -895,7 +884,7 @@ int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
     idle_ns = atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
     since = atomic_load_explicit(&s->since, memory_order_relaxed);
     busy = atomic_load_explicit(&s->busy, memory_order_relaxed);
-    t = now_ns();
+    t = weft__now_ns();
     /* The clock before the second count (see switch_period()). */
     atomic_thread_fence(memory_order_seq_cst);
     q1 = atomic_load_explicit(&s->seq, memory_order_relaxed);

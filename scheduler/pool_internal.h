@@ -7,11 +7,11 @@
 #define WEFT_SCHEDULER_POOL_INTERNAL_H
 
 #include <pthread.h>
-#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/platform.h"
 #include "scheduler/deque.h"
 #include "weft/pool.h"
 
@@ -83,7 +83,7 @@ typedef struct inject_t {
  * a burst of jobs wakes no more sleepers than there are CPUs to spare.
  */
 typedef struct crew_t {
-  alignas(64) _Atomic uint32_t awake;
+  WEFT__LINE_ALIGNED _Atomic uint32_t awake;
   _Atomic uint32_t sleepers;
   uint32_t tickets; /* wake-ups given and not yet taken */
   uint32_t cpus;    /* UINT32_MAX: never full (a foreign topology) */

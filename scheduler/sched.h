@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/bitset.h"
+#include "core/platform.h"
 #include "core/chunk.h"
 #include "core/txn.h"
 #include "weft/pool.h"
@@ -150,7 +151,7 @@ enum { WEFT__SPAN_JOB = 1, WEFT__SPAN_INLINE, WEFT__SPAN_SYNC };
 /* A worker slot: one per pool worker plus one for the driving thread.
  * Written by one thread at a time; padded apart. */
 typedef struct weft__slot_t {
-  _Alignas(64) weft_cmdbuf_t *cmd;
+  WEFT__LINE_ALIGNED weft_cmdbuf_t *cmd;
   weft__span_t *spans;
   uint32_t nspans;
   uint64_t dropped;
@@ -224,9 +225,6 @@ int weft__sched_build(weft_world_t *w, weft__sched_t *s);
 
 /* Frees the built arrays of the phases and systems (graph.c). */
 void weft__graph_fini(weft_world_t *w, weft__sched_t *s);
-
-/* Monotonic nanoseconds. */
-uint64_t weft__now_ns(void);
 
 /*
  * A cheap timestamp for per-system timing: the TSC on x86-64 (about 8 ns,

@@ -35,6 +35,7 @@
 #include <weft.h>
 #include <weft/systems.h>
 
+#include "core/platform.h"
 #include "sys_internal.h"
 
 #define HEALTH_NAME "weft.health"
@@ -137,12 +138,12 @@ typedef struct health_pipe_t {
   const health_cfg_t *cfg;
   const weft_collision_t *ev;
   uint32_t n, nblocks;
-  _Alignas(64) _Atomic uint32_t next;    /* the next block to take */
-  _Alignas(64) _Atomic uint32_t applied; /* blocks applied */
-  _Alignas(64) _Atomic uint32_t stop;    /* nonzero: the apply failed */
+  WEFT__LINE_ALIGNED _Atomic uint32_t next;    /* the next block to take */
+  WEFT__LINE_ALIGNED _Atomic uint32_t applied; /* blocks applied */
+  WEFT__LINE_ALIGNED _Atomic uint32_t stop;    /* nonzero: the apply failed */
   /* ready[k % HEALTH_RING] == k + 1: block k is planned. */
   struct {
-    _Alignas(64) _Atomic uint32_t k1;
+    WEFT__LINE_ALIGNED _Atomic uint32_t k1;
   } ready[HEALTH_RING];
 } health_pipe_t;
 
@@ -331,7 +332,7 @@ static void plan_job(void *arg, uint32_t worker) {
   bool more = true;
   while (more)
     if (!plan_next(p, &more) && more)
-      weft__sys_relax();
+      weft__cpu_relax();
 }
 
 /*
@@ -355,7 +356,7 @@ static int apply_all(weft_sysctx_t *ctx, health_pipe_t *p) {
     }
     bool more;
     if (!plan_next(p, &more))
-      weft__sys_relax(); /* block k is being planned elsewhere */
+      weft__cpu_relax(); /* block k is being planned elsewhere */
   }
   return 0;
 }

@@ -10,6 +10,8 @@
 
 #include <weft.h>
 
+#include "core/platform.h"
+
 /*
  * Stores a system's settings in the world resource @p name (the callback's
  * user pointer is then weft_resource_get() of *res, which lives as long
@@ -46,13 +48,5 @@ uint32_t weft__sys_helpers(weft_sysctx_t *ctx, weft_job_fn fn, void *arg,
 /* Waits for the @p n jobs weft__sys_helpers() submitted on @p done,
  * running pool jobs meanwhile; nothing when n is 0. */
 void weft__sys_join(weft_sysctx_t *ctx, weft_counter_t *done, uint32_t n);
-
-/* Tells the CPU this thread is spinning (x86's pause), so a waiting loop
- * yields the core's shared resources to its sibling. */
-static inline void weft__sys_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 #endif /* WEFT_SYSTEMS_SYS_INTERNAL_H */
