@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/check.h"
-#include "scheduler/numa.h"
+#include "core/hooks.h"
 #include "core/world.h"
 
 #define WEFT__ALIGN64(x) (((x) + 63u) & ~63u)
@@ -97,9 +97,10 @@ static void fill_columns(const weft_world_t *w, weft__archetype_t *a) {
 }
 
 /* Frees a segment's chunk memory the way it was allocated. */
-static void free_segment_mem(weft_pool_t *pool, void *mem, size_t bytes) {
+static void free_segment_mem(struct weft_pool_t *pool, void *mem,
+                             size_t bytes) {
   if (pool)
-    weft__pool_free_on(pool, mem, bytes);
+    weft__pool_hooks(pool)->free_on(pool, mem, bytes);
   else
     weft__free(mem, bytes, 64);
 }
@@ -500,11 +501,12 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
    * segment has the maximum size, so an archetype spreads evenly. */
   uint32_t node = 0;
   uint8_t *mem;
-  weft_pool_t *pool = w->pool;
+  struct weft_pool_t *pool = w->pool;
   if (pool) {
-    uint32_t g = a->nsegs % weft__pool_node_groups(w->pool);
-    node = weft__pool_group_node(w->pool, g);
-    mem = weft__pool_alloc_on(w->pool, g, &w->alloc, bytes, align);
+    const weft__pool_hooks_t *hk = weft__pool_hooks(pool);
+    uint32_t g = a->nsegs % hk->node_groups(pool);
+    node = hk->group_node(pool, g);
+    mem = hk->alloc_on(pool, g, &w->alloc, bytes, align);
   } else {
     mem = weft__alloc(&w->alloc, bytes, align);
   }

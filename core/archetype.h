@@ -47,7 +47,7 @@ typedef struct weft__copy_t {
 typedef struct weft__segment_t {
   uint8_t *mem;
   size_t bytes;
-  /* The pool mem came from (weft__pool_alloc_on), NULL for weft__alloc. */
+  /* The pool mem came from (its hooks' alloc_on), NULL for weft__alloc. */
   struct weft_pool_t *pool;
   weft__chunk_t *headers; /* the segment's chunk headers */
   uint8_t **bases;        /* nchunks * narrays base pointers */

@@ -13,7 +13,7 @@
 #include "core/check.h"
 #include "core/resource_state.h"
 #include "core/world.h"
-#include "weft/pool.h"
+#include "core/hooks.h"
 
 /* Most merges a parallel publish runs (publish_parallel()). */
 #define EVENTS_PARTS_MAX 64u
@@ -458,9 +458,10 @@ static void pick_splitters(const weft__resources_t *s, uint32_t parts,
  * publish_serial(), byte for byte, on any number of threads.
  */
 static uint32_t publish_parallel(weft_world_t *w, weft__resources_t *s,
-                                 weft_pool_t *pool, uint32_t self,
+                                 struct weft_pool_t *pool, uint32_t self,
                                  uint64_t total) {
   const uint32_t parts = s->par_parts;
+  const weft__pool_hooks_t *hk = weft__pool_hooks(pool);
   sort_slots(w, s);
   uint64_t split[EVENTS_PARTS_MAX];
   pick_splitters(s, parts, total, split);
@@ -478,9 +479,9 @@ static uint32_t publish_parallel(weft_world_t *w, weft__resources_t *s,
   for (uint32_t i = 0; i < s->nslots; i++)
     mixed |= s->slots[i].count && !s->slots[i].only_ch;
   if (mixed)
-    weft_pool_parallel_for(pool, self, 0, parts, 1, par_count, s);
+    hk->parallel_for(pool, self, 0, parts, 1, par_count, s);
   else
-    par_count(s, 0, parts, WEFT_WORKER_EXTERNAL);
+    par_count(s, 0, parts, self);
   for (uint32_t k = 0; k < parts; k++) {
     const uint32_t *cnt = part_counts(s, k);
     for (uint32_t c = 0; c < s->nchans; c++)
@@ -494,7 +495,7 @@ static uint32_t publish_parallel(weft_world_t *w, weft__resources_t *s,
       at += part_counts(s, k)[c];
     }
   }
-  weft_pool_parallel_for(pool, self, 0, parts, 1, par_merge, s);
+  hk->parallel_for(pool, self, 0, parts, 1, par_merge, s);
   uint32_t published = 0;
   for (uint32_t k = 0; k < parts; k++)
     published += part_counts(s, k)[s->par_chans];
@@ -504,7 +505,7 @@ static uint32_t publish_parallel(weft_world_t *w, weft__resources_t *s,
   return published;
 }
 
-uint32_t weft__events_publish(weft_world_t *w, weft_pool_t *pool,
+uint32_t weft__events_publish(weft_world_t *w, struct weft_pool_t *pool,
                               uint32_t self) {
   weft__resources_t *s = w ? w->resources : NULL;
   if (!s)
@@ -520,9 +521,9 @@ uint32_t weft__events_publish(weft_world_t *w, weft_pool_t *pool,
   }
   if (total == 0)
     return 0;
-  bool par = pool && weft_pool_workers(pool) > 1 && s->par_parts >= 2 &&
-             s->par_slots >= s->nslots && s->par_chans >= s->nchans &&
-             total >= EVENTS_PAR_MIN;
+  bool par = pool && weft__pool_hooks(pool)->workers(pool) > 1 &&
+             s->par_parts >= 2 && s->par_slots >= s->nslots &&
+             s->par_chans >= s->nchans && total >= EVENTS_PAR_MIN;
   uint32_t published =
       par ? publish_parallel(w, s, pool, self, total) : publish_serial(w, s);
   for (uint32_t i = 0; i < s->nslots; i++) {

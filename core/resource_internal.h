@@ -18,8 +18,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "weft/pool.h"
 #include "weft/resource.h"
+
+struct weft_pool_t;
 
 /*
  * Makes sure worker slots [0, n) exist for staging. Owner thread, with no
@@ -53,7 +54,7 @@ int weft__event_stage(weft_world_t *w, uint32_t slot, uint64_t key,
  * (weft__events_reserve()), a large publish runs on the pool's workers;
  * the result is the same, byte for byte.
  */
-uint32_t weft__events_publish(weft_world_t *w, weft_pool_t *pool,
+uint32_t weft__events_publish(weft_world_t *w, struct weft_pool_t *pool,
                               uint32_t self);
 
 /* Events currently staged, all slots. Owner thread, no thread staging. */

@@ -137,11 +137,15 @@ void weft_world_destroy(weft_world_t *w) {
     return;
   /* Buffers first (they belong to the world), then observers, which
    * reference queries. */
-  /* The scheduler owns command buffers and queries: it goes first. */
-  weft__sched_fini(w);
+  /* The layers above (the scheduler owns command buffers and queries) go
+   * first, in slot order. */
+  for (uint32_t i = 0; i < WEFT__WORLD_EXTS; i++) {
+    if (w->ext[i].fini)
+      w->ext[i].fini(w);
+    w->ext[i] = (weft__world_ext_t){NULL, NULL};
+  }
   weft__resources_fini(w);
   weft__random_fini(w);
-  weft__runif_fini(w);
   weft__cmdbufs_fini(w);
   weft__obs_fini(w);
   weft__txn_fini(&w->txn);

@@ -14,6 +14,7 @@
 #include "core/chunk.h"
 #include "core/component.h"
 #include "core/entity_index.h"
+#include "core/hooks.h"
 #include "core/txn.h"
 #include "weft/query.h"
 #include "weft/world.h"
@@ -80,15 +81,18 @@ struct weft_world_t {
   uint32_t obs_cap;
   uint32_t obs_events; /* union of the observers' event masks */
 
-  struct weft_pool_t *pool; /* NUMA homes for chunk memory, or NULL */
+  /* NUMA homes for chunk memory, or NULL; opaque to core, which uses it
+   * through its hook table (core/hooks.h). */
+  struct weft_pool_t *pool;
 
   /* Parts created on first use; each module frees its own in
    * weft_world_destroy() through the hooks below. */
   struct weft__random_t *random;       /* named streams (core/random.c) */
   struct weft__resources_t *resources; /* resources, channels (resource.c) */
-  struct weft__sched_t *sched;         /* systems, phases (scheduler/) */
-  struct weft_runif_t *runifs; /* run conditions, newest first (runif.c) */
-  _Atomic uint32_t state;      /* weft_world_state() */
+  /* Parts of the layers above (the scheduler's systems and phases, its
+   * run conditions), numbered by them; each freed by its own fini. */
+  weft__world_ext_t ext[WEFT__WORLD_EXTS];
+  _Atomic uint32_t state; /* weft_world_state() */
   /* Change versions (system.h): stamped on chunks by writes and
    * structural changes; bumped by the scheduler around each system. */
   uint32_t change_version;
@@ -104,8 +108,14 @@ struct weft_world_t {
  * part was never created. */
 void weft__random_fini(weft_world_t *w);
 void weft__resources_fini(weft_world_t *w);
-void weft__sched_fini(weft_world_t *w);
-void weft__runif_fini(weft_world_t *w);
+
+/* Sets extension slot @p slot (below WEFT__WORLD_EXTS) to @p state, freed
+ * by @p fini when the world is destroyed. Owner thread. */
+static inline void weft__world_ext_set(weft_world_t *w, uint32_t slot,
+                                       void *state, weft__ext_fini_fn fini) {
+  w->ext[slot].state = state;
+  w->ext[slot].fini = fini;
+}
 
 /* A hash of the world seed and the named streams' states (random.c), for
  * the digest. */

@@ -108,6 +108,11 @@ void weft__pool_free_on(weft_pool_t *p, void *mem, size_t size) {
   weft__free(mem, size, 0);
 }
 
+const weft__pool_hooks_t weft__pool_core_hooks = {
+    weft__pool_node_groups, weft__pool_group_node, weft__pool_alloc_on,
+    weft__pool_free_on,     weft_pool_workers,     weft_pool_parallel_for,
+};
+
 int weft_pool_stats(const weft_pool_t *p, weft_pool_stats_t *out) {
   if (!p || !out)
     return WEFT_EINVAL;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/alloc.h"
+#include "core/hooks.h"
 #include "weft/pool.h"
 
 /* NUMA groups of the pool (1 for a one-node machine). */
@@ -36,5 +37,9 @@ void *weft__pool_alloc_on(weft_pool_t *pool, uint32_t g,
 /* Frees memory from weft__pool_alloc_on() with the same pool (g below the
  * pool's group count) and size. NULL is ignored. */
 void weft__pool_free_on(weft_pool_t *pool, void *mem, size_t size);
+
+/* The hook table every pool points to (core/hooks.h): the functions above,
+ * weft_pool_workers() and weft_pool_parallel_for(). */
+extern const weft__pool_hooks_t weft__pool_core_hooks;
 
 #endif /* WEFT_SCHEDULER_NUMA_H */

@@ -205,7 +205,7 @@ static void complete(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
 static void job_main(void *arg, uint32_t worker) {
   weft__job_t *j = arg;
   weft__sys_t *y = j->sys;
-  weft__sched_t *s = y->world->sched;
+  weft__sched_t *s = weft__sched_of(y->world);
   uint32_t k = slot_of(s, worker), end = j->first + j->count;
   uint64_t t0 = weft__ticks();
   run_visits(s, y, j->first, &end, k, worker);
@@ -553,7 +553,7 @@ static int report(weft_world_t *w, const weft__sys_t *y, uint64_t e) {
 
 /* Folds a finished run into the counters; returns the first failure. */
 static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
-  weft__sched_t *s = w->sched;
+  weft__sched_t *s = weft__sched_of(w);
   int rc = 0;
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
@@ -858,7 +858,7 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
   const weft__sys_t *y = ctx_sys(task);
   if (!y || !out)
     return WEFT_EINVAL;
-  const weft__sched_t *s = y->world->sched;
+  const weft__sched_t *s = weft__sched_of(y->world);
   if (y->query || (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
     return WEFT_EINVAL;
   if (part >= WEFT_SYSCTX_PARTS)
@@ -881,7 +881,7 @@ void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {
 
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {
   const weft__sys_t *y = ctx_sys(ctx);
-  const weft__sched_t *s = y ? y->world->sched : NULL;
+  const weft__sched_t *s = y ? weft__sched_of(y->world) : NULL;
   if (!s || !s->pool)
     return WEFT_WORKER_EXTERNAL;
   /* Slots are worker indices, except the last one: the driving thread

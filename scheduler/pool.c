@@ -15,15 +15,21 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/platform.h"
 #include "scheduler/deque.h"
+#include "scheduler/numa.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/topology.h"
 #include "weft/error.h"
+
+/* Core reads a pool's hook table through the opaque pointer. */
+_Static_assert(offsetof(struct weft_pool_t, hooks) == 0,
+               "the hook table must be a pool's first member");
 
 #define WEFT__POOL_CAP_DEFAULT 4096u
 #define WEFT__SPIN_US_DEFAULT 50u
@@ -826,6 +832,7 @@ int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
   if (!p)
     return WEFT_ENOMEM;
   pthread_mutex_init(&p->arena_mu, NULL);
+  p->hooks = &weft__pool_core_hooks;
   p->cap = cap;
   p->spin_ns =
       (uint64_t)(cfg.spin_us ? cfg.spin_us : WEFT__SPIN_US_DEFAULT) * 1000u;

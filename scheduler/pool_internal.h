@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/hooks.h"
 #include "core/platform.h"
 #include "scheduler/deque.h"
 #include "weft/pool.h"
@@ -94,6 +95,9 @@ typedef struct crew_t {
 } crew_t;
 
 struct weft_pool_t {
+  /* What core uses of a pool (core/hooks.h); first, since core finds it
+   * through the opaque pointer (weft__pool_hooks()). */
+  const weft__pool_hooks_t *hooks;
   weft_topology_t *topo;
   weft_plan_t *plan;
   worker_t *workers;

@@ -3,9 +3,10 @@
  * Run conditions (seed 004 `runif`): small predicate objects owned by the
  * world, evaluated by the scheduler at each system's turn.
  *
- * Every condition is one allocation linked into w->runifs, so the world
- * frees them all at destruction whatever the systems did with them; there
- * is no per-condition destroy. Evaluation allocates nothing.
+ * Every condition is one allocation linked into the world's run-condition
+ * slot (weft__runifs()), so the world frees them all at destruction
+ * whatever the systems did with them; there is no per-condition destroy.
+ * Evaluation allocates nothing.
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -72,27 +73,27 @@ static int make(weft_world_t *w, runif_kind_t kind, weft_runif_t **out) {
   WEFT_CHECK(w, c, WEFT_ENOMEM, "out of memory creating a run condition");
   c->world = w;
   c->kind = kind;
-  c->next = w->runifs;
-  w->runifs = c;
+  c->next = weft__runifs(w);
+  weft__world_ext_set(w, WEFT__EXT_RUNIF, c, weft__runif_fini);
   *out = c;
   return 0;
 }
 
 bool weft__runif_owned(const weft_world_t *w, const weft_runif_t *cond) {
-  for (const weft_runif_t *c = w->runifs; c; c = c->next)
+  for (const weft_runif_t *c = weft__runifs(w); c; c = c->next)
     if (c == cond)
       return true;
   return false;
 }
 
 void weft__runif_fini(weft_world_t *w) {
-  weft_runif_t *c = w->runifs;
+  weft_runif_t *c = weft__runifs(w);
   while (c) {
     weft_runif_t *next = c->next;
     weft__free(c, sizeof(*c), RUNIF_ALIGN);
     c = next;
   }
-  w->runifs = NULL;
+  weft__world_ext_set(w, WEFT__EXT_RUNIF, NULL, NULL);
 }
 
 static int every(weft_world_t *w, double interval, double jitter,

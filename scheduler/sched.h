@@ -15,6 +15,7 @@
 #include "core/platform.h"
 #include "core/chunk.h"
 #include "core/txn.h"
+#include "core/world.h"
 #include "weft/pool.h"
 #include "weft/system.h"
 
@@ -203,6 +204,26 @@ static inline weft__sys_t *weft__sched_sys(const weft__sched_t *s,
                                            weft_system_t id) {
   return s && id && id <= s->nsys ? s->sys[id - 1] : NULL;
 }
+
+/* The world's extension slots the scheduler uses (core/hooks.h). */
+enum { WEFT__EXT_SCHED = 0, WEFT__EXT_RUNIF = 1 };
+
+/* The scheduler of @p w, or NULL before its first use. One load, as a
+ * field of the world would be. */
+static inline weft__sched_t *weft__sched_of(const weft_world_t *w) {
+  return (weft__sched_t *)w->ext[WEFT__EXT_SCHED].state;
+}
+
+/* The run conditions of @p w, newest first (runif.c), or NULL. */
+static inline weft_runif_t *weft__runifs(const weft_world_t *w) {
+  return (weft_runif_t *)w->ext[WEFT__EXT_RUNIF].state;
+}
+
+/* Frees the scheduler of @p w, if any (the world's extension fini). */
+void weft__sched_fini(weft_world_t *w);
+
+/* Frees the run conditions of @p w (the world's extension fini). */
+void weft__runif_fini(weft_world_t *w);
 
 /* The scheduler of w, created on first use: 0, or WEFT_ENOMEM or
  * WEFT_ELIMIT (no command buffer ids left for its slots) with a message on

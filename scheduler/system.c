@@ -66,12 +66,12 @@ static int make_slots(weft_world_t *w, weft__sched_t *s) {
 }
 
 int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
-  *out = w->sched;
-  if (w->sched)
+  *out = weft__sched_of(w);
+  if (*out)
     return 0;
   weft__sched_t *s = weft__calloc(&w->alloc, sizeof(*s), 64);
   WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the scheduler");
-  w->sched = s;
+  weft__world_ext_set(w, WEFT__EXT_SCHED, s, weft__sched_fini);
   s->pool = w->pool;
   int rc = 0;
   for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER && !rc; p++) {
@@ -122,7 +122,7 @@ static void sys_free(weft_world_t *w, weft__sys_t *y) {
 }
 
 void weft__sched_fini(weft_world_t *w) {
-  weft__sched_t *s = w->sched;
+  weft__sched_t *s = weft__sched_of(w);
   if (!s)
     return;
   weft__graph_fini(w, s);
@@ -139,7 +139,7 @@ void weft__sched_fini(weft_world_t *w) {
   weft__free(s->slots, 0, 64);
   weft__free(s->bufs, 0, 16);
   weft__free(s, sizeof(*s), 64);
-  w->sched = NULL;
+  weft__world_ext_set(w, WEFT__EXT_SCHED, NULL, NULL);
 }
 
 /* ---- descriptors -------------------------------------------------------- */
@@ -357,20 +357,20 @@ int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
 
 /* A live system: not removed, also not during the frame that removed it. */
 static weft__sys_t *sys_of(const weft_world_t *w, weft_system_t id) {
-  weft__sys_t *y = weft__sched_sys(w ? w->sched : NULL, id);
+  weft__sys_t *y = weft__sched_sys(w ? weft__sched_of(w) : NULL, id);
   return y && !y->removed ? y : NULL;
 }
 
 /* Fails with WEFT_ENONAME unless @p id names a live system. */
 #define CHECK_LIVE(w, id, y)                                                   \
   WEFT_CHECK(w, y, WEFT_ENONAME,                                               \
-             weft__sched_sys((w) ? (w)->sched : NULL, id)                      \
+             weft__sched_sys((w) ? weft__sched_of(w) : NULL, id)               \
                  ? "system %u was removed during this frame"                   \
                  : "no system %u",                                             \
              id)
 
 void weft__sched_drop(weft_world_t *w, weft__sys_t *y) {
-  weft__sched_t *s = w->sched;
+  weft__sched_t *s = weft__sched_of(w);
   s->sys[y->id - 1] = NULL;
   s->live--;
   s->dirty = true;
@@ -381,7 +381,7 @@ void weft__sched_drop(weft_world_t *w, weft__sys_t *y) {
 int weft_system_remove(weft_world_t *w, weft_system_t id) {
   weft__sys_t *y = sys_of(w, id);
   CHECK_LIVE(w, id, y);
-  if (w->sched->running) {
+  if (weft__sched_of(w)->running) {
     /* During a frame (from a callback): the system stops running now and
      * goes when the frame ends (seed 004: removals affect the remaining
      * dispatches at once; the running schedule keeps its record). From
@@ -407,7 +407,7 @@ int weft_system_lookup(const weft_world_t *w, const char *name,
                        weft_system_t *out) {
   if (!w || !name || !out)
     return WEFT_EINVAL;
-  const weft__sched_t *s = w->sched;
+  const weft__sched_t *s = weft__sched_of(w);
   for (uint32_t i = 0; s && i < s->nsys; i++)
     if (s->sys[i] && !s->sys[i]->removed &&
         strcmp(s->sys[i]->name, name) == 0) {
@@ -421,7 +421,7 @@ int weft_system_info(weft_world_t *w, weft_system_t id,
                      weft_system_info_t *out) {
   weft__sys_t *y = sys_of(w, id);
   WEFT_CHECK(w, y && out, WEFT_ENONAME, "no system %u", id);
-  int rc = weft__sched_build(w, w->sched);
+  int rc = weft__sched_build(w, weft__sched_of(w));
   if (rc)
     return rc;
   *out = (weft_system_info_t){
@@ -432,7 +432,7 @@ int weft_system_info(weft_world_t *w, weft_system_t id,
 
 bool weft_system_edge(weft_world_t *w, weft_system_t a, weft_system_t b) {
   weft__sys_t *x = sys_of(w, a), *y = sys_of(w, b);
-  if (!x || !y || weft__sched_build(w, w->sched) != 0)
+  if (!x || !y || weft__sched_build(w, weft__sched_of(w)) != 0)
     return false;
   if (x->phase != y->phase)
     return false;
@@ -448,7 +448,7 @@ int weft_system_stats(const weft_world_t *w, weft_system_t id,
   if (!y || !out)
     return WEFT_ENONAME;
   *out = y->stats; /* times are kept in ticks */
-  double ns = weft__ns_per_tick(w->sched);
+  double ns = weft__ns_per_tick(weft__sched_of(w));
   out->wall_ns = (uint64_t)((double)out->wall_ns * ns);
   out->worker_ns = (uint64_t)((double)out->worker_ns * ns);
   return 0;
@@ -486,7 +486,7 @@ int weft_phase_lookup(const weft_world_t *w, const char *name,
                       weft_phase_t *out) {
   if (!w || !name || !out)
     return WEFT_EINVAL;
-  const weft__sched_t *s = w->sched;
+  const weft__sched_t *s = weft__sched_of(w);
   for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++)
     if (strcmp(builtin_names[p], name) == 0) {
       *out = p;
@@ -525,7 +525,7 @@ uint32_t weft_phase_systems(weft_world_t *w, weft_phase_t phase,
 
 int weft_phase_stats(const weft_world_t *w, weft_phase_t phase,
                      weft_phase_stats_t *out) {
-  const weft__sched_t *s = w ? w->sched : NULL;
+  const weft__sched_t *s = w ? weft__sched_of(w) : NULL;
   if (!out)
     return WEFT_EINVAL;
   if (!w || phase < 1 || phase > (s ? s->nphases : WEFT_PHASE_PRE_RENDER))
@@ -574,14 +574,15 @@ int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {
 void weft_pipeline_state(const weft_world_t *w, weft_pipeline_state_t *out) {
   if (!out)
     return;
-  *out = (w && w->sched) ? w->sched->state : (weft_pipeline_state_t){0};
+  *out = (w && weft__sched_of(w)) ? weft__sched_of(w)->state
+                                  : (weft_pipeline_state_t){0};
 }
 
 uint32_t weft_pipeline_slots(const weft_world_t *w) {
   if (!w)
     return 0;
-  if (w->sched)
-    return w->sched->nslots;
+  if (weft__sched_of(w))
+    return weft__sched_of(w)->nslots;
   return (w->pool ? weft_pool_workers(w->pool) : 0) + 1;
 }
 

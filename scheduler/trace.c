@@ -76,8 +76,8 @@ int weft_trace_start(weft_world_t *w, uint32_t events_per_worker) {
 }
 
 void weft_trace_stop(weft_world_t *w) {
-  if (w && w->sched)
-    w->sched->tracing = false;
+  if (w && weft__sched_of(w))
+    weft__sched_of(w)->tracing = false;
 }
 
 static const char *span_name(const weft__sched_t *s, const weft__span_t *sp) {
@@ -227,7 +227,7 @@ static int write_lanes(weft_world_t *w, weft__json_t *j,
 
 int weft_trace_write(weft_world_t *w, const char *path) {
   WEFT_CHECK(w, w && path, WEFT_EINVAL, "NULL argument");
-  const weft__sched_t *s = w->sched;
+  const weft__sched_t *s = weft__sched_of(w);
   WEFT_CHECK(w, s && s->trace_cap, WEFT_EINVAL,
              "no trace was started (weft_trace_start)");
   FILE *f = fopen(path, "w");
