@@ -57,9 +57,9 @@ void bench_memory(bench_ctx_t *ctx) {
   };
   snprintf(r.name, sizeof r.name, "%s", name);
   fprintf(stderr,
-          "%-28s chunks %.2f B/entity (%u live, %u pooled), index %.2f "
+          "%-28s chunks %.2f B/entity (%u live, %u spare), index %.2f "
           "B/entity, payload %.0f -> overhead %.2f B/entity\n",
-          name, chunk, st.chunks_live, st.chunks_pooled, index, payload,
+          name, chunk, st.chunks_live, st.chunks_spare, index, payload,
           r.value);
   bench_record(ctx, &r);
   weft_world_destroy(world);

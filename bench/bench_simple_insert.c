@@ -2,7 +2,7 @@
 /*
  * simple_insert: 10k entities with Transform (float[16]), Position,
  * Rotation and Velocity (vec3 each). weft spawns them one by one with
- * weft_spawn_with() and then clears the world (chunks go back to the pool,
+ * weft_spawn_with() and then clears the world (chunks become spares,
  * so later repetitions allocate nothing); the baseline writes the same
  * values into four preallocated arrays. Unit: ns per entity.
  */

@@ -191,7 +191,7 @@ weft__archetype_col(const weft__archetype_t *a, weft_component_t c) {
 }
 
 /*
- * Appends a row (taking a chunk from the pool when the last one is full)
+ * Appends a row (taking a spare chunk, or a new one, when the last one is full)
  * and stores e in it. The row's data is uninitialised. Returns 0 or an
  * error, with *chunk and *row set.
  */

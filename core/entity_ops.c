@@ -387,7 +387,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   for (uint32_t done = 0; done < n;) {
     weft__chunk_t *c;
     uint32_t row0, k;
-    /* Cannot fail: batch_reserve pooled every chunk this needs. */
+    /* Cannot fail: batch_reserve made every chunk this needs a spare. */
     weft__archetype_push_range(w, a, n - done, &c, &row0, &k);
     /* Each slice is a structural change of its own: the fill callback and
      * observers may iterate queries, whose caches follow the version. */

@@ -232,7 +232,7 @@ void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
   out->queries = w->query_count;
   out->chunk_size = w->chunk_size;
   out->chunks_live = w->chunks_live;
-  out->chunks_pooled = w->chunks_spare;
+  out->chunks_spare = w->chunks_spare;
   out->chunk_bytes = w->chunk_bytes;
   out->index_bytes = weft__index_bytes(ix);
   out->spawns = w->spawns;

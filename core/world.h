@@ -178,7 +178,7 @@ weft__rec_slot(const weft_world_t *w, const weft__record_t *r) {
 
 /*
  * Swap-removes a row: the archetype's last row moves into the hole and its
- * entity's record is updated; an emptied last chunk returns to the pool.
+ * entity's record is updated; an emptied last chunk becomes a spare.
  * Inline because every despawn and every archetype move ends here.
  */
 static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,

@@ -852,7 +852,7 @@ static void test_command_despawns_precede_spawns(void **state) {
     if (!split) {
       assert_int_equal(val(f.w, resolve_ok(f.w, p), f.a), 999);
       assert_int_equal(s1.chunks_live, s0.chunks_live);
-      assert_int_equal(s1.chunks_pooled, s0.chunks_pooled);
+      assert_int_equal(s1.chunks_spare, s0.chunks_spare);
     }
     growth[split] = s1.chunk_bytes - s0.chunk_bytes;
     weft_world_destroy(f.w);

@@ -1598,7 +1598,7 @@ static void test_entity_batch_spawn_null_out_and_fill(void **state) {
   (void)state;
   const uint32_t n = 1500;
   fixture_t f = fixture_new(NULL);
-  /* Leave garbage in pooled chunk memory first. */
+  /* Leave garbage in spare chunk memory first. */
   const weft_component_t comps[] = {f.pos, f.vel, 0};
   for (uint32_t i = 0; i < 64; i++) {
     pos_t p = pos_for(i + 1);

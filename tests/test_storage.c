@@ -373,7 +373,7 @@ static void test_storage_large_component_spans_chunks(void **state) {
   assert_int_equal(s.chunks_live, chunks);
   /* Chunk memory covers the rows' payload and handles, and no chunk costs
    * more than its nominal size plus a header line and base pointers. */
-  uint64_t chunks_owned = (uint64_t)s.chunks_live + s.chunks_pooled;
+  uint64_t chunks_owned = (uint64_t)s.chunks_live + s.chunks_spare;
   assert_true(s.chunk_bytes >= (uint64_t)n * (size + sizeof(weft_entity_t)));
   assert_true(s.chunk_bytes <= chunks_owned * (chunk + 128));
   free(es);
@@ -482,7 +482,7 @@ static void test_storage_swap_remove_keeps_chunks_dense(void **state) {
   weft_world_destroy(w);
 }
 
-static void test_storage_empty_chunks_pooled_and_reused(void **state) {
+static void test_storage_empty_chunks_kept_spare_and_reused(void **state) {
   (void)state;
   const uint32_t n = 4000;
   weft_world_t *w = wt_world_sized(0, WEFT_CHUNK_SIZE_MIN);
@@ -495,7 +495,7 @@ static void test_storage_empty_chunks_pooled_and_reused(void **state) {
   assert_true(full.chunks_live > 1);
   assert_true(full.chunk_bytes >= (uint64_t)n * (32 + sizeof(weft_entity_t)));
   assert_true(full.chunk_bytes <=
-              ((uint64_t)full.chunks_live + full.chunks_pooled) *
+              ((uint64_t)full.chunks_live + full.chunks_spare) *
                   (full.chunk_size + 128));
 
   for (uint32_t k = 0; k < n; k++) {
@@ -504,16 +504,16 @@ static void test_storage_empty_chunks_pooled_and_reused(void **state) {
   weft_world_stats_t empty = wt_stats(w);
   assert_int_equal(empty.alive, 0);
   assert_int_equal(empty.chunks_live, 0);
-  assert_true(empty.chunks_pooled > 0);
-  assert_int_equal(empty.chunks_pooled, full.chunks_pooled + full.chunks_live);
+  assert_true(empty.chunks_spare > 0);
+  assert_int_equal(empty.chunks_spare, full.chunks_spare + full.chunks_live);
   assert_int_equal(empty.chunk_bytes, full.chunk_bytes);
 
-  /* Re-spawning the same population reuses pooled chunks. */
+  /* Re-spawning the same population reuses spare chunks. */
   assert_int_equal(weft_spawn_batch(w, n, comps, NULL, NULL, es), WEFT_OK);
   weft_world_stats_t again = wt_stats(w);
   assert_int_equal(again.chunk_bytes, full.chunk_bytes);
   assert_int_equal(again.chunks_live, full.chunks_live);
-  assert_int_equal(again.chunks_pooled, full.chunks_pooled);
+  assert_int_equal(again.chunks_spare, full.chunks_spare);
   assert_int_equal(again.alive, n);
 
   /* Partial emptying pools only the chunks that became empty. */
@@ -523,8 +523,8 @@ static void test_storage_empty_chunks_pooled_and_reused(void **state) {
   weft_world_stats_t half = wt_stats(w);
   assert_true(half.chunks_live > 0);
   assert_true(half.chunks_live < full.chunks_live);
-  assert_int_equal(half.chunks_live + half.chunks_pooled,
-                   full.chunks_live + full.chunks_pooled);
+  assert_int_equal(half.chunks_live + half.chunks_spare,
+                   full.chunks_live + full.chunks_spare);
   assert_int_equal(half.chunk_bytes, full.chunk_bytes);
   free(es);
   weft_world_destroy(w);
@@ -671,7 +671,7 @@ static void test_storage_trim_frees_empty_segments(void **state) {
   weft_world_trim(w);
   weft_world_stats_t none = wt_stats(w);
   assert_int_equal(none.chunk_bytes, 0);
-  assert_int_equal(none.chunks_live + none.chunks_pooled, 0);
+  assert_int_equal(none.chunks_live + none.chunks_spare, 0);
   /* And it grows again. */
   for (uint32_t k = 0; k < n; k++) {
     uint64_t v = k;
@@ -846,7 +846,7 @@ int main(void) {
       cmocka_unit_test(test_storage_large_component_spans_chunks),
       cmocka_unit_test(test_storage_rows_capped_per_chunk),
       cmocka_unit_test(test_storage_swap_remove_keeps_chunks_dense),
-      cmocka_unit_test(test_storage_empty_chunks_pooled_and_reused),
+      cmocka_unit_test(test_storage_empty_chunks_kept_spare_and_reused),
       cmocka_unit_test(test_storage_archetypes_counted),
       cmocka_unit_test(test_storage_moves_counted),
   };

@@ -289,8 +289,8 @@ static void test_world_clear_keeps_memory_and_queries(void **state) {
   assert_int_equal(after.alive, 0);
   assert_int_equal(after.chunks_live, 0);
   assert_int_equal(after.chunk_bytes, before.chunk_bytes);
-  assert_int_equal(after.chunks_pooled,
-                   before.chunks_pooled + before.chunks_live);
+  assert_int_equal(after.chunks_spare,
+                   before.chunks_spare + before.chunks_live);
   assert_int_equal(after.components, before.components);
   assert_int_equal(after.queries, 1);
   assert_int_equal(after.archetypes, before.archetypes);
@@ -325,7 +325,7 @@ static void test_world_clear_keeps_memory_and_queries(void **state) {
     }
   }
   assert_int_equal(seen, m);
-  /* Re-spawning into pooled chunks does not grow chunk memory. */
+  /* Re-spawning into spare chunks does not grow chunk memory. */
   assert_int_equal(wt_stats(w).chunk_bytes, before.chunk_bytes);
   weft_query_destroy(q);
   weft_world_destroy(w);

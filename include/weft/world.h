@@ -102,9 +102,10 @@ typedef struct weft_world_stats_t {
   uint32_t archetypes;       /**< archetypes created, including the empty one */
   uint32_t queries;          /**< live queries */
   uint32_t chunks_live;      /**< chunks holding at least one row */
-  uint32_t chunks_pooled;    /**< empty chunks archetypes keep for reuse */
+  uint32_t chunks_spare;     /**< spare chunks: empty, kept by their
+                                  archetypes for reuse */
   uint32_t chunk_size;       /**< bytes per chunk */
-  uint64_t chunk_bytes;      /**< bytes of chunk memory owned (live + pooled,
+  uint64_t chunk_bytes;      /**< bytes of chunk memory owned (live + spare,
                                   headers included) */
   uint64_t index_bytes;      /**< bytes of the entity index: its pages
                                   (4 bytes per slot) and free stack */
