@@ -81,7 +81,9 @@ int weft__sys_state(weft_world_t *w, const char *name, const void *init,
   int rc;
   if (weft_resource_lookup(w, name, res) == 0) {
     if (weft_resource_size(w, *res) != size)
-      return WEFT_EEXIST;
+      return weft_world_fail(w, WEFT_EEXIST,
+                             "resource '%s' exists already, with another size",
+                             name);
     rc = init ? weft_resource_set(w, *res, init) : 0;
   } else {
     rc = weft_resource_register(w, name, size, 0, init, res);

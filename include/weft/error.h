@@ -28,7 +28,7 @@ extern "C" {
   X(ERETIRED, -6,                                                              \
     "entity capacity exhausted: remaining slots retired by generation "        \
     "rollover")                                                                \
-  X(EEXIST, -7, "a component with this name already exists")                   \
+  X(EEXIST, -7, "already exists: the name or registration is taken")           \
   X(ELAYOUT, -8, "invalid component layout (size, alignment or fields)")       \
   X(ETOOMANY, -9, "too many components or terms")                              \
   X(ENOTFOUND, -10, "the entity does not have this component")                 \
