@@ -16,7 +16,11 @@
 #include <malloc.h> /* mallinfo2(): glibc's own allocator's statistics */
 #include <stdlib.h>
 
+#include <weft/systems.h>
+
 #include "core/world.h" /* w->alloc.fail_in: injected allocation failures */
+#include "scheduler/sched.h" /* the pipeline's command buffers */
+#include "support/health_test.h"
 
 typedef struct p3_t {
   float x, y, z;
@@ -1002,6 +1006,72 @@ static void test_alloc_observed_failure_keeps_world_consistent(void **state) {
   }
 }
 
+/* Arms (k > 0) or disarms (k == 0) a failure at the k-th allocation of
+ * every command buffer the pipeline records into; returns how many
+ * buffers still wait for theirs. */
+static uint32_t arm_cmdbufs(hx_t *h, uint32_t k) {
+  weft__sched_t *s = weft__sched_get(h->w);
+  assert_non_null(s);
+  assert_true(s->nslots > 0);
+  uint32_t armed = 0;
+  for (uint32_t i = 0; i < s->nslots; i++) {
+    weft__alloc_stats_t *st = weft__cmdbuf_alloc(s->bufs[i]);
+    if (k)
+      st->fail_in = k;
+    armed += st->fail_in != 0;
+    if (!k)
+      st->fail_in = 0;
+  }
+  return armed;
+}
+
+/* A death command that cannot be recorded fails the run with a clear
+ * error, in the middle of a block, while the workers plan the next one:
+ * the run waits for them before it returns (they read job records in its
+ * frame), the tick reports WEFT_ESYSTEM naming health, the unrecorded
+ * death's hit is undone (hp <= 0 exactly for the units tagged Dead), and
+ * the next tick works. Inline and on a pool of three. (The health system
+ * records the deaths; its other tests, public API only, are in
+ * test_health.c.) */
+static void test_alloc_health_record_failure_mid_run(void **state) {
+  (void)state;
+  for (uint32_t workers = 0; workers <= 3; workers += 3) {
+    hx_t h = hx_new(workers, true);
+    enum { UNITS = 2000, EVENTS = 40000 };
+    static weft_entity_t u[UNITS];
+    /* About one hit in 1,000 events each: the first deaths come within
+     * the first blocks, well before the last one. */
+    float hp = 4.0f, dmg = 1.0f;
+    for (uint32_t i = 0; i < UNITS; i++)
+      u[i] = spawn_unit(&h, (unit_t){.hp = &hp, .damage = &dmg});
+    tick(&h); /* builds the schedule and the slots' buffers */
+    wt_rng_t r = wt_rng(9);
+    for (uint32_t k = 0; k < EVENTS; k++)
+      push(&h, u[wt_below(&r, UNITS)], u[wt_below(&r, UNITS)]);
+    uint32_t slots = arm_cmdbufs(&h, 1);
+    int rc = weft_world_run_phase(h.w, WEFT_PHASE_FIXED_UPDATE, DT);
+    assert_int_equal(rc, WEFT_ESYSTEM);
+    assert_non_null(strstr(weft_world_last_error(h.w), "weft.health"));
+    assert_int_equal(arm_cmdbufs(&h, 0), slots - 1); /* one failure, here */
+    weft_event_clear(h.w, h.s.collisions);
+    /* The death that failed to record undid its hit: after the failed
+     * run, a unit is out of hp exactly when it is tagged Dead. */
+    for (uint32_t i = 0; i < UNITS; i++)
+      if ((hp_of(&h, u[i]) <= 0.0f) != weft_has(h.w, u[i], h.s.dead))
+        fail_msg("unit %u: hp %g, Dead %d", i, (double)hp_of(&h, u[i]),
+                 (int)weft_has(h.w, u[i], h.s.dead));
+    /* Disarmed, the next run kills as the rules say. */
+    for (uint32_t k = 0; k < EVENTS; k++)
+      push(&h, u[wt_below(&r, UNITS)], u[wt_below(&r, UNITS)]);
+    tick(&h);
+    uint32_t dead = 0;
+    for (uint32_t i = 0; i < UNITS; i++)
+      dead += weft_has(h.w, u[i], h.s.dead);
+    assert_true(dead > UNITS / 2);
+    hx_free(&h);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_iteration_allocates_nothing),
@@ -1017,6 +1087,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_deferred_failure_keeps_world_consistent),
       cmocka_unit_test(test_alloc_frame_failure_keeps_world_consistent),
       cmocka_unit_test(test_alloc_observed_failure_keeps_world_consistent),
+      cmocka_unit_test(test_alloc_health_record_failure_mid_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
