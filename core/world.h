@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The world's private layout, shared by the core translation units.
+ * What the core translation units share about the world beyond its layout
+ * (core/world_view.h, which the layers above use instead of this header).
  */
 #ifndef WEFT_CORE_WORLD_H
 #define WEFT_CORE_WORLD_H
@@ -9,113 +10,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/alloc.h"
-#include "core/archetype.h"
-#include "core/chunk.h"
-#include "core/component.h"
-#include "core/entity_index.h"
-#include "core/hooks.h"
-#include "core/txn.h"
-#include "weft/query.h"
-#include "weft/world.h"
-
-#define WEFT__SPAWN_CACHE 64u
-#define WEFT__SPAWN_FAST 8u
-/* The largest element the one-by-one spawn copies inline. */
-#define WEFT__SPAWN_SMALL 16u
-
-/* A validated spawn list (ids in the caller's order) and its archetype. */
-typedef struct weft__spawn_memo_t {
-  weft__archetype_t *arch;
-  uint32_t n;
-  weft_component_t ids[WEFT__SPAWN_FAST + 1]; /* and a 0 after the n ids */
-  /* The column of ids[i] in arch (NULL for tags), in list order. */
-  const weft__column_t *cols[WEFT__SPAWN_FAST];
-  /* For plain lists, the array and element size of ids[i]: the one-by-one
-   * spawn fast path writes values through them without the column. */
-  uint32_t arr[WEFT__SPAWN_FAST];
-  uint32_t size[WEFT__SPAWN_FAST];
-  bool plain; /* every id is a data component stored array-of-structs */
-  bool small; /* plain, and every element 4, 8, 12 or 16 bytes */
-} weft__spawn_memo_t;
-
-struct weft_world_t {
-  /* What every spawn, despawn and handle lookup reads fills the first two
-   * cache lines (see the assertions in world.c): the index's hot fields
-   * (the chunk table's address among them), then its cold ones and the
-   * transaction's routing word. The index comes first: the public
-   * header's inline weft_get() reads the world's first bytes. */
-  weft__index_t index;
-  weft__txn_t txn; /* staged changes, scopes, buffers; routing word first */
-  weft__chunk_store_t chunks;
-  weft__alloc_stats_t alloc;
-  weft__registry_t registry;
-
-  weft__archetype_t **archs; /* by id, creation order */
-  uint32_t arch_count;
-  uint32_t arch_cap;
-  uint32_t *arch_table; /* open addressing: archetype id + 1, 0 empty */
-  uint32_t arch_table_cap;
-  weft__archetype_t *root; /* the empty signature */
-
-  /* Spawn lists seen recently -> their archetype; see spawn_cache_find. */
-  weft__spawn_memo_t spawn_cache[WEFT__SPAWN_CACHE];
-  const weft__spawn_memo_t *spawn_last; /* the entry that hit last */
-
-  weft_query_t **queries;
-  uint32_t query_count;
-  uint32_t query_cap;
-
-  uint32_t chunk_size;
-  uint32_t chunks_live;  /* chunks holding rows, all archetypes */
-  uint32_t chunks_spare; /* empty chunks kept by their archetypes */
-  uint64_t chunk_bytes;  /* memory of all segments, headers included */
-  uint64_t version;      /* bumped by every structural change */
-  uint64_t spawns;
-  uint64_t despawns;
-  uint64_t moves;
-  _Atomic uint64_t stale;
-
-  struct weft_observer_t **obs; /* registration order */
-  uint32_t nobs;
-  uint32_t obs_cap;
-  uint32_t obs_events; /* union of the observers' event masks */
-
-  /* NUMA homes for chunk memory, or NULL; opaque to core, which uses it
-   * through its hook table (core/hooks.h). */
-  struct weft_pool_t *pool;
-
-  /* Parts created on first use; each module frees its own in
-   * weft_world_destroy() through the hooks below. */
-  struct weft__random_t *random;       /* named streams (core/random.c) */
-  struct weft__resources_t *resources; /* resources, channels (resource.c) */
-  /* Parts of the layers above (the scheduler's systems and phases, its
-   * run conditions), numbered by them; each freed by its own fini. */
-  weft__world_ext_t ext[WEFT__WORLD_EXTS];
-  _Atomic uint32_t state; /* weft_world_state() */
-  /* Change versions (system.h): stamped on chunks by writes and
-   * structural changes; bumped by the scheduler around each system. */
-  uint32_t change_version;
-
-  bool checked;
-  uint8_t tag;
-  weft_panic_fn panic;
-  void *panic_user;
-  char errbuf[320];
-};
+#include "core/world_view.h"
 
 /* World-destroy hooks of the optional parts; each accepts a world whose
  * part was never created. */
 void weft__random_fini(weft_world_t *w);
 void weft__resources_fini(weft_world_t *w);
-
-/* Sets extension slot @p slot (below WEFT__WORLD_EXTS) to @p state, freed
- * by @p fini when the world is destroyed. Owner thread. */
-static inline void weft__world_ext_set(weft_world_t *w, uint32_t slot,
-                                       void *state, weft__ext_fini_fn fini) {
-  w->ext[slot].state = state;
-  w->ext[slot].fini = fini;
-}
 
 /* A hash of the world seed and the named streams' states (random.c), for
  * the digest. */

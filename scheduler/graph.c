@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/check.h"
-#include "core/world.h"
+#include "core/world_view.h"
 #include "scheduler/sched.h"
 
 /* A square bit matrix over a phase's systems. */

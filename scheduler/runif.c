@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "core/check.h"
-#include "core/world.h"
+#include "core/world_view.h"
 #include "scheduler/sched.h"
 #include "weft/runif.h"
 

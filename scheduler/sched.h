@@ -15,7 +15,7 @@
 #include "core/platform.h"
 #include "core/chunk.h"
 #include "core/txn.h"
-#include "core/world.h"
+#include "core/world_view.h"
 #include "weft/pool.h"
 #include "weft/system.h"
 

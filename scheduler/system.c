@@ -10,7 +10,7 @@
 #include "core/check.h"
 #include "core/query_internal.h"
 #include "core/resource_internal.h"
-#include "core/world.h"
+#include "core/world_view.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/sched.h"
 #include "weft/random.h"

@@ -22,7 +22,7 @@
 
 #include "core/check.h"
 #include "core/json.h"
-#include "core/world.h"
+#include "core/world_view.h"
 #include "scheduler/sched.h"
 
 /* Gaps longer than this are between frames, not idle time inside one. */

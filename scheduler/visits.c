@@ -11,7 +11,7 @@
 
 #include "core/archetype.h"
 #include "core/query_internal.h"
-#include "core/world.h"
+#include "core/world_view.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/visits.h"
 

@@ -5,7 +5,7 @@
  * for the two probes that must fail: their failure is the layer rule, not
  * a broken include path.
  */
-#include "core/world.h"
+#include "core/world_view.h"
 #include "scheduler/sched.h"
 #include "systems/sys_internal.h"
 
