@@ -131,9 +131,9 @@ static uint64_t events_hash(uint64_t h, const weft__resources_t *r) {
   }
   uint64_t staged = 0, sum = 0;
   for (uint32_t k = 0; r && k < r->nslots; k++) {
-    const weft__slot_t *sl = &r->slots[k];
+    const weft__event_slot_t *sl = &r->slots[k];
     for (uint32_t i = 0; i < sl->count; i++) {
-      const weft__rec_t *e = &sl->recs[i];
+      const weft__event_rec_t *e = &sl->recs[i];
       uint64_t x = mix(mix(DIGEST_K, e->key), e->ch);
       sum += mix_bytes(x, sl->bytes + e->off, r->chans[e->ch - 1].elem);
     }

@@ -66,9 +66,9 @@ int weft__events_reserve(weft_world_t *w, uint32_t parts) {
   int rc = weft__grow(&w->alloc, &s->scratch, &s->scratch_cap, (uint32_t)count,
                       sizeof(*s->scratch), 64);
   for (uint32_t i = 0; !rc && i < s->nslots; i++) {
-    weft__slot_t *sl = &s->slots[i];
+    weft__event_slot_t *sl = &s->slots[i];
     rc = weft__grow(&w->alloc, &sl->recs, &sl->cap, (uint32_t)count,
-                    sizeof(weft__rec_t), 64);
+                    sizeof(weft__event_rec_t), 64);
     if (!rc)
       rc = weft__grow(&w->alloc, &sl->bytes, &sl->bytes_cap, (uint32_t)used, 1,
                       4096);
@@ -76,13 +76,13 @@ int weft__events_reserve(weft_world_t *w, uint32_t parts) {
   return rc ? rc : par_reserve(w, s, parts);
 }
 
-static bool rec_less(const weft__rec_t *a, const weft__rec_t *b) {
+static bool rec_less(const weft__event_rec_t *a, const weft__event_rec_t *b) {
   return a->key < b->key || (a->key == b->key && a->seq < b->seq);
 }
 
 /* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi). */
-static void merge_runs(const weft__rec_t *src, weft__rec_t *dst, size_t lo,
-                       size_t mid, size_t hi) {
+static void merge_runs(const weft__event_rec_t *src, weft__event_rec_t *dst,
+                       size_t lo, size_t mid, size_t hi) {
   size_t i = lo, j = mid, k = lo;
   while (i < mid && j < hi)
     dst[k++] = rec_less(&src[j], &src[i]) ? src[j++] : src[i++];
@@ -93,7 +93,7 @@ static void merge_runs(const weft__rec_t *src, weft__rec_t *dst, size_t lo,
 }
 
 /* The end of the ascending run of a[lo, n) that starts at lo. */
-static size_t run_end(const weft__rec_t *a, size_t lo, size_t n) {
+static size_t run_end(const weft__event_rec_t *a, size_t lo, size_t n) {
   size_t i = lo + 1;
   while (i < n && !rec_less(&a[i], &a[i - 1]))
     i++;
@@ -109,8 +109,8 @@ static size_t run_end(const weft__rec_t *a, size_t lo, size_t n) {
  * of one took 16 passes over 33,000 records and 0.4-1.5 ms of each sync in
  * the 1M-entity arena on two workers, the most of its publish.
  */
-static void merge_sort(weft__rec_t *a, weft__rec_t *tmp, size_t n) {
-  weft__rec_t *src = a, *dst = tmp;
+static void merge_sort(weft__event_rec_t *a, weft__event_rec_t *tmp, size_t n) {
+  weft__event_rec_t *src = a, *dst = tmp;
   for (;;) {
     size_t runs = 0;
     for (size_t lo = 0; lo < n; runs++) {
@@ -119,7 +119,7 @@ static void merge_sort(weft__rec_t *a, weft__rec_t *tmp, size_t n) {
       merge_runs(src, dst, lo, mid, hi);
       lo = hi;
     }
-    weft__rec_t *t = src;
+    weft__event_rec_t *t = src;
     src = dst;
     dst = t;
     if (runs <= 1)
@@ -131,9 +131,9 @@ static void merge_sort(weft__rec_t *a, weft__rec_t *tmp, size_t n) {
 
 /* The fallback when the merge buffer cannot grow: slow, but needs no
  * memory. */
-static void insertion_sort(weft__rec_t *a, size_t n) {
+static void insertion_sort(weft__event_rec_t *a, size_t n) {
   for (size_t i = 1; i < n; i++) {
-    weft__rec_t x = a[i];
+    weft__event_rec_t x = a[i];
     size_t j = i;
     while (j > 0 && rec_less(&x, &a[j - 1])) {
       a[j] = a[j - 1];
@@ -145,7 +145,8 @@ static void insertion_sort(weft__rec_t *a, size_t n) {
 
 /* Puts the records of a slot that is not in key order in (key, seq)
  * order. */
-static void slot_sort(weft_world_t *w, weft__resources_t *s, weft__slot_t *sl) {
+static void slot_sort(weft_world_t *w, weft__resources_t *s,
+                      weft__event_slot_t *sl) {
   if (weft__grow(&w->alloc, &s->scratch, &s->scratch_cap, sl->count,
                  sizeof(*s->scratch), 64) == 0)
     merge_sort(sl->recs, s->scratch, sl->count);
@@ -199,7 +200,7 @@ static void sift_down(const weft__resources_t *s, merge_t *m, uint32_t i,
  */
 static uint32_t take_end(const weft__resources_t *s, const merge_t *m,
                          uint32_t top, uint32_t live) {
-  const weft__slot_t *sl = &s->slots[top];
+  const weft__event_slot_t *sl = &s->slots[top];
   uint32_t next = UINT32_MAX; /* the runner-up: a child of the head */
   if (live > 1)
     next = m->heap[1];
@@ -229,11 +230,11 @@ static uint32_t take_end(const weft__resources_t *s, const merge_t *m,
  * another core's cache, and that is most of the time a merge takes.
  */
 static uint32_t publish_span(const weft__resources_t *s, merge_t *m,
-                             const weft__slot_t *sl, uint32_t from,
+                             const weft__event_slot_t *sl, uint32_t from,
                              uint32_t to) {
   uint32_t published = 0;
   while (from < to) {
-    const weft__rec_t *r = &sl->recs[from];
+    const weft__event_rec_t *r = &sl->recs[from];
     const weft__chan_t *c = &s->chans[r->ch - 1];
     uint32_t k = from + 1;
     while (k < to && sl->recs[k].ch == r->ch &&
@@ -290,8 +291,8 @@ static void chans_reserve(weft_world_t *w, weft__resources_t *s) {
 
 /* Adds records [from, to) of slot sl to counts per channel (cnt[ch - 1]):
  * one addition when they all name one channel, as they usually do. */
-static void count_channels(const weft__slot_t *sl, uint32_t from, uint32_t to,
-                           uint32_t *cnt) {
+static void count_channels(const weft__event_slot_t *sl, uint32_t from,
+                           uint32_t to, uint32_t *cnt) {
   if (sl->only_ch) {
     cnt[sl->only_ch - 1] += to - from;
     return;
@@ -343,7 +344,7 @@ static uint32_t *part_counts(const weft__resources_t *s, uint32_t k) {
 }
 
 /* The first record of sorted slot sl whose key is at least key. */
-static uint32_t lower_bound(const weft__slot_t *sl, uint64_t key) {
+static uint32_t lower_bound(const weft__event_slot_t *sl, uint64_t key) {
   uint32_t lo = 0, hi = sl->count;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
@@ -427,7 +428,7 @@ static void pick_splitters(const weft__resources_t *s, uint32_t parts,
   if (per > 32)
     per = 32;
   for (uint32_t i = 0; i < s->nslots && per; i++) {
-    const weft__slot_t *sl = &s->slots[i];
+    const weft__event_slot_t *sl = &s->slots[i];
     for (uint32_t j = 0; j < per && sl->count; j++) {
       uint32_t a = (uint32_t)((uint64_t)sl->count * j / per);
       uint32_t b = (uint32_t)((uint64_t)sl->count * (j + 1) / per);
@@ -468,7 +469,7 @@ static uint32_t publish_parallel(weft_world_t *w, weft__resources_t *s,
   for (uint32_t k = 0; k < parts; k++) {
     merge_t m = part_merge(s, k);
     for (uint32_t i = 0; i < s->nslots; i++) {
-      const weft__slot_t *sl = &s->slots[i];
+      const weft__event_slot_t *sl = &s->slots[i];
       m.pos[i] = k ? lower_bound(sl, split[k]) : 0;
       m.end[i] = k + 1 < parts ? lower_bound(sl, split[k + 1]) : sl->count;
     }
@@ -513,7 +514,7 @@ uint32_t weft__events_publish(weft_world_t *w, struct weft_pool_t *pool,
   /* Fold the slots' allocation counters into the world's. */
   uint64_t total = 0;
   for (uint32_t i = 0; i < s->nslots; i++) {
-    weft__slot_t *sl = &s->slots[i];
+    weft__event_slot_t *sl = &s->slots[i];
     w->alloc.allocs += sl->alloc.allocs;
     w->alloc.bytes += sl->alloc.bytes;
     memset(&sl->alloc, 0, sizeof(sl->alloc));

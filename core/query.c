@@ -62,7 +62,7 @@ static void reserve_flat(weft_query_t *q, uint64_t more) {
   /* weft__grow counts in elements: grow an array of slots. */
   uint32_t cap = q->flat_cap;
   if (weft__grow(&q->world->alloc, &q->flat, &cap, (uint32_t)need,
-                 weft__slot_bytes(q->nterms), 8) == 0)
+                 weft__flat_slot_bytes(q->nterms), 8) == 0)
     q->flat_cap = cap;
 }
 
@@ -254,7 +254,7 @@ static bool build_flat(weft_query_t *q) {
     return false;
   bool runs = (q->flags & WEFT_QUERY_CHUNK_RUNS) != 0;
   uint32_t nterms = q->nterms, n = 0;
-  size_t bytes = weft__slot_bytes(nterms);
+  size_t bytes = weft__flat_slot_bytes(nterms);
   unsigned char *at = q->flat;
   for (uint32_t i = 0; i < q->nmatches; i++) {
     const weft__match_t *m = &q->matches[i];
@@ -367,7 +367,7 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   if (!q->nmatches)
     return;
   if (flat_ready(q, v)) {
-    size_t bytes = weft__slot_bytes(q->nterms);
+    size_t bytes = weft__flat_slot_bytes(q->nterms);
     it->slot0_ = it->slot_ = (const weft_iter_slot_t_ *)q->flat;
     it->slot_stop_ =
         (const weft_iter_slot_t_ *)(q->flat + (size_t)q->flat_count * bytes);

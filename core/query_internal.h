@@ -84,7 +84,7 @@ static inline bool weft__iter_stale(const weft_iter_t *it) {
 }
 
 /* Bytes of one flat-cache slot of a query with nterms include terms. */
-static inline size_t weft__slot_bytes(uint32_t nterms) {
+static inline size_t weft__flat_slot_bytes(uint32_t nterms) {
   return sizeof(weft_iter_slot_t_) + (nterms ? nterms : 1) * sizeof(void *);
 }
 

@@ -80,12 +80,12 @@ void weft__resources_fini(weft_world_t *w) {
                16);
   weft__free(s->chans, (size_t)s->chan_cap * sizeof(*s->chans), 16);
   for (uint32_t i = 0; i < s->nslots; i++) {
-    weft__free(s->slots[i].recs, (size_t)s->slots[i].cap * sizeof(weft__rec_t),
-               16);
+    weft__free(s->slots[i].recs,
+               (size_t)s->slots[i].cap * sizeof(weft__event_rec_t), 16);
     weft__free(s->slots[i].bytes, s->slots[i].bytes_cap, 16);
   }
   weft__free(s->slots, (size_t)s->nslots * sizeof(*s->slots),
-             alignof(weft__slot_t));
+             alignof(weft__event_slot_t));
   weft__free(s->merge, (size_t)s->nslots * 3 * sizeof(*s->merge), 16);
   weft__free(s->scratch, (size_t)s->scratch_cap * sizeof(*s->scratch), 16);
   weft__free(s->par, (size_t)s->par_parts * s->par_stride * sizeof(*s->par),
@@ -265,11 +265,11 @@ int weft__events_slots(weft_world_t *w, uint32_t n) {
   WEFT_CHECK(w, s, WEFT_ENOMEM, "out of memory creating the event state");
   if (n <= s->nslots)
     return 0;
-  weft__slot_t *slots = weft__calloc(&w->alloc, (size_t)n * sizeof(*slots),
-                                     alignof(weft__slot_t));
+  weft__event_slot_t *slots = weft__calloc(
+      &w->alloc, (size_t)n * sizeof(*slots), alignof(weft__event_slot_t));
   uint32_t *merge = weft__alloc(&w->alloc, (size_t)n * 3 * sizeof(*merge), 16);
   if (!slots || !merge) {
-    weft__free(slots, (size_t)n * sizeof(*slots), alignof(weft__slot_t));
+    weft__free(slots, (size_t)n * sizeof(*slots), alignof(weft__event_slot_t));
     weft__free(merge, (size_t)n * 3 * sizeof(*merge), 16);
     return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                       "out of memory for %u worker slots", n);
@@ -277,7 +277,7 @@ int weft__events_slots(weft_world_t *w, uint32_t n) {
   if (s->nslots)
     memcpy(slots, s->slots, (size_t)s->nslots * sizeof(*slots));
   weft__free(s->slots, (size_t)s->nslots * sizeof(*s->slots),
-             alignof(weft__slot_t));
+             alignof(weft__event_slot_t));
   weft__free(s->merge, (size_t)s->nslots * 3 * sizeof(*s->merge), 16);
   s->slots = slots;
   s->merge = merge;
@@ -293,17 +293,17 @@ int weft__event_stage(weft_world_t *w, uint32_t slot, uint64_t key,
              "worker slot %u was not prepared (weft__events_slots)", slot);
   const weft__chan_t *c = chan_at(w, ch);
   WEFT_CHECK(w, c, WEFT_ENONAME, "unknown channel id %u", ch);
-  weft__slot_t *sl = &s->slots[slot];
+  weft__event_slot_t *sl = &s->slots[slot];
   uint32_t elem = c->elem;
   WEFT_CHECK(w, sl->count < UINT32_MAX && sl->used <= UINT32_MAX - elem,
              WEFT_ENOMEM, "worker slot %u is full", slot);
   int rc = weft__grow(&sl->alloc, &sl->recs, &sl->cap, sl->count + 1,
-                      sizeof(weft__rec_t), 64);
+                      sizeof(weft__event_rec_t), 64);
   WEFT_CHECK(w, rc == 0, rc, "out of memory staging in worker slot %u", slot);
   rc = weft__grow(&sl->alloc, &sl->bytes, &sl->bytes_cap, sl->used + elem, 1,
                   4096);
   WEFT_CHECK(w, rc == 0, rc, "out of memory staging in worker slot %u", slot);
-  weft__rec_t *r = &sl->recs[sl->count];
+  weft__event_rec_t *r = &sl->recs[sl->count];
   if (sl->count == 0) {
     sl->disorder = false;
     sl->only_ch = ch;

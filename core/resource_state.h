@@ -36,21 +36,21 @@ typedef struct weft__chan_t {
 } weft__chan_t;
 
 /* One staged event; its bytes are in the slot's arena at off. */
-typedef struct weft__rec_t {
+typedef struct weft__event_rec_t {
   uint64_t key;
   uint32_t ch;
   uint32_t seq; /* order staged within the slot */
   uint32_t off;
-} weft__rec_t;
+} weft__event_rec_t;
 
 /*
- * One worker's staging area. Written by one thread at a time, so each slot
- * has its own cache lines; its allocations are counted here and folded
- * into the world's counters by the owner at publish, because the world's
- * counters are not atomic.
+ * One worker's event slot: the events it staged since the last publish.
+ * Written by one thread at a time, so each slot has its own cache lines;
+ * its allocations are counted here and folded into the world's counters
+ * by the owner at publish, because the world's counters are not atomic.
  */
-typedef struct weft__slot_t {
-  WEFT__LINE_ALIGNED weft__rec_t *recs;
+typedef struct weft__event_slot_t {
+  WEFT__LINE_ALIGNED weft__event_rec_t *recs;
   uint32_t count;
   uint32_t cap;
   uint8_t *bytes;
@@ -63,7 +63,7 @@ typedef struct weft__slot_t {
   bool disorder;
   weft_channel_t only_ch;
   weft__alloc_stats_t alloc;
-} weft__slot_t;
+} weft__event_slot_t;
 
 typedef struct weft__resources_t weft__resources_t;
 
@@ -74,10 +74,10 @@ struct weft__resources_t {
   weft__chan_t *chans; /* id - 1 */
   uint32_t nchans;
   uint32_t chan_cap;
-  weft__slot_t *slots;
+  weft__event_slot_t *slots;
   uint32_t nslots;
-  uint32_t *merge;      /* publish, one merge: 3 * nslots words (merge_t) */
-  weft__rec_t *scratch; /* publish: merge sort buffer; only grows */
+  uint32_t *merge; /* publish, one merge: 3 * nslots words (merge_t) */
+  weft__event_rec_t *scratch; /* publish: merge sort buffer; only grows */
   uint32_t scratch_cap;
   /* publish, in parallel: par_parts blocks of par_stride words, one per
    * key range (see publish_parallel()), sized for par_slots slots and

@@ -148,7 +148,7 @@ static inline void weft__stamp_row(const weft_world_t *w,
 /* Components a spawn list may name. */
 #define WEFT__SPAWN_MAX 64u
 
-/* weft__list_check() with the failure described on the world (entity_ops.c). */
+/* weft__list_check() with the failure described on the world (spawn.c). */
 int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
                     uint32_t max, weft__mask_t *m, uint32_t *count);
 

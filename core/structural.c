@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Structural operations on one entity outside a scope: despawn, add,
+ * remove, set, enable and disable. Each moves the entity's row along an
+ * edge of the archetype graph (or removes it), or, while calls are routed
+ * (a scope, a drain, observers), stages the operation instead.
+ */
+#include "core/check.h"
+#include "core/entity_ops.h"
+#include "core/world.h"
+
+/* Fails with ESTALE or ENOCOMP for the mutating entry points. */
+#define RESOLVE_OR_FAIL(w, e, at)                                              \
+  WEFT_CHECK(w, weft__resolve(w, e, at), WEFT_ESTALE,                          \
+             "entity %#llx is not live in this world",                         \
+             (unsigned long long)(e))
+#define COMP_OR_FAIL(w, c)                                                     \
+  WEFT_CHECK(w, weft__comp_known(w, c), WEFT_ENOCOMP,                          \
+             "unknown component id %u", (unsigned)(c))
+
+int weft_despawn(weft_world_t *w, weft_entity_t e) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_despawn(w, e);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  /* Kill first: the row copy that follows then needs only the archetype,
+   * chunk and row, which keeps its loop out of spilled registers. The
+   * moved row is never e's, so the order changes nothing else. */
+  weft__index_kill_entity(&w->index, &w->alloc, at.rec, e);
+  weft__row_remove(w, at.arch, at.chunk, at.row);
+  w->despawns++;
+  w->version++;
+  return 0;
+}
+
+/*
+ * Moves resolved entity e along the edge op/c; at is updated to the new row
+ * and *taken to the edge followed.
+ */
+static inline __attribute__((always_inline)) int
+move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
+           weft_component_t c, const weft__edge_t **taken) {
+  const weft__edge_t *edge;
+  const uint32_t mark = w->arch_count;
+  int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
+  if (rc)
+    return weft__rolled_back(w, mark, rc);
+  weft__archetype_t *b = edge->to;
+  weft__chunk_t *dc;
+  uint32_t dr;
+  rc = weft__archetype_push(w, b, e, &dc, &dr);
+  if (rc)
+    return weft__rolled_back(w, mark, rc);
+  for (uint32_t i = 0; i < edge->plan_len; i++) {
+    const weft__copy_t *p = &edge->plan[i];
+    weft__copy_elem(weft__chunk_at(dc, p->dst, p->elem, dr),
+                    weft__chunk_at(at->chunk, p->src, p->elem, at->row),
+                    p->elem);
+  }
+  weft__rec_set_loc(&w->index, at->rec, dc->id, dr);
+  weft__row_remove(w, at->arch, at->chunk, at->row);
+  at->chunk = dc;
+  at->row = dr;
+  at->arch = b;
+  w->moves++;
+  w->version++;
+  *taken = edge;
+  return 0;
+}
+
+int weft_add(weft_world_t *w, weft_entity_t e, weft_component_t c,
+             const void *value) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  COMP_OR_FAIL(w, c);
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_op(w, WEFT__OP_ADD, e, c, value);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  if (weft__mask_test(&at.arch->present, c))
+    return 0;
+  const weft__edge_t *edge;
+  int rc = move_along(w, e, &at, WEFT__EDGE_ADD, c, &edge);
+  if (rc)
+    return rc;
+  if (edge->col)
+    weft__write_or_zero(at.arch, edge->col, at.chunk, at.row, value);
+  return 0;
+}
+
+int weft_remove(weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  COMP_OR_FAIL(w, c);
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_op(w, WEFT__OP_REMOVE, e, c, NULL);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  if (!weft__mask_test(&at.arch->present, c))
+    return 0;
+  const weft__edge_t *edge;
+  return move_along(w, e, &at, WEFT__EDGE_REMOVE, c, &edge);
+}
+
+int weft_set(weft_world_t *w, weft_entity_t e, weft_component_t c,
+             const void *value) {
+  WEFT_CHECK(w, w && value, WEFT_EINVAL, "world and value must not be NULL");
+  COMP_OR_FAIL(w, c);
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_op(w, WEFT__OP_SET, e, c, value);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  if (!weft__mask_test(&at.arch->present, c))
+    return weft_add(w, e, c, value);
+  const weft__column_t *col = weft__archetype_col(at.arch, c);
+  if (col) {
+    weft__write_or_zero(at.arch, col, at.chunk, at.row, value);
+    weft__stamp_write(w, at.chunk, col);
+  }
+  return 0;
+}
+
+/* Shared body of enable/disable. */
+static int toggle(weft_world_t *w, weft_entity_t e, weft_component_t c,
+                  bool enable) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  COMP_OR_FAIL(w, c);
+  if (WEFT__UNLIKELY(weft__routing(w)))
+    return weft__staged_op(w, enable ? WEFT__OP_ENABLE : WEFT__OP_DISABLE, e, c,
+                           NULL);
+  weft__where_t at;
+  RESOLVE_OR_FAIL(w, e, &at);
+  WEFT_CHECK(w, weft__mask_test(&at.arch->present, c), WEFT_ENOTFOUND,
+             "entity %#llx does not have component '%s'", (unsigned long long)e,
+             w->registry.items[c - 1].name);
+  if (weft__mask_test(&at.arch->enabled, c) == enable)
+    return 0;
+  const weft__edge_t *edge;
+  return move_along(w, e, &at, enable ? WEFT__EDGE_ENABLE : WEFT__EDGE_DISABLE,
+                    c, &edge);
+}
+
+int weft_disable(weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  return toggle(w, e, c, false);
+}
+
+int weft_enable(weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  return toggle(w, e, c, true);
+}
