@@ -225,8 +225,10 @@ static void maybe_split(weft__sched_t *s, weft__sys_t *y, uint32_t i,
   if (*end - i < 2 || !weft__pool_hungry(s->pool, worker))
     return;
   uint32_t mid = i + (*end - i) / 2;
-  if (weft__rows_before(y, mid) - weft__rows_before(y, i) < y->batch ||
-      weft__rows_before(y, *end) - weft__rows_before(y, mid) < y->batch)
+  if (weft__visits_rows_before(y, mid) - weft__visits_rows_before(y, i) <
+          y->batch ||
+      weft__visits_rows_before(y, *end) - weft__visits_rows_before(y, mid) <
+          y->batch)
     return;
   uint32_t idx =
       atomic_fetch_add_explicit(&y->job_next, 1, memory_order_relaxed);
@@ -284,7 +286,7 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
    * same). A range split off later is stamped again by its job, which is
    * harmless: a stamp only stores this run's version. */
   if (y->stamp_late)
-    weft__stamp_visits(y, first, *end);
+    weft__visits_stamp_range(y, first, *end);
   for (uint32_t i = first; i < *end; i++) {
     if (split != NO_SPLIT)
       maybe_split(s, y, i, end, split);
@@ -516,7 +518,8 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     atomic_store_explicit(&y->start_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&y->end_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&y->busy_ns, 0, memory_order_relaxed);
-    if (y->query ? weft__plan_system(w, y) : weft__plan_task(w, y))
+    if (y->query ? weft__visits_plan_system(w, y)
+                 : weft__visits_plan_task(w, y))
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
     if (s->pool)
@@ -649,7 +652,7 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
     weft_iter_t it;
     weft_query_iter(y->query, &it);
     for (uint32_t seq = 0; weft_iter_next(&it); seq++) {
-      if (y->nchanged && !weft__chunk_changed(y, weft__iter_chunk(&it)))
+      if (y->nchanged && !weft__visits_chunk_changed(y, weft__iter_chunk(&it)))
         continue; /* as the plan decided */
       key_ctx(&ctx, y, seq);
       int rc = y->run(&ctx, &it);

@@ -148,14 +148,16 @@ typedef struct weft__span_t {
 
 enum { WEFT__SPAN_JOB = 1, WEFT__SPAN_INLINE, WEFT__SPAN_SYNC };
 
-/* A worker slot: one per pool worker plus one for the driving thread.
- * Written by one thread at a time; padded apart. */
-typedef struct weft__slot_t {
+/* A command slot: what one thread records while a segment runs, its
+ * command buffer and its trace spans. One per pool worker plus one for the
+ * driving thread (weft_pipeline_slots()); not core's weft__slot_t, the
+ * event slots. Written by one thread at a time; padded apart. */
+typedef struct weft__cmdslot_t {
   WEFT__LINE_ALIGNED weft_cmdbuf_t *cmd;
   weft__span_t *spans;
   uint32_t nspans;
   uint64_t dropped;
-} weft__slot_t;
+} weft__cmdslot_t;
 
 typedef struct weft__sched_t {
   /* By id - 1; NULL once removed. Owner thread only: a registration
@@ -178,7 +180,7 @@ typedef struct weft__sched_t {
   uint32_t main_self; /* the driving thread's pool worker index */
   bool affine;        /* this segment's launches keep each worker on its rows
                          (pipeline.c, launch()); written before any launch */
-  weft__slot_t *slots;
+  weft__cmdslot_t *slots;
   weft_cmdbuf_t **bufs;      /* the slots' buffers, for weft_world_apply() */
   weft__cmdbuf_usage_t high; /* the most one segment recorded, all slots */
   uint32_t nslots;

@@ -30,7 +30,7 @@
 
 void weft__trace_record(weft__sched_t *s, uint32_t k, uint32_t kind,
                         uint32_t id, uint32_t n, uint64_t t0, uint64_t t1) {
-  weft__slot_t *sl = &s->slots[k];
+  weft__cmdslot_t *sl = &s->slots[k];
   if (sl->nspans == s->trace_cap) {
     sl->dropped++;
     return;
@@ -163,7 +163,7 @@ static void put_meta(weft__json_t *j, const char *what, uint32_t tid,
 static void write_spans(weft__json_t *j, const weft__sched_t *s, uint32_t k,
                         uint32_t tid, double ns, trace_ev_t *ev,
                         uint64_t *open) {
-  const weft__slot_t *sl = &s->slots[k];
+  const weft__cmdslot_t *sl = &s->slots[k];
   for (uint32_t i = 0; i < sl->nspans; i++) {
     const weft__span_t *sp = &sl->spans[i];
     uint64_t t0 = to_ns(s, sp->t0, ns), t1 = to_ns(s, sp->t1, ns);
