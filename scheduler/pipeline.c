@@ -27,25 +27,6 @@
 #include "scheduler/sched.h"
 #include "scheduler/visits.h"
 
-double weft__ns_per_tick(const weft__sched_t *s) {
-#if WEFT__TICKS_ARE_NS
-  (void)s;
-  return 1.0;
-#else
-  if (s->ns_per_tick > 0)
-    return s->ns_per_tick;
-  uint64_t n, t;
-  do {
-    n = weft__now_ns();
-    t = weft__ticks();
-  } while (n - s->cal_ns < 2000000 || t == s->cal_ticks);
-  double f = (double)(n - s->cal_ns) / (double)(t - s->cal_ticks);
-  if (n - s->cal_ns > 1000000000u)
-    ((weft__sched_t *)s)->ns_per_tick = f; /* good to 1 ppm: keep it */
-  return f;
-#endif
-}
-
 /* The slot of a pool worker index (the driving thread gets the last one
  * unless it is worker 0 of a pool it participates in). */
 static uint32_t slot_of(const weft__sched_t *s, uint32_t worker) {
@@ -155,7 +136,7 @@ static double estimate(const weft__sys_t *y) {
 
 /* Folds a run of y that took @p ticks into its estimate. */
 static void learn_cost(const weft__sched_t *s, weft__sys_t *y, uint64_t ticks) {
-  double ns = (double)ticks * s->tick_ns;
+  double ns = (double)ticks * s->clock.tick_ns;
   if (y->query) {
     if (!y->rows)
       return; /* says nothing about a row */
@@ -169,22 +150,6 @@ static void learn_cost(const weft__sched_t *s, weft__sys_t *y, uint64_t ticks) {
     y->row_ns = ns;
   else
     y->cost_ns = ns;
-}
-
-/* Keeps s->tick_ns, which converts measured ticks to ns for the
- * estimates, calibrated: a first guess of 1 until 2 ms after the
- * scheduler was created (ns_per_tick would wait until then), then the
- * running calibration, refreshed every 64 frames (two clock reads) until
- * it is final. */
-static void update_tick_ns(weft__sched_t *s) {
-#if !WEFT__TICKS_ARE_NS
-  if (s->ns_per_tick > 0)
-    s->tick_ns = s->ns_per_tick;
-  else if (weft__now_ns() - s->cal_ns >= 2000000u)
-    s->tick_ns = weft__ns_per_tick(s);
-#else
-  (void)s;
-#endif
 }
 
 /* ---- parallel dispatch --------------------------------------------------- */
@@ -452,7 +417,8 @@ static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
   } else {
     run_timed(s, l, n, timed, s->pool ? start : weft__ticks());
   }
-  if (s->pool && (double)(weft__ticks() - start) * s->tick_ns >= inline_ns(s))
+  if (s->pool &&
+      (double)(weft__ticks() - start) * s->clock.tick_ns >= inline_ns(s))
     p->sample_next = true;
 }
 
@@ -738,8 +704,9 @@ static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
   int rc = weft__sched_build(w, s);
   if (rc)
     return rc;
-  if (s->pool && s->tick_ns != s->ns_per_tick && s->state.frames % 64 == 0)
-    update_tick_ns(s);
+  if (s->pool && s->clock.tick_ns != s->clock.ns_per_tick &&
+      s->state.frames % 64 == 0)
+    weft__clock_refresh(&s->clock);
   s->running = true;
   *out = s;
   return 0;

@@ -15,6 +15,7 @@
 #include "core/platform.h"
 #include "core/chunk.h"
 #include "core/txn.h"
+#include "scheduler/clock.h"
 #include "weft/pool.h"
 #include "weft/system.h"
 
@@ -185,10 +186,7 @@ typedef struct weft__sched_t {
   weft__cmdbuf_usage_t high; /* the most one segment recorded, all slots */
   uint32_t nslots;
 
-  uint64_t cal_ns, cal_ticks; /* clock and ticks at creation */
-  double ns_per_tick;         /* cached once calibrated over 1 s */
-  double tick_ns;             /* ns_per_tick, or a first guess until it is
-                                 known; for cost estimates (pipeline.c) */
+  weft__clock_t clock; /* ticks to ns (clock.c) */
 
   bool tracing;
   uint32_t trace_cap;
@@ -227,29 +225,6 @@ int weft__sched_build(weft_world_t *w, weft__sched_t *s);
 
 /* Frees the built arrays of the phases and systems (graph.c). */
 void weft__graph_fini(weft_world_t *w, weft__sched_t *s);
-
-/*
- * A cheap timestamp for per-system timing: the TSC on x86-64 (about 8 ns,
- * against about 50 ns for clock_gettime() in a VM), else nanoseconds.
- * Counters and trace spans keep ticks; weft__ns_per_tick() converts when
- * they are read.
- */
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-static inline uint64_t weft__ticks(void) {
-  return __rdtsc();
-}
-#define WEFT__TICKS_ARE_NS 0
-#else
-static inline uint64_t weft__ticks(void) {
-  return weft__now_ns();
-}
-#define WEFT__TICKS_ARE_NS 1
-#endif
-
-/* Nanoseconds per tick, calibrated against the clock since the scheduler
- * was created (waits up to 2 ms on the first call). */
-double weft__ns_per_tick(const weft__sched_t *s);
 
 /* Records a span on slot k (trace.c). */
 void weft__trace_record(weft__sched_t *s, uint32_t k, uint32_t kind,

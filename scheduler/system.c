@@ -82,9 +82,7 @@ int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
     else
       rc = WEFT_ENOMEM;
   }
-  s->cal_ns = weft__now_ns();
-  s->cal_ticks = weft__ticks();
-  s->tick_ns = 1.0;
+  weft__clock_start(&s->clock);
   s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8,    WEFT_OVERLOAD_DROP,
                                     1.0 / 30.0, 4096, false};
   s->dirty = true;
@@ -448,7 +446,7 @@ int weft_system_stats(const weft_world_t *w, weft_system_t id,
   if (!y || !out)
     return WEFT_ENONAME;
   *out = y->stats; /* times are kept in ticks */
-  double ns = weft__ns_per_tick(w->sched);
+  double ns = weft__ns_per_tick(&w->sched->clock);
   out->wall_ns = (uint64_t)((double)out->wall_ns * ns);
   out->worker_ns = (uint64_t)((double)out->worker_ns * ns);
   return 0;
@@ -525,14 +523,14 @@ uint32_t weft_phase_systems(weft_world_t *w, weft_phase_t phase,
 
 int weft_phase_stats(const weft_world_t *w, weft_phase_t phase,
                      weft_phase_stats_t *out) {
-  const weft__sched_t *s = w ? w->sched : NULL;
+  weft__sched_t *s = w ? w->sched : NULL;
   if (!out)
     return WEFT_EINVAL;
   if (!w || phase < 1 || phase > (s ? s->nphases : WEFT_PHASE_PRE_RENDER))
     return WEFT_ENONAME;
   *out = s ? s->phases[phase].stats : (weft_phase_stats_t){0};
   if (s) { /* times are kept in ticks */
-    double ns = weft__ns_per_tick(s);
+    double ns = weft__ns_per_tick(&s->clock);
     out->wall_ns = (uint64_t)((double)out->wall_ns * ns);
     out->worker_ns = (uint64_t)((double)out->worker_ns * ns);
   }
