@@ -23,15 +23,10 @@
 #include "core/query_internal.h"
 #include "core/resource_internal.h"
 #include "core/world.h"
+#include "scheduler/context.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/sched.h"
 #include "scheduler/visits.h"
-
-/* The slot of a pool worker index (the driving thread gets the last one
- * unless it is worker 0 of a pool it participates in). */
-static uint32_t slot_of(const weft__sched_t *s, uint32_t worker) {
-  return worker < s->nslots - 1 ? worker : s->nslots - 1;
-}
 
 /* ---- running chunks ------------------------------------------------------ */
 
@@ -171,7 +166,7 @@ static void job_main(void *arg, uint32_t worker) {
   weft__job_t *j = arg;
   weft__sys_t *y = j->sys;
   weft__sched_t *s = y->world->sched;
-  uint32_t k = slot_of(s, worker), end = j->first + j->count;
+  uint32_t k = weft__sched_slot(s, worker), end = j->first + j->count;
   uint64_t t0 = weft__ticks();
   run_visits(s, y, j->first, &end, k, worker);
   uint64_t t1 = weft__ticks();
@@ -204,25 +199,9 @@ static void maybe_split(weft__sched_t *s, weft__sys_t *y, uint32_t i,
   weft_pool_submit(s->pool, worker, job_main, &y->jobs[idx], NULL, node);
 }
 
-/* The context a callback of y gets on slot k. */
-static inline weft_sysctx_t make_ctx(weft__sched_t *s, weft__sys_t *y,
-                                     uint32_t k) {
-  return (weft_sysctx_t){y->world,   s->slots[k].cmd, y->user, s->dt,
-                         s->tick,    y->id,           k,       0,
-                         y->version, y->last_run,     0,       y};
-}
-
-/* Keys the context's buffer for chunk sequence seq (0 for a task). */
-static inline void key_ctx(weft_sysctx_t *ctx, const weft__sys_t *y,
-                           uint32_t seq) {
-  ctx->chunk = seq;
-  ctx->key_ = WEFT_CMD_KEY(y->order, seq, 0);
-  weft_cmd_key(ctx->cmd, ctx->key_);
-}
-
 /* A task: one call with no chunk. */
 static void run_task(weft__sys_t *y, weft_sysctx_t *ctx) {
-  key_ctx(ctx, y, 0);
+  weft__sysctx_key(ctx, y, 0);
   int rc = y->run(ctx, NULL);
   if (rc)
     record_error(y, rc, 0);
@@ -231,7 +210,7 @@ static void run_task(weft__sys_t *y, weft_sysctx_t *ctx) {
 static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
                        uint32_t *end, uint32_t k, uint32_t split) {
   weft_world_t *w = y->world;
-  weft_sysctx_t ctx = make_ctx(s, y, k);
+  weft_sysctx_t ctx = weft__sysctx_make(s, y, k);
   if (!y->query) {
     run_task(y, &ctx);
     return;
@@ -256,7 +235,7 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
     if (split != NO_SPLIT)
       maybe_split(s, y, i, end, split);
     const weft__visit_t *v = &y->visits[i];
-    key_ctx(&ctx, y, v->seq);
+    weft__sysctx_key(&ctx, y, v->seq);
     view_chunk(&it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
                y->nterms);
     int rc = y->run(&ctx, &it);
@@ -367,7 +346,7 @@ static void launch_roots(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
 
 /* Runs a whole system on the driving thread. */
 static void run_inline(weft__sched_t *s, weft__sys_t *y) {
-  uint32_t k = slot_of(s, s->main_self);
+  uint32_t k = weft__sched_slot(s, s->main_self);
   uint64_t t0 = weft__ticks();
   run_range(s, y, 0, y->nvisits, k);
   uint64_t t1 = weft__ticks();
@@ -380,7 +359,7 @@ static void run_inline(weft__sched_t *s, weft__sys_t *y) {
  * and the trace when @p timed, else to the cost estimates only. */
 static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
                       uint64_t t0) {
-  uint32_t k = slot_of(s, s->main_self);
+  uint32_t k = weft__sched_slot(s, s->main_self);
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
     if (!y->active || !y->njobs)
@@ -407,7 +386,7 @@ static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
  */
 static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
                        uint32_t n, bool sample) {
-  uint32_t k = slot_of(s, s->main_self);
+  uint32_t k = weft__sched_slot(s, s->main_self);
   const bool timed = s->cfg.time_inline || s->tracing;
   const uint64_t start = s->pool ? weft__ticks() : 0;
   if (!timed && !sample) {
@@ -601,15 +580,15 @@ static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   p->stats.sync_points++;
   p->stats.commands += cmds;
   s->state.sync_points++;
-  weft__trace_span(s, slot_of(s, s->main_self), WEFT__SPAN_SYNC, ph, cmds, t0,
-                   weft__ticks());
+  weft__trace_span(s, weft__sched_slot(s, s->main_self), WEFT__SPAN_SYNC, ph,
+                   cmds, t0, weft__ticks());
   return rc;
 }
 
 /* An exclusive system: alone, on this thread, with direct world access. */
 static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
-  uint32_t k = slot_of(s, s->main_self);
-  weft_sysctx_t ctx = make_ctx(s, y, k);
+  uint32_t k = weft__sched_slot(s, s->main_self);
+  weft_sysctx_t ctx = weft__sysctx_make(s, y, k);
   uint64_t t0 = weft__ticks();
   if (!y->query) {
     run_task(y, &ctx);
@@ -620,7 +599,7 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
     for (uint32_t seq = 0; weft_iter_next(&it); seq++) {
       if (y->nchanged && !weft__visits_chunk_changed(y, weft__iter_chunk(&it)))
         continue; /* as the plan decided */
-      key_ctx(&ctx, y, seq);
+      weft__sysctx_key(&ctx, y, seq);
       int rc = y->run(&ctx, &it);
       if (rc)
         record_error(y, rc, seq);
@@ -807,54 +786,4 @@ int weft_world_run_phase(weft_world_t *w, weft_phase_t phase, double dt) {
   rc = run_phase(w, s, phase, dt);
   leave(w, s);
   return rc;
-}
-
-/* The system a callback's context belongs to; NULL for a context the
- * scheduler did not make. Never the id table, which a registration during
- * the frame may move under a worker. */
-static weft__sys_t *ctx_sys(const weft_sysctx_t *ctx) {
-  weft__sys_t *y = ctx ? ctx->sys_ : NULL;
-  return y && y->world == ctx->world ? y : NULL;
-}
-
-int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event) {
-  if (!ctx_sys(ctx) || !event)
-    return WEFT_EINVAL;
-  return weft__event_stage(ctx->world, ctx->worker, ctx->key_, ch, event);
-}
-
-int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
-                     weft_sysctx_t *out) {
-  const weft__sys_t *y = ctx_sys(task);
-  if (!y || !out)
-    return WEFT_EINVAL;
-  const weft__sched_t *s = y->world->sched;
-  if (y->query || (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
-    return WEFT_EINVAL;
-  if (part >= WEFT_SYSCTX_PARTS)
-    return WEFT_ELIMIT;
-  /* A task's own key has chunk 0; part p takes chunk p + 1, so the parts
-   * sort after the task and by number, whichever slot stages them. */
-  *out = *task;
-  out->cmd = NULL;
-  out->worker = slot_of(s, worker);
-  out->chunk = part + 1;
-  out->key_ = WEFT_CMD_KEY(y->order, part + 1, 0);
-  return 0;
-}
-
-void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {
-  weft__sys_t *y = ctx_sys(ctx);
-  if (y)
-    atomic_fetch_add_explicit(&y->counted, rows, memory_order_relaxed);
-}
-
-uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {
-  const weft__sys_t *y = ctx_sys(ctx);
-  const weft__sched_t *s = y ? y->world->sched : NULL;
-  if (!s || !s->pool)
-    return WEFT_WORKER_EXTERNAL;
-  /* Slots are worker indices, except the last one: the driving thread
-   * when it does not take part in the pool. */
-  return ctx->worker + 1 == s->nslots ? WEFT_WORKER_EXTERNAL : ctx->worker;
 }

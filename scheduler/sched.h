@@ -198,6 +198,13 @@ typedef struct weft__sched_t {
   uint64_t tick;
 } weft__sched_t;
 
+/* The slot of a pool worker index (the driving thread gets the last one
+ * unless it is worker 0 of a pool it participates in). */
+static inline uint32_t weft__sched_slot(const weft__sched_t *s,
+                                        uint32_t worker) {
+  return worker < s->nslots - 1 ? worker : s->nslots - 1;
+}
+
 /* System @p id of @p s, or NULL for 0, an unknown id or a removed one. */
 static inline weft__sys_t *weft__sched_sys(const weft__sched_t *s,
                                            weft_system_t id) {

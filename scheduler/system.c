@@ -13,7 +13,6 @@
 #include "core/world.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/sched.h"
-#include "weft/random.h"
 
 static const char *const builtin_names[] = {NULL,          "PreUpdate",
                                             "FixedUpdate", "PostFixedUpdate",
@@ -585,14 +584,6 @@ uint32_t weft_pipeline_slots(const weft_world_t *w) {
 
 uint32_t weft_world_change_version(const weft_world_t *w) {
   return w ? w->change_version : 0;
-}
-
-uint64_t weft_sysctx_random(const weft_sysctx_t *ctx, weft_entity_t e,
-                            uint32_t stream, uint32_t n) {
-  if (!ctx || !ctx->world)
-    return 0;
-  return weft_random_at(weft_random_world_seed(ctx->world), e, ctx->tick,
-                        stream, n);
 }
 
 uint32_t weft_iter_version(const weft_iter_t *it, weft_component_t c) {
