@@ -233,6 +233,13 @@ int weft__sched_build(weft_world_t *w, weft__sched_t *s);
 /* Frees the built arrays of the phases and systems (graph.c). */
 void weft__graph_fini(weft_world_t *w, weft__sched_t *s);
 
+/* Runs phase @p ph with time step @p dt, then the user phases anchored to
+ * it: each sync segment's systems, prepared, dispatched and synced
+ * (pipeline.c). Driving thread, inside a frame (frame.c). Returns 0 or the
+ * first failure. */
+int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
+                             double dt);
+
 /* Records a span on slot k (trace.c). */
 void weft__trace_record(weft__sched_t *s, uint32_t k, uint32_t kind,
                         uint32_t id, uint32_t n, uint64_t t0, uint64_t t1);

@@ -4,7 +4,6 @@
  * weft__sys_t records, access lists become masks, and any change marks the
  * schedule dirty so that graph.c rebuilds it before the next dispatch.
  */
-#include <math.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -545,34 +544,7 @@ int weft_schedule_build(weft_world_t *w) {
   return weft__sched_build(w, s);
 }
 
-/* ---- pipeline settings and small accessors ------------------------------ */
-
-int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {
-  WEFT_CHECK(w, w && c, WEFT_EINVAL, "NULL argument");
-  weft__sched_t *s;
-  int open_rc = weft__sched_open(w, &s);
-  if (open_rc)
-    return open_rc;
-  WEFT_CHECK(w, !s->running, WEFT_EBUSY, "configure between frames");
-  WEFT_CHECK(w, isfinite(c->fixed_dt) && c->fixed_dt >= 0, WEFT_EINVAL,
-             "fixed_dt must be finite and >= 0");
-  WEFT_CHECK(w, isfinite(c->net_dt), WEFT_EINVAL, "net_dt must be finite");
-  WEFT_CHECK(w, c->overload <= WEFT_OVERLOAD_ACCUMULATE, WEFT_EINVAL,
-             "unknown overload policy %d", (int)c->overload);
-  s->cfg.fixed_dt = c->fixed_dt > 0 ? c->fixed_dt : 1.0 / 60.0;
-  s->cfg.max_steps = c->max_steps ? c->max_steps : 8;
-  s->cfg.overload = c->overload;
-  s->cfg.net_dt = c->net_dt != 0 ? c->net_dt : 1.0 / 30.0;
-  s->cfg.inline_rows = c->inline_rows ? c->inline_rows : 4096;
-  s->cfg.time_inline = c->time_inline;
-  return 0;
-}
-
-void weft_pipeline_state(const weft_world_t *w, weft_pipeline_state_t *out) {
-  if (!out)
-    return;
-  *out = (w && w->sched) ? w->sched->state : (weft_pipeline_state_t){0};
-}
+/* ---- small accessors ---------------------------------------------------- */
 
 uint32_t weft_pipeline_slots(const weft_world_t *w) {
   if (!w)
