@@ -191,6 +191,8 @@ static void maybe_split(weft__sched_t *s, weft__sys_t *y, uint32_t i,
   uint32_t idx =
       atomic_fetch_add_explicit(&y->job_next, 1, memory_order_relaxed);
   uint32_t node = y->visits[mid].chunk->node;
+  /* Plain stores: the deque push in weft_pool_submit() publishes the
+   * record to the worker that takes it (see submit()). */
   y->jobs[idx] = (weft__job_t){y, mid, *end - mid, node};
   atomic_fetch_add_explicit(&y->jobs_left, 1, memory_order_relaxed);
   *end = mid;
@@ -267,6 +269,24 @@ static bool launch_prepare(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
   return true;
 }
 
+/*
+ * The job-publication edge. A job record (y->jobs[j]) and everything its
+ * run reads (the system's visits, archetype entries, version, the slots'
+ * buffers) are written with plain stores: by the driving thread in
+ * prepare(), or by the splitting worker in maybe_split(). No atomic of
+ * this file publishes them; weft_pool_submit() does. It copies the record's
+ * address into a ring slot and pushes the slot on the submitting worker's
+ * deque, and weft__deque_push() (scheduler/deque.c) issues a release fence
+ * before it stores the new bottom; a thief's weft__deque_steal() loads
+ * bottom with acquire, so every store made before the push is visible to
+ * the worker that runs the job (Chase-Lev with the orderings of Le et al.;
+ * under TSan the bottom store is itself a release). The owner popping its
+ * own push needs no edge, and a job that goes to an injection queue (the
+ * driving thread outside the pool, or a job for another node) is published
+ * by that queue's mutex instead. A successor launched by a worker in
+ * complete() sees prepare()'s stores through the chain of such edges and
+ * the acq_rel decrements of preds_left and jobs_left.
+ */
 static void submit(weft__sched_t *s, weft__sys_t *y, uint32_t j,
                    uint32_t self) {
   weft_pool_submit(s->pool, self, job_main, &y->jobs[j], NULL, y->jobs[j].node);
