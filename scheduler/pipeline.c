@@ -13,7 +13,6 @@
  * job starts the successors it unblocked. The segment ends with a sync
  * point that applies every worker's command buffer in key order.
  */
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -22,6 +21,7 @@
 #include "core/resource_internal.h"
 #include "core/world.h"
 #include "scheduler/context.h"
+#include "scheduler/cost.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/sched.h"
 #include "scheduler/visits.h"
@@ -89,60 +89,6 @@ static void note_time(weft__sys_t *y, uint64_t t0, uint64_t t1) {
              &y->end_ns, &cur, t1, memory_order_relaxed, memory_order_relaxed))
     ;
   atomic_fetch_add_explicit(&y->busy_ns, t1 - t0, memory_order_relaxed);
-}
-
-/* ---- costs --------------------------------------------------------------- */
-
-/*
- * Inline or dispatch: a system, or a segment's systems together, whose
- * estimated time is below inline_rows rows' worth (ROW_NS a row) runs on
- * the driving thread (or the worker launching it) without a queue round
- * trip; anything else goes to the pool. A query system is estimated from
- * its rows, at the time per row measured in its earlier runs but never
- * below ROW_NS, so that what matched many rows is dispatched as it always
- * was and a few heavy rows are too. A task is estimated from its measured
- * time; until it has one, it is dispatched (unknown counts as heavy),
- * since a task's rows say nothing about it.
- *
- * Runs on the pool are always timed. A timestamp costs about as much as a
- * tiny system (20-35 ns in a VM), so a segment run inline is timed as a
- * whole (two timestamps); when it took longer than the threshold, the
- * next run of its phase times each of its systems (run_serial()), as
- * does the first run of a phase after a registration. Each
- * estimate takes the smaller of the last two samples, so that one run
- * slowed by preemption on a loaded machine does not flip the decision.
- * Only timing depends on this: commands and events are keyed by system
- * and chunk, so results are the same whichever way it goes.
- */
-#define ROW_NS 5.0
-
-static inline double inline_ns(const weft__sched_t *s) {
-  return (double)s->cfg.inline_rows * ROW_NS;
-}
-
-/* The estimated time of y's run this time, in ns (planned: rows known). */
-static double estimate(const weft__sys_t *y) {
-  if (y->query)
-    return (double)y->rows * (y->row_ns > ROW_NS ? y->row_ns : ROW_NS);
-  return y->cost_ns > 0 ? y->cost_ns : INFINITY;
-}
-
-/* Folds a run of y that took @p ticks into its estimate. */
-static void learn_cost(const weft__sched_t *s, weft__sys_t *y, uint64_t ticks) {
-  double ns = (double)ticks * s->clock.tick_ns;
-  if (y->query) {
-    if (!y->rows)
-      return; /* says nothing about a row */
-    ns /= (double)y->rows;
-  }
-  double prev = y->last_ns;
-  y->last_ns = ns;
-  if (prev > 0 && prev < ns)
-    ns = prev;
-  if (y->query)
-    y->row_ns = ns;
-  else
-    y->cost_ns = ns;
 }
 
 /* ---- parallel dispatch --------------------------------------------------- */
@@ -260,7 +206,7 @@ static bool launch_prepare(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
   }
   atomic_store_explicit(&y->jobs_left, y->njobs, memory_order_relaxed);
   atomic_store_explicit(&y->job_next, y->njobs, memory_order_relaxed);
-  if (y->njobs == 1 && y->est_ns < inline_ns(s)) {
+  if (y->njobs == 1 && y->est_ns < weft__cost_inline_ns(s)) {
     /* Too small to be worth a queue round trip: run it here. */
     job_main(&y->jobs[0], self);
     return false;
@@ -414,8 +360,8 @@ static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
   } else {
     run_timed(s, l, n, timed, s->pool ? start : weft__ticks());
   }
-  if (s->pool &&
-      (double)(weft__ticks() - start) * s->clock.tick_ns >= inline_ns(s))
+  if (s->pool && (double)(weft__ticks() - start) * s->clock.tick_ns >=
+                     weft__cost_inline_ns(s))
     p->sample_next = true;
 }
 
@@ -486,7 +432,7 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
     if (s->pool)
-      total += y->est_ns = estimate(y);
+      total += y->est_ns = weft__cost_estimate(y);
   }
   /* Writes made while the segment runs (weft_get_mut(), weft_set(),
    * weft_get_many_ex() with a write mask, drained structural calls) stamp
@@ -538,7 +484,7 @@ static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
     y->stats.wall_ns += t1 > t0 ? t1 - t0 : 0;
     y->stats.worker_ns += busy;
     if (s->pool && (busy || y->sample_ticks)) {
-      learn_cost(s, y, busy ? busy : y->sample_ticks);
+      weft__cost_learn(s, y, busy ? busy : y->sample_ticks);
       y->sample_ticks = 0;
     }
     y->last_run = y->version;
@@ -641,7 +587,7 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     /* Structural calls made directly by main-thread callbacks stage
      * instead of moving rows under the chunks being visited. */
     weft_world_defer_begin(w);
-    if (!s->pool || cost < inline_ns(s)) {
+    if (!s->pool || cost < weft__cost_inline_ns(s)) {
       run_serial(s, p, l, n, p->sample_now);
     } else {
       run_parallel(s, l, n);

@@ -137,8 +137,8 @@ typedef struct weft__sys_t {
   /* Written by the owner thread after the run (finish()) or on the
    * driving thread alone (run_serial()); never read by workers. */
   WEFT__LINE_ALIGNED weft_system_stats_t stats;
-  /* What a run costs, for the inline-or-dispatch decision (pipeline.c,
-   * estimate()). Driving thread only. */
+  /* What a run costs, for the inline-or-dispatch decision (cost.h,
+   * weft__cost_estimate()). Driving thread only. */
   double cost_ns;        /* a task's measured time per run; 0: none yet */
   double row_ns;         /* a query system's measured time per row; 0: none */
   double last_ns;        /* the previous sample (per run, or per row) */
