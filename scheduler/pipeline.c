@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Running the schedule: the frame loop (fixed steps, network ticks,
- * interpolation alpha), phases, sync segments, and the dispatch of each
- * system's chunks as jobs on the pool.
+ * Running the schedule: phases, sync segments, and the dispatch of each
+ * system's chunks as jobs on the pool. The frame loop that runs the phases
+ * (fixed steps, network ticks, interpolation alpha) is frame.c.
  *
  * A segment is prepared on the driving thread, in the phase's order: run
  * conditions are evaluated, change versions handed out, and every active
@@ -13,44 +13,18 @@
  * job starts the successors it unblocked. The segment ends with a sync
  * point that applies every worker's command buffer in key order.
  */
-#include <float.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/check.h"
 #include "core/query_internal.h"
 #include "core/resource_internal.h"
 #include "core/world_view.h"
+#include "scheduler/context.h"
+#include "scheduler/cost.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/sched.h"
 #include "scheduler/visits.h"
-
-double weft__ns_per_tick(const weft__sched_t *s) {
-#if WEFT__TICKS_ARE_NS
-  (void)s;
-  return 1.0;
-#else
-  if (s->ns_per_tick > 0)
-    return s->ns_per_tick;
-  uint64_t n, t;
-  do {
-    n = weft__now_ns();
-    t = weft__ticks();
-  } while (n - s->cal_ns < 2000000 || t == s->cal_ticks);
-  double f = (double)(n - s->cal_ns) / (double)(t - s->cal_ticks);
-  if (n - s->cal_ns > 1000000000u)
-    ((weft__sched_t *)s)->ns_per_tick = f; /* good to 1 ppm: keep it */
-  return f;
-#endif
-}
-
-/* The slot of a pool worker index (the driving thread gets the last one
- * unless it is worker 0 of a pool it participates in). */
-static uint32_t slot_of(const weft__sched_t *s, uint32_t worker) {
-  return worker < s->nslots - 1 ? worker : s->nslots - 1;
-}
 
 /* ---- running chunks ------------------------------------------------------ */
 
@@ -117,76 +91,6 @@ static void note_time(weft__sys_t *y, uint64_t t0, uint64_t t1) {
   atomic_fetch_add_explicit(&y->busy_ns, t1 - t0, memory_order_relaxed);
 }
 
-/* ---- costs --------------------------------------------------------------- */
-
-/*
- * Inline or dispatch: a system, or a segment's systems together, whose
- * estimated time is below inline_rows rows' worth (ROW_NS a row) runs on
- * the driving thread (or the worker launching it) without a queue round
- * trip; anything else goes to the pool. A query system is estimated from
- * its rows, at the time per row measured in its earlier runs but never
- * below ROW_NS, so that what matched many rows is dispatched as it always
- * was and a few heavy rows are too. A task is estimated from its measured
- * time; until it has one, it is dispatched (unknown counts as heavy),
- * since a task's rows say nothing about it.
- *
- * Runs on the pool are always timed. A timestamp costs about as much as a
- * tiny system (20-35 ns in a VM), so a segment run inline is timed as a
- * whole (two timestamps); when it took longer than the threshold, the
- * next run of its phase times each of its systems (run_serial()), as
- * does the first run of a phase after a registration. Each
- * estimate takes the smaller of the last two samples, so that one run
- * slowed by preemption on a loaded machine does not flip the decision.
- * Only timing depends on this: commands and events are keyed by system
- * and chunk, so results are the same whichever way it goes.
- */
-#define ROW_NS 5.0
-
-static inline double inline_ns(const weft__sched_t *s) {
-  return (double)s->cfg.inline_rows * ROW_NS;
-}
-
-/* The estimated time of y's run this time, in ns (planned: rows known). */
-static double estimate(const weft__sys_t *y) {
-  if (y->query)
-    return (double)y->rows * (y->row_ns > ROW_NS ? y->row_ns : ROW_NS);
-  return y->cost_ns > 0 ? y->cost_ns : INFINITY;
-}
-
-/* Folds a run of y that took @p ticks into its estimate. */
-static void learn_cost(const weft__sched_t *s, weft__sys_t *y, uint64_t ticks) {
-  double ns = (double)ticks * s->tick_ns;
-  if (y->query) {
-    if (!y->rows)
-      return; /* says nothing about a row */
-    ns /= (double)y->rows;
-  }
-  double prev = y->last_ns;
-  y->last_ns = ns;
-  if (prev > 0 && prev < ns)
-    ns = prev;
-  if (y->query)
-    y->row_ns = ns;
-  else
-    y->cost_ns = ns;
-}
-
-/* Keeps s->tick_ns, which converts measured ticks to ns for the
- * estimates, calibrated: a first guess of 1 until 2 ms after the
- * scheduler was created (ns_per_tick would wait until then), then the
- * running calibration, refreshed every 64 frames (two clock reads) until
- * it is final. */
-static void update_tick_ns(weft__sched_t *s) {
-#if !WEFT__TICKS_ARE_NS
-  if (s->ns_per_tick > 0)
-    s->tick_ns = s->ns_per_tick;
-  else if (weft__now_ns() - s->cal_ns >= 2000000u)
-    s->tick_ns = weft__ns_per_tick(s);
-#else
-  (void)s;
-#endif
-}
-
 /* ---- parallel dispatch --------------------------------------------------- */
 
 static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self);
@@ -206,7 +110,7 @@ static void job_main(void *arg, uint32_t worker) {
   weft__job_t *j = arg;
   weft__sys_t *y = j->sys;
   weft__sched_t *s = weft__sched_of(y->world);
-  uint32_t k = slot_of(s, worker), end = j->first + j->count;
+  uint32_t k = weft__sched_slot(s, worker), end = j->first + j->count;
   uint64_t t0 = weft__ticks();
   run_visits(s, y, j->first, &end, k, worker);
   uint64_t t1 = weft__ticks();
@@ -225,37 +129,25 @@ static void maybe_split(weft__sched_t *s, weft__sys_t *y, uint32_t i,
   if (*end - i < 2 || !weft__pool_hungry(s->pool, worker))
     return;
   uint32_t mid = i + (*end - i) / 2;
-  if (weft__rows_before(y, mid) - weft__rows_before(y, i) < y->batch ||
-      weft__rows_before(y, *end) - weft__rows_before(y, mid) < y->batch)
+  if (weft__visits_rows_before(y, mid) - weft__visits_rows_before(y, i) <
+          y->batch ||
+      weft__visits_rows_before(y, *end) - weft__visits_rows_before(y, mid) <
+          y->batch)
     return;
   uint32_t idx =
       atomic_fetch_add_explicit(&y->job_next, 1, memory_order_relaxed);
   uint32_t node = y->visits[mid].chunk->node;
+  /* Plain stores: the deque push in weft_pool_submit() publishes the
+   * record to the worker that takes it (see submit()). */
   y->jobs[idx] = (weft__job_t){y, mid, *end - mid, node};
   atomic_fetch_add_explicit(&y->jobs_left, 1, memory_order_relaxed);
   *end = mid;
   weft_pool_submit(s->pool, worker, job_main, &y->jobs[idx], NULL, node);
 }
 
-/* The context a callback of y gets on slot k. */
-static inline weft_sysctx_t make_ctx(weft__sched_t *s, weft__sys_t *y,
-                                     uint32_t k) {
-  return (weft_sysctx_t){y->world,   s->slots[k].cmd, y->user, s->dt,
-                         s->tick,    y->id,           k,       0,
-                         y->version, y->last_run,     0,       y};
-}
-
-/* Keys the context's buffer for chunk sequence seq (0 for a task). */
-static inline void key_ctx(weft_sysctx_t *ctx, const weft__sys_t *y,
-                           uint32_t seq) {
-  ctx->chunk = seq;
-  ctx->key_ = WEFT_CMD_KEY(y->order, seq, 0);
-  weft_cmd_key(ctx->cmd, ctx->key_);
-}
-
 /* A task: one call with no chunk. */
 static void run_task(weft__sys_t *y, weft_sysctx_t *ctx) {
-  key_ctx(ctx, y, 0);
+  weft__sysctx_key(ctx, y, 0);
   int rc = y->run(ctx, NULL);
   if (rc)
     record_error(y, rc, 0);
@@ -264,7 +156,7 @@ static void run_task(weft__sys_t *y, weft_sysctx_t *ctx) {
 static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
                        uint32_t *end, uint32_t k, uint32_t split) {
   weft_world_t *w = y->world;
-  weft_sysctx_t ctx = make_ctx(s, y, k);
+  weft_sysctx_t ctx = weft__sysctx_make(s, y, k);
   if (!y->query) {
     run_task(y, &ctx);
     return;
@@ -284,12 +176,12 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
    * same). A range split off later is stamped again by its job, which is
    * harmless: a stamp only stores this run's version. */
   if (y->stamp_late)
-    weft__stamp_visits(y, first, *end);
+    weft__visits_stamp_range(y, first, *end);
   for (uint32_t i = first; i < *end; i++) {
     if (split != NO_SPLIT)
       maybe_split(s, y, i, end, split);
     const weft__visit_t *v = &y->visits[i];
-    key_ctx(&ctx, y, v->seq);
+    weft__sysctx_key(&ctx, y, v->seq);
     view_chunk(&it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
                y->nterms);
     int rc = y->run(&ctx, &it);
@@ -314,7 +206,7 @@ static bool launch_prepare(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
   }
   atomic_store_explicit(&y->jobs_left, y->njobs, memory_order_relaxed);
   atomic_store_explicit(&y->job_next, y->njobs, memory_order_relaxed);
-  if (y->njobs == 1 && y->est_ns < inline_ns(s)) {
+  if (y->njobs == 1 && y->est_ns < weft__cost_inline_ns(s)) {
     /* Too small to be worth a queue round trip: run it here. */
     job_main(&y->jobs[0], self);
     return false;
@@ -323,6 +215,24 @@ static bool launch_prepare(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
   return true;
 }
 
+/*
+ * The job-publication edge. A job record (y->jobs[j]) and everything its
+ * run reads (the system's visits, archetype entries, version, the slots'
+ * buffers) are written with plain stores: by the driving thread in
+ * prepare(), or by the splitting worker in maybe_split(). No atomic of
+ * this file publishes them; weft_pool_submit() does. It copies the record's
+ * address into a ring slot and pushes the slot on the submitting worker's
+ * deque, and weft__deque_push() (scheduler/deque.c) issues a release fence
+ * before it stores the new bottom; a thief's weft__deque_steal() loads
+ * bottom with acquire, so every store made before the push is visible to
+ * the worker that runs the job (Chase-Lev with the orderings of Le et al.;
+ * under TSan the bottom store is itself a release). The owner popping its
+ * own push needs no edge, and a job that goes to an injection queue (the
+ * driving thread outside the pool, or a job for another node) is published
+ * by that queue's mutex instead. A successor launched by a worker in
+ * complete() sees prepare()'s stores through the chain of such edges and
+ * the acq_rel decrements of preds_left and jobs_left.
+ */
 static void submit(weft__sched_t *s, weft__sys_t *y, uint32_t j,
                    uint32_t self) {
   weft_pool_submit(s->pool, self, job_main, &y->jobs[j], NULL, y->jobs[j].node);
@@ -400,7 +310,7 @@ static void launch_roots(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
 
 /* Runs a whole system on the driving thread. */
 static void run_inline(weft__sched_t *s, weft__sys_t *y) {
-  uint32_t k = slot_of(s, s->main_self);
+  uint32_t k = weft__sched_slot(s, s->main_self);
   uint64_t t0 = weft__ticks();
   run_range(s, y, 0, y->nvisits, k);
   uint64_t t1 = weft__ticks();
@@ -413,7 +323,7 @@ static void run_inline(weft__sched_t *s, weft__sys_t *y) {
  * and the trace when @p timed, else to the cost estimates only. */
 static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
                       uint64_t t0) {
-  uint32_t k = slot_of(s, s->main_self);
+  uint32_t k = weft__sched_slot(s, s->main_self);
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
     if (!y->active || !y->njobs)
@@ -440,7 +350,7 @@ static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
  */
 static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
                        uint32_t n, bool sample) {
-  uint32_t k = slot_of(s, s->main_self);
+  uint32_t k = weft__sched_slot(s, s->main_self);
   const bool timed = s->cfg.time_inline || s->tracing;
   const uint64_t start = s->pool ? weft__ticks() : 0;
   if (!timed && !sample) {
@@ -450,7 +360,8 @@ static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
   } else {
     run_timed(s, l, n, timed, s->pool ? start : weft__ticks());
   }
-  if (s->pool && (double)(weft__ticks() - start) * s->tick_ns >= inline_ns(s))
+  if (s->pool && (double)(weft__ticks() - start) * s->clock.tick_ns >=
+                     weft__cost_inline_ns(s))
     p->sample_next = true;
 }
 
@@ -516,11 +427,12 @@ static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     atomic_store_explicit(&y->start_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&y->end_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&y->busy_ns, 0, memory_order_relaxed);
-    if (y->query ? weft__plan_system(w, y) : weft__plan_task(w, y))
+    if (y->query ? weft__visits_plan_system(w, y)
+                 : weft__visits_plan_task(w, y))
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
     if (s->pool)
-      total += y->est_ns = estimate(y);
+      total += y->est_ns = weft__cost_estimate(y);
   }
   /* Writes made while the segment runs (weft_get_mut(), weft_set(),
    * weft_get_many_ex() with a write mask, drained structural calls) stamp
@@ -572,7 +484,7 @@ static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
     y->stats.wall_ns += t1 > t0 ? t1 - t0 : 0;
     y->stats.worker_ns += busy;
     if (s->pool && (busy || y->sample_ticks)) {
-      learn_cost(s, y, busy ? busy : y->sample_ticks);
+      weft__cost_learn(s, y, busy ? busy : y->sample_ticks);
       y->sample_ticks = 0;
     }
     y->last_run = y->version;
@@ -632,15 +544,15 @@ static int sync_point(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   p->stats.sync_points++;
   p->stats.commands += cmds;
   s->state.sync_points++;
-  weft__trace_span(s, slot_of(s, s->main_self), WEFT__SPAN_SYNC, ph, cmds, t0,
-                   weft__ticks());
+  weft__trace_span(s, weft__sched_slot(s, s->main_self), WEFT__SPAN_SYNC, ph,
+                   cmds, t0, weft__ticks());
   return rc;
 }
 
 /* An exclusive system: alone, on this thread, with direct world access. */
 static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
-  uint32_t k = slot_of(s, s->main_self);
-  weft_sysctx_t ctx = make_ctx(s, y, k);
+  uint32_t k = weft__sched_slot(s, s->main_self);
+  weft_sysctx_t ctx = weft__sysctx_make(s, y, k);
   uint64_t t0 = weft__ticks();
   if (!y->query) {
     run_task(y, &ctx);
@@ -649,9 +561,9 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
     weft_iter_t it;
     weft_query_iter(y->query, &it);
     for (uint32_t seq = 0; weft_iter_next(&it); seq++) {
-      if (y->nchanged && !weft__chunk_changed(y, weft__iter_chunk(&it)))
+      if (y->nchanged && !weft__visits_chunk_changed(y, weft__iter_chunk(&it)))
         continue; /* as the plan decided */
-      key_ctx(&ctx, y, seq);
+      weft__sysctx_key(&ctx, y, seq);
       int rc = y->run(&ctx, &it);
       if (rc)
         record_error(y, rc, seq);
@@ -675,7 +587,7 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     /* Structural calls made directly by main-thread callbacks stage
      * instead of moving rows under the chunks being visited. */
     weft_world_defer_begin(w);
-    if (!s->pool || cost < inline_ns(s)) {
+    if (!s->pool || cost < weft__cost_inline_ns(s)) {
       run_serial(s, p, l, n, p->sample_now);
     } else {
       run_parallel(s, l, n);
@@ -688,8 +600,8 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   return rc ? rc : src;
 }
 
-static int run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
-                     double dt) {
+int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
+                             double dt) {
   weft__phase_t *p = &s->phases[ph];
   uint64_t t0 = weft__ticks();
   int rc = 0;
@@ -714,177 +626,6 @@ static int run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
   /* User phases anchored here follow, in registration order. */
   for (weft_phase_t q = WEFT_PHASE_PRE_RENDER + 1; q <= s->nphases && !rc; q++)
     if (s->phases[q].anchor == ph)
-      rc = run_phase(w, s, q, dt);
+      rc = weft__pipeline_run_phase(w, s, q, dt);
   return rc;
-}
-
-/* ---- frames -------------------------------------------------------------- */
-
-static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
-  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  WEFT_CHECK(w, isfinite(dt) && dt >= 0, WEFT_EINVAL,
-             "dt must be finite and >= 0");
-  weft__sched_t *s;
-  int open_rc = weft__sched_open(w, &s);
-  if (open_rc)
-    return open_rc;
-  WEFT_CHECK(w, !s->running, WEFT_EBUSY,
-             "a frame is already running (called from a callback?)");
-  WEFT_CHECK(w, weft_world_defer_depth(w) == 0, WEFT_EBUSY,
-             "a deferred scope or iteration is open");
-  int rc = weft__sched_build(w, s);
-  if (rc)
-    return rc;
-  if (s->pool && s->tick_ns != s->ns_per_tick && s->state.frames % 64 == 0)
-    update_tick_ns(s);
-  s->running = true;
-  *out = s;
-  return 0;
-}
-
-/* Leaves a dispatch: systems whose after() condition fired go now. */
-static void leave(weft_world_t *w, weft__sched_t *s) {
-  s->running = false;
-  for (uint32_t i = 0; i < s->nsys; i++)
-    if (s->sys[i] && s->sys[i]->retire)
-      weft__sched_drop(w, s->sys[i]);
-}
-
-/*
- * Counts @p t seconds as dropped. Any finite dt is accepted, up to
- * DBL_MAX: the step count saturates instead of overflowing a conversion,
- * and so do the sums.
- */
-static void drop_time(weft_pipeline_state_t *st, double t, double fixed_dt) {
-  double steps = floor(t / fixed_dt);
-  uint64_t n = steps < 0x1p64 ? (uint64_t)steps : UINT64_MAX;
-  st->steps_dropped =
-      n > UINT64_MAX - st->steps_dropped ? UINT64_MAX : st->steps_dropped + n;
-  st->time_dropped =
-      st->time_dropped <= DBL_MAX - t ? st->time_dropped + t : DBL_MAX;
-}
-
-/* The most fixed steps' worth of time WEFT_OVERLOAD_ACCUMULATE keeps. */
-#define BACKLOG_STEPS 0x1p32
-
-static int fixed_steps(weft_world_t *w, weft__sched_t *s) {
-  const weft_pipeline_config_t *c = &s->cfg;
-  weft_pipeline_state_t *st = &s->state;
-  int rc = 0;
-  /* A backlog past BACKLOG_STEPS could never be worked off, and past about
-   * 2^53 steps subtracting a step would no longer change it: the excess
-   * is dropped, as under WEFT_OVERLOAD_DROP. */
-  const double backlog = BACKLOG_STEPS * c->fixed_dt;
-  if (c->overload == WEFT_OVERLOAD_ACCUMULATE && st->accumulator > backlog) {
-    drop_time(st, st->accumulator - backlog, c->fixed_dt);
-    st->accumulator = backlog;
-  }
-  for (uint32_t steps = 0; !rc && st->accumulator >= c->fixed_dt; steps++) {
-    if (steps == c->max_steps) {
-      if (c->overload == WEFT_OVERLOAD_DROP) {
-        drop_time(st, st->accumulator, c->fixed_dt);
-        st->accumulator = 0;
-      }
-      break;
-    }
-    s->tick = st->tick;
-    rc = run_phase(w, s, WEFT_PHASE_FIXED_UPDATE, c->fixed_dt);
-    if (!rc)
-      rc = run_phase(w, s, WEFT_PHASE_POST_FIXED_UPDATE, c->fixed_dt);
-    weft_event_clear(w, 0); /* events live for one fixed tick */
-    st->tick++;
-    st->accumulator -= c->fixed_dt;
-    if (c->net_dt > 0)
-      s->net_acc += c->fixed_dt; /* network time is simulated time */
-    if (!rc && c->net_dt > 0 && s->net_acc >= c->net_dt) {
-      rc = run_phase(w, s, WEFT_PHASE_NETWORK_TICK, c->net_dt);
-      s->net_acc -= c->net_dt;
-    }
-  }
-  return rc;
-}
-
-int weft_world_progress(weft_world_t *w, double dt) {
-  weft__sched_t *s;
-  int rc = enter(w, &s, dt);
-  if (rc)
-    return rc;
-  s->tick = s->state.tick;
-  rc = run_phase(w, s, WEFT_PHASE_PRE_UPDATE, dt);
-  s->state.accumulator += dt;
-  if (!rc)
-    rc = fixed_steps(w, s);
-  s->state.alpha = s->state.accumulator / s->cfg.fixed_dt;
-  s->tick = s->state.tick;
-  if (!rc)
-    rc = run_phase(w, s, WEFT_PHASE_PRE_RENDER, dt);
-  s->state.frames++;
-  leave(w, s);
-  return rc;
-}
-
-int weft_world_run_phase(weft_world_t *w, weft_phase_t phase, double dt) {
-  weft__sched_t *s;
-  int rc = enter(w, &s, dt);
-  if (rc)
-    return rc;
-  if (phase < 1 || phase > s->nphases) {
-    s->running = false;
-    return weft__fail(w, WEFT_ENONAME, WEFT__FILE, WEFT__LINE, "no phase %u",
-                      phase);
-  }
-  s->tick = s->state.tick;
-  rc = run_phase(w, s, phase, dt);
-  leave(w, s);
-  return rc;
-}
-
-/* The system a callback's context belongs to; NULL for a context the
- * scheduler did not make. Never the id table, which a registration during
- * the frame may move under a worker. */
-static weft__sys_t *ctx_sys(const weft_sysctx_t *ctx) {
-  weft__sys_t *y = ctx ? ctx->sys_ : NULL;
-  return y && y->world == ctx->world ? y : NULL;
-}
-
-int weft_sysctx_emit(weft_sysctx_t *ctx, weft_channel_t ch, const void *event) {
-  if (!ctx_sys(ctx) || !event)
-    return WEFT_EINVAL;
-  return weft__event_stage(ctx->world, ctx->worker, ctx->key_, ch, event);
-}
-
-int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
-                     weft_sysctx_t *out) {
-  const weft__sys_t *y = ctx_sys(task);
-  if (!y || !out)
-    return WEFT_EINVAL;
-  const weft__sched_t *s = weft__sched_of(y->world);
-  if (y->query || (worker != WEFT_WORKER_EXTERNAL && worker >= s->nslots - 1))
-    return WEFT_EINVAL;
-  if (part >= WEFT_SYSCTX_PARTS)
-    return WEFT_ELIMIT;
-  /* A task's own key has chunk 0; part p takes chunk p + 1, so the parts
-   * sort after the task and by number, whichever slot stages them. */
-  *out = *task;
-  out->cmd = NULL;
-  out->worker = slot_of(s, worker);
-  out->chunk = part + 1;
-  out->key_ = WEFT_CMD_KEY(y->order, part + 1, 0);
-  return 0;
-}
-
-void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {
-  weft__sys_t *y = ctx_sys(ctx);
-  if (y)
-    atomic_fetch_add_explicit(&y->counted, rows, memory_order_relaxed);
-}
-
-uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {
-  const weft__sys_t *y = ctx_sys(ctx);
-  const weft__sched_t *s = y ? weft__sched_of(y->world) : NULL;
-  if (!s || !s->pool)
-    return WEFT_WORKER_EXTERNAL;
-  /* Slots are worker indices, except the last one: the driving thread
-   * when it does not take part in the pool. */
-  return ctx->worker + 1 == s->nslots ? WEFT_WORKER_EXTERNAL : ctx->worker;
 }

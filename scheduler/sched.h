@@ -8,6 +8,7 @@
 #define WEFT_SCHEDULER_SCHED_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -16,6 +17,7 @@
 #include "core/chunk.h"
 #include "core/txn.h"
 #include "core/world_view.h"
+#include "scheduler/clock.h"
 #include "weft/pool.h"
 #include "weft/system.h"
 
@@ -46,8 +48,19 @@ typedef struct weft__ainfo_t {
   uint16_t stamp[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
 } weft__ainfo_t;
 
+/*
+ * A registered system. Its fields are grouped by who writes them, each
+ * group on lines of its own (WEFT__LINE_ALIGNED), so that the atomics the
+ * workers update during a run never share a line with what every worker
+ * reads: the owner's fields, written only outside the parallel part and
+ * read by workers during it; the workers' atomics; the owner's counters
+ * and cost samples, which workers never touch.
+ */
 typedef struct weft__sys_t {
-  weft_system_t id; /* index + 1 into sched->sys */
+  /* Written by the owner thread: at registration, at a schedule build, and
+   * before each run's dispatch (prepare(), visits.c); read by workers
+   * during the run. */
+  WEFT__LINE_ALIGNED weft_system_t id; /* index + 1 into sched->sys */
   weft_world_t *world;
   char *name;
   weft_phase_t phase;
@@ -100,29 +113,47 @@ typedef struct weft__sys_t {
   uint64_t plan_version; /* the world's structural version it was made at */
   uint32_t plan_matches; /* and the query's cache size then */
   bool planned;
-  bool dispatched;           /* this run went to the pool */
-  _Atomic uint32_t job_next; /* next free job record (splits) */
-  uint64_t rows;             /* rows this run visits */
-  _Atomic uint64_t counted;  /* rows a task counted (weft_sysctx_count) */
+  uint64_t rows; /* rows this run visits */
+  /* This run's estimate (prepare()); launch_prepare() reads it. */
+  double est_ns;
+
+  /* Written during the run by any worker, atomically, and dispatched by
+   * the one thread that launches the run (launch_prepare(), which also
+   * sets jobs_left and job_next). The owner resets the others before the
+   * dispatch and reads them all after it. */
+  WEFT__LINE_ALIGNED _Atomic uint32_t job_next; /* next free job record
+                                                   (splits) */
   _Atomic uint32_t preds_left;
   _Atomic uint32_t jobs_left;
+  _Atomic bool main_ready;  /* a main-thread system whose turn came */
+  bool dispatched;          /* this run went to the pool */
+  _Atomic uint64_t counted; /* rows a task counted (weft_sysctx_count) */
   /* The failure with the lowest chunk sequence: (seq + 1) << 32 | -code;
    * 0 when none, so that the report does not depend on timing. */
   _Atomic uint64_t err;
   _Atomic uint64_t start_ns; /* first job start (0: none yet) */
   _Atomic uint64_t end_ns;
   _Atomic uint64_t busy_ns;
-  _Atomic bool main_ready; /* a main-thread system whose turn came */
-  weft_system_stats_t stats;
 
-  /* What a run costs, for the inline-or-dispatch decision (pipeline.c,
-   * estimate()). Driving thread only. */
-  double est_ns;         /* this run's estimate (prepare()) */
+  /* Written by the owner thread after the run (finish()) or on the
+   * driving thread alone (run_serial()); never read by workers. */
+  WEFT__LINE_ALIGNED weft_system_stats_t stats;
+  /* What a run costs, for the inline-or-dispatch decision (cost.h,
+   * weft__cost_estimate()). Driving thread only. */
   double cost_ns;        /* a task's measured time per run; 0: none yet */
   double row_ns;         /* a query system's measured time per row; 0: none */
   double last_ns;        /* the previous sample (per run, or per row) */
   uint64_t sample_ticks; /* a sampled inline run's time (run_serial()) */
 } weft__sys_t;
+
+/* The workers' atomics share no line with the fields around them. */
+_Static_assert(offsetof(weft__sys_t, job_next) % WEFT__CACHE_LINE == 0,
+               "weft__sys_t: the workers' atomics start a line");
+_Static_assert(offsetof(weft__sys_t, stats) % WEFT__CACHE_LINE == 0,
+               "weft__sys_t: the owner's counters start a line");
+_Static_assert(offsetof(weft__sys_t, stats) - offsetof(weft__sys_t, job_next) ==
+                   WEFT__CACHE_LINE,
+               "weft__sys_t: the workers' atomics fit one line");
 
 typedef struct weft__phase_t {
   char *name;
@@ -149,20 +180,29 @@ typedef struct weft__span_t {
 
 enum { WEFT__SPAN_JOB = 1, WEFT__SPAN_INLINE, WEFT__SPAN_SYNC };
 
-/* A worker slot: one per pool worker plus one for the driving thread.
- * Written by one thread at a time; padded apart. */
-typedef struct weft__slot_t {
+/* A command slot: what one thread records while a segment runs, its
+ * command buffer and its trace spans. One per pool worker plus one for the
+ * driving thread (weft_pipeline_slots()); not core's weft__slot_t, the
+ * event slots. Written by one thread at a time; padded apart. */
+typedef struct weft__cmdslot_t {
   WEFT__LINE_ALIGNED weft_cmdbuf_t *cmd;
   weft__span_t *spans;
   uint32_t nspans;
   uint64_t dropped;
-} weft__slot_t;
+} weft__cmdslot_t;
 
+/*
+ * The scheduler of a world, grouped by who writes its fields like
+ * weft__sys_t: the owner thread's, then the one field workers write.
+ */
 typedef struct weft__sched_t {
+  /* Written by the owner thread only, between frames or before each
+   * segment's dispatch; during a run, workers read pool, nslots, slots,
+   * cfg.inline_rows, tracing, affine, dt and tick. */
   /* By id - 1; NULL once removed. Owner thread only: a registration
    * during a frame may move it while workers run, so code running on a
    * worker reaches its system through the pointer in its context. */
-  weft__sys_t **sys;
+  WEFT__LINE_ALIGNED weft__sys_t **sys;
   uint32_t nsys, sys_cap;
   uint32_t live;
   weft__phase_t phases[WEFT_MAX_PHASES + 1]; /* by id; [0] unused */
@@ -177,27 +217,41 @@ typedef struct weft__sched_t {
 
   weft_pool_t *pool;
   uint32_t main_self; /* the driving thread's pool worker index */
-  bool affine;        /* this segment's launches keep each worker on its rows
-                         (pipeline.c, launch()); written before any launch */
-  weft__slot_t *slots;
+  weft__cmdslot_t *slots;
   weft_cmdbuf_t **bufs;      /* the slots' buffers, for weft_world_apply() */
   weft__cmdbuf_usage_t high; /* the most one segment recorded, all slots */
   uint32_t nslots;
 
-  uint64_t cal_ns, cal_ticks; /* clock and ticks at creation */
-  double ns_per_tick;         /* cached once calibrated over 1 s */
-  double tick_ns;             /* ns_per_tick, or a first guess until it is
-                                 known; for cost estimates (pipeline.c) */
+  weft__clock_t clock; /* ticks to ns (clock.c) */
 
   bool tracing;
   uint32_t trace_cap;
   uint64_t trace_t0;
 
   /* The segment being dispatched. */
-  weft_counter_t pending;
   double dt;
   uint64_t tick;
+  bool affine; /* this segment's launches keep each worker on its rows
+                  (pipeline.c, launch()); written before any launch */
+
+  /* Written by any worker, atomically: the segment's systems not yet
+   * complete (complete()); the driving thread sets it before the launch
+   * and waits on it. */
+  WEFT__LINE_ALIGNED weft_counter_t pending;
 } weft__sched_t;
+
+_Static_assert(offsetof(weft__sched_t, pending) % WEFT__CACHE_LINE == 0 &&
+                   sizeof(weft_counter_t) == WEFT__CACHE_LINE &&
+                   sizeof(weft__sched_t) - offsetof(weft__sched_t, pending) ==
+                       WEFT__CACHE_LINE,
+               "weft__sched_t: pending has its line alone");
+
+/* The slot of a pool worker index (the driving thread gets the last one
+ * unless it is worker 0 of a pool it participates in). */
+static inline uint32_t weft__sched_slot(const weft__sched_t *s,
+                                        uint32_t worker) {
+  return worker < s->nslots - 1 ? worker : s->nslots - 1;
+}
 
 /* System @p id of @p s, or NULL for 0, an unknown id or a removed one. */
 static inline weft__sys_t *weft__sched_sys(const weft__sched_t *s,
@@ -247,28 +301,12 @@ int weft__sched_build(weft_world_t *w, weft__sched_t *s);
 /* Frees the built arrays of the phases and systems (graph.c). */
 void weft__graph_fini(weft_world_t *w, weft__sched_t *s);
 
-/*
- * A cheap timestamp for per-system timing: the TSC on x86-64 (about 8 ns,
- * against about 50 ns for clock_gettime() in a VM), else nanoseconds.
- * Counters and trace spans keep ticks; weft__ns_per_tick() converts when
- * they are read.
- */
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-static inline uint64_t weft__ticks(void) {
-  return __rdtsc();
-}
-#define WEFT__TICKS_ARE_NS 0
-#else
-static inline uint64_t weft__ticks(void) {
-  return weft__now_ns();
-}
-#define WEFT__TICKS_ARE_NS 1
-#endif
-
-/* Nanoseconds per tick, calibrated against the clock since the scheduler
- * was created (waits up to 2 ms on the first call). */
-double weft__ns_per_tick(const weft__sched_t *s);
+/* Runs phase @p ph with time step @p dt, then the user phases anchored to
+ * it: each sync segment's systems, prepared, dispatched and synced
+ * (pipeline.c). Driving thread, inside a frame (frame.c). Returns 0 or the
+ * first failure. */
+int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
+                             double dt);
 
 /* Records a span on slot k (trace.c). */
 void weft__trace_record(weft__sched_t *s, uint32_t k, uint32_t kind,

@@ -4,7 +4,6 @@
  * weft__sys_t records, access lists become masks, and any change marks the
  * schedule dirty so that graph.c rebuilds it before the next dispatch.
  */
-#include <math.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -13,7 +12,6 @@
 #include "core/world_view.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/sched.h"
-#include "weft/random.h"
 
 static const char *const builtin_names[] = {NULL,          "PreUpdate",
                                             "FixedUpdate", "PostFixedUpdate",
@@ -82,9 +80,7 @@ int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
     else
       rc = WEFT_ENOMEM;
   }
-  s->cal_ns = weft__now_ns();
-  s->cal_ticks = weft__ticks();
-  s->tick_ns = 1.0;
+  weft__clock_start(&s->clock);
   s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8,    WEFT_OVERLOAD_DROP,
                                     1.0 / 30.0, 4096, false};
   s->dirty = true;
@@ -448,7 +444,7 @@ int weft_system_stats(const weft_world_t *w, weft_system_t id,
   if (!y || !out)
     return WEFT_ENONAME;
   *out = y->stats; /* times are kept in ticks */
-  double ns = weft__ns_per_tick(weft__sched_of(w));
+  double ns = weft__ns_per_tick(&weft__sched_of(w)->clock);
   out->wall_ns = (uint64_t)((double)out->wall_ns * ns);
   out->worker_ns = (uint64_t)((double)out->worker_ns * ns);
   return 0;
@@ -525,14 +521,14 @@ uint32_t weft_phase_systems(weft_world_t *w, weft_phase_t phase,
 
 int weft_phase_stats(const weft_world_t *w, weft_phase_t phase,
                      weft_phase_stats_t *out) {
-  const weft__sched_t *s = w ? weft__sched_of(w) : NULL;
+  weft__sched_t *s = w ? weft__sched_of(w) : NULL;
   if (!out)
     return WEFT_EINVAL;
   if (!w || phase < 1 || phase > (s ? s->nphases : WEFT_PHASE_PRE_RENDER))
     return WEFT_ENONAME;
   *out = s ? s->phases[phase].stats : (weft_phase_stats_t){0};
   if (s) { /* times are kept in ticks */
-    double ns = weft__ns_per_tick(s);
+    double ns = weft__ns_per_tick(&s->clock);
     out->wall_ns = (uint64_t)((double)out->wall_ns * ns);
     out->worker_ns = (uint64_t)((double)out->worker_ns * ns);
   }
@@ -548,35 +544,7 @@ int weft_schedule_build(weft_world_t *w) {
   return weft__sched_build(w, s);
 }
 
-/* ---- pipeline settings and small accessors ------------------------------ */
-
-int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {
-  WEFT_CHECK(w, w && c, WEFT_EINVAL, "NULL argument");
-  weft__sched_t *s;
-  int open_rc = weft__sched_open(w, &s);
-  if (open_rc)
-    return open_rc;
-  WEFT_CHECK(w, !s->running, WEFT_EBUSY, "configure between frames");
-  WEFT_CHECK(w, isfinite(c->fixed_dt) && c->fixed_dt >= 0, WEFT_EINVAL,
-             "fixed_dt must be finite and >= 0");
-  WEFT_CHECK(w, isfinite(c->net_dt), WEFT_EINVAL, "net_dt must be finite");
-  WEFT_CHECK(w, c->overload <= WEFT_OVERLOAD_ACCUMULATE, WEFT_EINVAL,
-             "unknown overload policy %d", (int)c->overload);
-  s->cfg.fixed_dt = c->fixed_dt > 0 ? c->fixed_dt : 1.0 / 60.0;
-  s->cfg.max_steps = c->max_steps ? c->max_steps : 8;
-  s->cfg.overload = c->overload;
-  s->cfg.net_dt = c->net_dt != 0 ? c->net_dt : 1.0 / 30.0;
-  s->cfg.inline_rows = c->inline_rows ? c->inline_rows : 4096;
-  s->cfg.time_inline = c->time_inline;
-  return 0;
-}
-
-void weft_pipeline_state(const weft_world_t *w, weft_pipeline_state_t *out) {
-  if (!out)
-    return;
-  *out = (w && weft__sched_of(w)) ? weft__sched_of(w)->state
-                                  : (weft_pipeline_state_t){0};
-}
+/* ---- small accessors ---------------------------------------------------- */
 
 uint32_t weft_pipeline_slots(const weft_world_t *w) {
   if (!w)
@@ -588,14 +556,6 @@ uint32_t weft_pipeline_slots(const weft_world_t *w) {
 
 uint32_t weft_world_change_version(const weft_world_t *w) {
   return w ? w->change_version : 0;
-}
-
-uint64_t weft_sysctx_random(const weft_sysctx_t *ctx, weft_entity_t e,
-                            uint32_t stream, uint32_t n) {
-  if (!ctx || !ctx->world)
-    return 0;
-  return weft_random_at(weft_random_world_seed(ctx->world), e, ctx->tick,
-                        stream, n);
 }
 
 uint32_t weft_iter_version(const weft_iter_t *it, weft_component_t c) {

@@ -30,7 +30,7 @@
 
 void weft__trace_record(weft__sched_t *s, uint32_t k, uint32_t kind,
                         uint32_t id, uint32_t n, uint64_t t0, uint64_t t1) {
-  weft__slot_t *sl = &s->slots[k];
+  weft__cmdslot_t *sl = &s->slots[k];
   if (sl->nspans == s->trace_cap) {
     sl->dropped++;
     return;
@@ -163,7 +163,7 @@ static void put_meta(weft__json_t *j, const char *what, uint32_t tid,
 static void write_spans(weft__json_t *j, const weft__sched_t *s, uint32_t k,
                         uint32_t tid, double ns, trace_ev_t *ev,
                         uint64_t *open) {
-  const weft__slot_t *sl = &s->slots[k];
+  const weft__cmdslot_t *sl = &s->slots[k];
   for (uint32_t i = 0; i < sl->nspans; i++) {
     const weft__span_t *sp = &sl->spans[i];
     uint64_t t0 = to_ns(s, sp->t0, ns), t1 = to_ns(s, sp->t1, ns);
@@ -194,8 +194,7 @@ static void write_spans(weft__json_t *j, const weft__sched_t *s, uint32_t k,
 
 /* Writes every slot that recorded a span as one named lane. Returns 0 or
  * WEFT_ENOMEM. */
-static int write_lanes(weft_world_t *w, weft__json_t *j,
-                       const weft__sched_t *s) {
+static int write_lanes(weft_world_t *w, weft__json_t *j, weft__sched_t *s) {
   uint32_t most = 0;
   for (uint32_t k = 0; k < s->nslots; k++)
     most = s->slots[k].nspans > most ? s->slots[k].nspans : most;
@@ -204,7 +203,7 @@ static int write_lanes(weft_world_t *w, weft__json_t *j,
   if (most && !ev)
     return WEFT_ENOMEM;
   uint64_t *open = (uint64_t *)(ev + most);
-  double ns = weft__ns_per_tick(s);
+  double ns = weft__ns_per_tick(&s->clock);
   put_meta(j, "process_name", 0, "name", "weft", 0);
   for (uint32_t k = 0; k < s->nslots; k++) {
     if (!s->slots[k].nspans)
@@ -227,7 +226,7 @@ static int write_lanes(weft_world_t *w, weft__json_t *j,
 
 int weft_trace_write(weft_world_t *w, const char *path) {
   WEFT_CHECK(w, w && path, WEFT_EINVAL, "NULL argument");
-  const weft__sched_t *s = weft__sched_of(w);
+  weft__sched_t *s = weft__sched_of(w);
   WEFT_CHECK(w, s && s->trace_cap, WEFT_EINVAL,
              "no trace was started (weft_trace_start)");
   FILE *f = fopen(path, "w");

@@ -15,7 +15,7 @@
 #include "scheduler/pool_internal.h"
 #include "scheduler/visits.h"
 
-bool weft__chunk_changed(const weft__sys_t *y, const weft__chunk_t *c) {
+bool weft__visits_chunk_changed(const weft__sys_t *y, const weft__chunk_t *c) {
   if (c->sversion > y->last_run)
     return true;
   for (uint32_t i = 0; i < y->nchanged; i++) {
@@ -115,7 +115,7 @@ static void stamp_write_list(weft_world_t *w, const weft__sys_t *y) {
 }
 
 /* A task makes one call; its one job never changes. */
-int weft__plan_task(weft_world_t *w, weft__sys_t *y) {
+int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y) {
   stamp_write_list(w, y);
   y->nvisits = 0;
   y->rows = 0;
@@ -138,7 +138,7 @@ int weft__plan_task(weft_world_t *w, weft__sys_t *y) {
 static void stamp_at_plan(weft__sys_t *y) {
   if (!y->nwcols || y->stamp_late)
     return;
-  weft__stamp_visits(y, 0, y->nvisits);
+  weft__visits_stamp_range(y, 0, y->nvisits);
 }
 
 /* The number of workers in the pool's group on NUMA node @p node. */
@@ -172,8 +172,8 @@ static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,
                       uint32_t end) {
   const weft_pool_t *pool = w->pool;
   uint32_t parts = pool ? node_workers(pool, y->visits[first].chunk->node) : 0;
-  const uint64_t base = weft__rows_before(y, first);
-  const uint64_t rows = weft__rows_before(y, end) - base;
+  const uint64_t base = weft__visits_rows_before(y, first);
+  const uint64_t rows = weft__visits_rows_before(y, end) - base;
   if (parts > rows / y->batch)
     parts = (uint32_t)(rows / y->batch);
   if (parts < 2)
@@ -182,7 +182,7 @@ static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,
     uint32_t b = end;
     if (k + 1 < parts) {
       const uint64_t to = base + rows * (k + 1) / parts;
-      for (b = a + 1; b < end && weft__rows_before(y, b) < to;)
+      for (b = a + 1; b < end && weft__visits_rows_before(y, b) < to;)
         b++;
     }
     if (push_job(w, y, a, b - a))
@@ -202,7 +202,7 @@ static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,
  * has not changed structurally (and the system has no `changed` filter).
  * Allocates only when the world grew.
  */
-int weft__plan_system(weft_world_t *w, weft__sys_t *y) {
+int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
   stamp_write_list(w, y);
   if (y->plan_version == w->version && y->planned && !y->nchanged &&
       y->plan_matches == y->query->nmatches) {
@@ -226,7 +226,7 @@ int weft__plan_system(weft_world_t *w, weft__sys_t *y) {
     for (uint32_t k = 0, n; k < a->nchunks; k += n, seq += n) {
       weft__chunk_t *c = a->chunks[k];
       n = 1;
-      if (c->count == 0 || (y->nchanged && !weft__chunk_changed(y, c)))
+      if (c->count == 0 || (y->nchanged && !weft__visits_chunk_changed(y, c)))
         continue;
       uint32_t rows;
       n = run_length(y, a, k, &rows);

@@ -17,19 +17,19 @@
 
 /* Whether chunk c changed since system y last ran: a structural change,
  * or a write to a column of its `changed` filter. */
-bool weft__chunk_changed(const weft__sys_t *y, const weft__chunk_t *c);
+bool weft__visits_chunk_changed(const weft__sys_t *y, const weft__chunk_t *c);
 
 /* Plans a task (a system without a query): one job, one call. */
-int weft__plan_task(weft_world_t *w, weft__sys_t *y);
+int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y);
 
 /* Plans a query system's run: its visits and jobs (see visits.c). Returns
  * 0 or WEFT_ENOMEM, which leaves the system unplanned. */
-int weft__plan_system(weft_world_t *w, weft__sys_t *y);
+int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y);
 
 /* Stamps the columns the system writes, in the chunks of visit vi, with
  * its version. */
-static inline void weft__stamp_visit(const weft__sys_t *y,
-                                     const weft__visit_t *vi) {
+static inline void weft__visits_stamp(const weft__sys_t *y,
+                                      const weft__visit_t *vi) {
   /* Locals: every stamp is a uint32_t store, which may alias the
    * system's and the visits' uint32_t fields, so the loops below would
    * otherwise reload them for each chunk (21 instructions a chunk for one
@@ -61,14 +61,15 @@ static inline void weft__stamp_visit(const weft__sys_t *y,
 }
 
 /* Stamps visits [first, end) of y. */
-static inline void weft__stamp_visits(const weft__sys_t *y, uint32_t first,
-                                      uint32_t end) {
+static inline void weft__visits_stamp_range(const weft__sys_t *y,
+                                            uint32_t first, uint32_t end) {
   for (uint32_t v = first; v < end; v++)
-    weft__stamp_visit(y, &y->visits[v]);
+    weft__visits_stamp(y, &y->visits[v]);
 }
 
 /* The rows of visits before visit i (all of them at i == nvisits). */
-static inline uint64_t weft__rows_before(const weft__sys_t *y, uint32_t i) {
+static inline uint64_t weft__visits_rows_before(const weft__sys_t *y,
+                                                uint32_t i) {
   return i < y->nvisits ? y->visits[i].cum : y->rows;
 }
 
