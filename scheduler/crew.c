@@ -2,7 +2,7 @@
 /*
  * Crews: the pool's workers sorted by the CPUs they are bound to, how many
  * of each crew may be awake at once, and the pool-wide CPU limit a cgroup
- * quota sets (see crew_t in pool_internal.h; the sleeping and waking that
+ * quota sets (see weft__crew_t in pool_internal.h; the sleeping and waking that
  * keep to these counts are in pool.c).
  */
 #include <pthread.h>
@@ -17,7 +17,7 @@
 
 /* A crew's lock and condition variable, the latter on the monotonic
  * clock (see worker_sleep()). */
-static int init_crew_sync(crew_t *c) {
+static int init_crew_sync(weft__crew_t *c) {
   pthread_condattr_t a;
   if (pthread_condattr_init(&a) != 0)
     return WEFT_ENOMEM;
@@ -61,10 +61,10 @@ static int assign_crews(weft_pool_t *p, bool bound, bool foreign,
       p->workers[i].crew = index[k];
     }
     void *mem = NULL;
-    if (posix_memalign(&mem, 64, (size_t)p->ncrews * sizeof(crew_t)) != 0)
+    if (posix_memalign(&mem, 64, (size_t)p->ncrews * sizeof(weft__crew_t)) != 0)
       rc = WEFT_ENOMEM;
     else
-      p->crews = memset(mem, 0, (size_t)p->ncrews * sizeof(crew_t));
+      p->crews = memset(mem, 0, (size_t)p->ncrews * sizeof(weft__crew_t));
   }
   for (uint32_t k = 0; !rc && k < keys; k++)
     if (index[k] != UINT32_MAX)
@@ -83,7 +83,7 @@ static int list_members(weft_pool_t *p) {
   for (uint32_t i = 0; i < p->nworkers; i++)
     p->crews[p->workers[i].crew].nworkers++;
   for (uint32_t c = 0, at = 0; c < p->ncrews; c++) {
-    crew_t *crew = &p->crews[c];
+    weft__crew_t *crew = &p->crews[c];
     crew->members = p->crew_members + at;
     at += crew->nworkers;
     atomic_init(&crew->awake, crew->nworkers);
@@ -91,7 +91,7 @@ static int list_members(weft_pool_t *p) {
     crew->nworkers = 0; /* the cursor of the loop below */
   }
   for (uint32_t i = 0; i < p->nworkers; i++) {
-    crew_t *crew = &p->crews[p->workers[i].crew];
+    weft__crew_t *crew = &p->crews[p->workers[i].crew];
     crew->members[crew->nworkers++] = i;
   }
   atomic_init(&p->awake_all, p->nworkers);
@@ -101,7 +101,7 @@ static int list_members(weft_pool_t *p) {
 
 /*
  * Sorts the workers into crews by the CPUs they are bound to (see
- * crew_t). Unbound workers on this machine form one crew of all the CPUs
+ * weft__crew_t). Unbound workers on this machine form one crew of all the CPUs
  * the process may use; on a foreign topology (a synthetic or XML
  * description, never bound) one crew that is never full, since nothing
  * says how many CPUs stand behind it.

@@ -77,7 +77,7 @@ static void wake(weft_pool_t *p, uint32_t from) {
       atomic_load_explicit(&p->awake_all, memory_order_relaxed) >= p->awake_cap)
     return;
   for (uint32_t k = 0, i = from; k < p->ncrews; k++, i++) {
-    crew_t *c = &p->crews[i < p->ncrews ? i : (i -= p->ncrews)];
+    weft__crew_t *c = &p->crews[i < p->ncrews ? i : (i -= p->ncrews)];
     if (atomic_load_explicit(&c->sleepers, memory_order_relaxed) == 0 ||
         atomic_load_explicit(&c->awake, memory_order_relaxed) >= c->cpus)
       continue;
@@ -121,7 +121,7 @@ static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
  * anyway. Jobs run inline by a submit, by an outsider or by stop pay at
  * once: their thread returns to code that may block.
  */
-static void pay(worker_t *w) {
+static void pay(weft__worker_t *w) {
   if (w->owed_n)
     atomic_fetch_sub_explicit(&w->owed->pending, w->owed_n,
                               memory_order_acq_rel);
@@ -132,8 +132,8 @@ static void pay(worker_t *w) {
 /* Runs a job taken from a queue (already copied out of its slot). With
  * owe (the worker struct of self, in a pool loop) its completion is owed,
  * otherwise paid at once. */
-static void run_job(weft_pool_t *p, uint32_t self, const job_t *j,
-                    worker_t *owe) {
+static void run_job(weft_pool_t *p, uint32_t self, const weft__pool_job_t *j,
+                    weft__worker_t *owe) {
   if (owe && owe->owed_n && owe->owed != j->done)
     pay(owe);
   if (j->range_fn)
@@ -152,13 +152,13 @@ static void run_job(weft_pool_t *p, uint32_t self, const job_t *j,
 }
 
 /* Copies a job out of its ring slot and frees the slot. */
-static job_t take(job_t *slot) {
-  job_t j = *slot;
+static weft__pool_job_t take(weft__pool_job_t *slot) {
+  weft__pool_job_t j = *slot;
   atomic_store_explicit(&slot->state, 0, memory_order_release);
   return j;
 }
 
-static bool inject_push(inject_t *q, const job_t *j) {
+static bool inject_push(weft__inject_t *q, const weft__pool_job_t *j) {
   pthread_mutex_lock(&q->mu);
   bool ok = q->count < q->cap;
   if (ok) {
@@ -170,7 +170,7 @@ static bool inject_push(inject_t *q, const job_t *j) {
   return ok;
 }
 
-static bool inject_pop(inject_t *q, job_t *out) {
+static bool inject_pop(weft__inject_t *q, weft__pool_job_t *out) {
   if (atomic_load_explicit(&q->size, memory_order_relaxed) == 0)
     return false;
   pthread_mutex_lock(&q->mu);
@@ -187,7 +187,7 @@ static bool inject_pop(inject_t *q, job_t *out) {
 
 /* Queues a job for worker self (or an injection queue for outsiders);
  * false when there is no room, and the caller runs it inline. */
-static bool enqueue(weft_pool_t *p, uint32_t self, const job_t *j,
+static bool enqueue(weft_pool_t *p, uint32_t self, const weft__pool_job_t *j,
                     uint32_t node) {
   /* A job meant for another node goes to that node's group; outsiders
    * always use the injection queues. */
@@ -206,8 +206,8 @@ static bool enqueue(weft_pool_t *p, uint32_t self, const job_t *j,
           p->ngroups;
     return inject_push(&p->inject[g], j);
   }
-  worker_t *w = &p->workers[self];
-  job_t *slot = &w->ring[w->ring_next];
+  weft__worker_t *w = &p->workers[self];
+  weft__pool_job_t *slot = &w->ring[w->ring_next];
   if (atomic_load_explicit(&slot->state, memory_order_acquire) != 0)
     return false; /* the ring is full */
   *slot = *j;
@@ -221,8 +221,8 @@ static bool enqueue(weft_pool_t *p, uint32_t self, const job_t *j,
 }
 
 /* Queues a job already counted on its counter (or runs it inline). */
-static void submit_counted(weft_pool_t *p, uint32_t self, const job_t *j,
-                           uint32_t node) {
+static void submit_counted(weft_pool_t *p, uint32_t self,
+                           const weft__pool_job_t *j, uint32_t node) {
   if (atomic_load_explicit(&p->stopping, memory_order_relaxed) ||
       !enqueue(p, self, j, node)) {
     /* No room (or no workers): run it here; never fail. */
@@ -234,7 +234,7 @@ static void submit_counted(weft_pool_t *p, uint32_t self, const job_t *j,
   wake(p, self < p->nworkers ? p->workers[self].crew : 0);
 }
 
-static void submit_job(weft_pool_t *p, uint32_t self, const job_t *j,
+static void submit_job(weft_pool_t *p, uint32_t self, const weft__pool_job_t *j,
                        uint32_t node) {
   if (j->done)
     atomic_fetch_add_explicit(&j->done->pending, 1, memory_order_relaxed);
@@ -245,7 +245,7 @@ void weft_pool_submit(weft_pool_t *p, uint32_t self, weft_job_fn fn, void *arg,
                       weft_counter_t *done, uint32_t node) {
   if (!p || !fn)
     return;
-  job_t j = {.fn = fn, .arg = arg, .done = done};
+  weft__pool_job_t j = {.fn = fn, .arg = arg, .done = done};
   submit_job(p, self, &j, node);
 }
 
@@ -261,7 +261,8 @@ void weft_pool_submit(weft_pool_t *p, uint32_t self, weft_job_fn fn, void *arg,
  * whoever takes them). Only within a group: work does not move across
  * nodes in bulk.
  */
-static uint32_t steal_more(weft_pool_t *p, worker_t *w, worker_t *v) {
+static uint32_t steal_more(weft_pool_t *p, weft__worker_t *w,
+                           weft__worker_t *v) {
   uint32_t want = weft__deque_size(&v->dq) / 2;
   if (want > WEFT__STEAL_MAX - 1)
     want = WEFT__STEAL_MAX - 1;
@@ -270,11 +271,12 @@ static uint32_t steal_more(weft_pool_t *p, worker_t *w, worker_t *v) {
   uint32_t room = p->cap - weft__deque_size(&w->dq);
   uint32_t n = 0;
   for (; n < want && n < room; n++) {
-    job_t *slot = weft__deque_steal(&v->dq, NULL);
+    weft__pool_job_t *slot = weft__deque_steal(&v->dq, NULL);
     if (!slot)
       break;
     if (!weft__deque_push(&w->dq, slot)) {
-      job_t j = take(slot); /* cannot happen (see room); never lose it */
+      weft__pool_job_t j =
+          take(slot); /* cannot happen (see room); never lose it */
       run_job(p, w->index, &j, NULL);
     }
   }
@@ -289,10 +291,11 @@ static uint32_t steal_more(weft_pool_t *p, worker_t *w, worker_t *v) {
  * With batch, a steal may bring more jobs along (steal_more); never while
  * holding the pool's lock, since a job may run there in the worst case.
  */
-static bool find_work(weft_pool_t *p, uint32_t self, job_t *out, bool batch) {
+static bool find_work(weft_pool_t *p, uint32_t self, weft__pool_job_t *out,
+                      bool batch) {
   if (self < p->nworkers) {
-    worker_t *w = &p->workers[self];
-    job_t *slot = weft__deque_pop(&w->dq);
+    weft__worker_t *w = &p->workers[self];
+    weft__pool_job_t *slot = weft__deque_pop(&w->dq);
     if (slot) {
       *out = take(slot);
       return true;
@@ -314,7 +317,7 @@ static bool find_work(weft_pool_t *p, uint32_t self, job_t *out, bool batch) {
          i < n ? (vi = order[i], true)
                : past && weft_plan_steal_next(p->plan, &rest, &vi);
          i++) {
-      worker_t *v = &p->workers[vi];
+      weft__worker_t *v = &p->workers[vi];
       bool contended = false;
       slot = weft__deque_steal(&v->dq, &contended);
       if (slot) {
@@ -333,7 +336,7 @@ static bool find_work(weft_pool_t *p, uint32_t self, job_t *out, bool batch) {
   } else {
     for (uint32_t i = 0; i < p->nworkers; i++) {
       bool contended = false;
-      job_t *slot = weft__deque_steal(&p->workers[i].dq, &contended);
+      weft__pool_job_t *slot = weft__deque_steal(&p->workers[i].dq, &contended);
       if (slot) {
         *out = take(slot);
         return true;
@@ -347,8 +350,8 @@ static bool find_work(weft_pool_t *p, uint32_t self, job_t *out, bool batch) {
 }
 
 /* A job from worker w's own deque or its group's injection queue. */
-static bool find_own(weft_pool_t *p, worker_t *w, job_t *out) {
-  job_t *slot = weft__deque_pop(&w->dq);
+static bool find_own(weft_pool_t *p, weft__worker_t *w, weft__pool_job_t *out) {
+  weft__pool_job_t *slot = weft__deque_pop(&w->dq);
   if (slot) {
     *out = take(slot);
     return true;
@@ -369,7 +372,7 @@ static bool find_own(weft_pool_t *p, worker_t *w, job_t *out) {
  * up meanwhile, run by their submitter or taken together later, and the
  * thief moves at most half of them. Bigger jobs are stolen at once.
  */
-static bool patient(worker_t *w) {
+static bool patient(weft__worker_t *w) {
   if (w->stole_n) { /* the batch just ran out: judge it */
     uint64_t t = weft__now_ns(), dt = t - w->stole_at;
     w->steal_after = 0;
@@ -383,8 +386,8 @@ static bool patient(worker_t *w) {
 
 /* True when worker w's crew has more threads awake than CPUs, or the pool
  * more than its CPU limit. */
-static bool crowded(const weft_pool_t *p, const worker_t *w) {
-  const crew_t *c = &p->crews[w->crew];
+static bool crowded(const weft_pool_t *p, const weft__worker_t *w) {
+  const weft__crew_t *c = &p->crews[w->crew];
   return atomic_load_explicit(&c->awake, memory_order_relaxed) > c->cpus ||
          atomic_load_explicit(&p->awake_all, memory_order_relaxed) >
              p->awake_cap;
@@ -400,7 +403,7 @@ void weft__pool_relax(weft_pool_t *p, uint32_t self) {
 }
 
 /* What worker w (NULL: an outsider) owes to c. */
-static uint32_t owed_to(const worker_t *w, const weft_counter_t *c) {
+static uint32_t owed_to(const weft__worker_t *w, const weft_counter_t *c) {
   return w && w->owed == c ? w->owed_n : 0;
 }
 
@@ -432,10 +435,10 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
   if (!p || !c)
     return;
   caller_enter(p, self);
-  worker_t *w = self < p->nworkers ? &p->workers[self] : NULL;
+  weft__worker_t *w = self < p->nworkers ? &p->workers[self] : NULL;
   if (w)
     pay(w); /* owed by the job that waits: pay before it may stall */
-  job_t j;
+  weft__pool_job_t j;
   bool idle = false; /* counted in p->idle while nothing to run */
   /* The jobs this thread owes to c are finished: done when they are all
    * that is left. */
@@ -473,7 +476,7 @@ bool weft__pool_help(weft_pool_t *p, uint32_t self) {
   caller_enter(p, self);
   if (self < p->nworkers)
     pay(&p->workers[self]);
-  job_t j;
+  weft__pool_job_t j;
   if (!find_work(p, self, &j, true))
     return false;
   if (self < p->nworkers)
@@ -511,12 +514,12 @@ static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
   }
   uint32_t mid = b + (e - b) / 2;
   if (hungry(p, self)) {
-    job_t half = {.range_fn = fn,
-                  .arg = arg,
-                  .begin = mid,
-                  .end = e,
-                  .grain = grain,
-                  .done = done};
+    weft__pool_job_t half = {.range_fn = fn,
+                             .arg = arg,
+                             .begin = mid,
+                             .end = e,
+                             .grain = grain,
+                             .done = done};
     submit_job(p, self, &half, UINT32_MAX);
     run_range(p, self, fn, arg, b, mid, grain, done);
     return;
@@ -570,7 +573,7 @@ static void deadline_in(struct timespec *ts, uint64_t ns) {
  * started a job since it last looked: taking one while they make
  * progress would only crowd their CPUs.
  */
-static uint64_t crew_progress(const weft_pool_t *p, const crew_t *c) {
+static uint64_t crew_progress(const weft_pool_t *p, const weft__crew_t *c) {
   /* Under a CPU limit the awake workers may all be in other crews: then
    * the whole pool's progress is what says whether they are held up. */
   const bool all = p->nworkers > p->awake_cap;
@@ -582,8 +585,9 @@ static uint64_t crew_progress(const weft_pool_t *p, const crew_t *c) {
   return jobs;
 }
 
-static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
-  crew_t *c = &p->crews[w->crew];
+static bool worker_sleep(weft_pool_t *p, weft__worker_t *w,
+                         weft__pool_job_t *job) {
+  weft__crew_t *c = &p->crews[w->crew];
   const bool rescue = c->nworkers > c->cpus || p->nworkers > p->awake_cap;
   uint64_t wait_ns = WEFT__RESCUE_NS;
   pthread_mutex_lock(&c->mu);
@@ -631,7 +635,7 @@ static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
 
 /* Closes the open busy or idle period and opens the other kind (or none,
  * at exit), so that a stats reader can add the open period's time. */
-static void switch_period(stats_t *s, bool busy, bool open) {
+static void switch_period(weft__worker_stats_t *s, bool busy, bool open) {
   /* A seqlock write (the worker is the only writer). The clock is read
    * inside it, as the reader reads its own: a snapshot taken before the
    * switch then never counts time past the switch. That needs the odd
@@ -655,13 +659,13 @@ static void switch_period(stats_t *s, bool busy, bool open) {
 }
 
 static void *worker_main(void *arg) {
-  worker_t *w = arg;
+  weft__worker_t *w = arg;
   weft_pool_t *p = w->pool;
   weft__plan_bind(p->topo, p->plan, w->index);
   switch_period(&w->stats, false, true);
   atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
   bool busy = false;
-  job_t j;
+  weft__pool_job_t j;
   for (bool have = false;;) {
     if (have || find_own(p, w, &j) ||
         (!patient(w) && find_work(p, w->index, &j, true))) {
@@ -716,7 +720,7 @@ static void *worker_main(void *arg) {
 static int start_threads(weft_pool_t *p) {
   atomic_store(&p->stopping, false);
   for (uint32_t i = p->first_thread; i < p->nworkers; i++) {
-    worker_t *w = &p->workers[i];
+    weft__worker_t *w = &p->workers[i];
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
       weft_pool_stop(p);
       return WEFT_ELIMIT;
@@ -737,14 +741,14 @@ void weft_pool_stop(weft_pool_t *p) {
     pthread_mutex_unlock(&p->crews[c].mu);
   }
   for (uint32_t i = p->first_thread; i < p->nworkers; i++) {
-    worker_t *w = &p->workers[i];
+    weft__worker_t *w = &p->workers[i];
     if (w->started)
       pthread_join(w->thread, NULL);
     w->started = false;
   }
   /* Whatever is still queued (jobs worker 0 queued while nobody ran
    * them, outsiders' jobs that raced the stop) runs here. */
-  job_t j;
+  weft__pool_job_t j;
   for (uint32_t s = 0; s < p->nworkers; s++)
     while (find_work(p, s, &j, false))
       run_job(p, s, &j, NULL);
@@ -765,26 +769,27 @@ static int make_workers(weft_pool_t *p) {
   p->ngroups = weft_plan_groups(p->plan);
   /* Workers embed 64-byte aligned deques: plain calloc is not enough. */
   void *mem = NULL;
-  if (posix_memalign(&mem, 64, (size_t)p->nworkers * sizeof(worker_t)) != 0)
+  if (posix_memalign(&mem, 64, (size_t)p->nworkers * sizeof(weft__worker_t)) !=
+      0)
     return WEFT_ENOMEM;
-  p->workers = memset(mem, 0, (size_t)p->nworkers * sizeof(worker_t));
+  p->workers = memset(mem, 0, (size_t)p->nworkers * sizeof(weft__worker_t));
   p->inject = calloc(p->ngroups, sizeof(*p->inject));
   p->arenas = calloc(p->ngroups, sizeof(*p->arenas));
   if (!p->inject || !p->arenas)
     return WEFT_ENOMEM;
   for (uint32_t g = 0; g < p->ngroups; g++) {
-    inject_t *q = &p->inject[g];
+    weft__inject_t *q = &p->inject[g];
     q->cap = p->cap;
-    q->jobs = calloc(q->cap, sizeof(job_t));
+    q->jobs = calloc(q->cap, sizeof(weft__pool_job_t));
     if (!q->jobs || pthread_mutex_init(&q->mu, NULL) != 0)
       return WEFT_ENOMEM;
   }
   for (uint32_t i = 0; i < p->nworkers; i++) {
-    worker_t *w = &p->workers[i];
+    weft__worker_t *w = &p->workers[i];
     w->index = i;
     w->pool = p;
     w->group = weft_plan_group_of(p->plan, i);
-    w->ring = calloc(p->cap, sizeof(job_t));
+    w->ring = calloc(p->cap, sizeof(weft__pool_job_t));
     if (!w->ring || weft__deque_init(&w->dq, p->cap) != 0)
       return WEFT_ENOMEM;
   }
@@ -874,7 +879,7 @@ int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
                            weft_worker_stats_t *out) {
   if (!p || !out || w >= p->nworkers)
     return WEFT_EINVAL;
-  const stats_t *s = &p->workers[w].stats;
+  const weft__worker_stats_t *s = &p->workers[w].stats;
   uint32_t q0, q1;
   uint64_t busy_ns, idle_ns, since, t;
   bool busy;

@@ -15,18 +15,20 @@
 #include "scheduler/deque.h"
 #include "weft/pool.h"
 
-/* A queued job. Range jobs carry their range; plain jobs leave it empty. */
-typedef struct job_t {
+/* A queued job of the pool (not the pipeline's weft__job_t, a run of a
+ * system's chunks, which a pool job may carry as its argument). Range jobs
+ * carry their range; plain jobs leave it empty. */
+typedef struct weft__pool_job_t {
   _Atomic uint32_t state; /* 0: free, 1: queued */
   uint32_t begin, end, grain;
   weft_job_fn fn;
   weft_range_fn range_fn;
   void *arg;
   weft_counter_t *done;
-} job_t;
+} weft__pool_job_t;
 
 /* Counters the owning worker updates and anyone may read. */
-typedef struct stats_t {
+typedef struct weft__worker_stats_t {
   _Atomic uint64_t jobs, inline_jobs, local_steals, remote_steals, sleeps;
   _Atomic uint64_t rescues;
   _Atomic uint64_t busy_ns, idle_ns; /* closed periods */
@@ -35,11 +37,11 @@ typedef struct stats_t {
   /* Odd while the worker switches periods: readers retry, so that two
    * snapshots never see the time go backwards. */
   _Atomic uint32_t seq;
-} stats_t;
+} weft__worker_stats_t;
 
-typedef struct worker_t {
+typedef struct weft__worker_t {
   weft__deque_t dq;
-  job_t *ring;
+  weft__pool_job_t *ring;
   uint32_t ring_next; /* owner only */
   /* Finished jobs not yet subtracted from their counter, all of them on
    * owed (owner only; see pay() in pool.c). */
@@ -52,21 +54,21 @@ typedef struct worker_t {
   uint32_t stole_n;
   uint32_t index;
   uint32_t group;
-  uint32_t crew; /* the workers it shares CPUs with (see crew_t) */
+  uint32_t crew; /* the workers it shares CPUs with (see weft__crew_t) */
   bool started;
   pthread_t thread;
   struct weft_pool_t *pool;
-  stats_t stats;
-} worker_t;
+  weft__worker_stats_t stats;
+} weft__worker_t;
 
 /* A queue for jobs submitted by threads outside the pool, one per NUMA
  * group; jobs are stored by value, so a slot is free once popped. */
-typedef struct inject_t {
+typedef struct weft__inject_t {
   pthread_mutex_t mu;
-  job_t *jobs;
+  weft__pool_job_t *jobs;
   uint32_t head, count, cap;
   _Atomic uint32_t size; /* count, readable without the lock */
-} inject_t;
+} weft__inject_t;
 
 /*
  * A crew: the workers bound to the same CPUs (a core, a PU, or the whole
@@ -82,7 +84,7 @@ typedef struct inject_t {
  * the sleeper it wakes as awake at once and leaves it a ticket, so that
  * a burst of jobs wakes no more sleepers than there are CPUs to spare.
  */
-typedef struct crew_t {
+typedef struct weft__crew_t {
   WEFT__LINE_ALIGNED _Atomic uint32_t awake;
   _Atomic uint32_t sleepers;
   uint32_t tickets; /* wake-ups given and not yet taken */
@@ -91,12 +93,12 @@ typedef struct crew_t {
   uint32_t *members; /* nworkers, ascending (into the pool's crew_members) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
-} crew_t;
+} weft__crew_t;
 
 struct weft_pool_t {
   weft_topology_t *topo;
   weft_plan_t *plan;
-  worker_t *workers;
+  weft__worker_t *workers;
   uint32_t nworkers;
   uint32_t first_thread; /* 1 when worker 0 is the caller */
   /* With bind_caller: the thread last bound as worker 0 (pthread_self(),
@@ -106,7 +108,7 @@ struct weft_pool_t {
   void *caller_saved;
   uint32_t cap;
   uint64_t spin_ns;
-  inject_t *inject; /* one per group */
+  weft__inject_t *inject; /* one per group */
   uint32_t ngroups;
   _Atomic uint32_t next_inject; /* round-robin for "anywhere" jobs */
   _Atomic bool stopping;
@@ -114,7 +116,7 @@ struct weft_pool_t {
   /* Sleep and wake: see worker_sleep() and wake(). sleepers counts the
    * sleepers of every crew, so that a pool with none pays one load per
    * job; oversubscribed: some crew has more workers than CPUs. */
-  crew_t *crews;
+  weft__crew_t *crews;
   uint32_t ncrews;
   uint32_t *crew_members;
   /* The most workers awake at once over all crews (the CPU limit;
