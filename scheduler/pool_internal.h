@@ -44,11 +44,11 @@ typedef struct weft__worker_t {
   weft__pool_job_t *ring;
   uint32_t ring_next; /* owner only */
   /* Finished jobs not yet subtracted from their counter, all of them on
-   * owed (owner only; see pay() in pool.c). */
+   * owed (owner only; see weft__pool_pay() below). */
   uint32_t owed_n;
   weft_counter_t *owed;
-  /* The last steal (owner only; see patient() in pool.c): when, how many
-   * jobs it brought (0: judged already), and no stealing before
+  /* The last steal (owner only; see weft__steal_patient() in steal.h): when,
+   * how many jobs it brought (0: judged already), and no stealing before
    * steal_after. */
   uint64_t stole_at, steal_after;
   uint32_t stole_n;
@@ -138,6 +138,31 @@ struct weft_pool_t {
   _Atomic uint64_t membind_calls, membind_failures;
   _Atomic int membind_errno;
 };
+
+/*
+ * Finished jobs are subtracted from their counter in batches. A thread in
+ * the pool's own loops (a worker between jobs, a waiter) owes each finished
+ * job to its counter and pays the sum in one atomic later, so that many
+ * small jobs on one counter do not move its cache line between cores once
+ * per job.
+ *
+ * A debt never hides zero from a waiter for long: a thread owes to one
+ * counter at a time, and pays before anything but one more job on that
+ * same counter: before a job of another counter (or of none), when its
+ * own queue is empty (before it steals, spins or sleeps), on entering and
+ * leaving weft_pool_wait(), in weft__pool_help(). So while a debt is held its
+ * thread is either in the pool's non-blocking code or running a job that
+ * counts on the owed counter, which that counter's waiters wait for
+ * anyway. Jobs run inline by a submit, by an outsider or by stop pay at
+ * once: their thread returns to code that may block.
+ */
+static inline void weft__pool_pay(weft__worker_t *w) {
+  if (w->owed_n)
+    atomic_fetch_sub_explicit(&w->owed->pending, w->owed_n,
+                              memory_order_acq_rel);
+  w->owed_n = 0;
+  w->owed = NULL;
+}
 
 /* Runs one queued job, if any, as worker self (a waiting thread's help);
  * false when none was found. */
