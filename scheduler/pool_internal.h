@@ -79,10 +79,10 @@ typedef struct weft__inject_t {
  * worker whose crew has more awake threads than CPUs sleeps instead of
  * spinning. The caller acting as worker 0 counts as always awake.
  * awake, sleepers and tickets change under mu only (wakers and the
- * crew's workers); they are atomic for the unlocked reads of wake(),
- * which skips crews that are full or have nobody asleep. A waker counts
- * the sleeper it wakes as awake at once and leaves it a ticket, so that
- * a burst of jobs wakes no more sleepers than there are CPUs to spare.
+ * crew's workers); they are atomic for the unlocked reads of
+ * weft__crews_wake(), which skips crews that are full or have nobody asleep. A
+ * waker counts the sleeper it wakes as awake at once and leaves it a ticket, so
+ * that a burst of jobs wakes no more sleepers than there are CPUs to spare.
  */
 typedef struct weft__crew_t {
   WEFT__LINE_ALIGNED _Atomic uint32_t awake;
@@ -113,9 +113,9 @@ struct weft_pool_t {
   _Atomic uint32_t next_inject; /* round-robin for "anywhere" jobs */
   _Atomic bool stopping;
   bool running;
-  /* Sleep and wake: see worker_sleep() and wake(). sleepers counts the
-   * sleepers of every crew, so that a pool with none pays one load per
-   * job; oversubscribed: some crew has more workers than CPUs. */
+  /* Sleep and wake: see weft__crew_sleep() and weft__crews_wake() (crew.c).
+   * sleepers counts the sleepers of every crew, so that a pool with none pays
+   * one load per job; oversubscribed: some crew has more workers than CPUs. */
   weft__crew_t *crews;
   uint32_t ncrews;
   uint32_t *crew_members;
@@ -164,6 +164,16 @@ static inline void weft__pool_pay(weft__worker_t *w) {
   w->owed = NULL;
 }
 
+/* True when worker w's crew has more threads awake than CPUs, or the pool
+ * more than its CPU limit. */
+static inline bool weft__crew_crowded(const weft_pool_t *p,
+                                      const weft__worker_t *w) {
+  const weft__crew_t *c = &p->crews[w->crew];
+  return atomic_load_explicit(&c->awake, memory_order_relaxed) > c->cpus ||
+         atomic_load_explicit(&p->awake_all, memory_order_relaxed) >
+             p->awake_cap;
+}
+
 /* Runs one queued job, if any, as worker self (a waiting thread's help);
  * false when none was found. */
 bool weft__pool_help(weft_pool_t *p, uint32_t self);
@@ -179,6 +189,15 @@ int weft__crews_make(weft_pool_t *p);
 
 /* Frees the crews (any state weft__crews_make() left). */
 void weft__crews_free(weft_pool_t *p);
+
+/* Tells a sleeping worker that work arrived (crew.c): one in a crew with
+ * a CPU to spare, looking at crew from first. Any thread, after queueing
+ * the job. */
+void weft__crews_wake(weft_pool_t *p, uint32_t from);
+
+/* Puts worker w to sleep (crew.c) unless work shows up at the last moment,
+ * which it then returns in *job (true). Worker w's own thread only. */
+bool weft__crew_sleep(weft_pool_t *p, weft__worker_t *w, weft__pool_job_t *job);
 
 /* Waits a moment in a polling loop of worker self (an outsider:
  * UINT32_MAX): yields the CPU when its crew has more awake threads than
