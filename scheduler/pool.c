@@ -96,7 +96,7 @@ static bool enqueue(weft_pool_t *p, uint32_t self, const weft__pool_job_t *j,
     return inject_push(&p->inject[g], j);
   }
   weft__worker_t *w = &p->workers[self];
-  weft__pool_job_t *slot = &w->ring[w->ring_next];
+  weft__pool_job_t *slot = &w->ring[w->ring_next].job;
   if (atomic_load_explicit(&slot->state, memory_order_acquire) != 0)
     return false; /* the ring is full */
   *slot = *j;
@@ -400,16 +400,22 @@ int weft_pool_start(weft_pool_t *p) {
 /* ---- lifetime ---------------------------------------------------------------
  */
 
+/* n zeroed elements of a struct made of whole cache lines (see
+ * pool_internal.h): plain calloc does not align them to a line. */
+static void *calloc_lines(size_t n, size_t size) {
+  void *mem = NULL;
+  if (posix_memalign(&mem, WEFT__CACHE_LINE, n * size) != 0)
+    return NULL;
+  return memset(mem, 0, n * size);
+}
+
 static int make_workers(weft_pool_t *p) {
   p->nworkers = weft_plan_workers(p->plan);
   p->ngroups = weft_plan_groups(p->plan);
-  /* Workers embed 64-byte aligned deques: plain calloc is not enough. */
-  void *mem = NULL;
-  if (posix_memalign(&mem, 64, (size_t)p->nworkers * sizeof(weft__worker_t)) !=
-      0)
+  p->workers = calloc_lines(p->nworkers, sizeof(weft__worker_t));
+  if (!p->workers)
     return WEFT_ENOMEM;
-  p->workers = memset(mem, 0, (size_t)p->nworkers * sizeof(weft__worker_t));
-  p->inject = calloc(p->ngroups, sizeof(*p->inject));
+  p->inject = calloc_lines(p->ngroups, sizeof(*p->inject));
   p->arenas = calloc(p->ngroups, sizeof(*p->arenas));
   if (!p->inject || !p->arenas)
     return WEFT_ENOMEM;
@@ -425,7 +431,7 @@ static int make_workers(weft_pool_t *p) {
     w->index = i;
     w->pool = p;
     w->group = weft_plan_group_of(p->plan, i);
-    w->ring = calloc(p->cap, sizeof(weft__pool_job_t));
+    w->ring = calloc_lines(p->cap, sizeof(weft__job_slot_t));
     if (!w->ring || weft__deque_init(&w->dq, p->cap) != 0)
       return WEFT_ENOMEM;
   }
@@ -463,7 +469,7 @@ int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
       cfg.queue_capacity ? cfg.queue_capacity : WEFT__POOL_CAP_DEFAULT;
   if (cap & (cap - 1) || cap < 2 || cap > (1u << 24))
     return WEFT_EINVAL;
-  weft_pool_t *p = calloc(1, sizeof(*p));
+  weft_pool_t *p = calloc_lines(1, sizeof(*p));
   if (!p)
     return WEFT_ENOMEM;
   pthread_mutex_init(&p->arena_mu, NULL);
