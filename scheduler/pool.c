@@ -2,7 +2,10 @@
 /*
  * The worker pool: threads placed by a plan, a Chase–Lev deque and a fixed
  * ring of job slots per worker, injection queues for threads outside the
- * pool, and a sleep/wake protocol that never loses a wake-up.
+ * pool, the worker loop, dependency counters and parallel-for. Finding
+ * and stealing work is in steal.c, sleeping and waking (a protocol that
+ * never loses a wake-up) in crew.c, the per-worker counters in
+ * pool_stats.c.
  *
  * A job slot belongs to the worker that submitted it. It is freed (its
  * state set back to 0) by whichever thread takes the job, right after
