@@ -2,7 +2,7 @@
 /*
  * The CPU quota of the cgroup the process runs in (a container's CPU
  * limit, a batch job's allocation), which caps how many of a pool's
- * workers stay awake at once (see crew_t in pool_internal.h).
+ * workers stay awake at once (see weft__crew_t in pool_internal.h).
  */
 #ifndef WEFT_SCHEDULER_CGROUP_H
 #define WEFT_SCHEDULER_CGROUP_H

@@ -2,7 +2,10 @@
 /*
  * The worker pool: threads placed by a plan, a Chase–Lev deque and a fixed
  * ring of job slots per worker, injection queues for threads outside the
- * pool, and a sleep/wake protocol that never loses a wake-up.
+ * pool, the worker loop, dependency counters and parallel-for. Finding
+ * and stealing work is in steal.c, sleeping and waking (a protocol that
+ * never loses a wake-up) in crew.c, the per-worker counters in
+ * pool_stats.c.
  *
  * A job slot belongs to the worker that submitted it. It is freed (its
  * state set back to 0) by whichever thread takes the job, right after
@@ -12,18 +15,18 @@
  */
 #include "weft/pool.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/platform.h"
 #include "scheduler/deque.h"
 #include "scheduler/numa.h"
 #include "scheduler/pool_internal.h"
+#include "scheduler/pool_stats.h"
+#include "scheduler/steal.h"
 #include "scheduler/topology.h"
 #include "weft/error.h"
 
@@ -33,75 +36,6 @@ _Static_assert(offsetof(struct weft_pool_t, hooks) == 0,
 
 #define WEFT__POOL_CAP_DEFAULT 4096u
 #define WEFT__SPIN_US_DEFAULT 50u
-/* Stolen jobs that ran faster than this each (moving them included) were
- * not worth moving; and the least a thief then waits before it steals
- * again. See patient(). */
-#define WEFT__TINY_JOB_NS 500u
-#define WEFT__STEAL_BACKOFF_NS 2000u
-/* The most jobs one steal takes (see steal_more()). */
-#define WEFT__STEAL_MAX 32u
-
-static void bump(_Atomic uint64_t *c, uint64_t v) {
-  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
-                        memory_order_relaxed);
-}
-
-/* ---- waking ------------------------------------------------------------- */
-
-/* Counts one more worker awake pool-wide, unless that would pass the CPU
- * limit. */
-static bool reserve_awake(weft_pool_t *p) {
-  uint32_t n = atomic_load_explicit(&p->awake_all, memory_order_relaxed);
-  do {
-    if (n >= p->awake_cap)
-      return false;
-  } while (!atomic_compare_exchange_weak_explicit(
-      &p->awake_all, &n, n + 1, memory_order_relaxed, memory_order_relaxed));
-  return true;
-}
-
-/*
- * Tells a sleeping worker that work arrived: one in a crew with a CPU to
- * spare, looking first at crew @p from (the submitter's) and then at the
- * ones after it. The job is queued before the fence and the counts are
- * read after it; a worker going to sleep counts itself asleep, fences,
- * and looks at the queues once more (under its crew's lock) before it
- * waits. One of the two sees the other, so no wake-up is lost, and a pool
- * with no sleeper pays one fence and one load per job.
- *
- * When every crew with sleepers is full (or the pool has as many workers
- * awake as its CPU limit allows), nobody is woken: each awake worker
- * looks at every queue before it sleeps, so the job runs as soon as one
- * of their CPUs is free, which is as soon as a woken thread could have
- * run it. (A sleeper of an oversubscribed crew still looks now and then,
- * see worker_sleep(), in case an awake thread is held up outside the
- * pool.)
- */
-static void wake(weft_pool_t *p, uint32_t from) {
-  atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&p->sleepers, memory_order_relaxed) == 0 ||
-      atomic_load_explicit(&p->awake_all, memory_order_relaxed) >= p->awake_cap)
-    return;
-  for (uint32_t k = 0, i = from; k < p->ncrews; k++, i++) {
-    crew_t *c = &p->crews[i < p->ncrews ? i : (i -= p->ncrews)];
-    if (atomic_load_explicit(&c->sleepers, memory_order_relaxed) == 0 ||
-        atomic_load_explicit(&c->awake, memory_order_relaxed) >= c->cpus)
-      continue;
-    pthread_mutex_lock(&c->mu);
-    bool woke =
-        atomic_load_explicit(&c->sleepers, memory_order_relaxed) > c->tickets &&
-        atomic_load_explicit(&c->awake, memory_order_relaxed) < c->cpus &&
-        reserve_awake(p);
-    if (woke) {
-      c->tickets++;
-      atomic_fetch_add_explicit(&c->awake, 1, memory_order_relaxed);
-      pthread_cond_signal(&c->cv);
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (woke)
-      return;
-  }
-}
 
 /* ---- running jobs ----------------------------------------------------------
  */
@@ -110,38 +44,13 @@ static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
                       void *arg, uint32_t b, uint32_t e, uint32_t grain,
                       weft_counter_t *done);
 
-/*
- * Finished jobs are subtracted from their counter in batches. A thread in
- * the pool's own loops (a worker between jobs, a waiter) owes each finished
- * job to its counter and pays the sum in one atomic later, so that many
- * small jobs on one counter do not move its cache line between cores once
- * per job.
- *
- * A debt never hides zero from a waiter for long: a thread owes to one
- * counter at a time, and pays before anything but one more job on that
- * same counter: before a job of another counter (or of none), when its
- * own queue is empty (before it steals, spins or sleeps), on entering and
- * leaving weft_pool_wait(), in weft__pool_help(). So while a debt is held its
- * thread is either in the pool's non-blocking code or running a job that
- * counts on the owed counter, which that counter's waiters wait for
- * anyway. Jobs run inline by a submit, by an outsider or by stop pay at
- * once: their thread returns to code that may block.
- */
-static void pay(worker_t *w) {
-  if (w->owed_n)
-    atomic_fetch_sub_explicit(&w->owed->pending, w->owed_n,
-                              memory_order_acq_rel);
-  w->owed_n = 0;
-  w->owed = NULL;
-}
-
 /* Runs a job taken from a queue (already copied out of its slot). With
  * owe (the worker struct of self, in a pool loop) its completion is owed,
  * otherwise paid at once. */
-static void run_job(weft_pool_t *p, uint32_t self, const job_t *j,
-                    worker_t *owe) {
+static void run_job(weft_pool_t *p, uint32_t self, const weft__pool_job_t *j,
+                    weft__worker_t *owe) {
   if (owe && owe->owed_n && owe->owed != j->done)
-    pay(owe);
+    weft__pool_pay(owe);
   if (j->range_fn)
     run_range(p, self, j->range_fn, j->arg, j->begin, j->end, j->grain,
               j->done);
@@ -157,14 +66,12 @@ static void run_job(weft_pool_t *p, uint32_t self, const job_t *j,
   }
 }
 
-/* Copies a job out of its ring slot and frees the slot. */
-static job_t take(job_t *slot) {
-  job_t j = *slot;
-  atomic_store_explicit(&slot->state, 0, memory_order_release);
-  return j;
+WEFT__COLD void weft__pool_run_now(weft_pool_t *p, uint32_t self,
+                                   const weft__pool_job_t *j) {
+  run_job(p, self, j, NULL);
 }
 
-static bool inject_push(inject_t *q, const job_t *j) {
+static bool inject_push(weft__inject_t *q, const weft__pool_job_t *j) {
   pthread_mutex_lock(&q->mu);
   bool ok = q->count < q->cap;
   if (ok) {
@@ -176,24 +83,9 @@ static bool inject_push(inject_t *q, const job_t *j) {
   return ok;
 }
 
-static bool inject_pop(inject_t *q, job_t *out) {
-  if (atomic_load_explicit(&q->size, memory_order_relaxed) == 0)
-    return false;
-  pthread_mutex_lock(&q->mu);
-  bool ok = q->count > 0;
-  if (ok) {
-    *out = q->jobs[q->head];
-    q->head = (q->head + 1) % q->cap;
-    q->count--;
-    atomic_store_explicit(&q->size, q->count, memory_order_relaxed);
-  }
-  pthread_mutex_unlock(&q->mu);
-  return ok;
-}
-
 /* Queues a job for worker self (or an injection queue for outsiders);
  * false when there is no room, and the caller runs it inline. */
-static bool enqueue(weft_pool_t *p, uint32_t self, const job_t *j,
+static bool enqueue(weft_pool_t *p, uint32_t self, const weft__pool_job_t *j,
                     uint32_t node) {
   /* A job meant for another node goes to that node's group; outsiders
    * always use the injection queues. */
@@ -212,8 +104,8 @@ static bool enqueue(weft_pool_t *p, uint32_t self, const job_t *j,
           p->ngroups;
     return inject_push(&p->inject[g], j);
   }
-  worker_t *w = &p->workers[self];
-  job_t *slot = &w->ring[w->ring_next];
+  weft__worker_t *w = &p->workers[self];
+  weft__pool_job_t *slot = &w->ring[w->ring_next].job;
   if (atomic_load_explicit(&slot->state, memory_order_acquire) != 0)
     return false; /* the ring is full */
   *slot = *j;
@@ -227,20 +119,20 @@ static bool enqueue(weft_pool_t *p, uint32_t self, const job_t *j,
 }
 
 /* Queues a job already counted on its counter (or runs it inline). */
-static void submit_counted(weft_pool_t *p, uint32_t self, const job_t *j,
-                           uint32_t node) {
+static void submit_counted(weft_pool_t *p, uint32_t self,
+                           const weft__pool_job_t *j, uint32_t node) {
   if (atomic_load_explicit(&p->stopping, memory_order_relaxed) ||
       !enqueue(p, self, j, node)) {
     /* No room (or no workers): run it here; never fail. */
     if (self < p->nworkers)
-      bump(&p->workers[self].stats.inline_jobs, 1);
+      weft__stats_bump(&p->workers[self].stats.inline_jobs, 1);
     run_job(p, self, j, NULL);
     return;
   }
-  wake(p, self < p->nworkers ? p->workers[self].crew : 0);
+  weft__crews_wake(p, self < p->nworkers ? p->workers[self].crew : 0);
 }
 
-static void submit_job(weft_pool_t *p, uint32_t self, const job_t *j,
+static void submit_job(weft_pool_t *p, uint32_t self, const weft__pool_job_t *j,
                        uint32_t node) {
   if (j->done)
     atomic_fetch_add_explicit(&j->done->pending, 1, memory_order_relaxed);
@@ -251,154 +143,13 @@ void weft_pool_submit(weft_pool_t *p, uint32_t self, weft_job_fn fn, void *arg,
                       weft_counter_t *done, uint32_t node) {
   if (!p || !fn)
     return;
-  job_t j = {.fn = fn, .arg = arg, .done = done};
+  weft__pool_job_t j = {.fn = fn, .arg = arg, .done = done};
   submit_job(p, self, &j, node);
-}
-
-/* ---- finding work
- * ------------------------------------------------------------ */
-
-/*
- * After taking one job from v, moves up to half of what v still holds
- * (WEFT__STEAL_MAX - 1 at most) into w's own deque, one steal at a time: a
- * thief of many small jobs then comes back for more once per batch instead
- * of once per job, and leaves the victim alone meanwhile. The jobs stay
- * stealable where they land, and their slots stay in v's ring (freed by
- * whoever takes them). Only within a group: work does not move across
- * nodes in bulk.
- */
-static uint32_t steal_more(weft_pool_t *p, worker_t *w, worker_t *v) {
-  uint32_t want = weft__deque_size(&v->dq) / 2;
-  if (want > WEFT__STEAL_MAX - 1)
-    want = WEFT__STEAL_MAX - 1;
-  /* Room: the owner's view of its own deque, never smaller than the
-   * truth, so every push below succeeds. */
-  uint32_t room = p->cap - weft__deque_size(&w->dq);
-  uint32_t n = 0;
-  for (; n < want && n < room; n++) {
-    job_t *slot = weft__deque_steal(&v->dq, NULL);
-    if (!slot)
-      break;
-    if (!weft__deque_push(&w->dq, slot)) {
-      job_t j = take(slot); /* cannot happen (see room); never lose it */
-      run_job(p, w->index, &j, NULL);
-    }
-  }
-  return n;
-}
-
-/*
- * Takes a job for worker self: its own deque, its group's injection
- * queue, then the others' deques in the plan's steal order, then the other
- * injection queues. Outsiders (self out of range) steal from everyone.
- * Worker self must be the calling thread (or stopped).
- * With batch, a steal may bring more jobs along (steal_more); never while
- * holding the pool's lock, since a job may run there in the worst case.
- */
-static bool find_work(weft_pool_t *p, uint32_t self, job_t *out, bool batch) {
-  if (self < p->nworkers) {
-    worker_t *w = &p->workers[self];
-    job_t *slot = weft__deque_pop(&w->dq);
-    if (slot) {
-      *out = take(slot);
-      return true;
-    }
-    if (inject_pop(&p->inject[w->group], out))
-      return true;
-    /* Out of local work: what it finished is paid before it goes after
-     * others' (so a debt never outlives the jobs at hand). */
-    pay(w);
-    const uint32_t *order;
-    uint32_t n = weft_plan_steal_order(p->plan, self, &order);
-    /* Big plans store only the nearest victims; the rest of the order is
-     * walked on demand. */
-    weft_steal_iter_t rest;
-    bool past = n + 1 < p->nworkers;
-    if (past)
-      weft_plan_steal_iter(p->plan, self, n, &rest);
-    for (uint32_t i = 0, vi = 0;
-         i < n ? (vi = order[i], true)
-               : past && weft_plan_steal_next(p->plan, &rest, &vi);
-         i++) {
-      worker_t *v = &p->workers[vi];
-      bool contended = false;
-      slot = weft__deque_steal(&v->dq, &contended);
-      if (slot) {
-        *out = take(slot);
-        bool local = v->group == w->group;
-        uint32_t more = batch && local ? steal_more(p, w, v) : 0;
-        if (batch && self >= p->first_thread) { /* see patient() */
-          w->stole_at = weft__now_ns();
-          w->stole_n = 1 + more;
-        }
-        bump(local ? &w->stats.local_steals : &w->stats.remote_steals,
-             1 + more);
-        return true;
-      }
-    }
-  } else {
-    for (uint32_t i = 0; i < p->nworkers; i++) {
-      bool contended = false;
-      job_t *slot = weft__deque_steal(&p->workers[i].dq, &contended);
-      if (slot) {
-        *out = take(slot);
-        return true;
-      }
-    }
-  }
-  for (uint32_t g = 0; g < p->ngroups; g++)
-    if (inject_pop(&p->inject[g], out))
-      return true;
-  return false;
-}
-
-/* A job from worker w's own deque or its group's injection queue. */
-static bool find_own(weft_pool_t *p, worker_t *w, job_t *out) {
-  job_t *slot = weft__deque_pop(&w->dq);
-  if (slot) {
-    *out = take(slot);
-    return true;
-  }
-  return inject_pop(&p->inject[w->group], out);
-}
-
-/*
- * True while worker w, out of work of its own, should not steal yet.
- * Stealing a job costs its submitter too: the job's ring slot, the deque
- * slot and index lines move between cores, and the submitter pays to get
- * them back when it queues the next job. For jobs that run in less time
- * than that (many tiny jobs from one thread), a thief that keeps taking
- * them, or worse keeps up and takes each as it appears, makes the
- * submitter slower than running them all itself. So when the last batch
- * ran faster than WEFT__TINY_JOB_NS a job, the thief waits as long as it
- * took (WEFT__STEAL_BACKOFF_NS at least) before the next steal: jobs pile
- * up meanwhile, run by their submitter or taken together later, and the
- * thief moves at most half of them. Bigger jobs are stolen at once.
- */
-static bool patient(worker_t *w) {
-  if (w->stole_n) { /* the batch just ran out: judge it */
-    uint64_t t = weft__now_ns(), dt = t - w->stole_at;
-    w->steal_after = 0;
-    if (dt < (uint64_t)w->stole_n * WEFT__TINY_JOB_NS)
-      w->steal_after =
-          t + (dt > WEFT__STEAL_BACKOFF_NS ? dt : WEFT__STEAL_BACKOFF_NS);
-    w->stole_n = 0;
-  }
-  return w->steal_after && weft__now_ns() < w->steal_after;
-}
-
-/* True when worker w's crew has more threads awake than CPUs, or the pool
- * more than its CPU limit. */
-static bool crowded(const weft_pool_t *p, const worker_t *w) {
-  const crew_t *c = &p->crews[w->crew];
-  return atomic_load_explicit(&c->awake, memory_order_relaxed) > c->cpus ||
-         atomic_load_explicit(&p->awake_all, memory_order_relaxed) >
-             p->awake_cap;
 }
 
 void weft__pool_relax(weft_pool_t *p, uint32_t self) {
   if (p && p->oversubscribed && self < p->nworkers &&
-      crowded(p, &p->workers[self])) {
+      weft__crew_crowded(p, &p->workers[self])) {
     sched_yield();
     return;
   }
@@ -406,7 +157,7 @@ void weft__pool_relax(weft_pool_t *p, uint32_t self) {
 }
 
 /* What worker w (NULL: an outsider) owes to c. */
-static uint32_t owed_to(const worker_t *w, const weft_counter_t *c) {
+static uint32_t owed_to(const weft__worker_t *w, const weft_counter_t *c) {
   return w && w->owed == c ? w->owed_n : 0;
 }
 
@@ -438,25 +189,26 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
   if (!p || !c)
     return;
   caller_enter(p, self);
-  worker_t *w = self < p->nworkers ? &p->workers[self] : NULL;
+  weft__worker_t *w = self < p->nworkers ? &p->workers[self] : NULL;
   if (w)
-    pay(w); /* owed by the job that waits: pay before it may stall */
-  job_t j;
+    weft__pool_pay(w); /* owed by the job that waits: pay before it may stall */
+  weft__pool_job_t j;
   bool idle = false; /* counted in p->idle while nothing to run */
   /* The jobs this thread owes to c are finished: done when they are all
    * that is left. */
   while (atomic_load_explicit(&c->pending, memory_order_acquire) !=
          owed_to(w, c)) {
-    if (find_work(p, self, &j, true)) {
+    if (weft__pool_find_work(p, self, &j, true)) {
       if (idle)
         atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
       idle = false;
       if (w)
-        bump(&w->stats.jobs, 1);
+        weft__stats_bump(&w->stats.jobs, 1);
       run_job(p, self, &j, w);
     } else {
       if (w)
-        pay(w); /* nothing to run: let the others see what we finished */
+        weft__pool_pay(
+            w); /* nothing to run: let the others see what we finished */
       if (!idle)
         atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
       idle = true;
@@ -464,7 +216,7 @@ void weft_pool_wait(weft_pool_t *p, uint32_t self, weft_counter_t *c) {
     }
   }
   if (w)
-    pay(w);
+    weft__pool_pay(w);
   if (idle)
     atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
 }
@@ -478,12 +230,12 @@ bool weft__pool_hungry(weft_pool_t *p, uint32_t self) {
 bool weft__pool_help(weft_pool_t *p, uint32_t self) {
   caller_enter(p, self);
   if (self < p->nworkers)
-    pay(&p->workers[self]);
-  job_t j;
-  if (!find_work(p, self, &j, true))
+    weft__pool_pay(&p->workers[self]);
+  weft__pool_job_t j;
+  if (!weft__pool_find_work(p, self, &j, true))
     return false;
   if (self < p->nworkers)
-    bump(&p->workers[self].stats.jobs, 1);
+    weft__stats_bump(&p->workers[self].stats.jobs, 1);
   run_job(p, self, &j, NULL);
   return true;
 }
@@ -517,12 +269,12 @@ static void run_range(weft_pool_t *p, uint32_t self, weft_range_fn fn,
   }
   uint32_t mid = b + (e - b) / 2;
   if (hungry(p, self)) {
-    job_t half = {.range_fn = fn,
-                  .arg = arg,
-                  .begin = mid,
-                  .end = e,
-                  .grain = grain,
-                  .done = done};
+    weft__pool_job_t half = {.range_fn = fn,
+                             .arg = arg,
+                             .begin = mid,
+                             .end = e,
+                             .grain = grain,
+                             .done = done};
     submit_job(p, self, &half, UINT32_MAX);
     run_range(p, self, fn, arg, b, mid, grain, done);
     return;
@@ -550,146 +302,37 @@ void weft_pool_parallel_for(weft_pool_t *p, uint32_t self, uint32_t begin,
 /* ---- workers --------------------------------------------------------------
  */
 
-/* How long a sleeper of an oversubscribed crew waits before it looks at
- * the queues itself, at first and at most (doubling while it finds
- * nothing). */
-#define WEFT__RESCUE_NS 2000000u
-#define WEFT__RESCUE_MAX_NS 128000000u
-
-static void deadline_in(struct timespec *ts, uint64_t ns) {
-  clock_gettime(CLOCK_MONOTONIC, ts);
-  ns += (uint64_t)ts->tv_nsec;
-  ts->tv_sec += (time_t)(ns / 1000000000u);
-  ts->tv_nsec = (long)(ns % 1000000000u);
-}
-
-/*
- * Puts worker w to sleep unless work shows up at the last moment (then it
- * is returned in *job and true). See wake() for why nothing is lost.
- *
- * A crew with more workers than CPUs may leave a job queued with all its
- * awake threads busy elsewhere; should one of them be held up outside the
- * pool (a callback blocked on I/O, the caller between frames), its
- * sleepers would wait for it. So they wake now and then and look: after
- * 2 ms, then twice as long each time (128 ms at most). One takes a job
- * only when no worker of its crew (of the pool, under a CPU limit) has
- * started a job since it last looked: taking one while they make
- * progress would only crowd their CPUs.
- */
-static uint64_t crew_progress(const weft_pool_t *p, const crew_t *c) {
-  /* Under a CPU limit the awake workers may all be in other crews: then
-   * the whole pool's progress is what says whether they are held up. */
-  const bool all = p->nworkers > p->awake_cap;
-  const uint32_t n = all ? p->nworkers : c->nworkers;
-  uint64_t jobs = 0;
-  for (uint32_t i = 0; i < n; i++)
-    jobs += atomic_load_explicit(
-        &p->workers[all ? i : c->members[i]].stats.jobs, memory_order_relaxed);
-  return jobs;
-}
-
-static bool worker_sleep(weft_pool_t *p, worker_t *w, job_t *job) {
-  crew_t *c = &p->crews[w->crew];
-  const bool rescue = c->nworkers > c->cpus || p->nworkers > p->awake_cap;
-  uint64_t wait_ns = WEFT__RESCUE_NS;
-  pthread_mutex_lock(&c->mu);
-  atomic_fetch_add_explicit(&c->sleepers, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&c->awake, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&p->awake_all, 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_seq_cst);
-  bool found = find_work(p, w->index, job, false), woken = false;
-  if (!found) {
-    bump(&w->stats.sleeps, 1);
-    uint64_t done = rescue ? crew_progress(p, c) : 0;
-    while (!(woken = c->tickets > 0) &&
-           !atomic_load_explicit(&p->stopping, memory_order_relaxed)) {
-      if (!rescue) {
-        pthread_cond_wait(&c->cv, &c->mu);
-        continue;
-      }
-      struct timespec until;
-      deadline_in(&until, wait_ns);
-      if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT ||
-          c->tickets > 0)
-        continue;
-      uint64_t now_done = crew_progress(p, c);
-      if (now_done == done && (found = find_work(p, w->index, job, false))) {
-        bump(&w->stats.rescues, 1);
-        break;
-      }
-      done = now_done;
-      if (wait_ns < WEFT__RESCUE_MAX_NS)
-        wait_ns *= 2;
-    }
-  }
-  if (woken) {
-    c->tickets--; /* the waker counted this worker awake */
-  } else {
-    atomic_fetch_add_explicit(&c->awake, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->awake_all, 1, memory_order_relaxed);
-  }
-  atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&c->sleepers, 1, memory_order_relaxed);
-  pthread_mutex_unlock(&c->mu);
-  return found;
-}
-
-/* Closes the open busy or idle period and opens the other kind (or none,
- * at exit), so that a stats reader can add the open period's time. */
-static void switch_period(stats_t *s, bool busy, bool open) {
-  /* A seqlock write (the worker is the only writer). The clock is read
-   * inside it, as the reader reads its own: a snapshot taken before the
-   * switch then never counts time past the switch. That needs the odd
-   * count visible before the clock is read, a store then a load: only a
-   * full fence orders them. With a release fence the store could wait in
-   * the store buffer while the clock was read, a reader could count time
-   * past the switch, and its next snapshot showed less busy time
-   * (stress_pool_stats_never_go_back caught that within a second). */
-  uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
-  atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_seq_cst);
-  uint64_t t = weft__now_ns();
-  uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
-  if (since)
-    bump(atomic_load_explicit(&s->busy, memory_order_relaxed) ? &s->busy_ns
-                                                              : &s->idle_ns,
-         t - since);
-  atomic_store_explicit(&s->busy, busy, memory_order_relaxed);
-  atomic_store_explicit(&s->since, open ? t : 0, memory_order_relaxed);
-  atomic_store_explicit(&s->seq, q + 2, memory_order_release);
-}
-
 static void *worker_main(void *arg) {
-  worker_t *w = arg;
+  weft__worker_t *w = arg;
   weft_pool_t *p = w->pool;
   weft__plan_bind(p->topo, p->plan, w->index);
-  switch_period(&w->stats, false, true);
+  weft__stats_switch(&w->stats, false, true);
   atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
   bool busy = false;
-  job_t j;
+  weft__pool_job_t j;
   for (bool have = false;;) {
-    if (have || find_own(p, w, &j) ||
-        (!patient(w) && find_work(p, w->index, &j, true))) {
+    if (have || weft__pool_find_own(p, w, &j) ||
+        (!weft__steal_patient(w) &&
+         weft__pool_find_work(p, w->index, &j, true))) {
       have = false;
       if (!busy) {
         atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
-        switch_period(&w->stats, true, true);
+        weft__stats_switch(&w->stats, true, true);
         busy = true;
       }
-      bump(&w->stats.jobs, 1);
+      weft__stats_bump(&w->stats.jobs, 1);
       run_job(p, w->index, &j, w);
       continue;
     }
-    pay(w); /* out of work: before spinning or sleeping */
+    weft__pool_pay(w); /* out of work: before spinning or sleeping */
     if (busy) {
-      switch_period(&w->stats, false, true);
+      weft__stats_switch(&w->stats, false, true);
       atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
       busy = false;
     }
     if (atomic_load_explicit(&p->stopping, memory_order_acquire))
       break;
-    if (patient(w)) {
+    if (weft__steal_patient(w)) {
       /* Wait the backoff out polling only its own queues, so that work
        * sent to this worker starts at once and the submitter's lines stay
        * where they are. Not nanosleep: its timer slack (50 us or more
@@ -698,23 +341,23 @@ static void *worker_main(void *arg) {
       while (!have && weft__now_ns() < w->steal_after) {
         for (int k = 0; k < 32; k++)
           weft__pool_relax(p, w->index);
-        have = find_own(p, w, &j);
+        have = weft__pool_find_own(p, w, &j);
       }
       continue;
     }
     /* Spin a little, polling the queues: work often arrives right
      * behind. Then sleep. Not in a crowded crew: there the spin would
      * take the CPU from a thread with work. */
-    uint64_t until = crowded(p, w) ? 0 : weft__now_ns() + p->spin_ns;
+    uint64_t until = weft__crew_crowded(p, w) ? 0 : weft__now_ns() + p->spin_ns;
     while (!have && weft__now_ns() < until) {
       for (int k = 0; k < 32; k++)
         weft__cpu_relax();
-      have = find_work(p, w->index, &j, true);
+      have = weft__pool_find_work(p, w->index, &j, true);
     }
     if (!have)
-      have = worker_sleep(p, w, &j);
+      have = weft__crew_sleep(p, w, &j);
   }
-  switch_period(&w->stats, false, false);
+  weft__stats_switch(&w->stats, false, false);
   atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
   return NULL;
 }
@@ -722,7 +365,7 @@ static void *worker_main(void *arg) {
 static int start_threads(weft_pool_t *p) {
   atomic_store(&p->stopping, false);
   for (uint32_t i = p->first_thread; i < p->nworkers; i++) {
-    worker_t *w = &p->workers[i];
+    weft__worker_t *w = &p->workers[i];
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
       weft_pool_stop(p);
       return WEFT_ELIMIT;
@@ -743,16 +386,16 @@ void weft_pool_stop(weft_pool_t *p) {
     pthread_mutex_unlock(&p->crews[c].mu);
   }
   for (uint32_t i = p->first_thread; i < p->nworkers; i++) {
-    worker_t *w = &p->workers[i];
+    weft__worker_t *w = &p->workers[i];
     if (w->started)
       pthread_join(w->thread, NULL);
     w->started = false;
   }
   /* Whatever is still queued (jobs worker 0 queued while nobody ran
    * them, outsiders' jobs that raced the stop) runs here. */
-  job_t j;
+  weft__pool_job_t j;
   for (uint32_t s = 0; s < p->nworkers; s++)
-    while (find_work(p, s, &j, false))
+    while (weft__pool_find_work(p, s, &j, false))
       run_job(p, s, &j, NULL);
   p->running = false;
 }
@@ -766,31 +409,38 @@ int weft_pool_start(weft_pool_t *p) {
 /* ---- lifetime ---------------------------------------------------------------
  */
 
+/* n zeroed elements of a struct made of whole cache lines (see
+ * pool_internal.h): plain calloc does not align them to a line. */
+static void *calloc_lines(size_t n, size_t size) {
+  void *mem = NULL;
+  if (posix_memalign(&mem, WEFT__CACHE_LINE, n * size) != 0)
+    return NULL;
+  return memset(mem, 0, n * size);
+}
+
 static int make_workers(weft_pool_t *p) {
   p->nworkers = weft_plan_workers(p->plan);
   p->ngroups = weft_plan_groups(p->plan);
-  /* Workers embed 64-byte aligned deques: plain calloc is not enough. */
-  void *mem = NULL;
-  if (posix_memalign(&mem, 64, (size_t)p->nworkers * sizeof(worker_t)) != 0)
+  p->workers = calloc_lines(p->nworkers, sizeof(weft__worker_t));
+  if (!p->workers)
     return WEFT_ENOMEM;
-  p->workers = memset(mem, 0, (size_t)p->nworkers * sizeof(worker_t));
-  p->inject = calloc(p->ngroups, sizeof(*p->inject));
+  p->inject = calloc_lines(p->ngroups, sizeof(*p->inject));
   p->arenas = calloc(p->ngroups, sizeof(*p->arenas));
   if (!p->inject || !p->arenas)
     return WEFT_ENOMEM;
   for (uint32_t g = 0; g < p->ngroups; g++) {
-    inject_t *q = &p->inject[g];
+    weft__inject_t *q = &p->inject[g];
     q->cap = p->cap;
-    q->jobs = calloc(q->cap, sizeof(job_t));
+    q->jobs = calloc(q->cap, sizeof(weft__pool_job_t));
     if (!q->jobs || pthread_mutex_init(&q->mu, NULL) != 0)
       return WEFT_ENOMEM;
   }
   for (uint32_t i = 0; i < p->nworkers; i++) {
-    worker_t *w = &p->workers[i];
+    weft__worker_t *w = &p->workers[i];
     w->index = i;
     w->pool = p;
     w->group = weft_plan_group_of(p->plan, i);
-    w->ring = calloc(p->cap, sizeof(job_t));
+    w->ring = calloc_lines(p->cap, sizeof(weft__job_slot_t));
     if (!w->ring || weft__deque_init(&w->dq, p->cap) != 0)
       return WEFT_ENOMEM;
   }
@@ -828,7 +478,7 @@ int weft_pool_create(const weft_pool_config_t *config, weft_pool_t **out) {
       cfg.queue_capacity ? cfg.queue_capacity : WEFT__POOL_CAP_DEFAULT;
   if (cap & (cap - 1) || cap < 2 || cap > (1u << 24))
     return WEFT_EINVAL;
-  weft_pool_t *p = calloc(1, sizeof(*p));
+  weft_pool_t *p = calloc_lines(1, sizeof(*p));
   if (!p)
     return WEFT_ENOMEM;
   pthread_mutex_init(&p->arena_mu, NULL);
@@ -875,44 +525,4 @@ uint32_t weft_pool_workers(const weft_pool_t *p) {
 
 const weft_plan_t *weft_pool_plan(const weft_pool_t *p) {
   return p ? p->plan : NULL;
-}
-
-int weft_pool_worker_stats(const weft_pool_t *p, uint32_t w,
-                           weft_worker_stats_t *out) {
-  if (!p || !out || w >= p->nworkers)
-    return WEFT_EINVAL;
-  const stats_t *s = &p->workers[w].stats;
-  uint32_t q0, q1;
-  uint64_t busy_ns, idle_ns, since, t;
-  bool busy;
-  do { /* a consistent snapshot of the period counters (seqlock read) */
-    q0 = atomic_load_explicit(&s->seq, memory_order_acquire);
-    busy_ns = atomic_load_explicit(&s->busy_ns, memory_order_relaxed);
-    idle_ns = atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
-    since = atomic_load_explicit(&s->since, memory_order_relaxed);
-    busy = atomic_load_explicit(&s->busy, memory_order_relaxed);
-    t = weft__now_ns();
-    /* The clock before the second count (see switch_period()). */
-    atomic_thread_fence(memory_order_seq_cst);
-    q1 = atomic_load_explicit(&s->seq, memory_order_relaxed);
-  } while ((q0 & 1) || q0 != q1);
-  out->jobs = atomic_load_explicit(&s->jobs, memory_order_relaxed);
-  out->inline_jobs =
-      atomic_load_explicit(&s->inline_jobs, memory_order_relaxed);
-  out->local_steals =
-      atomic_load_explicit(&s->local_steals, memory_order_relaxed);
-  out->remote_steals =
-      atomic_load_explicit(&s->remote_steals, memory_order_relaxed);
-  out->sleeps = atomic_load_explicit(&s->sleeps, memory_order_relaxed);
-  out->rescues = atomic_load_explicit(&s->rescues, memory_order_relaxed);
-  out->busy_ns = busy_ns;
-  out->idle_ns = idle_ns;
-  /* Add the period in progress. */
-  if (since && t > since) {
-    if (busy)
-      out->busy_ns += t - since;
-    else
-      out->idle_ns += t - since;
-  }
-  return 0;
 }
