@@ -47,7 +47,7 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "grid_internal.h"
 #include "sys_internal.h"

@@ -26,7 +26,7 @@
 #endif
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "grid_internal.h"
 #include "sys_internal.h"

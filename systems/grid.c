@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "core/alloc.h"
 #include "grid_internal.h"

@@ -22,7 +22,7 @@
 #endif
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "core/alloc.h"
 #include "grid_internal.h"

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "core/platform.h"
 #include "sys_internal.h"

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 /* Query terms of every integration system. */
 enum { T_POS = 0, T_VEL = 1 };

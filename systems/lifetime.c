@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 /* ---- lifetime ------------------------------------------------------------ */
 
