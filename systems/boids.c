@@ -50,7 +50,7 @@
 #include <weft/builtin.h>
 
 #include "grid_internal.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 #define BOIDS_NAME "weft.boids"
 #define BOIDS_CONFIG "weft.boids.config"
@@ -463,7 +463,7 @@ static int plan_run(weft_sysctx_t *ctx, const weft_iter_t *none) {
    * difference here (400k boids, two workers, alternated three times). */
   const uint32_t parts =
       ((uint32_t)g->ny + BOIDS_PLAN_ROWS - 1) / BOIDS_PLAN_ROWS;
-  weft__sys_split(ctx, parts, 1, plan_rows, &job);
+  weft__builtin_split(ctx, parts, 1, plan_rows, &job);
   /* Slots the map did not reach (the first run, or more entities since):
    * grow it and fill it from the plan, once. */
   const uint32_t end =
@@ -623,7 +623,7 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
     if (old && old->boids)
       weft_query_destroy(old->boids);
   }
-  int rc = weft__sys_state(world, BOIDS_CONFIG, &init, sizeof init, &res);
+  int rc = weft__builtin_state(world, BOIDS_CONFIG, &init, sizeof init, &res);
   if (rc)
     return rc;
 

@@ -29,7 +29,7 @@
 #include <weft/builtin.h>
 
 #include "grid_internal.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 /* What the system's callback needs; stored in a world resource, so the
  * world owns it and it lives as long as the system can run. */
@@ -461,9 +461,9 @@ static int collide(weft_sysctx_t *ctx, const weft_iter_t *none) {
   }
   weft_counter_t done;
   uint32_t helpers =
-      weft__sys_helpers(ctx, collide_job, &run, UINT32_MAX, &done);
+      weft__builtin_helpers(ctx, collide_job, &run, UINT32_MAX, &done);
   collide_job(&run, weft_sysctx_pool_worker(ctx));
-  weft__sys_join(ctx, &done, helpers); /* the jobs read the run here */
+  weft__builtin_join(ctx, &done, helpers); /* the jobs read the run here */
   return atomic_load_explicit(&run.rc, memory_order_relaxed);
 }
 
@@ -485,7 +485,7 @@ int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
    * separate namespace), reused if an earlier registration left one. */
   collide_ctx_t cc = {grid, std->collisions};
   weft_resource_t res = 0;
-  int rc = weft__sys_state(world, name, &cc, sizeof cc, &res);
+  int rc = weft__builtin_state(world, name, &cc, sizeof cc, &res);
   if (rc)
     return rc;
 

@@ -22,7 +22,7 @@
 
 #include "core/alloc.h"
 #include "grid_internal.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 /* Arrays at least this big ask for transparent huge pages (below). */
 #define GRID_HUGE_MIN (4u << 20)

@@ -26,7 +26,7 @@
 
 #include "core/alloc.h"
 #include "grid_internal.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 /* Cells up to this size are sorted by insertion, bigger ones by heapsort
  * (in place: no allocation, n log n at worst). */
@@ -638,14 +638,14 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   weft_pool_t *pool = weft_world_pool(ctx->world);
   set_bands(g, bands_for(g, pool ? weft_pool_workers(pool) : 1, n));
   if (g->nbands > 1) {
-    weft__sys_split(ctx, g->npieces, GRID_GATHER_GRAIN, band_precount, g);
+    weft__builtin_split(ctx, g->npieces, GRID_GATHER_GRAIN, band_precount, g);
     band_places(g);
   } else { /* one band: every item, in piece order */
     g->band_base[0] = 0;
     g->band_total[0] = n;
   }
-  weft__sys_split(ctx, g->npieces, GRID_GATHER_GRAIN, gather, g);
-  weft__sys_split(ctx, g->nbands, 1, band_sort, g);
+  weft__builtin_split(ctx, g->npieces, GRID_GATHER_GRAIN, gather, g);
+  weft__builtin_split(ctx, g->nbands, 1, band_sort, g);
   g->starts[g->ncells] = n;
   g->builds++;
   weft_sysctx_count(ctx, n); /* the entities the system processed */

@@ -36,7 +36,7 @@
 #include <weft/builtin.h>
 
 #include "core/platform.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 #define HEALTH_NAME "weft.health"
 #define HEALTH_CONFIG "weft.health.config"
@@ -382,10 +382,10 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   for (uint32_t i = 0; i < HEALTH_RING; i++)
     atomic_init(&p->ready[i].k1, 0);
   weft_counter_t done;
-  uint32_t helpers = weft__sys_helpers(ctx, plan_job, p, p->nblocks - 1, &done);
+  uint32_t helpers = weft__builtin_helpers(ctx, plan_job, p, p->nblocks - 1, &done);
   int rc = apply_all(ctx, p);
   /* The helpers read the pipe: wait for them even after an error. */
-  weft__sys_join(ctx, &done, helpers);
+  weft__builtin_join(ctx, &done, helpers);
   return rc;
 }
 
@@ -405,9 +405,9 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   memset(&init, 0, sizeof init);
   init.std = *std;
   weft_resource_t res = 0, plan = 0;
-  int rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
+  int rc = weft__builtin_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
   if (!rc)
-    rc = weft__sys_state(
+    rc = weft__builtin_state(
         world, HEALTH_PLAN, NULL,
         HEALTH_RING * HEALTH_BLOCK_EVENTS * sizeof(health_plan_t), &plan);
   if (rc)

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the built-in systems (the files of systems/), on top
- * of the public API.
+ * of the public API: keeping a system's settings in the world, and
+ * spreading a task's work over the pool (builtin.c). Their prefix,
+ * weft__builtin_, is theirs alone: the scheduler's records are
+ * weft__sys_*.
  */
-#ifndef WEFT_SYSTEMS_SYS_INTERNAL_H
-#define WEFT_SYSTEMS_SYS_INTERNAL_H
+#ifndef WEFT_SYSTEMS_BUILTIN_INTERNAL_H
+#define WEFT_SYSTEMS_BUILTIN_INTERNAL_H
 
 #include <stddef.h>
 
@@ -23,8 +26,8 @@
  * when the name holds a resource of another size; otherwise 0 or the
  * registration's error.
  */
-int weft__sys_state(weft_world_t *world, const char *name, const void *init,
-                    size_t size, weft_resource_t *res);
+int weft__builtin_state(weft_world_t *world, const char *name, const void *init,
+                        size_t size, weft_resource_t *res);
 
 /*
  * Runs @p fn over [0, n) in ranges of at most @p grain items on the
@@ -32,21 +35,21 @@ int weft__sys_state(weft_world_t *world, const char *name, const void *init,
  * takes part), else inline on this thread. The ranges depend only on n and
  * the grain, never on the number of workers.
  */
-void weft__sys_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
-                     weft_range_fn fn, void *arg);
+void weft__builtin_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
+                         weft_range_fn fn, void *arg);
 
 /*
  * Submits fn(arg) as up to @p max jobs to the world's pool, at most one per
  * worker besides the calling one (none without a pool), counted on
  * @p done, and returns how many it submitted. The calling thread does its
- * own share meanwhile, then waits with weft__sys_join(): a task that fans
- * out over the pool this way keeps its shared state in its own frame.
+ * own share meanwhile, then waits with weft__builtin_join(): a task that
+ * fans out over the pool this way keeps its shared state in its own frame.
  */
-uint32_t weft__sys_helpers(weft_sysctx_t *ctx, weft_job_fn fn, void *arg,
-                           uint32_t max, weft_counter_t *done);
+uint32_t weft__builtin_helpers(weft_sysctx_t *ctx, weft_job_fn fn, void *arg,
+                               uint32_t max, weft_counter_t *done);
 
-/* Waits for the @p n jobs weft__sys_helpers() submitted on @p done,
+/* Waits for the @p n jobs weft__builtin_helpers() submitted on @p done,
  * running pool jobs meanwhile; nothing when n is 0. */
-void weft__sys_join(weft_sysctx_t *ctx, weft_counter_t *done, uint32_t n);
+void weft__builtin_join(weft_sysctx_t *ctx, weft_counter_t *done, uint32_t n);
 
-#endif /* WEFT_SYSTEMS_SYS_INTERNAL_H */
+#endif /* WEFT_SYSTEMS_BUILTIN_INTERNAL_H */
