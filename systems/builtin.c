@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the built-in systems share besides the standard components:
- * settings kept in world resources, and the pool helpers a task uses to
- * spread its work.
+ * What the built-in systems share besides the standard components: one
+ * way to register a system (a descriptor started by weft__builtin_desc(),
+ * the name checked first by weft__builtin_unique(), registered by
+ * weft__builtin_register()), settings kept in world resources, and the
+ * pool helpers a task uses to spread its work.
  */
 #include <stddef.h>
 #include <string.h>
@@ -11,6 +13,33 @@
 #include <weft/builtin.h>
 
 #include "builtin_internal.h"
+
+weft_system_desc_t weft__builtin_desc(const char *name, weft_phase_t phase,
+                                      weft_system_fn run, void *user) {
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.phase = phase;
+  d.run = run;
+  d.user = user;
+  return d;
+}
+
+int weft__builtin_unique(weft_world_t *w, const char *fn, const char *name) {
+  weft_system_t found;
+  if (weft_system_lookup(w, name, &found) == 0)
+    return weft_world_fail(w, WEFT_EEXIST, "%s: '%s' exists already", fn, name);
+  return 0;
+}
+
+int weft__builtin_register(weft_world_t *w, const weft_system_desc_t *d,
+                           weft_system_t *out) {
+  weft_system_t id = 0;
+  int rc = weft_system_register(w, d, &id);
+  if (!rc && out)
+    *out = id;
+  return rc;
+}
 
 int weft__builtin_state(weft_world_t *w, const char *name, const void *init,
                         size_t size, weft_resource_t *res) {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the built-in systems (the files of systems/), on top
- * of the public API: keeping a system's settings in the world, and
- * spreading a task's work over the pool (builtin.c). Their prefix,
- * weft__builtin_, is theirs alone: the scheduler's records are
+ * of the public API: registering a system, keeping its settings in the
+ * world, and spreading a task's work over the pool (builtin.c). Their
+ * prefix, weft__builtin_, is theirs alone: the scheduler's records are
  * weft__sys_*.
  */
 #ifndef WEFT_SYSTEMS_BUILTIN_INTERNAL_H
@@ -14,6 +14,30 @@
 #include <weft.h>
 
 #include "core/platform.h"
+
+/*
+ * The descriptor a built-in system starts from: zero (every default) but
+ * for its name, phase, callback and user pointer. The caller adds the
+ * query and the access sets, then registers it with
+ * weft__builtin_register().
+ */
+weft_system_desc_t weft__builtin_desc(const char *name, weft_phase_t phase,
+                                      weft_system_fn run, void *user);
+
+/*
+ * Fails with WEFT_EEXIST, the message naming the public function @p fn,
+ * when the world has a system called @p name; 0 otherwise. A built-in
+ * system checks this before it makes anything (resources, queries), so
+ * that a refused registration leaves the world as it was.
+ */
+int weft__builtin_unique(weft_world_t *world, const char *fn, const char *name);
+
+/*
+ * Registers @p desc and, when that succeeds and @p out is not NULL,
+ * stores the system's id there; returns weft_system_register()'s result.
+ */
+int weft__builtin_register(weft_world_t *world, const weft_system_desc_t *desc,
+                           weft_system_t *out);
 
 /*
  * Stores a system's settings in the world resource @p name (the callback's
