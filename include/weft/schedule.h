@@ -18,33 +18,6 @@
  * and the systems on the cycle. The graph, its conflict matrix and the sync
  * points are computed once per change of the schedule, never per frame.
  *
- * **Execution.** Systems whose dependencies are done run concurrently on
- * the world's pool (weft_world_config_t.pool). A system's matching chunks
- * make one job per run of chunks with the same home NUMA node, queued
- * first to that node's workers; while some worker is idle, a job hands the
- * back half of its chunks to it, down to about `batch` rows (lazy
- * halving: each thread keeps long forward runs). Cuts fall only between
- * chunks and commands and events are keyed per chunk, so where they fall
- * never changes the result. Without a pool everything runs inline.
- *
- * **Inline or dispatch.** What goes to the pool depends on what systems
- * cost, not on their rows alone: a stretch of systems (a sync segment)
- * whose estimated time together is below inline_rows × 5 ns
- * (weft_pipeline_config_t.inline_rows; 20 us by default) runs inline on
- * the driving thread without any dispatch, and so does, in a dispatched
- * segment, each single-job system estimated below it. A query system is
- * estimated from its rows at the time per row measured in its earlier
- * runs, never less than 5 ns a row (so before any run: from its rows). A
- * task's estimate is its measured time; a task not measured yet counts as
- * expensive and is dispatched. Runs on the pool are always measured;
- * systems run inline are measured one by one in the first run of their
- * phase after a registration and in the run after their segment, timed
- * as a whole, took longer than the threshold. An estimate takes the smaller of
- * the last two measurements, so one preempted run does not move a
- * system. Independent expensive systems therefore run at the same
- * time, and many tiny ones stay inline. Where a system runs never
- * changes the results (see below).
- *
  * **Commands and sync points.** A callback must not change the world's
  * structure directly; it records into `ctx->cmd`, a command buffer owned by
  * the worker running it, whose ordering key the scheduler sets to
