@@ -25,7 +25,12 @@
 #include "weft/random.h"
 #include "weft/resource.h"
 #include "weft/runif.h"
+#include "weft/phase.h"
 #include "weft/system.h"
-#include "weft/systems.h"
+#include "weft/context.h"
+#include "weft/schedule.h"
+#include "weft/pipeline.h"
+#include "weft/trace.h"
+#include "weft/builtin.h"
 
 #endif /* WEFT_H */

@@ -165,7 +165,7 @@ static void explicit_edges(weft__sys_t **l, uint32_t n, bits_t *m) {
     }
 }
 
-/* Sync segments in dependency order (see system.h for the rules). */
+/* Sync segments in dependency order (see schedule.h for the rules). */
 static uint32_t segments(weft__sys_t **l, const bits_t *m, const bits_t *anc,
                          const uint32_t *topo) {
   uint32_t n = m->n, floor = 0, top = 0, nseg = n ? 1 : 0;

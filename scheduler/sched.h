@@ -18,8 +18,12 @@
 #include "core/txn.h"
 #include "core/world_view.h"
 #include "scheduler/clock.h"
+#include "weft/context.h"
+#include "weft/pipeline.h"
 #include "weft/pool.h"
+#include "weft/schedule.h"
 #include "weft/system.h"
+#include "weft/trace.h"
 
 /* One job: a run of a system's chunk list. */
 typedef struct weft__job_t {

@@ -47,10 +47,10 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "grid_internal.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 #define BOIDS_NAME "weft.boids"
 #define BOIDS_CONFIG "weft.boids.config"
@@ -463,7 +463,7 @@ static int plan_run(weft_sysctx_t *ctx, const weft_iter_t *none) {
    * difference here (400k boids, two workers, alternated three times). */
   const uint32_t parts =
       ((uint32_t)g->ny + BOIDS_PLAN_ROWS - 1) / BOIDS_PLAN_ROWS;
-  weft__sys_split(ctx, parts, 1, plan_rows, &job);
+  weft__builtin_split(ctx, parts, 1, plan_rows, &job);
   /* Slots the map did not reach (the first run, or more entities since):
    * grow it and fill it from the plan, once. */
   const uint32_t end =
@@ -607,10 +607,9 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
         "weft_sys_boids: bad config (radius %g must be in (0, cell %g]; "
         "min_distance, max_speed finite and >= 0; weights finite)",
         (double)c.radius, (double)cell);
-  weft_system_t sys = 0;
-  if (weft_system_lookup(world, BOIDS_NAME, &sys) == 0)
-    return weft_world_fail(world, WEFT_EEXIST,
-                           "weft_sys_boids: '%s' exists already", BOIDS_NAME);
+  int rc = weft__builtin_unique(world, "weft_sys_boids", BOIDS_NAME);
+  if (rc)
+    return rc;
   boids_cfg_t init;
   memset(&init, 0, sizeof init);
   init.grid = grid;
@@ -623,7 +622,7 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
     if (old && old->boids)
       weft_query_destroy(old->boids);
   }
-  int rc = weft__sys_state(world, BOIDS_CONFIG, &init, sizeof init, &res);
+  rc = weft__builtin_state(world, BOIDS_CONFIG, &init, sizeof init, &res);
   if (rc)
     return rc;
 
@@ -643,21 +642,16 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
   if (weft_system_lookup(world, BOIDS_PLAN_NAME, &plan_sys) == 0 &&
       (rc = weft_system_remove(world, plan_sys)) != 0)
     return rc;
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = BOIDS_PLAN_NAME;
-  d.phase = c.phase;
-  d.run = plan_run; /* a task: it reads the grid's snapshot only */
-  d.user = cfg;
+  /* A task: it reads the grid's snapshot only. */
+  weft_system_desc_t d =
+      weft__builtin_desc(BOIDS_PLAN_NAME, c.phase, plan_run, cfg);
   d.res_read[0] = weft_grid_resource(grid);
   d.res_write[0] = res;
-  rc = weft_system_register(world, &d, &plan_sys);
+  rc = weft__builtin_register(world, &d, &plan_sys);
   if (rc)
     return rc;
 
-  memset(&d, 0, sizeof d);
-  d.name = BOIDS_NAME;
-  d.phase = c.phase;
+  d = weft__builtin_desc(BOIDS_NAME, c.phase, boids_run, cfg);
   d.query.include[0] = std->position;
   d.query.include[1] = std->velocity;
   d.query.include[2] = std->boid;
@@ -667,14 +661,8 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
   d.res_read[0] = weft_grid_resource(grid);
   d.res_read[1] = res; /* the plan */
   d.batch = BOIDS_BATCH;
-  d.run = boids_run;
-  d.user = cfg;
-  rc = weft_system_register(world, &d, &sys);
-  if (rc) {
+  rc = weft__builtin_register(world, &d, out);
+  if (rc)
     (void)weft_system_remove(world, plan_sys);
-    return rc;
-  }
-  if (out)
-    *out = sys;
-  return 0;
+  return rc;
 }

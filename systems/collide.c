@@ -26,10 +26,10 @@
 #endif
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "grid_internal.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 /* What the system's callback needs; stored in a world resource, so the
  * world owns it and it lives as long as the system can run. */
@@ -461,9 +461,9 @@ static int collide(weft_sysctx_t *ctx, const weft_iter_t *none) {
   }
   weft_counter_t done;
   uint32_t helpers =
-      weft__sys_helpers(ctx, collide_job, &run, UINT32_MAX, &done);
+      weft__builtin_helpers(ctx, collide_job, &run, UINT32_MAX, &done);
   collide_job(&run, weft_sysctx_pool_worker(ctx));
-  weft__sys_join(ctx, &done, helpers); /* the jobs read the run here */
+  weft__builtin_join(ctx, &done, helpers); /* the jobs read the run here */
   return atomic_load_explicit(&run.rc, memory_order_relaxed);
 }
 
@@ -476,31 +476,22 @@ int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
                            : !grid ? "the grid is NULL"
                                    : "the grid has no resource");
   static const char name[] = "weft.collide";
-  weft_system_t found;
-  if (weft_system_lookup(world, name, &found) == 0)
-    return weft_world_fail(world, WEFT_EEXIST,
-                           "weft_sys_collide: '%s' exists already", name);
+  int rc = weft__builtin_unique(world, "weft_sys_collide", name);
+  if (rc)
+    return rc;
 
   /* The callback's context lives in a resource of the same name (a
    * separate namespace), reused if an earlier registration left one. */
   collide_ctx_t cc = {grid, std->collisions};
   weft_resource_t res = 0;
-  int rc = weft__sys_state(world, name, &cc, sizeof cc, &res);
+  rc = weft__builtin_state(world, name, &cc, sizeof cc, &res);
   if (rc)
     return rc;
 
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = name;
-  d.phase = phase;
-  d.run = collide;
-  d.user = weft_resource_get(world, res);
+  weft_system_desc_t d =
+      weft__builtin_desc(name, phase, collide, weft_resource_get(world, res));
   /* A task: everything it reads is the grid's snapshot. */
   d.res_read[0] = weft_grid_resource(grid);
   d.emit[0] = std->collisions;
-  weft_system_t id = 0;
-  rc = weft_system_register(world, &d, &id);
-  if (!rc && out)
-    *out = id;
-  return rc;
+  return weft__builtin_register(world, &d, out);
 }

@@ -18,11 +18,11 @@
 #include <sys/mman.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "core/alloc.h"
 #include "grid_internal.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 /* Arrays at least this big ask for transparent huge pages (below). */
 #define GRID_HUGE_MIN (4u << 20)

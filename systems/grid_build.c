@@ -22,11 +22,11 @@
 #endif
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "core/alloc.h"
 #include "grid_internal.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 /* Cells up to this size are sorted by insertion, bigger ones by heapsort
  * (in place: no allocation, n log n at worst). */
@@ -638,14 +638,14 @@ static int build(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   weft_pool_t *pool = weft_world_pool(ctx->world);
   set_bands(g, bands_for(g, pool ? weft_pool_workers(pool) : 1, n));
   if (g->nbands > 1) {
-    weft__sys_split(ctx, g->npieces, GRID_GATHER_GRAIN, band_precount, g);
+    weft__builtin_split(ctx, g->npieces, GRID_GATHER_GRAIN, band_precount, g);
     band_places(g);
   } else { /* one band: every item, in piece order */
     g->band_base[0] = 0;
     g->band_total[0] = n;
   }
-  weft__sys_split(ctx, g->npieces, GRID_GATHER_GRAIN, gather, g);
-  weft__sys_split(ctx, g->nbands, 1, band_sort, g);
+  weft__builtin_split(ctx, g->npieces, GRID_GATHER_GRAIN, gather, g);
+  weft__builtin_split(ctx, g->nbands, 1, band_sort, g);
   g->starts[g->ncells] = n;
   g->builds++;
   weft_sysctx_count(ctx, n); /* the entities the system processed */
@@ -673,16 +673,14 @@ int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *g,
     snprintf(name, sizeof name, "weft.grid.build");
   else
     snprintf(name, sizeof name, "weft.grid.build.%u", g->number);
-  weft_system_t found;
-  if (weft_system_lookup(world, name, &found) == 0)
-    return weft_world_fail(world, WEFT_EEXIST,
-                           "weft_sys_grid: a system '%s' exists already", name);
+  int rc = weft__builtin_unique(world, "weft_sys_grid", name);
+  if (rc)
+    return rc;
 
   /* Position without an enabled Velocity (a disabled one counts as
    * absent for an exclude term), unless `with` requires Velocity. */
   weft_query_t *still = NULL, *moving = NULL;
   weft_query_desc_t qd;
-  int rc = 0;
   if (with != std->velocity) {
     memset(&qd, 0, sizeof qd);
     qd.include[0] = std->position;
@@ -700,12 +698,7 @@ int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *g,
     rc = weft_query_create(world, &qd, &moving);
   }
 
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = name;
-  d.phase = phase;
-  d.run = build;
-  d.user = g;
+  weft_system_desc_t d = weft__builtin_desc(name, phase, build, g);
   d.read[0] = std->position;
   d.read[1] = std->velocity;
   d.read[2] = std->collider;
@@ -717,7 +710,7 @@ int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *g,
   d.res_write[0] = g->res;
   weft_system_t id = 0;
   if (!rc)
-    rc = weft_system_register(world, &d, &id);
+    rc = weft__builtin_register(world, &d, &id);
   if (rc) {
     weft_query_destroy(still);
     weft_query_destroy(moving);

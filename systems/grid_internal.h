@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 /* Most bands of cells a rebuild is split into (GRID_BANDS_PER_WORKER per
  * worker, grid_build.c); each band's sort is one job that reads only its own

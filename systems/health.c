@@ -33,10 +33,10 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "core/platform.h"
-#include "sys_internal.h"
+#include "builtin_internal.h"
 
 #define HEALTH_NAME "weft.health"
 #define HEALTH_CONFIG "weft.health.config"
@@ -382,10 +382,11 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   for (uint32_t i = 0; i < HEALTH_RING; i++)
     atomic_init(&p->ready[i].k1, 0);
   weft_counter_t done;
-  uint32_t helpers = weft__sys_helpers(ctx, plan_job, p, p->nblocks - 1, &done);
+  uint32_t helpers =
+      weft__builtin_helpers(ctx, plan_job, p, p->nblocks - 1, &done);
   int rc = apply_all(ctx, p);
   /* The helpers read the pipe: wait for them even after an error. */
-  weft__sys_join(ctx, &done, helpers);
+  weft__builtin_join(ctx, &done, helpers);
   return rc;
 }
 
@@ -393,10 +394,9 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
                     weft_phase_t phase, weft_system_t *out) {
   if (!world || !std)
     return weft_world_fail(world, WEFT_EINVAL, "weft_sys_health: std is NULL");
-  weft_system_t sys = 0;
-  if (weft_system_lookup(world, HEALTH_NAME, &sys) == 0)
-    return weft_world_fail(world, WEFT_EEXIST,
-                           "weft_sys_health: '%s' exists already", HEALTH_NAME);
+  int rc = weft__builtin_unique(world, "weft_sys_health", HEALTH_NAME);
+  if (rc)
+    return rc;
   /* The ids and the plan live in the world: the resources outlive any
    * caller's copy. A previous, removed registration left them; reuse. The
    * small one first: when the world runs out of resources between the two,
@@ -405,9 +405,9 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   memset(&init, 0, sizeof init);
   init.std = *std;
   weft_resource_t res = 0, plan = 0;
-  int rc = weft__sys_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
+  rc = weft__builtin_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
   if (!rc)
-    rc = weft__sys_state(
+    rc = weft__builtin_state(
         world, HEALTH_PLAN, NULL,
         HEALTH_RING * HEALTH_BLOCK_EVENTS * sizeof(health_plan_t), &plan);
   if (rc)
@@ -415,10 +415,8 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   health_cfg_t *cfg = weft_resource_get(world, res);
   cfg->plan = weft_resource_get(world, plan);
 
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = HEALTH_NAME;
-  d.phase = phase;
+  weft_system_desc_t d =
+      weft__builtin_desc(HEALTH_NAME, phase, health_run, cfg);
   d.write[0] = std->health;
   d.read[0] = std->damage;
   d.read[1] = std->armor;
@@ -430,12 +428,5 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   /* hp is written only through rows resolved with Health in the lookup's
    * write mask, which stamps their chunks (see plan_batch). */
   d.flags = WEFT_SYSTEM_TRACKED_WRITES;
-  d.run = health_run;
-  d.user = cfg;
-  rc = weft_system_register(world, &d, &sys);
-  if (rc)
-    return rc;
-  if (out)
-    *out = sys;
-  return 0;
+  return weft__builtin_register(world, &d, out);
 }

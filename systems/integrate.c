@@ -28,7 +28,9 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
+
+#include "builtin_internal.h"
 
 /* Query terms of every integration system. */
 enum { T_POS = 0, T_VEL = 1 };
@@ -250,16 +252,12 @@ static int keep_config(weft_world_t *w, const weft_integrate_config_t *c,
 static weft_system_desc_t desc(const char *name, const weft_std_t *std,
                                weft_phase_t phase, uint8_t pos, uint8_t vel,
                                weft_system_fn run) {
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = name;
-  d.phase = phase;
+  weft_system_desc_t d = weft__builtin_desc(name, phase, run, NULL);
   d.query.include[T_POS] = std->position;
   d.query.include[T_VEL] = std->velocity;
   d.query.flags = WEFT_QUERY_CHUNK_RUNS;
   d.term_access[T_POS] = pos;
   d.term_access[T_VEL] = vel;
-  d.run = run;
   return d;
 }
 
@@ -303,14 +301,14 @@ int weft_sys_integrate(weft_world_t *w, const weft_std_t *std,
     slot[nd++] = &s.bounds;
   }
 
-  weft_system_t id;
-  for (uint32_t i = 0; i < nd; i++)
-    if (weft_system_lookup(w, d[i].name, &id) == 0)
-      return weft_world_fail(
-          w, WEFT_EEXIST, "weft_sys_integrate: '%s' exists already", d[i].name);
+  int rc = 0;
+  for (uint32_t i = 0; i < nd && !rc; i++)
+    rc = weft__builtin_unique(w, "weft_sys_integrate", d[i].name);
+  if (rc)
+    return rc;
   weft_resource_t res;
   const void *kept;
-  int rc = keep_config(w, &c, &res, &kept);
+  rc = keep_config(w, &c, &res, &kept);
   if (rc)
     return rc;
   for (uint32_t i = 0; i < nd; i++) {
@@ -321,7 +319,7 @@ int weft_sys_integrate(weft_world_t *w, const weft_std_t *std,
   /* Registration order orders the systems (their accesses conflict). All
    * or nothing: a failure removes the systems registered before it. */
   for (uint32_t i = 0; i < nd; i++) {
-    rc = weft_system_register(w, &d[i], slot[i]);
+    rc = weft__builtin_register(w, &d[i], slot[i]);
     if (rc) {
       while (i--)
         weft_system_remove(w, *slot[i]);

@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
+#include <weft/builtin.h>
+
+#include "builtin_internal.h"
 
 /* ---- lifetime ------------------------------------------------------------ */
 
@@ -36,19 +38,12 @@ int weft_sys_lifetime(weft_world_t *w, const weft_std_t *std,
                       weft_phase_t phase, weft_system_t *out) {
   if (!w || !std)
     return weft_world_fail(w, WEFT_EINVAL, "weft_sys_lifetime: std is NULL");
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "weft.lifetime";
-  d.phase = phase;
+  weft_system_desc_t d =
+      weft__builtin_desc("weft.lifetime", phase, lifetime_run, NULL);
   d.query.include[0] = std->lifetime;
   d.term_access[0] = WEFT_ACCESS_WRITE;
   d.flags = WEFT_SYSTEM_DESPAWNS;
-  d.run = lifetime_run;
-  weft_system_t id = 0;
-  int rc = weft_system_register(w, &d, &id);
-  if (!rc && out)
-    *out = id;
-  return rc;
+  return weft__builtin_register(w, &d, out);
 }
 
 /* ---- spawners ------------------------------------------------------------ */
@@ -141,19 +136,17 @@ int weft_sys_spawners(weft_world_t *w, const weft_std_t *std,
                       weft_phase_t phase, weft_system_t *out) {
   if (!w || !std)
     return weft_world_fail(w, WEFT_EINVAL, "weft_sys_spawners: std is NULL");
-  weft_system_t id = 0;
-  if (weft_system_lookup(w, "weft.spawners", &id) == 0) /* before keep_list() */
-    return weft_world_fail(w, WEFT_EEXIST,
-                           "weft_sys_spawners: 'weft.spawners' exists already");
-  weft_resource_t res;
-  const spawn_list_t *l;
-  int rc = keep_list(w, std, &res, &l);
+  /* Before keep_list(), which makes a resource. */
+  int rc = weft__builtin_unique(w, "weft_sys_spawners", "weft.spawners");
   if (rc)
     return rc;
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "weft.spawners";
-  d.phase = phase;
+  weft_resource_t res;
+  const spawn_list_t *l;
+  rc = keep_list(w, std, &res, &l);
+  if (rc)
+    return rc;
+  weft_system_desc_t d =
+      weft__builtin_desc("weft.spawners", phase, spawners_run, (void *)l);
   d.query.include[0] = std->spawner;
   d.query.include[1] = std->position;
   d.query.exclude[0] = std->dead;
@@ -162,10 +155,5 @@ int weft_sys_spawners(weft_world_t *w, const weft_std_t *std,
   for (uint32_t i = 0; i < P_COUNT; i++)
     d.cmd_write[i] = l->comps[i];
   d.res_read[0] = res;
-  d.run = spawners_run;
-  d.user = (void *)l;
-  rc = weft_system_register(w, &d, &id);
-  if (!rc && out)
-    *out = id;
-  return rc;
+  return weft__builtin_register(w, &d, out);
 }

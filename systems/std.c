@@ -8,9 +8,7 @@
 #include <string.h>
 
 #include <weft.h>
-#include <weft/systems.h>
-
-#include "sys_internal.h"
+#include <weft/builtin.h>
 
 /* Registers a component or, when the name is taken, finds it. */
 static int comp(weft_world_t *w, const weft_component_desc_t *d,
@@ -74,50 +72,4 @@ int weft_std_register(weft_world_t *w, weft_std_t *out) {
     return rc;
   *out = s;
   return 0;
-}
-
-int weft__sys_state(weft_world_t *w, const char *name, const void *init,
-                    size_t size, weft_resource_t *res) {
-  int rc;
-  if (weft_resource_lookup(w, name, res) == 0) {
-    if (weft_resource_size(w, *res) != size)
-      return weft_world_fail(w, WEFT_EEXIST,
-                             "resource '%s' exists already, with another size",
-                             name);
-    rc = init ? weft_resource_set(w, *res, init) : 0;
-  } else {
-    rc = weft_resource_register(w, name, size, 0, init, res);
-  }
-  /* Settings with pointers in them, plans and caches: not world state
-   * for the digest (the world's own parts hold the state they describe). */
-  return rc ? rc : weft_resource_set_flags(w, *res, WEFT_RESOURCE_SCRATCH);
-}
-
-void weft__sys_split(weft_sysctx_t *ctx, uint32_t n, uint32_t grain,
-                     weft_range_fn fn, void *arg) {
-  weft_pool_t *pool = weft_world_pool(ctx->world);
-  if (pool && n > grain)
-    weft_pool_parallel_for(pool, weft_sysctx_pool_worker(ctx), 0, n, grain, fn,
-                           arg);
-  else if (n)
-    fn(arg, 0, n, WEFT_WORKER_EXTERNAL);
-}
-
-uint32_t weft__sys_helpers(weft_sysctx_t *ctx, weft_job_fn fn, void *arg,
-                           uint32_t max, weft_counter_t *done) {
-  memset(done, 0, sizeof *done);
-  weft_pool_t *pool = weft_world_pool(ctx->world);
-  uint32_t n = pool ? weft_pool_workers(pool) - 1 : 0;
-  if (n > max)
-    n = max;
-  uint32_t self = weft_sysctx_pool_worker(ctx);
-  for (uint32_t i = 0; i < n; i++)
-    weft_pool_submit(pool, self, fn, arg, done, WEFT_WORKER_EXTERNAL);
-  return n;
-}
-
-void weft__sys_join(weft_sysctx_t *ctx, weft_counter_t *done, uint32_t n) {
-  if (n)
-    weft_pool_wait(weft_world_pool(ctx->world), weft_sysctx_pool_worker(ctx),
-                   done);
 }

@@ -1167,7 +1167,7 @@ static int csys_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
   return sum == UINT64_MAX ? WEFT_EINVAL : 0; /* keep sum alive */
 }
 
-/* The conflict rule of system.h, over the test's own declarations. */
+/* The conflict rule of schedule.h, over the test's own declarations. */
 static bool declared_conflict(const csys_t *a, const csys_t *b) {
   for (uint32_t o = 0; o < NOBJ; o++) {
     if (a->acc[o] == A_WRITE && b->acc[o] != A_NONE)

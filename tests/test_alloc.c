@@ -16,7 +16,7 @@
 #include <malloc.h> /* mallinfo2(): glibc's own allocator's statistics */
 #include <stdlib.h>
 
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "core/world.h" /* w->alloc.fail_in: injected allocation failures */
 #include "scheduler/sched.h" /* the pipeline's command buffers */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * "weft.boids" and its kernel weft_boids_steer() (systems.h): the kernel
+ * "weft.boids" and its kernel weft_boids_steer() (builtin.h): the kernel
  * against hand computations of each steering term and against a naive
  * implementation written here; one step of the grid and boids systems
  * against the naive O(n^2) computation over every other boid within the
@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #define assert_float_exact(a, b)                                               \
   do {                                                                         \

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #define FIXED 0.1
 #define N 2000u /* entities of Pos and Hp: 8 chunks of 4 KiB */

@@ -11,7 +11,7 @@
  */
 #include "support/weft_test.h"
 
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "core/resource_internal.h" /* staging events as workers do */
 

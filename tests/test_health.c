@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * "weft.health" (systems.h) through the public API: collision events
+ * "weft.health" (builtin.h) through the public API: collision events
  * pushed onto the std channel become damage after armour, checked against
  * hand computations and against an oracle over plain arrays; death adds
  * Dead once and disables Velocity and Collider; the dead, stale handles and
@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 #include "support/health_test.h"
 

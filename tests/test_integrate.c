@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include <weft/systems.h>
+#include <weft/builtin.h>
 
 /* --- fixture ----------------------------------------------------------------
  */

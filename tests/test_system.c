@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for building the schedule (include/weft/system.h, "The graph"):
+ * Unit tests for building the schedule (include/weft/system.h and schedule.h):
  * registration, conflict and explicit edges, cycles, the dependency order,
  * sync segments, rebuild timing and user phases.
  */
@@ -856,7 +856,7 @@ typedef struct rnd_sys_t {
   uint32_t nbefore, nafter;
 } rnd_sys_t;
 
-/* The conflict rule of system.h, recomputed from the sets. */
+/* The conflict rule of schedule.h, recomputed from the sets. */
 static bool rnd_conflict(const rnd_sys_t *a, const rnd_sys_t *b) {
   uint32_t ar = a->rd | a->xr, aw = a->wr | a->xw;
   uint32_t br = b->rd | b->xr, bw = b->wr | b->xw;

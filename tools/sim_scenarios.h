@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-sim's scenarios: each builds a world of the built-in systems
- * (include/weft/systems.h) and spawns its initial entities from a seed.
+ * (include/weft/builtin.h) and spawns its initial entities from a seed.
  */
 #ifndef WEFT_TOOLS_SIM_SCENARIOS_H
 #define WEFT_TOOLS_SIM_SCENARIOS_H

@@ -305,6 +305,13 @@ void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c);
  * the iteration. */
 bool weft_iter_enabled(const weft_iter_t *it, weft_component_t c);
 
+/**
+ * The change version of component @p c in the iterator's current chunk:
+ * the latest of its last write by a system and the chunk's last structural
+ * change (0 when the chunk lacks @p c or it is a tag). Reader threads.
+ */
+uint32_t weft_iter_version(const weft_iter_t *it, weft_component_t c);
+
 #ifdef __cplusplus
 }
 #endif

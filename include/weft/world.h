@@ -262,6 +262,9 @@ bool weft_world_checked(const weft_world_t *world);
 /** The tag (1..255) stamped into this world's handles. Any thread. */
 uint8_t weft_world_tag(const weft_world_t *world);
 
+/** The world's current change version. Any thread while no frame runs. */
+uint32_t weft_world_change_version(const weft_world_t *world);
+
 #ifdef __cplusplus
 }
 #endif

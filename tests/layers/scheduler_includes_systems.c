@@ -5,7 +5,7 @@
  * holds core's and its own headers only (cmake/WeftLayers.cmake).
  */
 #include "scheduler/sched.h"
-#include "systems/sys_internal.h"
+#include "systems/builtin_internal.h"
 
 int weft_layer_probe(void);
 int weft_layer_probe(void) {

@@ -7,7 +7,7 @@
  */
 #include "core/world_view.h"
 #include "scheduler/sched.h"
-#include "systems/sys_internal.h"
+#include "systems/builtin_internal.h"
 
 int weft_layer_probe(void);
 int weft_layer_probe(void) {

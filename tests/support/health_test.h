@@ -5,7 +5,7 @@
  * what a test gives them; collision events; one FixedUpdate tick. Used by
  * test_health.c and by test_alloc.c's failure injection into the
  * pipeline's command buffers. Include after weft_test.h and
- * <weft/systems.h>.
+ * <weft/builtin.h>.
  */
 #ifndef WEFT_TEST_HEALTH_TEST_H
 #define WEFT_TEST_HEALTH_TEST_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /**
- * @file systems.h
+ * @file weft/builtin.h
  * Built-in simulation systems (2D), written against the public API only.
  *
  * weft_std_register() registers the standard components, resources and the
@@ -18,13 +18,14 @@
  * Threads: every function here is owner-thread API. Objects created here
  * (grids) belong to the caller and must outlive the systems that use them.
  */
-#ifndef WEFT_SYSTEMS_H
-#define WEFT_SYSTEMS_H
+#ifndef WEFT_BUILTIN_H
+#define WEFT_BUILTIN_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "weft/component.h"
+#include "weft/phase.h"
 #include "weft/resource.h"
 #include "weft/system.h"
 #include "weft/world.h"
@@ -430,4 +431,4 @@ weft_vec2_t weft_boids_steer(const weft_boids_config_t *config,
 }
 #endif
 
-#endif /* WEFT_SYSTEMS_H */
+#endif /* WEFT_BUILTIN_H */
