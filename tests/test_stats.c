@@ -40,12 +40,6 @@ typedef struct slow_t {
  * scheduled, whatever else the machine runs. */
 #define SPLIT_HANG_NS (60ull * 1000000000ull)
 
-static uint64_t split_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int slow_touch(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   slow_t *sl = ctx->user;
   (void)chunk;
@@ -59,11 +53,11 @@ static int slow_touch(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   uint32_t n = atomic_fetch_add(&sl->holder_calls, 1);
   if (n > 1)
     return 0;
-  uint64_t t0 = split_now_ns();
+  uint64_t t0 = wt_now_ns();
   while (n == 0 ? !weft__pool_hungry(sl->pool, weft_sysctx_pool_worker(ctx))
                 : atomic_load(&sl->calls) == atomic_load(&sl->holder_calls)) {
     sched_yield();
-    if (split_now_ns() - t0 > SPLIT_HANG_NS) {
+    if (wt_now_ns() - t0 > SPLIT_HANG_NS) {
       atomic_fetch_add(&sl->hangs, 1);
       return 0;
     }
