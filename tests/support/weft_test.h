@@ -146,6 +146,16 @@ wt_world_pooled(uint32_t workers, uint32_t chunk_size, weft_pool_t **pool) {
   return wt_world_new(&wc);
 }
 
+/* Configures @p w's pipeline with inline_rows 1 and every other setting
+ * at its default, so that no stretch of rows is small enough to run
+ * inline: every system goes to the pool. */
+static inline void wt_dispatch_everything(weft_world_t *w) {
+  weft_pipeline_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.inline_rows = 1;
+  assert_int_equal(weft_pipeline_configure(w, &pc), WEFT_OK);
+}
+
 static inline weft_world_stats_t wt_stats(const weft_world_t *w) {
   weft_world_stats_t s;
   memset(&s, 0xa5, sizeof s); /* make unfilled fields obvious */
