@@ -33,11 +33,7 @@
 void bench_arena_open(bench_arena_side_t *a, uint32_t workers, bool bind_caller,
                       uint32_t n) {
   memset(a, 0, sizeof *a);
-  weft_pool_config_t pc = {0};
-  pc.placement.workers = workers;
-  pc.placement.caller_participates = true;
-  pc.placement.bind_caller = bind_caller;
-  bench_check(weft_pool_create(&pc, &a->pool), "weft_pool_create");
+  a->pool = bench_pool_new(workers, bind_caller);
   /* One tag for both worlds: handles carry it, and the digests compared
    * at the end cover handles. */
   weft_world_config_t wc = {.pool = a->pool, .world_tag = 1};

@@ -26,15 +26,15 @@
  * weft's segments, each array offset by a further 16 KiB + 64 B so that
  * the six streams spread over the cache sets, again like weft's
  * segments). Both sides call the same kernel
- * (bw_kernel, restrict pointers): weft once per run of chunks, OpenMP once
- * per thread over its static share in a `parallel` region of as many
- * threads as weft has workers. The shares are what schedule(static) hands
- * out (one contiguous block per thread), cut at multiples of 16 floats so
+ * (bench_integrate_soa in harness.h, restrict pointers): weft once per run of
+ * chunks, OpenMP once per thread over its static share in a `parallel` region
+ * of as many threads as weft has workers. The shares are what schedule(static)
+ * hands out (one contiguous block per thread), cut at multiples of 16 floats so
  * that each starts on a cache line; calling the kernel on a share, rather
  * than an `omp for` over the loop body, keeps restrict (it does not survive
  * outlining) so the loop vectorizes without an alias check. gcc 12 -O3
  * -fopt-info-vec-optimized (x86-64 baseline ISA): "loop vectorized using
- * 16 byte vectors" for bw_kernel where it is inlined, into the weft
+ * 16 byte vectors" for bench_integrate_soa where it is inlined, into the weft
  * callback and into the baseline's parallel region, neither versioned for
  * aliasing.
  *
@@ -88,24 +88,12 @@ typedef struct bw_state_t {
   void *mem[6]; /* what a and b were carved from */
 } bw_state_t;
 
-/* p += s * v over n entities, component by component: the kernel both
- * sides run. */
-static inline void bw_kernel(uint32_t n, float *restrict px, float *restrict py,
-                             float *restrict pz, const float *restrict vx,
-                             const float *restrict vy, const float *restrict vz,
-                             float s) {
-  for (uint32_t i = 0; i < n; ++i) {
-    px[i] += s * vx[i];
-    py[i] += s * vy[i];
-    pz[i] += s * vz[i];
-  }
-}
-
 static int bw_system(weft_sysctx_t *ctx, const weft_iter_t *ch) {
   void *p[WEFT_MAX_FIELDS], *v[WEFT_MAX_FIELDS];
   weft_iter_fields(ch, 0, p);
   weft_iter_fields(ch, 1, v);
-  bw_kernel(ch->count, p[0], p[1], p[2], v[0], v[1], v[2], (float)ctx->dt);
+  bench_integrate_soa(ch->count, p[0], p[1], p[2], v[0], v[1], v[2],
+                      (float)ctx->dt);
   return 0;
 }
 
@@ -124,8 +112,8 @@ static uint64_t bw_base(void *p, uint64_t reps) {
     {
       uint32_t lo, hi;
       bench_omp_share(n, &lo, &hi);
-      bw_kernel(hi - lo, a[0] + lo, a[1] + lo, a[2] + lo, b[0] + lo, b[1] + lo,
-                b[2] + lo, dt);
+      bench_integrate_soa(hi - lo, a[0] + lo, a[1] + lo, a[2] + lo, b[0] + lo,
+                          b[1] + lo, b[2] + lo, dt);
     }
     bench_clobber();
   }
@@ -158,10 +146,7 @@ static void bw_fill(void *user, const weft_iter_t *view, uint32_t first) {
 }
 
 static void bw_world_setup(bw_state_t *s) {
-  weft_pool_config_t pc = {0};
-  pc.placement.workers = s->workers;
-  pc.placement.caller_participates = true;
-  bench_check(weft_pool_create(&pc, &s->pool), "weft_pool_create");
+  s->pool = bench_pool_new(s->workers, false);
   s->workers = weft_pool_workers(s->pool); /* OpenMP uses as many */
   weft_world_config_t wc = {.pool = s->pool};
   bench_check(weft_world_create(&wc, &s->world), "weft_world_create");

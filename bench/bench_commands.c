@@ -424,12 +424,7 @@ static void cmd_setup(cmd_state_t *s, bool populate) {
   weft_world_config_t cfg = {.capacity = s->n};
   bench_check(weft_world_create(&cfg, &s->world), "weft_world_create");
   weft_component_desc_t d = WEFT_COMPONENT_DESC(bench_vec3_t);
-  d.name = "Position";
-  bench_check(weft_component_register(s->world, &d, &s->comps[0]),
-              "registering Position");
-  d.name = "Velocity";
-  bench_check(weft_component_register(s->world, &d, &s->comps[1]),
-              "registering Velocity");
+  bench_register_pos_vel(s->world, d, s->comps);
   s->comps[2] = WEFT_COMPONENT_NONE;
   d = WEFT_COMPONENT_DESC(cmd_b_t);
   d.name = "B";

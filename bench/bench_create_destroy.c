@@ -165,12 +165,7 @@ static void cd_setup(cd_state_t *s) {
   weft_world_config_t cfg = {.capacity = s->n};
   bench_check(weft_world_create(&cfg, &s->world), "weft_world_create");
   weft_component_desc_t d = WEFT_COMPONENT_DESC(bench_vec3_t);
-  d.name = "Position";
-  bench_check(weft_component_register(s->world, &d, &s->comps[0]),
-              "registering Position");
-  d.name = "Velocity";
-  bench_check(weft_component_register(s->world, &d, &s->comps[1]),
-              "registering Velocity");
+  bench_register_pos_vel(s->world, d, s->comps);
   s->comps[2] = WEFT_COMPONENT_NONE;
   bench_check(weft_world_reserve(s->world, s->n), "weft_world_reserve");
   s->handles = bench_alloc((size_t)s->n * sizeof *s->handles);

@@ -217,10 +217,7 @@ static void hc_fill(void *user, const weft_iter_t *view, uint32_t first) {
 
 static void hc_world_setup(hc_world_t *h, uint32_t n, uint32_t workers,
                            uint32_t chunk) {
-  weft_pool_config_t pc = {0};
-  pc.placement.workers = workers;
-  pc.placement.caller_participates = true;
-  bench_check(weft_pool_create(&pc, &h->pool), "weft_pool_create");
+  h->pool = bench_pool_new(workers, false);
   weft_world_config_t wc = {.chunk_size = chunk, .pool = h->pool};
   bench_check(weft_world_create(&wc, &h->world), "weft_world_create");
   weft_pipeline_config_t pl = {.inline_rows = 1};

@@ -259,10 +259,7 @@ static void jobs_setup(jobs_state_t *s, uint32_t n) {
   memset(s, 0, sizeof *s);
   s->n = n;
   uint32_t workers = jobs_online_cpus();
-  weft_pool_config_t cfg = {0};
-  cfg.placement.workers = workers;
-  cfg.placement.caller_participates = true;
-  bench_check(weft_pool_create(&cfg, &s->pool), "weft_pool_create");
+  s->pool = bench_pool_new(workers, false);
   s->workers = weft_pool_workers(s->pool);
   omp_set_num_threads((int)s->workers);
 }

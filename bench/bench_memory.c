@@ -27,12 +27,7 @@ void bench_memory(bench_ctx_t *ctx) {
   bench_check(weft_world_create(NULL, &world), "weft_world_create");
   weft_component_desc_t d = WEFT_COMPONENT_DESC(bench_vec3_t);
   weft_component_t comps[3] = {0, 0, WEFT_COMPONENT_NONE};
-  d.name = "Position";
-  bench_check(weft_component_register(world, &d, &comps[0]),
-              "registering Position");
-  d.name = "Velocity";
-  bench_check(weft_component_register(world, &d, &comps[1]),
-              "registering Velocity");
+  bench_register_pos_vel(world, d, comps);
   bench_check(weft_spawn_batch(world, n, comps, NULL, NULL, NULL),
               "weft_spawn_batch");
 

@@ -56,16 +56,6 @@ static uint32_t ovs_cpus(int *cpus, uint32_t cap) {
   return n;
 }
 
-static weft_pool_t *ovs_pool(uint32_t workers) {
-  weft_pool_config_t pc = {0};
-  pc.placement.workers = workers;
-  pc.placement.caller_participates = true;
-  pc.placement.bind_caller = true;
-  weft_pool_t *p = NULL;
-  bench_check(weft_pool_create(&pc, &p), "weft_pool_create");
-  return p;
-}
-
 /* ---- the arena ------------------------------------------------------------
  */
 
@@ -160,7 +150,7 @@ static void ovs_fill(void *user, const weft_iter_t *view, uint32_t first) {
 static void ovs_update_open(ovs_update_t *s, uint32_t workers, uint32_t n) {
   memset(s, 0, sizeof *s);
   s->n = n;
-  s->pool = ovs_pool(workers);
+  s->pool = bench_pool_new(workers, true);
   weft_world_config_t wc = {.pool = s->pool};
   bench_check(weft_world_create(&wc, &s->world), "weft_world_create");
   weft_component_desc_t d = WEFT_COMPONENT_DESC(ovs_vec2_t);

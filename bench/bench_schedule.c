@@ -131,10 +131,7 @@ static void sched_setup(sched_state_t *s, uint32_t n, uint32_t workers) {
   s->n = n;
   weft_world_config_t wc = {0};
   if (workers) {
-    weft_pool_config_t pc = {0};
-    pc.placement.workers = workers;
-    pc.placement.caller_participates = true;
-    bench_check(weft_pool_create(&pc, &s->pool), "weft_pool_create");
+    s->pool = bench_pool_new(workers, false);
     wc.pool = s->pool;
   }
   bench_check(weft_world_create(&wc, &s->world), "weft_world_create");

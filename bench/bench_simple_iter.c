@@ -37,30 +37,6 @@ typedef struct iter_state_t {
   float *b[6];           /* baseline: px py pz vx vy vz, or pos vel (aos) */
 } iter_state_t;
 
-/*
- * The SoA kernel. gcc 12 -O3 -fopt-info-vec-optimized: "loop vectorized
- * using 16 byte vectors" with no alias versioning (the restrict qualifiers
- * survive inlining), for the baseline and the weft call alike.
- */
-static inline void iter_soa_kernel(uint32_t n, float *restrict px,
-                                   float *restrict py, float *restrict pz,
-                                   const float *restrict vx,
-                                   const float *restrict vy,
-                                   const float *restrict vz, float dt) {
-  for (uint32_t i = 0; i < n; ++i) {
-    px[i] += vx[i] * dt;
-    py[i] += vy[i] * dt;
-    pz[i] += vz[i] * dt;
-  }
-}
-
-/* The AoS kernel over n floats (3 per entity); vectorized likewise. */
-static inline void iter_flat_kernel(uint32_t n, float *restrict p,
-                                    const float *restrict v, float dt) {
-  for (uint32_t i = 0; i < n; ++i)
-    p[i] += v[i] * dt;
-}
-
 static uint64_t iter_weft_soa(void *p, uint64_t reps) {
   iter_state_t *s = p;
   uint64_t sum = 0;
@@ -72,8 +48,8 @@ static uint64_t iter_weft_soa(void *p, uint64_t reps) {
       void *pos[WEFT_MAX_FIELDS], *vel[WEFT_MAX_FIELDS];
       weft_iter_fields(&it, 0, pos);
       weft_iter_fields(&it, 1, vel);
-      iter_soa_kernel(it.count, pos[s->pf[0]], pos[s->pf[1]], pos[s->pf[2]],
-                      vel[s->vf[0]], vel[s->vf[1]], vel[s->vf[2]], ITER_DT);
+      bench_integrate_soa(it.count, pos[s->pf[0]], pos[s->pf[1]], pos[s->pf[2]],
+                          vel[s->vf[0]], vel[s->vf[1]], vel[s->vf[2]], ITER_DT);
       sum += bench_f32_bits(((const float *)pos[s->pf[0]])[0]);
     }
     bench_clobber();
@@ -90,7 +66,7 @@ static uint64_t iter_weft_aos(void *p, uint64_t reps) {
     while (weft_iter_next(&it)) {
       float *pos = weft_iter_column(&it, 0);
       const float *vel = weft_iter_column(&it, 1);
-      iter_flat_kernel(3 * it.count, pos, vel, ITER_DT);
+      bench_integrate_flat(3 * it.count, pos, vel, ITER_DT);
       sum += bench_f32_bits(pos[0]);
     }
     bench_clobber();
@@ -102,8 +78,8 @@ static uint64_t iter_base_soa(void *p, uint64_t reps) {
   iter_state_t *s = p;
   uint64_t sum = 0;
   for (uint64_t r = 0; r < reps; ++r) {
-    iter_soa_kernel(s->n, s->b[0], s->b[1], s->b[2], s->b[3], s->b[4], s->b[5],
-                    ITER_DT);
+    bench_integrate_soa(s->n, s->b[0], s->b[1], s->b[2], s->b[3], s->b[4],
+                        s->b[5], ITER_DT);
     bench_clobber();
     sum += bench_f32_bits(s->b[0][0]);
   }
@@ -114,7 +90,7 @@ static uint64_t iter_base_aos(void *p, uint64_t reps) {
   iter_state_t *s = p;
   uint64_t sum = 0;
   for (uint64_t r = 0; r < reps; ++r) {
-    iter_flat_kernel(3 * s->n, s->b[0], s->b[1], ITER_DT);
+    bench_integrate_flat(3 * s->n, s->b[0], s->b[1], ITER_DT);
     bench_clobber();
     sum += bench_f32_bits(s->b[0][0]);
   }
@@ -169,12 +145,7 @@ static void iter_setup(iter_state_t *s) {
     d.flags = WEFT_COMPONENT_SOA;
   }
   weft_component_t comps[3] = {0, 0, WEFT_COMPONENT_NONE};
-  d.name = "Position";
-  bench_check(weft_component_register(s->world, &d, &comps[0]),
-              "registering Position");
-  d.name = "Velocity";
-  bench_check(weft_component_register(s->world, &d, &comps[1]),
-              "registering Velocity");
+  bench_register_pos_vel(s->world, d, comps);
   if (s->soa) {
     for (int k = 0; k < 3; ++k) {
       bench_check(

@@ -33,12 +33,13 @@
  * uses the same arrays, so that their loops vectorize; `stringy` is left
  * out (ecs_benchmark formats it in a disabled line).
  *
- * Both sides call the same kernels (upd_*): weft once per chunk, the
+ * Both sides call the same kernels (upd_*, and bench_integrate_flat for
+ * MovementSystem): weft once per chunk, the
  * baselines over whole arrays or a thread's share of them, so the ratio is
  * what the scheduler and chunked storage cost. gcc 12 -O3
  * -fopt-info-vec-optimized (x86-64 baseline ISA, SSE2) reports "loop
- * vectorized using 16 byte vectors" for upd_move, upd_data, upd_health,
- * upd_damage and upd_sprite, for the baselines and inside the weft
+ * vectorized using 16 byte vectors" for bench_integrate_flat, upd_data,
+ * upd_health, upd_damage and upd_sprite, for the baselines and inside the weft
  * callbacks; upd_complex (a rarely taken branch that advances a generator)
  * and upd_render (a scatter into the frame buffer) stay scalar on both
  * sides.
@@ -174,13 +175,6 @@ static inline int32_t upd_range(uint32_t r, int32_t lo, int32_t hi) {
   return lo + (int32_t)(((uint64_t)r * (uint64_t)(hi - lo + 1)) >> 32);
 }
 
-/* MovementSystem over n2 = 2 * entities floats. */
-static inline void upd_move(uint32_t n2, float *restrict pos,
-                            const float *restrict vel, float dt) {
-  for (uint32_t i = 0; i < n2; ++i)
-    pos[i] += vel[i] * dt;
-}
-
 /* DataSystem. */
 static inline void upd_data(uint32_t n, uint32_t *restrict thingy,
                             uint32_t *restrict numgy, double *restrict dingy,
@@ -286,7 +280,8 @@ static inline void upd_render(uint32_t n, const float *restrict pos,
  */
 
 static int upd_sys_move(weft_sysctx_t *ctx, const weft_iter_t *ch) {
-  upd_move(2 * ch->count, ch->columns[0], ch->columns[1], (float)ctx->dt);
+  bench_integrate_flat(2 * ch->count, ch->columns[0], ch->columns[1],
+                       (float)ctx->dt);
   return 0;
 }
 
@@ -349,7 +344,7 @@ static uint64_t upd_weft(void *p, uint64_t reps) {
 static inline void upd_base_range(const upd_arrays_t *a, bool seven,
                                   bool complex, uint32_t lo, uint32_t hi) {
   uint32_t k = hi - lo;
-  upd_move(2 * k, a->pos + 2 * lo, a->vel + 2 * lo, (float)UPD_DT);
+  bench_integrate_flat(2 * k, a->pos + 2 * lo, a->vel + 2 * lo, (float)UPD_DT);
   upd_data(k, a->thingy + lo, a->numgy + lo, a->dingy + lo, a->s[0] + lo,
            a->s[1] + lo, a->s[2] + lo, a->s[3] + lo, a->mingy + lo, UPD_DT);
   if (!seven)
@@ -632,10 +627,7 @@ static void upd_setup(upd_state_t *s, uint32_t n, bool seven,
   s->seven = seven;
   weft_world_config_t wc = {0};
   if (workers) {
-    weft_pool_config_t pc = {0};
-    pc.placement.workers = workers;
-    pc.placement.caller_participates = true;
-    bench_check(weft_pool_create(&pc, &s->pool), "weft_pool_create");
+    s->pool = bench_pool_new(workers, false);
     wc.pool = s->pool;
   }
   bench_check(weft_world_create(&wc, &s->world), "weft_world_create");

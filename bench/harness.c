@@ -532,3 +532,23 @@ uint64_t bench_fixed_phases(weft_world_t *world, double dt, uint64_t reps) {
                 "weft_world_run_phase");
   return reps;
 }
+
+weft_pool_t *bench_pool_new(uint32_t workers, bool bind_caller) {
+  weft_pool_config_t pc = {0};
+  pc.placement.workers = workers;
+  pc.placement.caller_participates = true;
+  pc.placement.bind_caller = bind_caller;
+  weft_pool_t *p = NULL;
+  bench_check(weft_pool_create(&pc, &p), "weft_pool_create");
+  return p;
+}
+
+void bench_register_pos_vel(weft_world_t *world, weft_component_desc_t d,
+                            weft_component_t out[2]) {
+  d.name = "Position";
+  bench_check(weft_component_register(world, &d, &out[0]),
+              "registering Position");
+  d.name = "Velocity";
+  bench_check(weft_component_register(world, &d, &out[1]),
+              "registering Velocity");
+}

@@ -59,6 +59,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <weft.h>
+
 /* A vec3 of floats, shared by several scenarios. */
 typedef struct bench_vec3_t {
   float x, y, z;
@@ -257,5 +259,52 @@ uint64_t bench_f32_bits(float f);
 static inline void bench_clobber(void) {
   __asm__ volatile("" ::: "memory");
 }
+
+/* ---- kernels that baselines and weft sides share --------------------------
+ *
+ * Static inline so that every scenario's translation unit compiles its own
+ * copy, inlined into its baseline loops and weft callbacks with the
+ * bench's flags (bench/CMakeLists.txt), exactly as a private copy was.
+ */
+
+/*
+ * p += v * dt over n entities held as six float arrays (SoA): simple_iter's
+ * soa rows and bandwidth. gcc 12 -O3 -fopt-info-vec-optimized: "loop
+ * vectorized using 16 byte vectors" with no alias versioning (the restrict
+ * qualifiers survive inlining), for the baseline and the weft call alike.
+ */
+static inline void bench_integrate_soa(uint32_t n, float *restrict px,
+                                       float *restrict py, float *restrict pz,
+                                       const float *restrict vx,
+                                       const float *restrict vy,
+                                       const float *restrict vz, float dt) {
+  for (uint32_t i = 0; i < n; ++i) {
+    px[i] += vx[i] * dt;
+    py[i] += vy[i] * dt;
+    pz[i] += vz[i] * dt;
+  }
+}
+
+/* p += v * dt element by element over n floats: simple_iter's aos rows (3
+ * per entity) and update's MovementSystem (2 per entity); vectorized
+ * likewise. */
+static inline void bench_integrate_flat(uint32_t n, float *restrict p,
+                                        const float *restrict v, float dt) {
+  for (uint32_t i = 0; i < n; ++i)
+    p[i] += v[i] * dt;
+}
+
+/* ---- setup shared by the scenarios (untimed) ------------------------------
+ */
+
+/* A pool of @p workers workers with the calling thread taking part as
+ * worker 0 (bound to its place if @p bind_caller). Exits on failure. The
+ * caller destroys it, after the worlds that use it. */
+weft_pool_t *bench_pool_new(uint32_t workers, bool bind_caller);
+
+/* Registers @p d twice, as "Position" into out[0] and "Velocity" into
+ * out[1] (the scenarios' two vec3 components). Exits on failure. */
+void bench_register_pos_vel(weft_world_t *world, weft_component_desc_t d,
+                            weft_component_t out[2]);
 
 #endif /* WEFT_BENCH_HARNESS_H */

@@ -76,12 +76,6 @@ static uint32_t chunk_of(const aff_t *t, const weft_iter_t *it) {
   return UINT32_MAX;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Notes the first callback of @p worker in frame f and waits until the
  * other worker has made its first one too. While it waits, this worker
  * holds its first job and takes no other, and the other worker can only
@@ -92,12 +86,12 @@ static void meet(aff_t *t, uint32_t f, uint32_t worker, uint32_t visit) {
   if (!atomic_compare_exchange_strong(&t->first_visit[f][worker], &none,
                                       visit + 1))
     return; /* not this worker's first callback of the frame */
-  uint64_t t0 = now_ns();
+  uint64_t t0 = wt_now_ns();
   while (atomic_load(&t->first_visit[f][1 - worker]) == 0) {
     sched_yield();
     if (atomic_load(&t->hangs) != 0)
       return; /* failed already: do not wait out every frame */
-    if (now_ns() - t0 > AFF_HANG_NS) {
+    if (wt_now_ns() - t0 > AFF_HANG_NS) {
       atomic_fetch_add(&t->hangs, 1);
       return;
     }

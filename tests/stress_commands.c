@@ -39,11 +39,7 @@
  * A failure prints the seed, the transaction, the distribution and the
  * commands of the transaction that touch the entity in question.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "support/weft_test.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -219,39 +215,6 @@ typedef struct model_t {
 /* Helpers                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *s) {
-  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n); n > 0. */
-static uint32_t below(uint64_t *s, uint32_t n) {
-  return (uint32_t)(((splitmix64(s) >> 32) * (uint64_t)n) >> 32);
-}
-
-static uint64_t env_u64(const char *name, uint64_t def) {
-  const char *s = getenv(name);
-  char *end = NULL;
-  unsigned long long v;
-  if (s == NULL || *s == '\0') {
-    return def;
-  }
-  v = strtoull(s, &end, 0);
-  if (end == s || *end != '\0') {
-    print_error("stress_commands: ignoring malformed %s=%s\n", name, s);
-    return def;
-  }
-  return (uint64_t)v;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Grows *p (elements of size sz) to hold at least need. */
 static void grow(void *pp, uint32_t *cap, uint32_t need, size_t sz) {
   void **p = (void **)pp;
@@ -384,9 +347,9 @@ static uint32_t new_value(model_t *m, uint32_t c) {
   grow(&tx->vals, &tx->vals_cap, tx->nvals + size, 1);
   uint32_t off = tx->nvals;
   for (uint32_t i = 0; i < size; i += 8) {
-    uint64_t x = splitmix64(&m->rng);
+    uint64_t x = wt_splitmix64(&m->rng);
     /* Small values now and then, zero included. */
-    if (below(&m->rng, 8) == 0) {
+    if (wt_draw_below(&m->rng, 8) == 0) {
       x &= 3;
     }
     memcpy(tx->vals + off + i, &x, size - i < 8 ? size - i : 8);
@@ -428,25 +391,25 @@ static uint32_t new_entity(model_t *m) {
 static void pick_target(model_t *m, pcmd_t *c, uint32_t round0, uint32_t own0) {
   txn_t *tx = &m->tx;
   uint32_t own = tx->nspawns - own0;
-  uint32_t r = below(&m->rng, 100);
+  uint32_t r = wt_draw_below(&m->rng, 100);
   if (r < 58 && m->nlive > 0) {
     c->tk = TK_MID;
-    c->target = m->live[below(&m->rng, m->nlive)];
+    c->target = m->live[wt_draw_below(&m->rng, m->nlive)];
   } else if (r < 73 && round0 > 0) {
     c->tk = TK_PEND;
-    c->target = below(&m->rng, round0);
+    c->target = wt_draw_below(&m->rng, round0);
   } else if (r < 85 && own > 0) {
     c->tk = TK_PEND;
-    c->target = own0 + below(&m->rng, own);
+    c->target = own0 + wt_draw_below(&m->rng, own);
   } else if (r < 93 && m->ndead > 0) {
     c->tk = TK_MID;
-    c->target = m->dead[below(&m->rng, m->ndead)];
+    c->target = m->dead[wt_draw_below(&m->rng, m->ndead)];
   } else if (r < 98 && m->prev_nspawns > 0) {
     c->tk = TK_OLD;
-    c->target = below(&m->rng, m->prev_nspawns);
+    c->target = wt_draw_below(&m->rng, m->prev_nspawns);
   } else if (r >= 99 && m->nlive > 0) {
     c->tk = TK_MID;
-    c->target = m->live[below(&m->rng, m->nlive)];
+    c->target = m->live[wt_draw_below(&m->rng, m->nlive)];
   } else if (r >= 99 && own > 0) {
     c->tk = TK_PEND;
     c->target = own0;
@@ -479,11 +442,11 @@ static void gen_cmd(model_t *m, uint32_t job, uint64_t key, uint32_t round0,
   bool grow_pop = *est < (int64_t)tgt;
   uint32_t w_spawn = grow_pop ? 260 : 70;
   uint32_t w_despawn = grow_pop ? 50 : 170;
-  uint32_t r = below(&m->rng, 1000);
+  uint32_t r = wt_draw_below(&m->rng, 1000);
   if (r < 3) {
     /* Query-wide commands: about 3 in 1000. */
-    uint32_t q = below(&m->rng, NQ);
-    uint32_t kind = below(&m->rng, 5);
+    uint32_t q = wt_draw_below(&m->rng, NQ);
+    uint32_t kind = wt_draw_below(&m->rng, 5);
     uint32_t n = members_of(m, q, false);
     uint32_t op = kind < 2 ? OP_SET_Q : kind < 4 ? OP_REMOVE_Q : OP_DESPAWN_Q;
     if (op == OP_DESPAWN_Q && n > m->nlive / 12 + 4) {
@@ -493,7 +456,7 @@ static void gen_cmd(model_t *m, uint32_t job, uint64_t key, uint32_t round0,
     c->target = q;
     c->aux = tx->nmem;
     c->naux = members_of(m, q, true);
-    c->comp = (uint8_t)below(&m->rng, NC);
+    c->comp = (uint8_t)wt_draw_below(&m->rng, NC);
     if (op == OP_SET_Q) {
       c->val = new_value(m, c->comp);
     }
@@ -502,7 +465,7 @@ static void gen_cmd(model_t *m, uint32_t job, uint64_t key, uint32_t round0,
     }
     return;
   }
-  r = below(&m->rng, 1000);
+  r = wt_draw_below(&m->rng, 1000);
   if (r < w_spawn) {
     pcmd_t *c = new_cmd(m, job, key, OP_SPAWN);
     grow(&tx->spawn_mid, &tx->spawns_cap, tx->nspawns + 1,
@@ -514,16 +477,17 @@ static void gen_cmd(model_t *m, uint32_t job, uint64_t key, uint32_t round0,
       perm[i] = (uint8_t)i;
     }
     for (uint32_t i = NC - 1; i > 0; i--) {
-      uint32_t k = below(&m->rng, i + 1);
+      uint32_t k = wt_draw_below(&m->rng, i + 1);
       uint8_t t = perm[i];
       perm[i] = perm[k];
       perm[k] = t;
     }
     for (uint32_t i = 0; i < NC; i++) {
-      if (below(&m->rng, 100) < 45) {
+      if (wt_draw_below(&m->rng, 100) < 45) {
         uint32_t comp = perm[i];
         c->sc[c->nsc] = (uint8_t)comp;
-        c->sv[c->nsc] = below(&m->rng, 4) == 0 ? NOVAL : new_value(m, comp);
+        c->sv[c->nsc] =
+            wt_draw_below(&m->rng, 4) == 0 ? NOVAL : new_value(m, comp);
         c->nsc++;
       }
     }
@@ -536,7 +500,7 @@ static void gen_cmd(model_t *m, uint32_t job, uint64_t key, uint32_t round0,
     op = OP_DESPAWN;
     *est -= 1;
   } else {
-    uint32_t k = below(&m->rng, 100);
+    uint32_t k = wt_draw_below(&m->rng, 100);
     op = k < 22   ? OP_ADD
          : k < 52 ? OP_SET
          : k < 72 ? OP_REMOVE
@@ -546,8 +510,8 @@ static void gen_cmd(model_t *m, uint32_t job, uint64_t key, uint32_t round0,
   pcmd_t *c = new_cmd(m, job, key, op);
   pick_target(m, c, round0, own0);
   if (op != OP_DESPAWN) {
-    c->comp = (uint8_t)below(&m->rng, NC);
-    if (op == OP_SET || (op == OP_ADD && below(&m->rng, 10) < 7)) {
+    c->comp = (uint8_t)wt_draw_below(&m->rng, NC);
+    if (op == OP_SET || (op == OP_ADD && wt_draw_below(&m->rng, 10) < 7)) {
       c->val = new_value(m, c->comp);
     }
   }
@@ -561,7 +525,7 @@ static void gen_txn(model_t *m, uint32_t txn_ops) {
    * buffers stay sorted, pending handles are named after their spawn) and
    * are scrambled in odd ones. Both maps are injective below 2^24. */
   bool scrambled = m->txn % 2 != 0;
-  uint32_t salt = below(&m->rng, 1u << 24);
+  uint32_t salt = wt_draw_below(&m->rng, 1u << 24);
   int64_t est = m->nlive;
   for (uint32_t round = 0; round < ROUNDS; round++) {
     uint32_t round0 = tx->nspawns;
@@ -574,20 +538,23 @@ static void gen_txn(model_t *m, uint32_t txn_ops) {
       job->first = tx->ncmds;
       job->round = round;
       job->ctx = scrambled ? ((j * 0x9e3779b1u) ^ salt) & 0xffffffu : j * 3 + 1;
-      uint32_t n = below(&m->rng, 20) == 0 ? 1 + below(&m->rng, 600)
-                                           : 1 + below(&m->rng, 100);
-      uint32_t mode = below(&m->rng, 4); /* 0-1 ascending, 2 random, 3 one */
-      uint32_t chunk = below(&m->rng, 64), row = below(&m->rng, 1000);
+      uint32_t n = wt_draw_below(&m->rng, 20) == 0
+                       ? 1 + wt_draw_below(&m->rng, 600)
+                       : 1 + wt_draw_below(&m->rng, 100);
+      uint32_t mode =
+          wt_draw_below(&m->rng, 4); /* 0-1 ascending, 2 random, 3 one */
+      uint32_t chunk = wt_draw_below(&m->rng, 64),
+               row = wt_draw_below(&m->rng, 1000);
       uint32_t own0 = tx->nspawns;
       if (mode == 2) {
         m->n_unsorted_jobs++;
       }
       for (uint32_t i = 0; i < n; i++) {
         if (mode == 2) {
-          chunk = below(&m->rng, 256);
-          row = below(&m->rng, 65536);
-        } else if (mode < 2 && below(&m->rng, 2) == 0) {
-          row += 1 + below(&m->rng, 50);
+          chunk = wt_draw_below(&m->rng, 256);
+          row = wt_draw_below(&m->rng, 65536);
+        } else if (mode < 2 && wt_draw_below(&m->rng, 2) == 0) {
+          row += 1 + wt_draw_below(&m->rng, 50);
           if (row > 0xffff) {
             chunk++;
             row = 0;
@@ -901,7 +868,7 @@ static void distribute(dist_t *d, const txn_t *tx, uint32_t strategy) {
       owner[j] = j % n;
       break;
     case 1:
-      owner[j] = below(&d->rng, n);
+      owner[j] = wt_draw_below(&d->rng, n);
       break;
     case 2:
       owner[j] = n - 1 - j % n;
@@ -935,7 +902,7 @@ static void distribute(dist_t *d, const txn_t *tx, uint32_t strategy) {
       }
     } else if (strategy == 1) {
       for (uint32_t i = k; i > 1; i--) {
-        uint32_t r = below(&d->rng, i);
+        uint32_t r = wt_draw_below(&d->rng, i);
         uint32_t t = l[i - 1];
         l[i - 1] = l[r];
         l[r] = t;
@@ -947,7 +914,7 @@ static void distribute(dist_t *d, const txn_t *tx, uint32_t strategy) {
   }
   if (strategy == 1) {
     for (uint32_t i = n; i > 1; i--) {
-      uint32_t r = below(&d->rng, i);
+      uint32_t r = wt_draw_below(&d->rng, i);
       weft_cmdbuf_t *t = d->apply[i - 1];
       d->apply[i - 1] = d->apply[r];
       d->apply[r] = t;
@@ -1025,15 +992,16 @@ static int record_cmd(dist_t *d, const model_t *m, weft_cmdbuf_t *b,
 static int record_junk(worker_t *wk, weft_cmdbuf_t *b) {
   const model_t *m = wk->m;
   const dist_t *d = wk->d;
-  uint32_t n = 1 + below(&wk->rng, 64);
+  uint32_t n = 1 + wt_draw_below(&wk->rng, 64);
   int rc = 0;
   for (uint32_t i = 0; i < n && rc == 0; i++) {
-    weft_entity_t e = m->nlive ? m->hndl[m->live[below(&wk->rng, m->nlive)]]
-                               : WEFT_ENTITY_NULL;
-    uint64_t v = splitmix64(&wk->rng);
-    weft_component_t c = d->ids[below(&wk->rng, NC)];
-    weft_cmd_key(b, splitmix64(&wk->rng));
-    switch (below(&wk->rng, 6)) {
+    weft_entity_t e = m->nlive
+                          ? m->hndl[m->live[wt_draw_below(&wk->rng, m->nlive)]]
+                          : WEFT_ENTITY_NULL;
+    uint64_t v = wt_splitmix64(&wk->rng);
+    weft_component_t c = d->ids[wt_draw_below(&wk->rng, NC)];
+    weft_cmd_key(b, wt_splitmix64(&wk->rng));
+    switch (wt_draw_below(&wk->rng, 6)) {
     case 0: {
       const weft_component_t comps[] = {d->ids[C_A], d->ids[C_T], 0};
       rc = weft_cmd_spawn(b, comps, NULL, &e);
@@ -1055,7 +1023,7 @@ static int record_junk(worker_t *wk, weft_cmdbuf_t *b) {
       rc = weft_cmd_disable(b, e, c);
       break;
     default:
-      rc = weft_cmd_despawn_query(b, d->q[below(&wk->rng, NQ)]);
+      rc = weft_cmd_despawn_query(b, d->q[wt_draw_below(&wk->rng, NQ)]);
       break;
     }
   }
@@ -1122,8 +1090,8 @@ static void dist_run(dist_t *d, model_t *m) {
                        .m = m,
                        .b = b,
                        .bar = &bar,
-                       .rng = splitmix64(&d->rng),
-                       .junk = below(&d->rng, 3) == 0};
+                       .rng = wt_splitmix64(&d->rng),
+                       .junk = wt_draw_below(&d->rng, 3) == 0};
     assert_int_equal(pthread_create(&th[b], NULL, worker_main, &wk[b]), 0);
   }
   for (uint32_t b = 0; b < d->nbufs; b++) {
@@ -1308,7 +1276,7 @@ static void run(const char *name, uint64_t ops, uint32_t txn_ops,
   assert_non_null(m);
   assert_non_null(dists);
   m->name = name;
-  m->seed = env_u64("WEFT_CMD_SEED", DEFAULT_SEED);
+  m->seed = wt_env_u64("stress_commands", "WEFT_CMD_SEED", DEFAULT_SEED);
   m->rng = m->seed ^ (uint64_t)strlen(name) * UINT64_C(0x9e3779b97f4a7c15);
   m->pop_lo = pop_lo;
   m->pop_hi = pop_hi;
@@ -1317,7 +1285,7 @@ static void run(const char *name, uint64_t ops, uint32_t txn_ops,
   }
   weft_entity_t *scratch = NULL;
   uint32_t scratch_cap = 0;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   uint64_t done = 0;
   if (txn_ops < ROUNDS) {
     txn_ops = ROUNDS;
@@ -1350,7 +1318,7 @@ static void run(const char *name, uint64_t ops, uint32_t txn_ops,
                 " before their spawn), %" PRIu64 " query commands over %" PRIu64
                 " members (%" PRIu64 " dead by then), %" PRIu64
                 " unsorted jobs, %" PRIu32 " alive at the end\n",
-                name, m->seed, done, m->n_txns, NDIST, now_s() - t0,
+                name, m->seed, done, m->n_txns, NDIST, wt_now_s() - t0,
                 m->n_spawned, m->n_cancelled, m->n_despawned, m->n_stale,
                 m->n_ignored, m->n_pend_refs, m->n_pend_early, m->n_q,
                 m->n_q_members, m->n_q_skipped, m->n_unsorted_jobs, m->nlive);
@@ -1383,8 +1351,9 @@ static void run(const char *name, uint64_t ops, uint32_t txn_ops,
 /* Default chunks and generations, a population of 1,500 to 5,000. */
 static void test_commands_default(void **state) {
   (void)state;
-  uint64_t ops = env_u64("WEFT_CMD_OPS", DEFAULT_OPS);
-  uint32_t txn_ops = (uint32_t)env_u64("WEFT_CMD_TXN_OPS", DEFAULT_TXN_OPS);
+  uint64_t ops = wt_env_u64("stress_commands", "WEFT_CMD_OPS", DEFAULT_OPS);
+  uint32_t txn_ops = (uint32_t)wt_env_u64("stress_commands", "WEFT_CMD_TXN_OPS",
+                                          DEFAULT_TXN_OPS);
   weft_world_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.world_tag = WORLD_TAG;
@@ -1395,8 +1364,9 @@ static void test_commands_default(void **state) {
  * handles recycle quickly under pending spawns; a smaller population. */
 static void test_commands_small_chunks(void **state) {
   (void)state;
-  uint64_t ops = env_u64("WEFT_CMD_OPS", DEFAULT_OPS);
-  uint32_t txn_ops = (uint32_t)env_u64("WEFT_CMD_TXN_OPS", DEFAULT_TXN_OPS);
+  uint64_t ops = wt_env_u64("stress_commands", "WEFT_CMD_OPS", DEFAULT_OPS);
+  uint32_t txn_ops = (uint32_t)wt_env_u64("stress_commands", "WEFT_CMD_TXN_OPS",
+                                          DEFAULT_TXN_OPS);
   weft_world_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.world_tag = WORLD_TAG;

@@ -22,11 +22,7 @@
  *                           first operation that breaks the model
  * A failure prints the seed, the operation number and the last operations.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "support/weft_test.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -417,35 +413,23 @@ static oplog_t *op_log(model_t *m, const char *what, weft_entity_t e,
 /* PRNG (splitmix64)                                                        */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
 static uint64_t rng_next(model_t *m) {
-  return splitmix64(&m->rng);
-}
-
-/* Uniform in [0, n); n > 0. */
-static uint32_t below(uint64_t *s, uint32_t n) {
-  return (uint32_t)(((splitmix64(s) >> 32) * (uint64_t)n) >> 32);
+  return wt_splitmix64(&m->rng);
 }
 
 static uint32_t rng_below(model_t *m, uint32_t n) {
-  return below(&m->rng, n);
+  return wt_draw_below(&m->rng, n);
 }
 
 static void fill_bytes(uint64_t *s, unsigned char *p, uint32_t n) {
   while (n >= 8) {
-    uint64_t x = splitmix64(s);
+    uint64_t x = wt_splitmix64(s);
     memcpy(p, &x, 8);
     p += 8;
     n -= 8;
   }
   if (n > 0) {
-    uint64_t x = splitmix64(s);
+    uint64_t x = wt_splitmix64(s);
     memcpy(p, &x, n);
   }
 }
@@ -458,27 +442,6 @@ static void rand_bytes(model_t *m, unsigned char *p, uint32_t n) {
 static void gen_value(uint64_t key, uint32_t i, uint32_t c, unsigned char *p) {
   uint64_t s = key ^ ((uint64_t)i * 0xd1342543de82ef95u) ^ ((uint64_t)c << 52);
   fill_bytes(&s, p, specs[c].size);
-}
-
-static uint64_t env_u64(const char *name, uint64_t def) {
-  const char *s = getenv(name);
-  char *end = NULL;
-  unsigned long long v;
-  if (s == NULL || *s == '\0') {
-    return def;
-  }
-  v = strtoull(s, &end, 0);
-  if (end == s || *end != '\0') {
-    print_error("stress_model: ignoring malformed %s=%s\n", name, s);
-    return def;
-  }
-  return (uint64_t)v;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -935,7 +898,7 @@ static void random_qdef(uint64_t *rs, qdef_t *d) {
     memset(d, 0, sizeof *d);
     ni = ne = na = nd = 0;
     for (uint32_t c = 1; c <= NCOMP; c++) {
-      uint32_t r = below(rs, 100);
+      uint32_t r = wt_draw_below(rs, 100);
       if (r < 14) {
         d->inc[ni++] = (uint8_t)c;
       } else if (r < 24) {
@@ -949,12 +912,12 @@ static void random_qdef(uint64_t *rs, qdef_t *d) {
   } while (ni + na + nd == 0);
   /* Shuffle the include order so that columns follow terms, not ids. */
   for (uint32_t i = ni; i > 1; i--) {
-    uint32_t j = below(rs, i);
+    uint32_t j = wt_draw_below(rs, i);
     uint8_t t = d->inc[i - 1];
     d->inc[i - 1] = d->inc[j];
     d->inc[j] = t;
   }
-  d->flags = below(rs, 2) ? WEFT_QUERY_MATCH_DISABLED : 0;
+  d->flags = wt_draw_below(rs, 2) ? WEFT_QUERY_MATCH_DISABLED : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1177,10 +1140,10 @@ static model_t *model_new(const char *name) {
   assert_non_null(m);
   comp_offsets();
   m->name = name;
-  m->seed = env_u64("WEFT_MODEL_SEED", DEFAULT_SEED);
+  m->seed = wt_env_u64("stress_model", "WEFT_MODEL_SEED", DEFAULT_SEED);
   m->rng = m->seed;
   m->qrng = m->seed ^ 0x0123456789abcdefu;
-  m->check_every_env = env_u64("WEFT_MODEL_CHECK_EVERY", 0);
+  m->check_every_env = wt_env_u64("stress_model", "WEFT_MODEL_CHECK_EVERY", 0);
   m->next_tag = 1;
   return m;
 }
@@ -2191,9 +2154,9 @@ static void model_report(const model_t *m, double secs) {
  * ERETIRED and retirement are exercised against the oracle. */
 static void test_model_small_world_retirement(void **state) {
   (void)state;
-  uint64_t ops = env_u64("WEFT_MODEL_OPS", DEFAULT_OPS);
+  uint64_t ops = wt_env_u64("stress_model", "WEFT_MODEL_OPS", DEFAULT_OPS);
   model_t *m = model_new("small_world_retirement");
-  double t0 = now_s();
+  double t0 = wt_now_s();
   static const wconf_t epochs[] = {
       {.capacity = 20000,
        .max_generation = 64,
@@ -2241,7 +2204,7 @@ static void test_model_small_world_retirement(void **state) {
     model_run(m, n);
     done += n;
   }
-  model_report(m, now_s() - t0);
+  model_report(m, wt_now_s() - t0);
   if (ops >= DEFAULT_OPS) {
     /* The default run must reach the paths this test exists for. */
     assert_true(m->n_efull > 0);
@@ -2258,9 +2221,9 @@ static void test_model_small_world_retirement(void **state) {
  * population of up to ~100,000 built mostly by filled batch spawns. */
 static void test_model_large_world_batches(void **state) {
   (void)state;
-  uint64_t ops = env_u64("WEFT_MODEL_OPS", DEFAULT_OPS);
+  uint64_t ops = wt_env_u64("stress_model", "WEFT_MODEL_OPS", DEFAULT_OPS);
   model_t *m = model_new("large_world_batches");
-  double t0 = now_s();
+  double t0 = wt_now_s();
   static const wconf_t conf = {.period = 400000,
                                .tmin = 10000,
                                .tmax = 100000,
@@ -2274,7 +2237,7 @@ static void test_model_large_world_batches(void **state) {
   m->conf = conf;
   m->next_tag = 200;
   model_run(m, ops);
-  model_report(m, now_s() - t0);
+  model_report(m, wt_now_s() - t0);
   if (ops >= DEFAULT_OPS) {
     assert_true(m->n_batch_ents > 10000);
     assert_true(m->n_contig > 0);

@@ -35,12 +35,6 @@
  * it a hang and fails. */
 #define OVERSUB_HANG_S 60.0
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void sleep_us(long us) {
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
   nanosleep(&ts, NULL);
@@ -74,14 +68,14 @@ static weft_pool_t *oversub_pool(uint32_t *cpus) {
 /* Waits until every worker has gone to sleep once with nothing queued:
  * from then on a worker is awake only when woken, rescued or busy. */
 static void wait_all_asleep(weft_pool_t *p) {
-  double t0 = now_s();
+  double t0 = wt_now_s();
   for (uint32_t w = 0; w < weft_pool_workers(p); w++) {
     weft_worker_stats_t s;
     for (;;) {
       assert_int_equal(weft_pool_worker_stats(p, w, &s), WEFT_OK);
       if (s.sleeps > 0)
         break;
-      if (now_s() - t0 > OVERSUB_HANG_S)
+      if (wt_now_s() - t0 > OVERSUB_HANG_S)
         fail_msg("worker %u never went to sleep", w);
       sleep_us(1000);
     }
@@ -108,8 +102,8 @@ static void raise_to(_Atomic uint32_t *most, uint32_t now) {
 /* Busy for 100 us of wall time (preempted time included, so that jobs
  * sharing a CPU overlap as they would on a crowded one). */
 static void spin_a_little(void) {
-  double until = now_s() + 100e-6;
-  while (now_s() < until)
+  double until = wt_now_s() + 100e-6;
+  while (wt_now_s() < until)
     ;
 }
 
@@ -316,9 +310,9 @@ static void blocker_job(void *arg, uint32_t self) {
   (void)self;
   held_t *h = arg;
   atomic_fetch_add(&h->started, 1);
-  double t0 = now_s();
+  double t0 = wt_now_s();
   while (atomic_load(&h->done) < h->shorts) {
-    if (now_s() - t0 > OVERSUB_HANG_S) {
+    if (wt_now_s() - t0 > OVERSUB_HANG_S) {
       atomic_fetch_add(&h->gave_up, 1);
       return;
     }
@@ -347,13 +341,13 @@ static void test_oversub_sleepers_rescue_a_held_crew(void **state) {
   atomic_init(&c.pending, 0);
   for (uint32_t i = 0; i < cpus; i++)
     weft_pool_submit(p, UINT32_MAX, blocker_job, &h, &c, UINT32_MAX);
-  double t0 = now_s();
-  while (atomic_load(&h.started) < cpus && now_s() - t0 < OVERSUB_HANG_S)
+  double t0 = wt_now_s();
+  while (atomic_load(&h.started) < cpus && wt_now_s() - t0 < OVERSUB_HANG_S)
     sleep_us(200);
   for (uint32_t i = 0; i < h.shorts; i++)
     weft_pool_submit(p, UINT32_MAX, short_job, &h, &c, UINT32_MAX);
   while (atomic_load_explicit(&c.pending, memory_order_acquire) != 0 &&
-         now_s() - t0 < 2 * OVERSUB_HANG_S)
+         wt_now_s() - t0 < 2 * OVERSUB_HANG_S)
     sleep_us(1000);
   assert_int_equal(atomic_load(&h.gave_up), 0);
   assert_int_equal(atomic_load(&h.done), h.shorts);

@@ -31,12 +31,6 @@ static uint32_t scale(void) {
   return s;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static weft_pool_t *pool_of(uint32_t workers) {
   weft_pool_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -65,7 +59,7 @@ static void report(const char *what, weft_pool_t *p, double t0) {
   }
   print_message("%s: %.2f s; worker jobs %llu, inline %llu, steals %llu, "
                 "sleeps %llu\n",
-                what, now_s() - t0, (unsigned long long)jobs,
+                what, wt_now_s() - t0, (unsigned long long)jobs,
                 (unsigned long long)inl, (unsigned long long)steals,
                 (unsigned long long)sleeps);
 }
@@ -105,7 +99,7 @@ static void tiny_range(void *arg, uint32_t b, uint32_t e, uint32_t worker) {
 
 static void stress_pool_millions_of_tiny_jobs(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   /* Half submitted from outside one by one, half by parent jobs. */
   const uint32_t children = 255;
   const uint32_t direct = 1000000u * scale();
@@ -148,7 +142,7 @@ static void stress_pool_millions_of_tiny_jobs(void **state) {
  * inline, while every job still runs exactly once. */
 static void stress_pool_tiny_queues(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   const uint32_t children = 63;
   const uint32_t parents = 4000 * scale();
   const uint32_t n = parents * children;
@@ -231,7 +225,7 @@ static void nest_outer(void *arg, uint32_t b, uint32_t e, uint32_t worker) {
 
 static void stress_pool_parallel_for_three_deep(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   uint64_t want = 0;
   for (uint64_t c = 0; c < NA * NB * NC; c++)
     want += c * c;
@@ -319,7 +313,7 @@ static void diamond_a(void *arg, uint32_t worker) {
 
 static void stress_pool_chains_and_diamonds(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   static chain_t chains[CHAINS];
   static diamond_t diamonds[DIAMONDS];
   uint64_t want = 0;
@@ -442,7 +436,7 @@ static void psum_body(void *arg, uint32_t b, uint32_t e, uint32_t worker) {
 
 static void stress_pool_outside_submitters_and_parallel_for(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   static submitter_t subs[SUBMITTERS];
   weft_pool_t *p = pool_of(2);
   for (uint32_t i = 0; i < SUBMITTERS; i++) {
@@ -613,7 +607,7 @@ static void bat_run(weft_pool_t *p, uint32_t self, uint32_t rounds) {
 
 static void stress_pool_batched_completions(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   /* Submitted and waited for from outside. */
   weft_pool_t *p = pool_of(2);
   bat_run(p, WEFT_WORKER_EXTERNAL, 60 * scale());
@@ -621,7 +615,7 @@ static void stress_pool_batched_completions(void **state) {
   weft_pool_destroy(p);
   /* From the caller as worker 0, with small queues: its jobs overflow
    * inline and thieves take a few at a time. */
-  t0 = now_s();
+  t0 = wt_now_s();
   weft_pool_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.placement.workers = 3;
@@ -689,7 +683,7 @@ static void *bystander_main(void *arg) {
 
 static void stress_pool_stop_start_with_jobs_in_flight(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   weft_pool_t *p = pool_of(2);
   static bystander_t by;
   memset(&by, 0, sizeof by);
@@ -769,13 +763,13 @@ static void stress_pool_stats_never_go_back(void **state) {
   assert_int_equal(pthread_create(&th, NULL, flipper_main, &f), 0);
   weft_worker_stats_t last[2];
   memset(last, 0, sizeof last);
-  const double t0 = now_s();
+  const double t0 = wt_now_s();
   uint64_t reads = 0;
   /* A second at least, and until the workers ran jobs: on a busy machine
    * the submitting thread may run them all itself for a while. (The
    * minute is a hang guard.) */
-  while (now_s() - t0 < 1.0 * scale() ||
-         (last[0].jobs + last[1].jobs == 0 && now_s() - t0 < 60.0)) {
+  while (wt_now_s() - t0 < 1.0 * scale() ||
+         (last[0].jobs + last[1].jobs == 0 && wt_now_s() - t0 < 60.0)) {
     for (uint32_t w = 0; w < 2; w++) {
       weft_worker_stats_t s;
       assert_int_equal(weft_pool_worker_stats(p, w, &s), WEFT_OK);

@@ -66,12 +66,6 @@
 #define SANITIZED 0
 #endif
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   h *= 0xbf58476d1ce4e5b9ull;
@@ -215,8 +209,8 @@ static double rnd(const weft_sysctx_t *ctx, weft_entity_t e, uint32_t stream,
 static void det_stall(const det_t *d, uint64_t tick, double us) {
   if (!d->stall || tick % 32 < 16)
     return;
-  double t0 = now_s();
-  while ((now_s() - t0) * 1e6 < us) {
+  double t0 = wt_now_s();
+  while ((wt_now_s() - t0) * 1e6 < us) {
   }
 }
 
@@ -856,7 +850,7 @@ static void det_run(uint32_t workers, bool caller, const char *synthetic,
   if (workers == 0 && !caller)
     det_check_schedule(d);
   memset(res, 0, sizeof(*res));
-  double t0 = now_s();
+  double t0 = wt_now_s();
   for (uint32_t t = 1; t <= TICKS; t++) {
     int rc = weft_world_progress(d->w, 1.0 / 60.0);
     if (rc != WEFT_OK)
@@ -866,7 +860,7 @@ static void det_run(uint32_t workers, bool caller, const char *synthetic,
     if (t % (TICKS / CHECKPOINTS) == 0)
       res->digest[t / (TICKS / CHECKPOINTS) - 1] = weft_world_digest(d->w);
   }
-  res->seconds = now_s() - t0;
+  res->seconds = wt_now_s() - t0;
   weft_pipeline_state_t ps;
   weft_pipeline_state(d->w, &ps);
   assert_int_equal(ps.tick, TICKS);
@@ -1284,7 +1278,7 @@ static void conf_register(conf_t *cf, csys_t *y) {
 
 static void test_schedule_conflicts_honoured(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   weft_pool_t *pool = make_pool(4, false, NULL);
   conf_t *cf = calloc(1, sizeof(*cf));
   assert_non_null(cf);
@@ -1412,7 +1406,7 @@ static void test_schedule_conflicts_honoured(void **state) {
                 NSYS_C, conflicts, edges, segments + 1,
                 (unsigned long long)calls, (unsigned long long)jobs,
                 (unsigned long long)ordered, (unsigned long long)overlapped,
-                (unsigned long long)st.moves, now_s() - t0);
+                (unsigned long long)st.moves, wt_now_s() - t0);
   assert_true(conflicts > 20);
   assert_true(jobs > 1000);
   assert_true(st.moves > 100);
@@ -1467,9 +1461,9 @@ static bool burst_tick(uint64_t tick) {
  * a worker off its CPU for a long while, and a handshake missed that way
  * would fail the test. */
 static bool await_flag(_Atomic uint32_t *flag) {
-  double t0 = now_s();
+  double t0 = wt_now_s();
   while (!atomic_load_explicit(flag, memory_order_relaxed)) {
-    if (now_s() - t0 > 60.0)
+    if (wt_now_s() - t0 > 60.0)
       return false;
     sched_yield();
   }
@@ -1594,7 +1588,7 @@ static void churn_register(churn_t *ch, uint32_t k, wt_rng_t *rng,
 
 static void test_schedule_churn(void **state) {
   (void)state;
-  double t0 = now_s();
+  double t0 = wt_now_s();
   weft_pool_t *pool = make_pool(3, false, NULL);
   churn_t *ch = calloc(1, sizeof(*ch));
   assert_non_null(ch);
@@ -1740,7 +1734,7 @@ static void test_schedule_churn(void **state) {
                 "frames (%u bursts in step with the gate), %u removed, %u "
                 "toggled, %u phase toggles; %.2f s\n",
                 CHURN_FRAMES, registered, ch->mid_frame_regs, ch->handshakes,
-                removed, toggled, phase_toggles, now_s() - t0);
+                removed, toggled, phase_toggles, wt_now_s() - t0);
   assert_true(removed > 20 && toggled > 50);
   assert_true(ch->mid_frame_regs > 200);
   assert_true(ch->handshakes >= 2);
@@ -1774,13 +1768,13 @@ static int counting_task(weft_sysctx_t *ctx, const weft_iter_t *it) {
   counting_t *c = ctx->user;
   (void)it;
   atomic_store_explicit(&c->in, 1, memory_order_relaxed);
-  double t0 = now_s();
+  double t0 = wt_now_s();
   uint64_t n = 0;
   do {
     weft_sysctx_count(ctx, 1);
     n++;
   } while (!atomic_load_explicit(&c->done, memory_order_relaxed) &&
-           now_s() - t0 < 2.0);
+           wt_now_s() - t0 < 2.0);
   weft_sysctx_count(ctx, 1);
   c->counted += n + 1; /* read after the frame */
   return 0;

@@ -186,12 +186,6 @@ static void test_affinity_jobs_cut_at_node_change(void **state) {
  * scheduled once, whatever else the machine runs. */
 #define HANG_NS (60ull * 1000000000ull)
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 #define HOLD_WORKERS 4u
 #define TAGGED 8u /* jobs per node */
 
@@ -217,10 +211,10 @@ static void hold_job(void *arg, uint32_t worker) {
     return;
   }
   atomic_fetch_add(&h->held, 1);
-  uint64_t t0 = now_ns();
+  uint64_t t0 = wt_now_ns();
   while (!atomic_load(&h->release[worker])) {
     sched_yield();
-    if (now_ns() - t0 > HANG_NS) {
+    if (wt_now_ns() - t0 > HANG_NS) {
       atomic_fetch_add(&h->bad, 1);
       return;
     }
@@ -238,9 +232,9 @@ static void tagged_job(void *arg, uint32_t worker) {
 
 /* Polls *v from the test thread until it reaches want (or a hang). */
 static void await_at_least(_Atomic uint32_t *v, uint32_t want) {
-  uint64_t t0 = now_ns();
+  uint64_t t0 = wt_now_ns();
   while (atomic_load(v) < want) {
-    assert_true(now_ns() - t0 < HANG_NS);
+    assert_true(wt_now_ns() - t0 < HANG_NS);
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }

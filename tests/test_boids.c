@@ -261,12 +261,8 @@ static bx_t bx_new(uint32_t workers, float cell, float lo, float hi) {
   bx_t b;
   memset(&b, 0, sizeof b);
   b.w = wt_world_pooled(workers, WEFT_CHUNK_SIZE_MIN, &b.pool);
-  if (workers) {
-    weft_pipeline_config_t c;
-    memset(&c, 0, sizeof c);
-    c.inline_rows = 1;
-    assert_int_equal(weft_pipeline_configure(b.w, &c), WEFT_OK);
-  }
+  if (workers)
+    wt_dispatch_everything(b.w);
   assert_int_equal(weft_std_register(b.w, &b.s), WEFT_OK);
   weft_grid_config_t gc;
   memset(&gc, 0, sizeof gc);

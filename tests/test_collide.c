@@ -254,12 +254,8 @@ static scene_t *scene_new_sized(uint32_t workers, uint64_t seed,
   scene_t *s = calloc(1, sizeof *s);
   assert_non_null(s);
   s->w = wt_world_pooled(workers, chunk_size, &s->pool);
-  if (workers) {
-    weft_pipeline_config_t pc;
-    memset(&pc, 0, sizeof pc);
-    pc.inline_rows = 1; /* everything goes to the pool */
-    assert_int_equal(weft_pipeline_configure(s->w, &pc), WEFT_OK);
-  }
+  if (workers)
+    wt_dispatch_everything(s->w);
   assert_int_equal(weft_std_register(s->w, &s->std), WEFT_OK);
   weft_grid_config_t gc;
   memset(&gc, 0, sizeof gc);

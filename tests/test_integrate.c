@@ -40,13 +40,8 @@ static fx_t fx_new(uint32_t workers) {
   assert_int_equal(weft_std_register(f.w, &f.std), WEFT_OK);
   f.extra = wt_register(f.w, "test.Extra", sizeof(uint32_t), 0);
   f.tag = wt_register_tag(f.w, "test.Tag");
-  if (workers) {
-    /* Everything goes to the pool: no stretch is small enough to inline. */
-    weft_pipeline_config_t pc;
-    memset(&pc, 0, sizeof pc);
-    pc.inline_rows = 1;
-    assert_int_equal(weft_pipeline_configure(f.w, &pc), WEFT_OK);
-  }
+  if (workers)
+    wt_dispatch_everything(f.w);
   return f;
 }
 

@@ -17,6 +17,7 @@
 
 #include "support/json_parse.h"
 #include "support/sim_test.h"
+#include "support/pipeline_test.h"
 
 #define TRACE_MAX_LANES 64u
 
@@ -203,11 +204,123 @@ static void test_trace_without_pool_has_one_lane(void **state) {
   assert_int_equal(trace_scenario(SIM_PARTICLES, 0, 20), 1);
 }
 
+/* --- traces through the pipeline ------------------------------------- */
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *fp = fopen(path, "rb");
+  assert_non_null(fp);
+  assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+  long n = ftell(fp);
+  assert_true(n > 0);
+  rewind(fp);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
+  buf[n] = 0;
+  fclose(fp);
+  *len = (size_t)n;
+  return buf;
+}
+
+/* Braces and brackets balance outside strings, and strings close. */
+static bool json_balanced(const char *s) {
+  char stack[64];
+  int depth = 0;
+  bool in_str = false;
+  for (; *s; s++) {
+    if (in_str) {
+      if (*s == '\\' && s[1])
+        s++;
+      else if (*s == '"')
+        in_str = false;
+      continue;
+    }
+    if (*s == '"') {
+      in_str = true;
+    } else if (*s == '{' || *s == '[') {
+      if (depth == 64)
+        return false;
+      stack[depth++] = *s;
+    } else if (*s == '}' || *s == ']') {
+      if (depth == 0 || stack[depth - 1] != (*s == '}' ? '{' : '['))
+        return false;
+      depth--;
+    }
+  }
+  return depth == 0 && !in_str;
+}
+
+static void test_trace_write(void **state) {
+  (void)state;
+  fx_t f = fx_new(2, 0);
+  sim_t s;
+  sim_setup(&f, &s);
+  assert_int_equal(weft_trace_start(f.w, 4096), WEFT_OK);
+  for (uint32_t i = 0; i < 3; i++)
+    progress_ok(f.w, 0.1);
+  weft_trace_stop(f.w);
+  progress_ok(f.w, 0.1); /* not recorded */
+  char path[] = "/tmp/weft-trace-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(weft_trace_write(f.w, path), WEFT_OK);
+  size_t len = 0;
+  char *text = read_all(path, &len);
+  assert_non_null(strstr(text, "\"traceEvents\":["));
+  assert_non_null(strstr(text, "\"sim.move\""));
+  assert_non_null(strstr(text, "\"sim.spawn\""));
+  assert_non_null(strstr(text, "\"sync\""));
+  assert_non_null(strstr(text, "driver"));
+  assert_non_null(strstr(text, "\"dropped\":0"));
+  assert_true(json_balanced(text));
+  assert_true(len > 2 && text[len - 2] == '}');
+  free(text);
+  /* A tiny trace drops spans and says so. */
+  assert_int_equal(weft_trace_start(f.w, 2), WEFT_OK);
+  for (uint32_t i = 0; i < 3; i++)
+    progress_ok(f.w, 0.1);
+  assert_int_equal(weft_trace_write(f.w, path), WEFT_OK);
+  text = read_all(path, &len);
+  assert_true(json_balanced(text));
+  assert_null(strstr(text, "\"dropped\":0\n"));
+  assert_non_null(strstr(text, "\"dropped\":"));
+  free(text);
+  unlink(path);
+  fx_free(&f);
+}
+
+static void test_trace_errors(void **state) {
+  (void)state;
+  fx_t f = fx_new(0, 0);
+  /* No scheduler, then a scheduler but no trace. */
+  assert_int_equal(weft_trace_write(f.w, "/tmp/weft-never.json"), WEFT_EINVAL);
+  probe_t *pr = calloc(1, sizeof *pr);
+  assert_non_null(pr);
+  weft_system_desc_t d = sys_desc("t", WEFT_PHASE_PRE_UPDATE, probe_run, pr);
+  sys_add(f.w, &d);
+  progress_ok(f.w, 0.1);
+  assert_int_equal(weft_trace_write(f.w, "/tmp/weft-never.json"), WEFT_EINVAL);
+  assert_int_equal(access("/tmp/weft-never.json", F_OK), -1);
+  assert_int_equal(weft_trace_start(f.w, 0), WEFT_EINVAL);
+  assert_int_equal(weft_trace_start(f.w, 64), WEFT_OK);
+  progress_ok(f.w, 0.1);
+  const char *bad = "/nonexistent-weft-dir/sub/trace.json";
+  assert_int_equal(weft_trace_write(f.w, bad), WEFT_EIO);
+  assert_non_null(strstr(weft_world_last_error(f.w), bad));
+  assert_int_equal(weft_trace_write(f.w, "/"), WEFT_EIO);
+  assert_int_equal(weft_trace_write(f.w, NULL), WEFT_EINVAL);
+  free(pr);
+  fx_free(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_trace_boids_slices_nest_on_every_lane),
       cmocka_unit_test(test_trace_arena_slices_nest_on_every_lane),
       cmocka_unit_test(test_trace_without_pool_has_one_lane),
+      cmocka_unit_test(test_trace_write),
+      cmocka_unit_test(test_trace_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

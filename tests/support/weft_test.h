@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared helpers for the weft cmocka unit tests: a deterministic RNG, world
- * construction with assertions, handle forging and stats invariants.
- * Header-only; every function is static inline.
+ * Shared helpers for the weft cmocka unit and stress tests: a
+ * deterministic RNG, a monotonic clock, numbers from the environment,
+ * world construction with assertions, handle forging and stats
+ * invariants. Header-only; every function is static inline.
  */
 #ifndef WEFT_TEST_SUPPORT_H
 #define WEFT_TEST_SUPPORT_H
@@ -15,7 +16,9 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <weft.h>
 
@@ -32,11 +35,18 @@ static inline wt_rng_t wt_rng(uint64_t seed) {
   return r;
 }
 
-static inline uint64_t wt_next(wt_rng_t *r) {
-  uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+/* One splitmix64 step on a bare state word: the generator behind wt_next()
+ * and the stress models' streams (whose printed seeds must go on
+ * reproducing a failure). */
+static inline uint64_t wt_splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+static inline uint64_t wt_next(wt_rng_t *r) {
+  return wt_splitmix64(&r->state);
 }
 
 /* Uniform in [0, n); n > 0. */
@@ -47,6 +57,48 @@ static inline uint32_t wt_below(wt_rng_t *r, uint32_t n) {
 /* True with probability num/den. */
 static inline bool wt_chance(wt_rng_t *r, uint32_t num, uint32_t den) {
   return wt_below(r, den) < num;
+}
+
+/* Uniform in [0, n) from a bare splitmix64 state, by multiply-shift of the
+ * draw's high 32 bits (n > 0): the stress models' draw. */
+static inline uint32_t wt_draw_below(uint64_t *state, uint32_t n) {
+  return (uint32_t)(((wt_splitmix64(state) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* --- clock and environment ----------------------------------------------- */
+
+/* CLOCK_MONOTONIC in nanoseconds and in seconds: for hang limits, spins
+ * and reported durations, never for asserting on wall time. */
+static inline uint64_t wt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline double wt_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The environment variable @p name as an unsigned number (strtoull base 0:
+ * decimal, 0x hex or 0 octal), or @p def when it is unset or empty; a
+ * malformed value is reported, as "<prog>: ignoring malformed NAME=value",
+ * and @p def returned. */
+static inline uint64_t wt_env_u64(const char *prog, const char *name,
+                                  uint64_t def) {
+  const char *s = getenv(name);
+  char *end = NULL;
+  unsigned long long v;
+  if (s == NULL || *s == '\0') {
+    return def;
+  }
+  v = strtoull(s, &end, 0);
+  if (end == s || *end != '\0') {
+    print_error("%s: ignoring malformed %s=%s\n", prog, name, s);
+    return def;
+  }
+  return (uint64_t)v;
 }
 
 /* --- worlds -------------------------------------------------------------- */
@@ -92,6 +144,16 @@ wt_world_pooled(uint32_t workers, uint32_t chunk_size, weft_pool_t **pool) {
   wc.chunk_size = chunk_size;
   wc.pool = *pool;
   return wt_world_new(&wc);
+}
+
+/* Configures @p w's pipeline with inline_rows 1 and every other setting
+ * at its default, so that no stretch of rows is small enough to run
+ * inline: every system goes to the pool. */
+static inline void wt_dispatch_everything(weft_world_t *w) {
+  weft_pipeline_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.inline_rows = 1;
+  assert_int_equal(weft_pipeline_configure(w, &pc), WEFT_OK);
 }
 
 static inline weft_world_stats_t wt_stats(const weft_world_t *w) {
