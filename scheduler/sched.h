@@ -63,7 +63,9 @@ typedef struct weft__ainfo_t {
 typedef struct weft__sys_t {
   /* Written by the owner thread: at registration, at a schedule build, and
    * before each run's dispatch (prepare(), visits.c); read by workers
-   * during the run. */
+   * during the run. The scalars every frame reads come first and the
+   * arrays last (after the stats), so that a frame touches few lines of
+   * each system. */
   WEFT__LINE_ALIGNED weft_system_t id; /* index + 1 into sched->sys */
   weft_world_t *world;
   char *name;
@@ -72,22 +74,10 @@ typedef struct weft__sys_t {
   bool enabled;
   bool removed; /* weft_system_remove() during a frame: gone at its end */
   weft_query_t *query; /* NULL: a task */
-  weft_component_t terms[WEFT_QUERY_MAX_TERMS];
   uint32_t nterms;
-  /* Access, as masks over component / resource / channel ids. */
-  weft__mask_t reads, writes;   /* data access (query terms included) */
-  weft__mask_t xreads, xwrites; /* the part from the read/write lists */
-  weft__mask_t touch;           /* reads | writes | every query term */
-  weft__mask_t cmd;             /* components its commands may change */
-  weft__mask_t q_include, q_exclude;
-  weft__mask_t res_read, res_write, emit, receive;
-  weft_component_t wcols[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
   uint32_t nwcols; /* components whose chunk versions it stamps */
   bool stamp_late; /* this run's jobs stamp their visits (prepare()) */
-  weft_component_t changed[WEFT_SYSTEM_MAX_ACCESS];
   uint32_t nchanged;
-  char *before[WEFT_SYSTEM_MAX_ORDER];
-  char *after[WEFT_SYSTEM_MAX_ORDER];
   weft_runif_t *run_if;
   uint32_t batch;
   weft_system_fn run;
@@ -148,6 +138,22 @@ typedef struct weft__sys_t {
   double row_ns;         /* a query system's measured time per row; 0: none */
   double last_ns;        /* the previous sample (per run, or per row) */
   uint64_t sample_ticks; /* a sampled inline run's time (run_serial()) */
+
+  /* Written by the owner thread at registration and at a schedule build;
+   * read by workers during the run (wcols, the masks). Arrays, read
+   * through their counts above. */
+  WEFT__LINE_ALIGNED weft_component_t terms[WEFT_QUERY_MAX_TERMS];
+  /* Access, as masks over component / resource / channel ids. */
+  weft__mask_t reads, writes;   /* data access (query terms included) */
+  weft__mask_t xreads, xwrites; /* the part from the read/write lists */
+  weft__mask_t touch;           /* reads | writes | every query term */
+  weft__mask_t cmd;             /* components its commands may change */
+  weft__mask_t q_include, q_exclude;
+  weft__mask_t res_read, res_write, emit, receive;
+  weft_component_t wcols[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
+  weft_component_t changed[WEFT_SYSTEM_MAX_ACCESS];
+  char *before[WEFT_SYSTEM_MAX_ORDER];
+  char *after[WEFT_SYSTEM_MAX_ORDER];
 } weft__sys_t;
 
 /* The workers' atomics share no line with the fields around them. */
