@@ -52,8 +52,8 @@ int weft__grow_slow(weft__alloc_stats_t *st, void *arrayp, uint32_t *cap,
  * *cap entries) so that it holds at least need entries, doubling from
  * first. The array may move. 0 or WEFT_ENOMEM (the array is unchanged).
  * Inline for the usual case, room already there: hot paths (staging an
- * event, recording a command) call it for every item, and a call each
- * cost them 28 of 126 instructions an event.
+ * event, recording a command) call it for every item, where a call would
+ * be a large share of their work.
  */
 static inline int weft__grow(weft__alloc_stats_t *st, void *arrayp,
                              uint32_t *cap, uint32_t need, size_t elem,
