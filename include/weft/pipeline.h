@@ -47,7 +47,8 @@
 extern "C" {
 #endif
 
-/** Fixed-step overload policies (seed 004). */
+/** Fixed-step overload policies: what a frame does when the accumulator
+ * holds more fixed steps than it may run. */
 typedef enum weft_overload_t {
   /** Past max_steps, the remaining accumulated time is dropped. */
   WEFT_OVERLOAD_DROP = 0,
@@ -78,7 +79,7 @@ typedef struct weft_pipeline_config_t {
 int weft_pipeline_configure(weft_world_t *world,
                             const weft_pipeline_config_t *config);
 
-/** The fixed-step state (seed 004's pipeline fields). */
+/** The fixed-step state: the accumulator and the counters a frame keeps. */
 typedef struct weft_pipeline_state_t {
   double accumulator;     /**< time not yet consumed by fixed steps */
   double alpha;           /**< accumulator / fixed_dt after the last frame */
@@ -100,7 +101,7 @@ void weft_pipeline_state(const weft_world_t *world, weft_pipeline_state_t *out);
 uint32_t weft_pipeline_slots(const weft_world_t *world);
 
 /**
- * Runs one frame (seed 000's main loop): PreUpdate; then, while the
+ * Runs one frame: PreUpdate; then, while the
  * accumulator holds a fixed step, FixedUpdate, PostFixedUpdate (after
  * which event channels clear) and, every net_dt, NetworkTick, up to
  * max_steps; the interpolation alpha; PreRender. User phases run after
