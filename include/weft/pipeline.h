@@ -70,7 +70,8 @@ typedef struct weft_pipeline_config_t {
    * "Inline or dispatch" above; 1 dispatches nearly everything. */
   uint32_t inline_rows;
   /** Time systems that run inline too (one TSC read per system, about
-   * 35 ns in a VM; flecs and Bevy leave this off by default as well).
+   * a few times cheaper than clock_gettime(); flecs and Bevy leave this
+   * off by default as well).
    * Jobs on the pool, phases and traced frames are always timed. */
   bool time_inline;
 } weft_pipeline_config_t;
