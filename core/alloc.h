@@ -2,12 +2,18 @@
 /*
  * The world's allocator.
  *
- * All weft memory comes through here so that one counter per world proves
+ * A world's memory comes through here so that one counter per world proves
  * that steady-state operations allocate nothing, and so that chunk memory
  * can come from jemalloc (NUMA arenas, scheduler/numa.c). The jemalloc is
  * weft's private, renamed copy (core/jemalloc.h), never the host program's
  * malloc. Builds with -DWEFT_JEMALLOC=OFF, and sanitizer builds (where ASan
  * and TSan must see every block), use libc's malloc instead.
+ *
+ * Memory that belongs to no world does not come through here: the thread
+ * pool and its parts (scheduler/pool.c, deque.c, crew.c, plan.c,
+ * topology.c, cgroup.c) call libc's malloc, calloc, posix_memalign and
+ * free directly, because a pool is made once, may serve several worlds
+ * and outlives them, so no world's counter could account for it.
  */
 #ifndef WEFT_CORE_ALLOC_H
 #define WEFT_CORE_ALLOC_H
@@ -52,8 +58,8 @@ int weft__grow_slow(weft__alloc_stats_t *st, void *arrayp, uint32_t *cap,
  * *cap entries) so that it holds at least need entries, doubling from
  * first. The array may move. 0 or WEFT_ENOMEM (the array is unchanged).
  * Inline for the usual case, room already there: hot paths (staging an
- * event, recording a command) call it for every item, and a call each
- * cost them 28 of 126 instructions an event.
+ * event, recording a command) call it for every item, where a call would
+ * be a large share of their work.
  */
 static inline int weft__grow(weft__alloc_stats_t *st, void *arrayp,
                              uint32_t *cap, uint32_t need, size_t elem,

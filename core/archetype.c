@@ -410,15 +410,14 @@ static int grow_chunk_list(weft_world_t *w, weft__archetype_t *a,
  * whether a load depends on an earlier store by those low 12 bits only:
  * a loop that stores x[r] and then loads y[r] stalls on every load ("4K
  * aliasing"). With 16 KiB chunks, 512-row arrays of floats are 2 KiB, so
- * every segment of an even number of chunks was laid out that way, and
- * pos += vel over 10,000 entities ran 1.38x the same loop over separately
- * allocated arrays (1.13x with one chunk holding them all). So each region
+ * every segment of an even number of chunks was laid out that way (see
+ * docs/performance-notes.md, core/archetype.c). So each region
  * of a segment of at least WEFT__STAGGER_MIN bytes of handles starts at
  * its own share of the 4 KiB, in whole lines: of R regions, region r at
  * line r * 64 / R of the 64 modulo 4096.
  * And regions sized in multiples of a big power of two put element r of
  * every array in the same L2 cache set, so the streams of one loop evict
- * each other (1 MiB chunks ran 25% slower than 256 KiB ones): in a large
+ * each other: in a large
  * segment every region moves a further 16 KiB on. Small segments stay
  * packed: an archetype's first chunks take no padding.
  */

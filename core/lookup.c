@@ -343,9 +343,7 @@ uint32_t weft_get_many(const weft_world_t *w, const weft_entity_t *handles,
 /*
  * get_many() with the number of components a constant for the common
  * counts, so that its loops over them unroll and the row addresses stay
- * in registers: health's lookups (three components and a has answer)
- * took 174 instructions a handle with k a variable, 153 with it a
- * constant (callgrind, the 200k-entity arena, ten ticks).
+ * in registers (see docs/performance-notes.md, core/lookup.c).
  */
 static uint32_t get_many_k(const weft_world_t *w, const weft_entity_t *handles,
                            uint32_t n, const weft_component_t *comps,

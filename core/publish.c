@@ -105,9 +105,8 @@ static size_t run_end(const weft__event_rec_t *a, size_t lo, size_t n) {
  * natural merge sort, each pass merging pairs of the ascending runs it
  * finds. A slot is out of order because a worker ran parts out of order
  * (a steal), and each part stages an ascending run of records, so a slot
- * holds a few long runs and takes a few passes: a bottom-up sort from runs
- * of one took 16 passes over 33,000 records and 0.4-1.5 ms of each sync in
- * the 1M-entity arena on two workers, the most of its publish.
+ * holds a few long runs and takes a few passes, where a bottom-up sort
+ * from runs of one takes a pass per doubling.
  */
 static void merge_sort(weft__event_rec_t *a, weft__event_rec_t *tmp, size_t n) {
   weft__event_rec_t *src = a, *dst = tmp;
@@ -226,8 +225,8 @@ static uint32_t take_end(const weft__resources_t *s, const merge_t *m,
  * places. Records staged one after the other for one channel have
  * consecutive bytes, so each such run is one copy: collide stages tens of
  * thousands of events a tick, and a copy and a heap operation per event
- * cost 29% more instructions. The bytes still have to move, often from
- * another core's cache, and that is most of the time a merge takes.
+ * would cost more than the copy itself. The bytes still have to move, often
+ * from another core's cache, and that is most of the time a merge takes.
  */
 static uint32_t publish_span(const weft__resources_t *s, merge_t *m,
                              const weft__event_slot_t *sl, uint32_t from,

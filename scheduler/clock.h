@@ -13,8 +13,8 @@
 #include "core/platform.h"
 
 /*
- * A cheap timestamp for per-system timing: the TSC on x86-64 (about 8 ns,
- * against about 50 ns for clock_gettime() in a VM), else nanoseconds.
+ * A cheap timestamp for per-system timing: the TSC on x86-64 (a few times
+ * cheaper than clock_gettime() in a VM), else nanoseconds.
  * Counters and trace spans keep ticks; weft__ns_per_tick() converts when
  * they are read.
  */

@@ -25,7 +25,7 @@
  * (unknown counts as heavy), since a task's rows say nothing about it.
  *
  * Runs on the pool are always timed. A timestamp costs about as much as a
- * tiny system (20-35 ns in a VM), so a segment run inline is timed as a
+ * tiny system, so a segment run inline is timed as a
  * whole (two timestamps); when it took longer than the threshold, the
  * next run of its phase times each of its systems (pipeline.c,
  * run_serial()), as does the first run of a phase after a registration.

@@ -297,8 +297,8 @@ out:
 int weft__sched_build(weft_world_t *w, weft__sched_t *s) {
   if (!s)
     return WEFT_ENOMEM;
-  /* A frame keeps the schedule it started with (seed 004: changes apply
-   * from the next dispatch). */
+  /* A frame keeps the schedule it started with: changes apply from the
+   * next dispatch. */
   if (!s->dirty || s->running)
     return s->build_rc;
   int rc = 0;

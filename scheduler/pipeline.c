@@ -169,12 +169,10 @@ static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
   it.terms_ = y->terms;
   it.term_count_ = y->nterms;
   const weft__match_t *matches = y->query->matches;
-  /* Stamp the whole range first, in one pass over its version rows. Stamps
-   * written between the callback's calls cost a streaming system 2-4% more
-   * (update/2sys/st and /7sys/st over 1M entities, alternated frame by
-   * frame on one world; the same stamps up front in the plan measured the
-   * same). A range split off later is stamped again by its job, which is
-   * harmless: a stamp only stores this run's version. */
+  /* Stamp the whole range first, in one pass over its version rows: stamps
+   * written between the callback's calls interleave with a streaming
+   * system's loads. A range split off later is stamped again by its job, which
+   * is harmless: a stamp only stores this run's version. */
   if (y->stamp_late)
     weft__visits_stamp_range(y, first, *end);
   for (uint32_t i = first; i < *end; i++) {
@@ -344,7 +342,7 @@ static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
  * Runs a segment's systems one after the other on the driving thread,
  * timed one by one when asked for (time_inline, a trace) or with
  * @p sample (then for the cost estimates only, see finish()). A timestamp
- * costs more than a small system (about 35 ns in a VM), so otherwise none
+ * costs more than a small system, so otherwise none
  * is taken, except, with a pool, one around the whole segment: when it
  * took longer than the threshold, the next run of phase @p p samples.
  */
@@ -375,8 +373,7 @@ static void run_parallel(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
   }
   /* A main-thread system ties work to the driving thread, which then
    * cannot also take its full share of rows: there workers take whole
-   * systems as they come (update/7sys/2w, whose Render runs on the
-   * driving thread, read 0.96x that way and 1.07-1.13x with affinity). */
+   * systems as they come. */
   s->affine = !mains;
   launch_roots(s, l, n);
   if (!mains) {

@@ -335,9 +335,8 @@ static void *worker_main(void *arg) {
     if (weft__steal_patient(w)) {
       /* Wait the backoff out polling only its own queues, so that work
        * sent to this worker starts at once and the submitter's lines stay
-       * where they are. Not nanosleep: its timer slack (50 us or more
-       * here) turned a 2 us backoff into a stall that pipelines of small
-       * systems felt as lost parallel efficiency. */
+       * where they are. Not nanosleep: its timer slack is much longer than
+       * the backoff, and pipelines of small systems feel the stall. */
       while (!have && weft__now_ns() < w->steal_after) {
         for (int k = 0; k < 32; k++)
           weft__pool_relax(p, w->index);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Run conditions (seed 004 `runif`): small predicate objects owned by the
+ * Run conditions: small predicate objects owned by the
  * world, evaluated by the scheduler at each system's turn.
  *
  * Every condition is one allocation linked into the world's run-condition

@@ -379,8 +379,8 @@ int weft_system_remove(weft_world_t *w, weft_system_t id) {
   CHECK_LIVE(w, id, y);
   if (weft__sched_of(w)->running) {
     /* During a frame (from a callback): the system stops running now and
-     * goes when the frame ends (seed 004: removals affect the remaining
-     * dispatches at once; the running schedule keeps its record). From
+     * goes when the frame ends: removals affect the remaining dispatches
+     * at once, and the running schedule keeps its record. From
      * here on it is gone for every call but the frame's own
      * bookkeeping. */
     y->enabled = false;

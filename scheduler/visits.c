@@ -132,8 +132,7 @@ int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y) {
  * leave the stamps to the jobs instead (stamp_late, see prepare()), each
  * job its own range before its first call (run_visits()): one header line
  * and a few stores per visit, which on the serial path before anything
- * runs had left both workers idle 12-14 us between frames of two systems
- * over 1M entities on this VM (5-8 us with the jobs stamping).
+ * runs leave the workers idle.
  */
 static void stamp_at_plan(weft__sys_t *y) {
   if (!y->nwcols || y->stamp_late)
@@ -159,13 +158,11 @@ static uint32_t node_workers(const weft_pool_t *pool, uint32_t node) {
  * would hold less than a batch; one job without a pool). At the start of
  * a run every idle worker can take a whole part at once, where one job
  * per system had to be halved again and again (a steal and a split per
- * halving) before all workers were busy. Alternated with one job per
- * system in weft-bench: update/7sys/2w 0.99-1.01x against 1.01-1.08x,
- * heavy_compute/2w 1.00x against 1.02-1.03x, the others within noise.
+ * halving) before all workers were busy.
  * Which worker takes which part is the launch's business (pipeline.c,
  * launch()): in segments without a main-thread system, part k stays with
- * worker k from frame to frame. Routing part k to worker k through
- * mailboxes measured worse (update/7sys/2w 1.30-1.35x): a worker then
+ * worker k from frame to frame. Part k is not routed to worker k through
+ * mailboxes: a worker then
  * waited for its own part instead of taking whichever was left.
  */
 static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,

@@ -32,8 +32,7 @@ static inline void weft__visits_stamp(const weft__sys_t *y,
                                       const weft__visit_t *vi) {
   /* Locals: every stamp is a uint32_t store, which may alias the
    * system's and the visits' uint32_t fields, so the loops below would
-   * otherwise reload them for each chunk (21 instructions a chunk for one
-   * column). */
+   * otherwise reload them for each chunk. */
   const weft__ainfo_t *ai = &y->arch[vi->ai];
   const uint32_t version = y->version, ns = ai->nstamp;
   /* The chunks of a visit are consecutive chunks of one segment, whose

@@ -319,13 +319,10 @@ static weft_vec2_t steer_runs(const boids_cfg_t *cfg,
  * place is the number of smaller handles among them: n^2 comparisons, no
  * branch on the data) and summed in that order. That is the order
  * steer_runs() merges them into, so the result is the same, bit for bit,
- * for 60% of the instructions (959 to 579 a boid under callgrind, 20,000
- * boids, ten ticks; the cells' cursors had cost about 30 a cell, the
- * nine-way merge about 35 a neighbour) and 70% of the time (weft.boids at
- * 100,000 boids, 200 ticks, one thread: 252-258 to 176-186 ns a boid).
+ * without the cells' cursors and the nine-way merge (see
+ * docs/performance-notes.md, systems/boids.c).
  * More than BOIDS_RANK_MAX neighbours go to steer_runs(), whose merge
- * costs n * 9 comparisons, not n^2 (with 12 or 24 the default scenario
- * ran no faster).
+ * costs n * 9 comparisons, not n^2.
  */
 static weft_vec2_t steer_one(const boids_cfg_t *cfg,
                              const weft_grid_item_t *self, float dt) {
@@ -342,8 +339,7 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
   const int32_t y0 = cy > 0 ? cy - 1 : 0;
   const int32_t y1 = cy + 1 < g->ny ? cy + 1 : g->ny - 1;
   /* The three rows' clamps are worked out once here, where a call to
-   * weft__grid_row() per row repeats them and its checks: 4% more
-   * instructions in the boids scenario (20,000 boids, ten ticks). As in
+   * weft__grid_row() per row repeats them and its checks. As in
    * steer_runs(), every candidate is written and the kept ones
    * counted, with one spare entry; but only its address and handle: the
    * few kept have their offsets worked out again below, the same
@@ -386,16 +382,12 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
  * in the grid's own order, rows of cells in parts over the pool. A boid's
  * neighbourhood is then the few rows the walk is on, in cache, where in
  * chunk order (unrelated to space) each boid's three rows and their items
- * were misses: spawned in a row-major spatial order instead of at random,
- * the chunk-order loop had run twice as fast, 96-104 against 199-215 ns a
- * boid (400k boids, one thread). Each item's step goes to its plan entry,
+ * were misses. Each item's step goes to its plan entry,
  * with the inputs it was worked out from, and the item's index to the
  * entry of the entity's slot in slot_item; the chunk loop (boids_run())
  * then only copies it, after checking it was made for that entity and
- * its current position and velocity. weft-sim's boids at 400k went from
- * 78.0-80.9 to 56.4-58.4 ms a tick on one thread and from 38.6-40.2 to
- * 28.3-28.6 on two (alternated three times, the same digests): 93 ns a
- * boid to plan and 15 to copy, against 157 to steer in chunk order.
+ * its current position and velocity (see docs/performance-notes.md,
+ * systems/boids.c).
  */
 typedef struct plan_job_t {
   boids_cfg_t *cfg;

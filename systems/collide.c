@@ -293,8 +293,7 @@ static inline collide_cand_t candidate(uint32_t i, uint32_t nright,
  * Lists item i's first COLLIDE_NEAR candidates at pairs[np...] whether or
  * not it has that many (the caller counts only the first m): no branch
  * per candidate. With SSE2 the four are worked out and stored at once,
- * where one at a time (a select, a store and a counted add each) took
- * about 48 instructions an item, a quarter of collide's.
+ * where one at a time costs a select, a store and a counted add each.
  */
 static inline void list_near(collide_cand_t *pairs, uint32_t i, uint32_t nright,
                              uint32_t below0) {
@@ -424,9 +423,9 @@ static void take_band(collide_run_t *run, uint32_t b, uint32_t worker) {
 /*
  * A worker's share of a run: first the parts of the bands it sorted in the
  * grid's rebuild, whose items and cells are in its cache, then what is
- * left of the others. This VM gives each vCPU an L3 of its own, and a line
- * takes about 215 ns from one to the other: spread over the pool as one
- * range each, half of a worker's rows had been sorted on the other vCPU.
+ * left of the others: a line sorted on another core (whose L3 may not be
+ * this one's) is slow to come over, and spread over the pool as one
+ * range each, half of a worker's rows had been sorted elsewhere.
  */
 static void collide_job(void *arg, uint32_t worker) {
   collide_run_t *run = arg;

@@ -40,10 +40,8 @@
 
 /* Bands per worker on a pool (at most GRID_BANDS in all): more bands
  * balance the sort better and give each band a smaller slice of the cell
- * table, fewer give the gather fewer streams to write. Four per worker was
- * the best trade on 8 and 16 workers; on two, two per worker rebuilt the
- * 1M-entity arena's grid 5-7% faster than four (and 2-5% faster than one
- * or three), measured on one process alternating the two. */
+ * table, fewer give the gather fewer streams to write. Measured design
+ * parameters (see docs/performance-notes.md, systems/grid_build.c). */
 #define GRID_BANDS_PER_WORKER 4u
 #define GRID_BANDS_PER_FEW 2u /* ... below GRID_FEW_WORKERS workers */
 #define GRID_FEW_WORKERS 4u
@@ -55,10 +53,8 @@
 
 /* How far ahead the counting sort prefetches (items): the cell entries
  * the count bumps, those the placing takes slots from, and the slots an
- * item is then copied to. Measured at 1M items over 6.25M cells on one
- * thread (a program of its own): counting 3.7 ms with 16 ahead against
- * 2.5 with 64; placing 16.2 ms as one loop 8 and 16 ahead, 9.1 as the
- * two loops of place() at these distances. */
+ * item is then copied to: far enough to hide a miss to memory (see
+ * docs/performance-notes.md, systems/grid_build.c). */
 #define GRID_COUNT_AHEAD 64u
 #define GRID_SLOT_AHEAD 64u
 #define GRID_COPY_AHEAD 32u
@@ -67,9 +63,8 @@
  * prefetches for writing (items; the cell entries go four times as far, a
  * fourth the size). Each band is a stream of stores, and with tens of
  * bands the hardware prefetcher tracks too few of them: every line the
- * gather started was a read for ownership from memory. At 1M items on
- * one thread, 64 bands gathered in 18.9-21.2 ms without this and 9.5-11.4
- * with it (4 bands: 8.1-9.8), measured alternating tick by tick. */
+ * gather started was a read for ownership from memory (see
+ * docs/performance-notes.md, systems/grid_build.c). */
 #define GRID_GATHER_AHEAD 8u
 
 /* One piece of the rebuild: up to GRID_PIECE consecutive rows of one run
@@ -144,8 +139,7 @@ static int note_piece(weft_grid_t *g, grid_piece_t piece, uint32_t *n) {
  * GRID_PIECE rows, the units the per-band counts and the gather split
  * over the pool. Per run rather than per chunk because this pass is
  * serial and each chunk's header is a cache miss by the time the grid is
- * rebuilt: at 1M entities it took 0.8 ms a rebuild per chunk, 0.24 ms
- * per run.
+ * rebuilt.
  */
 static int note_run(weft_grid_t *g, const weft_iter_t *it, bool moving,
                     uint32_t *n) {
@@ -180,10 +174,9 @@ static uint32_t band_row(uint32_t ny, uint32_t b, uint32_t nbands) {
  * Splits the grid in bands of whole rows, nearly equal, at most one per
  * row: band b is rows [ny * b / nbands, ny * (b + 1) / nbands). Rows
  * rather than equal runs of cells because the per-item passes then find
- * an item's band with one table load from its row: guessing it from the
- * cell index and correcting the guess took 2.1 ns an item against 0.85
- * (1M items, 8 bands, one thread), and the precount and the gather pay
- * that for every item.
+ * an item's band with one table load from its row, cheaper than guessing
+ * it from the cell index and correcting the guess, and the precount and
+ * the gather pay that for every item.
  */
 static void set_bands(weft_grid_t *g, uint32_t nbands) {
   _Static_assert(GRID_BANDS <= 256, "row_band holds a band in a byte");
@@ -248,8 +241,7 @@ static inline uint32_t map_cell(const grid_map_t *m, uint32_t cy, float x) {
  * returns how many it counted: with SSE2 the four rows are computed as a
  * vector, with the same operations in the same order as map_row() (max
  * with 0 takes a NaN to 0 as its test does), so each item gets the band
- * the gather will put it in. 0.75-1.1 ns an item against 1.3-1.8 one at a
- * time (1M items, 8 bands, one thread).
+ * the gather will put it in.
  */
 static inline uint32_t count_rows4(const grid_map_t *m, const float *py,
                                    uint32_t n, uint32_t *count) {
@@ -552,8 +544,8 @@ static void band_sort(void *arg, uint32_t begin, uint32_t end,
 /* Places each band's stretch of items, and within it each piece's part:
  * a prefix over the counts of band_precount(), band by band, piece by
  * piece, so the places depend on the data alone. Both passes walk g->at
- * in memory order: walking it band by band (a stride of nbands words)
- * took 0.8 ms a rebuild at 2.5M entities and 64 bands. */
+ * in memory order, where walking it band by band (a stride of nbands
+ * words) misses on every word. */
 static void band_places(weft_grid_t *g) {
   const uint32_t nb = g->nbands;
   uint32_t cur[GRID_BANDS] = {0};
@@ -585,11 +577,8 @@ static void band_places(weft_grid_t *g) {
  * its items, gathered and sorted, fit in GRID_BAND_BYTES: the count and
  * the placing hit those at random, and a band that stays in the last
  * level cache, next to the one another core sorts at the same time, is
- * sorted from cache, not memory. At 1M items (48 MB of items twice, a 25
- * MB cell table) 29 bands, with the gather's prefetch, against the four
- * bands of the rule before, alternating tick by tick in one world: the
- * sort 21.4 ms against 25.4 on one thread, 12.3 against 16.3 on two; the
- * whole rebuild 32.1 against 36.9 and 18.9 against 23.1. A small grid
+ * sorted from cache, not memory (see docs/performance-notes.md,
+ * systems/grid_build.c). A small grid
  * keeps one band on one thread, which needs no per-band counts.
  */
 static uint32_t bands_for(const weft_grid_t *g, uint32_t workers, uint32_t n) {

@@ -156,8 +156,8 @@ static inline void weft__grid_prefetch_rows_at(const weft_grid_t *g, int32_t cx,
 
 /* Lines of each row's stretch weft__grid_prefetch_items_at() fetches: a
  * 3x3 neighbourhood of a few items a cell spans a few lines a row, and
- * fetching only the first left the others to miss (boids, 400k, one
- * thread: 125 to 107 ms a tick). */
+ * fetching only the first left the others to miss (see
+ * docs/performance-notes.md, systems/grid_internal.h). */
 #define WEFT__GRID_PREFETCH_LINES 4u
 
 static inline void weft__grid_prefetch_items_at(const weft_grid_t *g,

@@ -77,18 +77,14 @@ static float mitigate(float amount, const weft_armor_t *armor) {
  *    writes hp through the planned rows and records deaths (into this
  *    thread's command buffer), exactly as the rules above say.
  *
- * Planning takes nearly all the time (about 135 ns an event against 8 to
- * apply, 1M-entity arena), so the blocks are small and planned without a
- * barrier between them: every worker takes the next block as soon as it
- * is done with one, and the system's thread applies each block as soon as
- * it is planned, planning blocks itself while the next one to apply is
- * not ready. The plan is a ring of HEALTH_RING blocks; a block is taken
- * only when its place in the ring has been applied, and once taken it is
- * planned without waiting on anything, so the block the apply waits for is
- * always in progress on a running thread. With a barrier per block of
- * 8,192 events (the previous scheme) the two-worker run lost about 1.2 ms
- * a tick to ideal at 1M entities, half of it in the first block, which
- * nothing overlapped.
+ * Planning takes nearly all the time, so the blocks are small and planned
+ * without a barrier between them: every worker takes the next block as soon as
+ * it is done with one, and the system's thread applies each block as soon as it
+ * is planned, planning blocks itself while the next one to apply is not ready.
+ * The plan is a ring of HEALTH_RING blocks; a block is taken only when its
+ * place in the ring has been applied, and once taken it is planned without
+ * waiting on anything, so the block the apply waits for is always in progress
+ * on a running thread, and no block waits on a barrier that nothing overlaps.
  *
  * The plan lives in a world resource ("weft.health.plan"), so steady-state
  * runs allocate nothing. Within a block, weft_get_many_ex resolves batches
@@ -101,9 +97,8 @@ static float mitigate(float amount, const weft_armor_t *armor) {
 #define HEALTH_BATCH 128u         /* parties per weft_get_many_n call */
 /* How far ahead the apply pass prefetches the Health rows (events) and the
  * plan entries (events). On two workers most plan entries were written on
- * the other core, whose lines take about 215 ns to come over on this VM:
- * 32 and 64 made the apply 19% faster than 8 and none on two workers, and
- * 11% faster on one (alternated run by run on one world). */
+ * the other core, whose lines are slow to come over (see
+ * docs/performance-notes.md, systems/health.c). */
 #define HEALTH_AHEAD 32u
 #define HEALTH_PLAN_AHEAD 64u
 
@@ -164,14 +159,13 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
     e[2 * j + 1] = ev[j].b;
   }
   /* Dead from the same lookups (pipelined: one weft_has() per party, a
-   * chain of dependent misses each, was once most of the planning's time;
-   * a second pass over the handles, a quarter of its instructions). The
+   * chain of dependent misses each, or a second pass over the handles,
+   * would cost more). The
    * Health rows are only addressed here: the apply reads and writes them,
    * often on another core, and a copy prefetched into this core's cache
-   * only made that core fetch it from here (planning 7-8% faster without
-   * that prefetch). The apply writes hp through them: the write mask
-   * stamps their chunks' change versions, so `changed` readers of Health
-   * see the hits. */
+   * only made that core fetch it from here. The apply writes hp through them:
+   * the write mask stamps their chunks' change versions, so `changed` readers
+   * of Health see the hits. */
   weft_get_many_opts_t o = {.address_only = 1u << HP,
                             .has = r->s->dead,
                             .has_out = dead,
@@ -246,8 +240,7 @@ static int hit(weft_sysctx_t *ctx, const weft_std_t *s, weft_health_t *h,
  * take part and stand (hp above 0, or no Health) lets a hit b, then b hit
  * a. This is the serial step of the system (planning runs on every
  * worker), so the loop reads each plan entry once and keeps its values in
- * registers: 54 instructions an event under callgrind (200k-entity arena),
- * where a call per party that reloaded the entry took 115. Party a's hp
+ * registers, where a call per party would reload the entry. Party a's hp
  * need not be checked again before b hits it: a and b are different
  * entities, so b's hit left it as it was.
  *

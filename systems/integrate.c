@@ -114,9 +114,8 @@ static void clamp(float *restrict a, uint32_t n, float lo, float hi) {
 }
 
 /* -u when c holds, else u: the sign bit flipped through an integer mask,
- * which is what IEEE negation does. Two chained `c ? -u : u` selects
- * vectorized into ~70 instructions per four floats of masks and blends
- * (GCC 12); this form takes about a third of that. */
+ * which is what IEEE negation does: it vectorizes into a xor, where two
+ * chained `c ? -u : u` selects vectorize into masks and blends. */
 static inline float negate_if(bool c, float u) {
   uint32_t b;
   memcpy(&b, &u, sizeof b);

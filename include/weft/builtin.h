@@ -312,7 +312,7 @@ bool weft_collide_test(const weft_collider_t *a, float ax, float ay,
  * it has Health (after Armor: max(0, amount - flat) * (1 - fraction)).
  * Events are applied in their published order. An entity whose hp reaches
  * 0 gets the Dead tag and its Velocity and Collider disabled through
- * commands (seed 000's HealthSystem), once. Stale handles, entities with
+ * commands, once. Stale handles, entities with
  * the Dead tag and entities at hp <= 0 (killed earlier in the run) neither
  * take nor deal damage; the two hits of one event are simultaneous; the
  * fraction is clamped to [0, 1] and hp is not floored. The events are the

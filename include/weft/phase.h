@@ -27,7 +27,7 @@ extern "C" {
 /** A phase id; 0 is never valid. */
 typedef uint32_t weft_phase_t;
 
-/** The built-in phases (seed 000), in frame order. */
+/** The built-in phases, in frame order. */
 enum {
   WEFT_PHASE_PRE_UPDATE = 1,    /**< once per frame, first */
   WEFT_PHASE_FIXED_UPDATE,      /**< once per fixed step */

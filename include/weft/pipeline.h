@@ -47,7 +47,8 @@
 extern "C" {
 #endif
 
-/** Fixed-step overload policies (seed 004). */
+/** Fixed-step overload policies: what a frame does when the accumulator
+ * holds more fixed steps than it may run. */
 typedef enum weft_overload_t {
   /** Past max_steps, the remaining accumulated time is dropped. */
   WEFT_OVERLOAD_DROP = 0,
@@ -69,7 +70,8 @@ typedef struct weft_pipeline_config_t {
    * "Inline or dispatch" above; 1 dispatches nearly everything. */
   uint32_t inline_rows;
   /** Time systems that run inline too (one TSC read per system, about
-   * 35 ns in a VM; flecs and Bevy leave this off by default as well).
+   * a few times cheaper than clock_gettime(); flecs and Bevy leave this
+   * off by default as well).
    * Jobs on the pool, phases and traced frames are always timed. */
   bool time_inline;
 } weft_pipeline_config_t;
@@ -78,7 +80,7 @@ typedef struct weft_pipeline_config_t {
 int weft_pipeline_configure(weft_world_t *world,
                             const weft_pipeline_config_t *config);
 
-/** The fixed-step state (seed 004's pipeline fields). */
+/** The fixed-step state: the accumulator and the counters a frame keeps. */
 typedef struct weft_pipeline_state_t {
   double accumulator;     /**< time not yet consumed by fixed steps */
   double alpha;           /**< accumulator / fixed_dt after the last frame */
@@ -100,7 +102,7 @@ void weft_pipeline_state(const weft_world_t *world, weft_pipeline_state_t *out);
 uint32_t weft_pipeline_slots(const weft_world_t *world);
 
 /**
- * Runs one frame (seed 000's main loop): PreUpdate; then, while the
+ * Runs one frame: PreUpdate; then, while the
  * accumulator holds a fixed step, FixedUpdate, PostFixedUpdate (after
  * which event channels clear) and, every net_dt, NetworkTick, up to
  * max_steps; the interpolation alpha; PreRender. User phases run after

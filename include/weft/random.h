@@ -5,7 +5,7 @@
  *
  * Two kinds of generator, both independent of thread count:
  *
- * - **Named streams** (seed 004):
+ * - **Named streams**:
  *   `weft_random_stream(world, "game.loot", &rng)` gives a generator owned
  *   by the world whose sequence depends only on the world seed and the
  *   stream's name, never on which other streams exist or how much they
@@ -30,7 +30,8 @@
 extern "C" {
 #endif
 
-/** The seed every world starts with (seed 004: a fixed value, no clock). */
+/** The seed every world starts with: a fixed value, never the clock, so
+ * that runs repeat. */
 #define WEFT_RANDOM_SEED_DEFAULT 0x5EED1234u
 
 /** A xoshiro256** generator. Small and transparent: copy it to fork. */

@@ -4,11 +4,11 @@
  * Resources (typed singletons) and event channels.
  *
  * A **resource** is one value of a registered size, owned by the world and
- * keyed by a small id (seed 000: `getResource<FixedDeltaTime>()`). Systems
+ * keyed by a small id (such as the fixed delta time). Systems
  * declare the resources they read and write so the scheduler orders them
  * like components.
  *
- * An **event channel** is a typed, append-only list (seed 000's EventBus).
+ * An **event channel** is a typed, append-only list (an event bus).
  * Events emitted by systems running in parallel (weft_sysctx_emit() in
  * system.h) are staged per worker and published at the next sync point in
  * the order of their keys (system order, chunk, sequence), so readers see

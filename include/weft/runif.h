@@ -2,14 +2,14 @@
 /**
  * @file runif.h
  * Run conditions: predicates that decide, each time a system's turn comes,
- * whether it runs (seed 004 `runif`).
+ * whether it runs.
  *
  * A condition is an object owned by the world, built by the factories
  * below and attached to systems through `weft_system_desc_t.run_if`. Each
  * timer factory creates state for one use; attaching the same condition to
  * two systems shares that state.
  *
- * Semantics (seed 004):
+ * Semantics:
  * - Timers consume the phase's delta time only when they are evaluated. A
  *   disabled system or phase never evaluates its condition.
  * - every(interval) fires when the time it accumulated reaches the
