@@ -313,7 +313,7 @@ void weft__graph_fini(weft_world_t *w, weft__sched_t *s);
 
 /* Runs phase @p ph with time step @p dt, then the user phases anchored to
  * it: each sync segment's systems, prepared, dispatched and synced
- * (pipeline.c). Driving thread, inside a frame (frame.c). Returns 0 or the
+ * (pipeline.c). Driving thread, inside a frame. Returns 0 or the
  * first failure. */
 int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
                              double dt);
