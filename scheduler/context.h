@@ -23,10 +23,20 @@ static inline weft_sysctx_t weft__sysctx_make(weft__sched_t *s, weft__sys_t *y,
 }
 
 /* Keys the context's buffer for chunk sequence seq (0 for a task). */
+/* Points ctx, made for another system on the same slot in the same
+ * segment, at system y: what differs from system to system. */
+static inline void weft__sysctx_switch(weft_sysctx_t *ctx, weft__sys_t *y) {
+  ctx->user = y->user;
+  ctx->system = y->id;
+  ctx->version = y->version;
+  ctx->last_run = y->last_run;
+  ctx->sys_ = y;
+}
+
 static inline void weft__sysctx_key(weft_sysctx_t *ctx, const weft__sys_t *y,
                                     uint32_t seq) {
   ctx->chunk = seq;
-  ctx->key_ = WEFT_CMD_KEY(y->order, seq, 0);
+  ctx->key_ = y->key_base | WEFT_CMD_KEY(0, seq, 0);
   weft_cmd_key(ctx->cmd, ctx->key_);
 }
 

@@ -283,9 +283,27 @@ static int build_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph) {
     for (uint32_t t = 0; t < n; t++)
       if (tmp[t]->segment == g) {
         tmp[t]->order = k;
+        tmp[t]->key_base = WEFT_CMD_KEY(k, 0, 0);
         l[k++] = tmp[t];
       }
     p->seg_end[g] = k;
+  }
+  /* Without a `changed` filter in a segment, nothing reads a run's stamps
+   * before its jobs end: the jobs stamp the chunks they visit (visits.c,
+   * stamp_at_plan()). A segment is plain (pipeline.c, run_plain()) when,
+   * moreover, no system has a run condition, a `write` list to stamp
+   * everywhere, or runs exclusive. Decided here, once per build. */
+  for (uint32_t g = 0, b = 0; g < p->nseg; b = p->seg_end[g++]) {
+    bool changed = false, plain = true;
+    for (uint32_t i = b; i < p->seg_end[g]; i++) {
+      changed |= l[i]->nchanged != 0;
+      plain &= !l[i]->run_if && !l[i]->list_stamps &&
+               !(l[i]->flags & WEFT_SYSTEM_EXCLUSIVE);
+    }
+    for (uint32_t i = b; i < p->seg_end[g]; i++) {
+      l[i]->stamp_late = !changed && l[i]->nwcols;
+      l[i]->seg_plain = plain && !changed;
+    }
   }
 out:
   bits_free(&m);

@@ -44,27 +44,6 @@ static void record_error(weft__sys_t *y, int rc, uint32_t seq) {
     ;
 }
 
-/* Points the callback's view at chunk c through its cached match m: the
- * same fields a query iterator fills, so weft_iter_field() and friends take
- * their fast paths. */
-static inline void view_chunk(weft_iter_t *it, const weft__match_t *m,
-                              weft__chunk_t *c, uint32_t rows,
-                              uint32_t nterms) {
-  it->count = rows;
-  it->home_node = c->node;
-  it->entities = c->entities;
-  it->chunk_ = c;
-  it->match_ = m;
-  it->chunks_ = (void *const *)m->arch->chunks;
-  it->nchunks_ = m->arch->nchunks;
-  it->chunk_index_ = c->index + 1; /* nonzero: "on a chunk" */
-  weft__iter_soa(it, m, c);
-  for (uint32_t t = 0; t < nterms; t++) {
-    uint32_t k = m->term_array[t];
-    it->columns[t] = k ? c->bases[k - 1] : NULL;
-  }
-}
-
 /* Runs visits [first, *end) of y (a task when y has no query) on slot k.
  * With @p split, before each chunk the back half of what is left goes to
  * an idle worker when there is one (lazy halving), shrinking *end. */
@@ -157,39 +136,63 @@ static void run_task(weft__sys_t *y, weft_sysctx_t *ctx) {
     record_error(y, rc, 0);
 }
 
-static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
-                       uint32_t *end, uint32_t k, uint32_t split) {
-  weft_world_t *w = y->world;
-  weft_sysctx_t ctx = weft__sysctx_make(s, y, k);
-  if (!y->query) {
-    run_task(y, &ctx);
-    return;
-  }
-  weft_iter_t it;
-  memset(&it, 0, sizeof it);
-  it.world_ = w;
-  it.world_version_ = &w->version;
-  it.version_ = w->version;
-  it.terms_ = y->terms;
-  it.term_count_ = y->nterms;
-  const weft__match_t *matches = y->query->matches;
+/* Runs visits [first, *end) of query system y with context ctx and
+ * iterator it (iter_open()ed, or left by another system of the segment,
+ * whose @p prev_terms columns are cleared here). */
+/* Calls y's callback on visit i through the iterator its plan made. */
+static inline void run_view(weft__sys_t *y, weft_sysctx_t *ctx, uint32_t i) {
+  const uint32_t seq = y->visits[i].seq;
+  weft__sysctx_key(ctx, y, seq);
+  int rc = y->run(ctx, &y->views[i]);
+  if (WEFT__UNLIKELY(rc))
+    record_error(y, rc, seq);
+}
+
+static void run_chunks(weft__sched_t *s, weft__sys_t *y, weft_sysctx_t *ctx,
+                       weft_iter_t *it, uint32_t prev_terms, uint32_t first,
+                       uint32_t *end, uint32_t split) {
   /* Stamp the whole range first, in one pass over its version rows: stamps
    * written between the callback's calls interleave with a streaming
    * system's loads. A range split off later is stamped again by its job, which
    * is harmless: a stamp only stores this run's version. */
   if (y->stamp_late)
     weft__visits_stamp_range(y, first, *end);
+  if (y->nviews) { /* the plan made each visit's iterator */
+    for (uint32_t i = first; i < *end; i++) {
+      if (split != NO_SPLIT)
+        maybe_split(s, y, i, end, split);
+      run_view(y, ctx, i);
+    }
+    return;
+  }
+  for (uint32_t t = y->nterms; t < prev_terms; t++)
+    it->columns[t] = NULL;
+  it->terms_ = y->terms;
+  it->term_count_ = y->nterms;
+  const weft__match_t *matches = y->query->matches;
   for (uint32_t i = first; i < *end; i++) {
     if (split != NO_SPLIT)
       maybe_split(s, y, i, end, split);
     const weft__visit_t *v = &y->visits[i];
-    weft__sysctx_key(&ctx, y, v->seq);
-    view_chunk(&it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
-               y->nterms);
-    int rc = y->run(&ctx, &it);
-    if (rc)
+    weft__sysctx_key(ctx, y, v->seq);
+    weft__visits_view(it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
+                      y->nterms);
+    int rc = y->run(ctx, it);
+    if (WEFT__UNLIKELY(rc))
       record_error(y, rc, v->seq);
   }
+}
+
+static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
+                       uint32_t *end, uint32_t k, uint32_t split) {
+  weft_sysctx_t ctx = weft__sysctx_make(s, y, k);
+  if (!y->query) {
+    run_task(y, &ctx);
+    return;
+  }
+  weft_iter_t it;
+  weft__visits_iter_open(&it, y->world);
+  run_chunks(s, y, &ctx, &it, 0, first, end, split);
 }
 
 /*
@@ -343,6 +346,43 @@ static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
 }
 
 /*
+ * Runs a segment's systems one after the other on slot k, untimed: one
+ * iterator for them all, each system setting only what is its own, since
+ * a frame of small systems spends its time on exactly this.
+ */
+static void run_untimed(weft__sched_t *s, weft__sys_t **l, uint32_t n,
+                        uint32_t k) {
+  weft_sysctx_t ctx;
+  weft_iter_t it;
+  bool opened = false;
+  uint32_t prev_terms = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    weft__sys_t *y = l[i];
+    if (!y->active || !y->njobs)
+      continue;
+    /* A context of its own: a callback may write its fields. */
+    ctx = weft__sysctx_make(s, y, k);
+    if (!opened) {
+      weft__visits_iter_open(&it, y->world);
+      opened = true;
+    }
+    if (!y->query) {
+      run_task(y, &ctx);
+      continue;
+    }
+    if (y->nviews && !y->stamp_late) { /* a small system, read-only */
+      for (uint32_t v = 0; v < y->nvisits; v++)
+        run_view(y, &ctx, v);
+      continue;
+    }
+    uint32_t end = y->nvisits;
+    run_chunks(s, y, &ctx, &it, prev_terms, 0, &end, NO_SPLIT);
+    if (!y->nviews)
+      prev_terms = y->nterms;
+  }
+}
+
+/*
  * Runs a segment's systems one after the other on the driving thread,
  * timed one by one when asked for (time_inline, a trace) or with
  * @p sample (then for the cost estimates only, see finish()). A timestamp
@@ -356,9 +396,7 @@ static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
   const bool timed = s->cfg.time_inline || s->tracing;
   const uint64_t start = s->pool ? weft__ticks() : 0;
   if (!timed && !sample) {
-    for (uint32_t i = 0; i < n; i++)
-      if (l[i]->active && l[i]->njobs)
-        run_range(s, l[i], 0, l[i]->nvisits, k);
+    run_untimed(s, l, n, k);
   } else {
     run_timed(s, l, n, timed, s->pool ? start : weft__ticks());
   }
@@ -405,31 +443,24 @@ static void run_parallel(weft__sched_t *s, weft__sys_t **l, uint32_t n) {
 static int prepare(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
                    weft__sys_t **l, uint32_t n, double *cost) {
   double total = 0; /* a local: *cost might alias the systems' doubles */
-  /* Without a `changed` filter in the segment, nothing reads this run's
-   * stamps before its jobs end: the jobs stamp the chunks they visit. */
-  bool changed = false;
-  for (uint32_t i = 0; i < n; i++)
-    changed |= l[i]->nchanged != 0;
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
-    y->stamp_late = !changed && y->nwcols;
-    y->active = p->enabled && y->enabled;
-    if (y->active && y->run_if) {
+    bool active = p->enabled && y->enabled;
+    if (active && y->run_if) {
       bool retire = false;
-      y->active = weft_runif_eval(y->run_if, s->dt, &retire);
+      active = weft_runif_eval(y->run_if, s->dt, &retire);
       y->retire |= retire;
+      s->retiring |= retire;
     }
-    if (!y->active) {
+    y->active = active;
+    if (!active) {
       y->stats.skipped += p->enabled && y->enabled;
       continue;
     }
+    /* err, start_ns, end_ns and busy_ns are zero here: finish() reset
+     * what the previous run set. */
     y->version = ++w->change_version;
-    atomic_store_explicit(&y->err, 0, memory_order_relaxed);
-    atomic_store_explicit(&y->start_ns, 0, memory_order_relaxed);
-    atomic_store_explicit(&y->end_ns, 0, memory_order_relaxed);
-    atomic_store_explicit(&y->busy_ns, 0, memory_order_relaxed);
-    if (y->query ? weft__visits_plan_system(w, y)
-                 : weft__visits_plan_task(w, y))
+    if (WEFT__UNLIKELY(weft__visits_plan(w, y)))
       return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                         "out of memory planning system %s", y->name);
     if (s->pool)
@@ -464,34 +495,136 @@ static int report(weft_world_t *w, const weft__sys_t *y, uint64_t e) {
                     y->name, chunk, code);
 }
 
-/* Folds a finished run into the counters; returns the first failure. */
-static int finish(weft_world_t *w, weft__sys_t **l, uint32_t n) {
+/* Folds what timed the run of y (its jobs, or a sampled or timed inline
+ * run) into its counters and estimate, and clears it for the next run;
+ * returns the worker time. */
+static uint64_t finish_timing(weft__sched_t *s, weft__sys_t *y) {
+  uint64_t t0 = atomic_load_explicit(&y->start_ns, memory_order_relaxed);
+  uint64_t t1 = atomic_load_explicit(&y->end_ns, memory_order_relaxed);
+  uint64_t busy = atomic_load_explicit(&y->busy_ns, memory_order_relaxed);
+  if (y->dispatched)
+    y->stats.jobs += atomic_load_explicit(&y->job_next, memory_order_relaxed);
+  y->dispatched = false;
+  y->stats.wall_ns += t1 > t0 ? t1 - t0 : 0;
+  y->stats.worker_ns += busy;
+  if (s->pool && (busy || y->sample_ticks))
+    weft__cost_learn(s, y, busy ? busy : y->sample_ticks);
+  y->sample_ticks = 0;
+  atomic_store_explicit(&y->start_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&y->end_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&y->busy_ns, 0, memory_order_relaxed);
+  return busy;
+}
+
+/*
+ * Folds the finished run of y into its counters; the first failure goes to
+ * *rc (a later one only clears). The atomics a run sets are cleared here,
+ * after they are read, so that the next prepare() need not touch them.
+ * Without @p timed (a segment run inline, untimed, where the common small
+ * system runs) no run set them, and the timing is skipped.
+ */
+static inline void finish_one(weft_world_t *w, weft__sched_t *s, weft__sys_t *y,
+                              bool timed, uint64_t *worker, int *rc) {
+  y->stats.runs++;
+  y->stats.chunks += y->query ? y->nvisits : 1;
+  y->stats.entities += y->rows;
+  if (WEFT__UNLIKELY(atomic_load_explicit(&y->counted, memory_order_relaxed))) {
+    y->stats.entities +=
+        atomic_load_explicit(&y->counted, memory_order_relaxed);
+    atomic_store_explicit(&y->counted, 0, memory_order_relaxed);
+  }
+  if (timed)
+    *worker += finish_timing(s, y);
+  y->last_run = y->version;
+  uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
+  if (WEFT__UNLIKELY(e)) {
+    atomic_store_explicit(&y->err, 0, memory_order_relaxed);
+    if (!*rc)
+      *rc = report(w, y, e);
+  }
+}
+
+/* Folds a finished segment into the counters, the worker time into phase
+ * p's; returns the first failure. */
+static int finish(weft_world_t *w, weft__phase_t *p, weft__sys_t **l,
+                  uint32_t n, bool timed) {
   weft__sched_t *s = weft__sched_of(w);
+  int rc = 0;
+  uint64_t worker = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (l[i]->active)
+      finish_one(w, s, l[i], timed, &worker, &rc);
+  p->stats.worker_ns += worker;
+  return rc;
+}
+
+/*
+ * A plain segment (graph.c: no `changed` filter, run condition, `write`
+ * list or exclusive system) run without a pool and untimed: the steady
+ * state of a frame of small systems. One pass decides which systems run
+ * and hands out their versions, as prepare() does, before any callback
+ * (which may enable or disable systems) runs; a second plans, runs and
+ * counts each system in turn, so that a system's record is visited twice
+ * rather than four times. Plans are the same as prepare()'s, made before
+ * or after other callbacks ran: nothing a callback does changes one
+ * (structural calls stage). A plan that fails for want of memory stops
+ * the segment there, after the systems before it ran.
+ */
+static void prepare_plain(weft_world_t *w, weft__phase_t *p, weft__sys_t **l,
+                          uint32_t n) {
+  const bool phase_on = p->enabled;
+  for (uint32_t i = 0; i < n; i++) {
+    weft__sys_t *y = l[i];
+    y->active = phase_on && y->enabled;
+    if (y->active)
+      y->version = ++w->change_version;
+  }
+  w->change_version++; /* as prepare() does */
+}
+
+static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
+                     uint32_t n) {
+  const uint32_t k = weft__sched_slot(s, s->main_self);
+  /* One context for the segment, each system setting what is its own
+   * (context.h: callbacks do not write theirs). */
+  weft_sysctx_t ctx = weft__sysctx_make(s, l[0], k);
+  weft_iter_t it;
+  bool opened = false;
+  uint32_t prev_terms = 0;
+  uint64_t worker = 0;
   int rc = 0;
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
     if (!y->active)
       continue;
-    uint64_t t0 = atomic_load_explicit(&y->start_ns, memory_order_relaxed);
-    uint64_t t1 = atomic_load_explicit(&y->end_ns, memory_order_relaxed);
-    uint64_t busy = atomic_load_explicit(&y->busy_ns, memory_order_relaxed);
-    y->stats.runs++;
-    if (y->dispatched)
-      y->stats.jobs += atomic_load_explicit(&y->job_next, memory_order_relaxed);
-    y->dispatched = false;
-    y->stats.entities += y->rows + atomic_exchange_explicit(
-                                       &y->counted, 0, memory_order_relaxed);
-    y->stats.chunks += y->query ? y->nvisits : 1;
-    y->stats.wall_ns += t1 > t0 ? t1 - t0 : 0;
-    y->stats.worker_ns += busy;
-    if (s->pool && (busy || y->sample_ticks)) {
-      weft__cost_learn(s, y, busy ? busy : y->sample_ticks);
-      y->sample_ticks = 0;
+    if (y->query && weft__visits_plan_holds(w, y)) {
+      y->njobs = y->nplanned;
+    } else if (WEFT__UNLIKELY(weft__visits_plan(w, y))) {
+      for (uint32_t j = i; j < n; j++)
+        l[j]->active = false; /* not run: not counted */
+      int err = weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                           "out of memory planning system %s", y->name);
+      return rc ? rc : err;
     }
-    y->last_run = y->version;
-    uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
-    if (e && !rc)
-      rc = report(w, y, e);
+    if (y->njobs) {
+      weft__sysctx_switch(&ctx, y);
+      if (!y->query) {
+        run_task(y, &ctx);
+      } else if (y->nviews && !y->stamp_late) {
+        for (uint32_t v = 0; v < y->nvisits; v++)
+          run_view(y, &ctx, v);
+      } else {
+        if (!opened) {
+          weft__visits_iter_open(&it, w);
+          opened = true;
+        }
+        uint32_t end = y->nvisits;
+        run_chunks(s, y, &ctx, &it, prev_terms, 0, &end, NO_SPLIT);
+        if (!y->nviews)
+          prev_terms = y->nterms;
+      }
+    }
+    finish_one(w, s, y, false, &worker, &rc);
   }
   return rc;
 }
@@ -577,10 +710,21 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
 
 static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
                        weft_phase_t ph, weft__sys_t **l, uint32_t n) {
+  if (l[0]->seg_plain && !s->pool && !s->cfg.time_inline && !s->tracing &&
+      !p->sample_now) {
+    prepare_plain(w, p, l, n);
+    weft_world_defer_begin(w);
+    int rc = run_plain(w, s, l, n);
+    weft_world_defer_end(w);
+    w->change_version++; /* later changes are newer than these runs */
+    int src = sync_point(w, s, p, ph);
+    return rc ? rc : src;
+  }
   double cost = 0;
   int rc = prepare(w, s, p, l, n, &cost);
   if (rc)
     return rc;
+  bool timed = true; /* a run that may have set the timing atomics */
   if (n == 1 && (l[0]->flags & WEFT_SYSTEM_EXCLUSIVE)) {
     if (l[0]->active)
       run_exclusive(s, l[0]);
@@ -590,12 +734,13 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     weft_world_defer_begin(w);
     if (!s->pool || cost < weft__cost_inline_ns(s)) {
       run_serial(s, p, l, n, p->sample_now);
+      timed = s->cfg.time_inline || s->tracing || p->sample_now;
     } else {
       run_parallel(s, l, n);
     }
     weft_world_defer_end(w);
   }
-  rc = finish(w, l, n);
+  rc = finish(w, p, l, n, timed);
   w->change_version++; /* later changes are newer than these runs */
   int src = sync_point(w, s, p, ph);
   return rc ? rc : src;
@@ -604,26 +749,24 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
 int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
                              double dt) {
   weft__phase_t *p = &s->phases[ph];
-  uint64_t t0 = weft__ticks();
   int rc = 0;
   s->dt = dt;
-  p->sample_now = p->sample_next;
-  p->sample_next = false;
-  for (uint32_t g = 0, b = 0; g < p->nseg; g++) {
-    uint32_t e = p->seg_end[g];
-    int r = run_segment(w, s, p, ph, p->order + b, e - b);
-    if (r && !rc)
-      rc = r;
-    b = e;
-  }
-  uint64_t worker = 0;
-  for (uint32_t i = 0; i < p->n; i++)
-    if (p->order[i]->active)
-      worker +=
-          atomic_load_explicit(&p->order[i]->busy_ns, memory_order_relaxed);
   p->stats.runs++;
-  p->stats.wall_ns += weft__ticks() - t0;
-  p->stats.worker_ns += worker;
+  /* A phase without systems has nothing to time: a timestamp costs more
+   * than the rest of its run. */
+  if (p->nseg) {
+    uint64_t t0 = weft__ticks();
+    p->sample_now = p->sample_next;
+    p->sample_next = false;
+    for (uint32_t g = 0, b = 0; g < p->nseg; g++) {
+      uint32_t e = p->seg_end[g];
+      int r = run_segment(w, s, p, ph, p->order + b, e - b);
+      if (r && !rc)
+        rc = r;
+      b = e;
+    }
+    p->stats.wall_ns += weft__ticks() - t0;
+  }
   /* User phases anchored here follow, in registration order. */
   for (weft_phase_t q = WEFT_PHASE_PRE_RENDER + 1; q <= s->nphases && !rc; q++)
     if (s->phases[q].anchor == ph)
@@ -659,6 +802,9 @@ static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
 /* Leaves a dispatch: systems whose after() condition fired go now. */
 static void leave(weft_world_t *w, weft__sched_t *s) {
   s->running = false;
+  if (!s->retiring)
+    return;
+  s->retiring = false;
   for (uint32_t i = 0; i < s->nsys; i++)
     if (s->sys[i] && s->sys[i]->retire)
       weft__sched_drop(w, s->sys[i]);

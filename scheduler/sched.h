@@ -76,8 +76,10 @@ typedef struct weft__sys_t {
   weft_query_t *query; /* NULL: a task */
   uint32_t nterms;
   uint32_t nwcols; /* components whose chunk versions it stamps */
-  bool stamp_late; /* this run's jobs stamp their visits (prepare()) */
+  bool stamp_late; /* its runs' jobs stamp their visits (graph.c) */
+  bool seg_plain;  /* its segment may run plain (graph.c, pipeline.c) */
   uint32_t nchanged;
+  bool list_stamps; /* a run stamps its `write` list in every chunk */
   weft_runif_t *run_if;
   uint32_t batch;
   weft_system_fn run;
@@ -86,8 +88,9 @@ typedef struct weft__sys_t {
   uint32_t version;  /* of the current run */
 
   /* Built (graph.c), for the phase's current schedule. */
-  uint32_t order;   /* position in the phase's final order */
-  uint32_t segment; /* sync segment in its phase */
+  uint32_t order;    /* position in the phase's final order */
+  uint64_t key_base; /* WEFT_CMD_KEY(order, 0, 0) */
+  uint32_t segment;  /* sync segment in its phase */
   /* Direct successors, any segment; pointers, because a registration
    * during a frame may move the id table while workers follow them. */
   struct weft__sys_t **succ;
@@ -101,6 +104,12 @@ typedef struct weft__sys_t {
   uint32_t nvisits, visits_cap;
   weft__ainfo_t *arch;
   uint32_t narch, arch_cap;
+  /* The iterator each visit hands its callback, made with the plan when
+   * it has at most WEFT__VIEWS_MAX visits (nviews = nvisits), so that a
+   * small system's steady-state run fills none; else nviews is 0 and each
+   * call fills one. */
+  weft_iter_t *views;
+  uint32_t nviews, views_cap;
   weft__job_t *jobs; /* planned jobs, then the splits of this run */
   uint32_t njobs, jobs_cap;
   uint32_t nplanned;     /* jobs the plan made */
@@ -219,7 +228,8 @@ typedef struct weft__sched_t {
   uint32_t nphases;
   bool dirty; /* the schedule must be rebuilt */
   int build_rc;
-  bool running; /* a dispatch is in progress */
+  bool running;  /* a dispatch is in progress */
+  bool retiring; /* some system's retire flag is set: leave() drops it */
 
   weft_pipeline_config_t cfg;
   weft_pipeline_state_t state;

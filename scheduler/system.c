@@ -113,6 +113,7 @@ static void sys_free(weft_world_t *w, weft__sys_t *y) {
   weft__free(y->visits, 0, 16);
   weft__free(y->jobs, 0, 16);
   weft__free(y->arch, 0, 16);
+  weft__free(y->views, 0, 16);
   weft__free(y, sizeof(*y), 64);
   (void)w;
 }
@@ -264,6 +265,11 @@ static int fill_access(weft_world_t *w, weft__sys_t *y,
     if (weft__mask_test(&y->writes, c) && w->registry.items[c - 1].size != 0 &&
         y->nwcols < WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS)
       y->wcols[y->nwcols++] = (weft_component_t)c;
+  /* Whether a run stamps the `write` list's components in every chunk
+   * (visits.c, stamp_write_list()): decided once here, not per run. */
+  for (uint32_t i = 0; i < y->nwcols; i++)
+    y->list_stamps |= !(d->flags & WEFT_SYSTEM_TRACKED_WRITES) &&
+                      weft__mask_test(&y->xwrites, y->wcols[i]);
   return 0;
 }
 
@@ -386,6 +392,7 @@ int weft_system_remove(weft_world_t *w, weft_system_t id) {
     y->enabled = false;
     y->retire = true;
     y->removed = true;
+    weft__sched_of(w)->retiring = true;
     return 0;
   }
   weft__sched_drop(w, y);

@@ -98,7 +98,7 @@ static int push_job(weft_world_t *w, weft__sys_t *y, uint32_t first,
  * chunks they touch.
  */
 static void stamp_write_list(weft_world_t *w, const weft__sys_t *y) {
-  if (y->flags & WEFT_SYSTEM_TRACKED_WRITES)
+  if (!y->list_stamps)
     return;
   for (uint32_t i = 0; i < y->nwcols; i++) {
     const weft_component_t comp = y->wcols[i];
@@ -129,7 +129,7 @@ int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y) {
  * Stamps every chunk the run visits, when the run is planned: before any
  * system of the segment runs, so that a later system's `changed` filter,
  * planned at the same time, sees the writes. Segments with no such filter
- * leave the stamps to the jobs instead (stamp_late, see prepare()), each
+ * leave the stamps to the jobs instead (stamp_late, see graph.c), each
  * job its own range before its first call (run_visits()): one header line
  * and a few stores per visit, which on the serial path before anything
  * runs leave the workers idle.
@@ -189,6 +189,31 @@ static int push_parts(weft_world_t *w, weft__sys_t *y, uint32_t first,
   return 0;
 }
 
+/* Makes the iterator of each visit when there are few (sched.h, views):
+ * the plan outlives many runs, and a small system's run then fills none.
+ * Not with a `changed` filter, whose plan lasts one run. */
+static int make_views(weft_world_t *w, weft__sys_t *y) {
+  y->nviews = 0;
+  if (y->nvisits > WEFT__VIEWS_MAX || y->nchanged)
+    return 0;
+  if (y->nvisits > y->views_cap &&
+      weft__grow(&w->alloc, &y->views, &y->views_cap, y->nvisits,
+                 sizeof(*y->views), 16))
+    return WEFT_ENOMEM;
+  const weft__match_t *matches = y->query->matches;
+  for (uint32_t i = 0; i < y->nvisits; i++) {
+    const weft__visit_t *v = &y->visits[i];
+    weft_iter_t *it = &y->views[i];
+    weft__visits_iter_open(it, w);
+    it->terms_ = y->terms;
+    it->term_count_ = y->nterms;
+    weft__visits_view(it, &matches[y->arch[v->ai].match], v->chunk, v->rows,
+                      y->nterms);
+  }
+  y->nviews = y->nvisits;
+  return 0;
+}
+
 /*
  * Lists the chunks the system visits this run and cuts them into jobs at
  * every change of home node, and each such run into one part per worker
@@ -208,6 +233,7 @@ int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
     return 0;
   }
   y->planned = false;
+  y->nviews = 0;
   y->nvisits = y->njobs = y->narch = 0;
   y->rows = 0;
   const weft_query_t *q = y->query;
@@ -243,6 +269,8 @@ int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
         return WEFT_ENOMEM;
       first = i + 1;
     }
+  if (make_views(w, y))
+    return WEFT_ENOMEM;
   y->nplanned = y->njobs;
   y->plan_version = w->version;
   y->plan_matches = q->nmatches;

@@ -13,7 +13,42 @@
 #include <string.h>
 
 #include "core/archetype.h"
+#include "core/query_internal.h"
+#include "core/world_view.h"
 #include "scheduler/sched.h"
+
+/* The most visits whose iterators a plan makes (weft__sys_t, views). */
+#define WEFT__VIEWS_MAX 8u
+
+/* Readies an iterator for a system's calls: the fields that are the same
+ * for every chunk (weft__visits_view() fills the others). */
+static inline void weft__visits_iter_open(weft_iter_t *it, weft_world_t *w) {
+  memset(it, 0, sizeof *it);
+  it->world_ = w;
+  it->world_version_ = &w->version;
+  it->version_ = w->version;
+}
+
+/* Points a callback's view at chunk c through its cached match m: the
+ * same fields a query iterator fills, so weft_iter_field() and friends take
+ * their fast paths. */
+static inline void weft__visits_view(weft_iter_t *it, const weft__match_t *m,
+                                     weft__chunk_t *c, uint32_t rows,
+                                     uint32_t nterms) {
+  it->count = rows;
+  it->home_node = c->node;
+  it->entities = c->entities;
+  it->chunk_ = c;
+  it->match_ = m;
+  it->chunks_ = (void *const *)m->arch->chunks;
+  it->nchunks_ = m->arch->nchunks;
+  it->chunk_index_ = c->index + 1; /* nonzero: "on a chunk" */
+  weft__iter_soa(it, m, c);
+  for (uint32_t t = 0; t < nterms; t++) {
+    uint32_t k = m->term_array[t];
+    it->columns[t] = k ? c->bases[k - 1] : NULL;
+  }
+}
 
 /* Whether chunk c changed since system y last ran: a structural change,
  * or a write to a column of its `changed` filter. */
@@ -70,6 +105,31 @@ static inline void weft__visits_stamp_range(const weft__sys_t *y,
 static inline uint64_t weft__visits_rows_before(const weft__sys_t *y,
                                                 uint32_t i) {
   return i < y->nvisits ? y->visits[i].cum : y->rows;
+}
+
+/*
+ * Plans system y's run (a task or a query system). The steady state, a
+ * query system whose plan still holds (the world has not changed
+ * structurally, the query matched no new archetype, no `changed` filter
+ * and no `write` list to stamp everywhere), is decided here, inline:
+ * the driving thread asks once per system and segment.
+ */
+/* Whether query system y's last plan still holds (see weft__visits_plan()). */
+static inline bool weft__visits_plan_holds(const weft_world_t *w,
+                                           const weft__sys_t *y) {
+  return y->planned && y->plan_version == w->version && !y->nchanged &&
+         !y->list_stamps && y->plan_matches == y->query->nmatches;
+}
+
+static inline int weft__visits_plan(weft_world_t *w, weft__sys_t *y) {
+  if (y->query && weft__visits_plan_holds(w, y)) {
+    y->njobs = y->nplanned; /* drop last run's splits */
+    if (y->nwcols && !y->stamp_late)
+      weft__visits_stamp_range(y, 0, y->nvisits);
+    return 0;
+  }
+  return y->query ? weft__visits_plan_system(w, y)
+                  : weft__visits_plan_task(w, y);
 }
 
 #endif /* WEFT_SCHEDULER_VISITS_H */

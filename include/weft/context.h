@@ -30,7 +30,10 @@ extern "C" {
 
 /**
  * What a callback receives besides its chunk. Built by the scheduler on the
- * running thread's stack; valid during the call only.
+ * running thread's stack; valid during the call only. The callback reads
+ * it and passes it to the weft_sysctx_* calls, but does not write its
+ * fields: the scheduler hands the same context to the next callbacks it
+ * runs on that thread, setting only what differs.
  */
 typedef struct weft_sysctx_t {
   weft_world_t *world;

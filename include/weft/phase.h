@@ -60,7 +60,8 @@ int weft_phase_enable(weft_world_t *world, weft_phase_t phase, bool enabled);
 /** Per-phase counters, cumulative. */
 typedef struct weft_phase_stats_t {
   uint64_t runs;
-  uint64_t wall_ns;     /**< time inside the phase, sync points included */
+  uint64_t wall_ns;     /**< time inside the phase, sync points included
+                             (a run without systems is not timed) */
   uint64_t worker_ns;   /**< job time summed over workers */
   uint64_t sync_points; /**< sync points that applied something */
   uint64_t commands;    /**< commands applied at its sync points */
