@@ -597,7 +597,7 @@ static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
     weft__sys_t *y = l[i];
     if (!y->active)
       continue;
-    if (y->query && weft__visits_plan_holds(w, y)) {
+    if (y->query && weft__visits_plan_holds_plain(w, y)) {
       y->njobs = y->nplanned;
     } else if (WEFT__UNLIKELY(weft__visits_plan(w, y))) {
       for (uint32_t j = i; j < n; j++)
@@ -610,6 +610,8 @@ static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
       weft__sysctx_switch(&ctx, y);
       if (!y->query) {
         run_task(y, &ctx);
+      } else if (y->nviews == 1 && !y->stamp_late) {
+        run_view(y, &ctx, 0); /* the common tiny system */
       } else if (y->nviews && !y->stamp_late) {
         for (uint32_t v = 0; v < y->nvisits; v++)
           run_view(y, &ctx, v);

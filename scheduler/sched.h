@@ -113,7 +113,8 @@ typedef struct weft__sys_t {
   weft__job_t *jobs; /* planned jobs, then the splits of this run */
   uint32_t njobs, jobs_cap;
   uint32_t nplanned;     /* jobs the plan made */
-  uint64_t plan_version; /* the world's structural version it was made at */
+  uint64_t plan_version; /* the world's structural version it was made at;
+                            UINT64_MAX while there is none */
   uint32_t plan_matches; /* and the query's cache size then */
   bool planned;
   uint64_t rows; /* rows this run visits */

@@ -318,6 +318,7 @@ int weft_system_register(weft_world_t *w, const weft_system_desc_t *d,
   WEFT_CHECK(w, rc == 0, rc, "out of memory registering a system");
   weft__sys_t *y = weft__calloc(&w->alloc, sizeof(*y), 64);
   WEFT_CHECK(w, y, WEFT_ENOMEM, "out of memory registering a system");
+  y->plan_version = UINT64_MAX; /* not planned (visits.c) */
   y->name = dupname(w, d->name);
   rc = y->name ? fill_access(w, y, d) : WEFT_ENOMEM;
   if (!rc)

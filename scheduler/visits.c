@@ -233,6 +233,7 @@ int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
     return 0;
   }
   y->planned = false;
+  y->plan_version = UINT64_MAX; /* holds for no world version */
   y->nviews = 0;
   y->nvisits = y->njobs = y->narch = 0;
   y->rows = 0;
