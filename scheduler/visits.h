@@ -18,7 +18,7 @@
 #include "scheduler/sched.h"
 
 /* The most visits whose iterators a plan makes (weft__sys_t, views). */
-#define WEFT__VIEWS_MAX 8u
+#define WEFT__VIEWS_MAX 32u
 
 /* Readies an iterator for a system's calls: the fields that are the same
  * for every chunk (weft__visits_view() fills the others). */
@@ -125,8 +125,7 @@ static inline bool weft__visits_plan_holds(const weft_world_t *w,
  * a `changed` filter nor a `write` list. */
 static inline bool weft__visits_plan_holds_plain(const weft_world_t *w,
                                                  const weft__sys_t *y) {
-  return y->plan_version == w->version &&
-         y->plan_matches == y->query->nmatches;
+  return y->plan_version == w->version && y->plan_matches == y->query->nmatches;
 }
 
 static inline int weft__visits_plan(weft_world_t *w, weft__sys_t *y) {

@@ -174,7 +174,7 @@ static void pl_build(pl_run_t *r, uint32_t mode) {
   pc.time_inline = mode == 1;
   pc.inline_rows = mode == 2 ? 1 : 0; /* the pool takes everything */
   assert_int_equal(weft_pipeline_configure(r->f.w, &pc), WEFT_OK);
-  populate(&r->f, 1200, r->f.mark);
+  populate(&r->f, 4000, r->f.mark);
 
   static const char *const names[PL_SYSTEMS] = {
       "toggler", "mark", "move", "tag", "untag", "victim", "reader", "spawner"};
