@@ -57,6 +57,10 @@ int weft_cmdbuf_create(weft_world_t *w, weft_cmdbuf_t **out) {
   WEFT_CHECK(w, b != NULL, WEFT_ENOMEM, "out of memory adding a buffer");
   b->world = w;
   b->id = id;
+  /* The buffer's large arrays live in the world's heap, so that a buffer
+   * destroyed and made anew regrows into pages that are still there. */
+  b->alloc.heap = w->alloc.heap;
+  b->alloc.heap_min = w->alloc.heap_min;
   /* A reused id continues the epochs of the buffer that had it, so that
    * the old buffer's pending handles stay stale. */
   b->epoch = t->buf_epochs[id];
@@ -82,6 +86,9 @@ void weft__cmdbuf_free(weft_cmdbuf_t *b) {
   weft__free(b->scratch, 0, 16);
   weft__free(b->spawned, 0, 16);
   weft__arena_fini(&b->arena);
+  /* Its allocations stay in the world's count, which only grows. */
+  w->alloc.allocs += b->alloc.allocs;
+  w->alloc.bytes += b->alloc.bytes;
   /* The husk stays: a later call through a stale pointer finds it dead. */
   memset(b, 0, sizeof(*b));
   b->world = w;
