@@ -212,7 +212,7 @@ uint64_t weft_world_trim(weft_world_t *w) {
   for (uint32_t i = 0; w && i < w->arch_count; i++)
     freed += weft__archetype_trim(w, w->archs[i]);
   /* The heap keeps freed pages until asked: trimming is that request. */
-  if (freed)
+  if (w)
     weft__alloc_heap_purge(&w->alloc);
   return freed;
 }
