@@ -211,9 +211,12 @@ uint64_t weft_world_trim(weft_world_t *w) {
     return 0;
   for (uint32_t i = 0; w && i < w->arch_count; i++)
     freed += weft__archetype_trim(w, w->archs[i]);
-  /* The heap keeps freed pages until asked: trimming is that request. */
-  if (w)
+  /* Destroyed buffers' arrays and the heap's kept pages wait for the
+   * next use until asked: trimming is that request. */
+  if (w) {
+    weft__cmdbufs_trim(w);
     weft__alloc_heap_purge(&w->alloc);
+  }
   return freed;
 }
 
