@@ -23,9 +23,10 @@
  * paired with a plain-C workload: its baseline is the workload's own
  * typical frame. On a machine shared with other busy processes a
  * preempted frame can miss the target too; the progress line on stderr
- * gives the distribution (p50, p90, p99, frames over 2x the median) and
- * the page faults taken during the timed frames, which tell the two
- * apart.
+ * gives the distribution (p50, p90, p99, frames over 2x the median), the
+ * worst frame's CPU time, how many slow frames were mostly off the CPU,
+ * the thread's involuntary context switches and the page faults taken
+ * during the timed frames, which tell the two apart.
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 
@@ -35,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <weft.h>
 
@@ -148,13 +150,25 @@ static int cmp_double(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-/* Minor and major faults of the calling thread so far. */
-static void thread_faults(uint64_t *minor, uint64_t *major) {
+/* Faults and involuntary context switches of the calling thread so far. */
+typedef struct stalls_usage_t {
+  uint64_t minor, major, preempted;
+} stalls_usage_t;
+
+static stalls_usage_t thread_usage(void) {
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
   (void)getrusage(RUSAGE_THREAD, &ru);
-  *minor = (uint64_t)ru.ru_minflt;
-  *major = (uint64_t)ru.ru_majflt;
+  return (stalls_usage_t){(uint64_t)ru.ru_minflt, (uint64_t)ru.ru_majflt,
+                          (uint64_t)ru.ru_nivcsw};
+}
+
+/* CPU time of the calling thread, in milliseconds. */
+static double thread_cpu_ms(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return NAN;
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* Warms up, times STALLS_FRAMES frames one by one and records the row. */
@@ -166,37 +180,51 @@ static void stalls_measure(bench_ctx_t *ctx, const char *name,
     bench_die(name, WEFT_EINVAL);
   weft_world_stats_t st0, st1;
   weft_world_stats(s->world, &st0);
-  uint64_t min0, maj0, min1, maj1;
-  thread_faults(&min0, &maj0);
-  double t[STALLS_FRAMES];
+  stalls_usage_t u0 = thread_usage();
+  /* Wall and CPU time per frame: a frame that took long on the CPU
+   * stalled in the work (or in the hypervisor, which the guest counts as
+   * running), one that took long off it was preempted by another
+   * process. */
+  double t[STALLS_FRAMES], cpu[STALLS_FRAMES];
   uint32_t worst_at = 0;
   for (uint32_t i = 0; i < STALLS_FRAMES; i++) {
+    double c0 = thread_cpu_ms();
     double t0 = bench_now_ns();
     frame(s);
     t[i] = (bench_now_ns() - t0) * 1e-6;
+    cpu[i] = thread_cpu_ms() - c0;
     if (t[i] > t[worst_at])
       worst_at = i;
   }
-  thread_faults(&min1, &maj1);
+  stalls_usage_t u1 = thread_usage();
   weft_world_stats(s->world, &st1);
   /* Every frame moved every entity there and back. */
   uint64_t moves = st1.moves - st0.moves;
   if (moves != 2ull * STALLS_FRAMES * s->n ||
       weft_world_count(s->world) != s->n)
     bench_die(name, WEFT_EINVAL);
-  double worst = t[worst_at];
-  qsort(t, STALLS_FRAMES, sizeof t[0], cmp_double);
-  double median = 0.5 * (t[STALLS_FRAMES / 2 - 1] + t[STALLS_FRAMES / 2]);
-  uint32_t over = 0;
-  for (uint32_t i = 0; i < STALLS_FRAMES; i++)
+  double worst = t[worst_at], worst_cpu = cpu[worst_at];
+  double sorted[STALLS_FRAMES];
+  memcpy(sorted, t, sizeof sorted);
+  qsort(sorted, STALLS_FRAMES, sizeof sorted[0], cmp_double);
+  double median =
+      0.5 * (sorted[STALLS_FRAMES / 2 - 1] + sorted[STALLS_FRAMES / 2]);
+  uint32_t over = 0, off_cpu = 0;
+  for (uint32_t i = 0; i < STALLS_FRAMES; i++) {
     over += t[i] > 2.0 * median;
+    off_cpu += t[i] > 2.0 * median && cpu[i] < 0.5 * t[i];
+  }
   fprintf(stderr,
           "%-28s frames: p50 %.2f ms, p90 %.2f, p99 %.2f, max %.2f (frame "
-          "%u); %u of %u over 2x the median; faults %llu minor, %llu major; "
-          "%llu allocations; %u chunks live, %u spare\n",
-          name, median, t[STALLS_FRAMES * 9 / 10], t[STALLS_FRAMES * 99 / 100],
-          worst, worst_at, over, STALLS_FRAMES,
-          (unsigned long long)(min1 - min0), (unsigned long long)(maj1 - maj0),
+          "%u, %.2f on the CPU); %u of %u over 2x the median, %u of them "
+          "mostly off the CPU; %llu preemptions; faults %llu minor, %llu "
+          "major; %llu allocations; %u chunks live, %u spare\n",
+          name, median, sorted[STALLS_FRAMES * 9 / 10],
+          sorted[STALLS_FRAMES * 99 / 100], worst, worst_at, worst_cpu, over,
+          STALLS_FRAMES, off_cpu,
+          (unsigned long long)(u1.preempted - u0.preempted),
+          (unsigned long long)(u1.minor - u0.minor),
+          (unsigned long long)(u1.major - u0.major),
           (unsigned long long)(st1.allocs - st0.allocs), st1.chunks_live,
           st1.chunks_spare);
   bench_result_t r = {
