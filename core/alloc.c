@@ -7,9 +7,11 @@
 #include "weft/error.h"
 
 #include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/types.h> /* ssize_t, jemalloc's decay times */
 #include <unistd.h>
 
 #ifdef WEFT_JEMALLOC
@@ -20,6 +22,21 @@
 static inline int injected_failure(weft__alloc_stats_t *st) {
   return st && st->fail_in && --st->fail_in == 0;
 }
+
+#ifdef WEFT_JEMALLOC
+/* The smallest block a heap takes (see weft__alloc_heap_open()). */
+#define WEFT__HEAP_MIN (64u << 10)
+
+/* The mallocx flags that put a block of size bytes in st's heap: none
+ * for small blocks or without a heap. A heap block bypasses the thread
+ * cache (it would not be cached anyway: heap_min is above the cache's
+ * limit), so that no thread cache ever holds one when the heap goes. */
+static inline int heap_flags(const weft__alloc_stats_t *st, size_t size) {
+  if (st && st->heap && size >= st->heap_min)
+    return (int)(MALLOCX_ARENA(st->heap) | MALLOCX_TCACHE_NONE);
+  return 0;
+}
+#endif
 
 void *weft__alloc(weft__alloc_stats_t *st, size_t size, size_t align) {
   if (injected_failure(st))
@@ -33,7 +50,7 @@ void *weft__alloc(weft__alloc_stats_t *st, size_t size, size_t align) {
   if (posix_memalign(&p, align, size) != 0)
     p = NULL;
 #else
-  p = mallocx(size, MALLOCX_ALIGN(align));
+  p = mallocx(size, MALLOCX_ALIGN(align) | heap_flags(st, size));
 #endif
   if (p && st) {
     st->allocs++;
@@ -53,7 +70,7 @@ void *weft__calloc(weft__alloc_stats_t *st, size_t size, size_t align) {
 #ifdef WEFT_JEMALLOC
   if (align < sizeof(void *))
     align = sizeof(void *);
-  p = mallocx(size, MALLOCX_ALIGN(align) | MALLOCX_ZERO);
+  p = mallocx(size, MALLOCX_ALIGN(align) | MALLOCX_ZERO | heap_flags(st, size));
 #else
   if (align <= alignof(max_align_t)) {
     p = calloc(1, size);
@@ -74,14 +91,28 @@ void *weft__realloc(weft__alloc_stats_t *st, void *p, size_t old_size,
                     size_t new_size) {
   if (!p)
     return weft__alloc(st, new_size, 16);
+#ifndef WEFT_JEMALLOC
   (void)old_size;
+#endif
   if (injected_failure(st))
     return NULL;
   void *q;
 #ifndef WEFT_JEMALLOC
   q = realloc(p, new_size ? new_size : 1);
 #else
-  q = rallocx(p, new_size ? new_size : 1, MALLOCX_ALIGN(16));
+  size_t n = new_size ? new_size : 1;
+  int flags = heap_flags(st, n);
+  if (!flags && heap_flags(st, old_size)) {
+    /* A heap block that shrinks below heap_min leaves the heap: in place
+     * it would stay there at a size thread caches keep. */
+    q = mallocx(n, MALLOCX_ALIGN(16));
+    if (q) {
+      memcpy(q, p, old_size < n ? old_size : n);
+      dallocx(p, MALLOCX_TCACHE_NONE);
+    }
+  } else {
+    q = rallocx(p, n, MALLOCX_ALIGN(16) | flags);
+  }
 #endif
   if (q && st) {
     st->allocs++;
@@ -188,5 +219,115 @@ unsigned weft__alloc_arenas(void) {
   return n;
 #else
   return 0;
+#endif
+}
+
+/* ---- heaps --------------------------------------------------------------- */
+
+#ifdef WEFT_JEMALLOC
+/* mallctl on "arena.<a>.<what>"; 0 or jemalloc's error. */
+static int arena_ctl(unsigned a, const char *what, void *old, size_t *oldlen,
+                     void *new, size_t newlen) {
+  char name[64];
+  snprintf(name, sizeof name, "arena.%u.%s", a, what);
+  return mallctl(name, old, oldlen, new, newlen);
+}
+
+/* Reads a statistic of arena a ("stats.arenas.<a>.<what>"). */
+static int arena_stat(unsigned a, const char *what, void *out, size_t size) {
+  char name[64];
+  snprintf(name, sizeof name, "stats.arenas.%u.%s", a, what);
+  size_t sz = size;
+  return mallctl(name, out, &sz, NULL, 0);
+}
+#endif
+
+void weft__alloc_heap_open(weft__alloc_stats_t *st) {
+#ifdef WEFT_JEMALLOC
+  unsigned a = 0;
+  size_t sz = sizeof a;
+  if (!st || st->heap || mallctl("arenas.create", &a, &sz, NULL, 0) != 0 ||
+      a == 0)
+    return;
+  /* Never purged by time: the owner purges (trim) or destroys it. */
+  ssize_t never = -1;
+  if (arena_ctl(a, "dirty_decay_ms", NULL, NULL, &never, sizeof never) != 0 ||
+      arena_ctl(a, "muzzy_decay_ms", NULL, NULL, &never, sizeof never) != 0) {
+    (void)arena_ctl(a, "destroy", NULL, NULL, NULL, 0);
+    return;
+  }
+  /* Above the largest size thread caches keep (32 KiB unless the host's
+   * MALLOC_CONF raised it). */
+  size_t tmax = 0;
+  sz = sizeof tmax;
+  if (mallctl("arenas.tcache_max", &tmax, &sz, NULL, 0) != 0)
+    tmax = 32u << 10;
+  st->heap = a;
+  st->heap_min = tmax + 1 > WEFT__HEAP_MIN ? tmax + 1 : WEFT__HEAP_MIN;
+#else
+  (void)st;
+#endif
+}
+
+void weft__alloc_heap_close(weft__alloc_stats_t *st) {
+#ifdef WEFT_JEMALLOC
+  if (!st || !st->heap)
+    return;
+  /* Purges every page and makes the index reusable by a later
+   * arenas.create, so that worlds made and destroyed in turn do not use
+   * up jemalloc's arena ids. */
+  (void)arena_ctl(st->heap, "destroy", NULL, NULL, NULL, 0);
+  st->heap = 0;
+  st->heap_min = 0;
+#else
+  (void)st;
+#endif
+}
+
+void weft__alloc_heap_purge(const weft__alloc_stats_t *st) {
+#ifdef WEFT_JEMALLOC
+  if (st && st->heap)
+    (void)arena_ctl(st->heap, "purge", NULL, NULL, NULL, 0);
+#else
+  (void)st;
+#endif
+}
+
+int weft__alloc_heap_info(const weft__alloc_stats_t *st,
+                          weft__heap_info_t *out) {
+  memset(out, 0, sizeof(*out));
+#ifdef WEFT_JEMALLOC
+  if (!st || !st->heap)
+    return WEFT_ENOTFOUND;
+  unsigned a = st->heap;
+  ssize_t dirty_ms = 0, muzzy_ms = 0;
+  size_t sz = sizeof dirty_ms;
+  if (arena_ctl(a, "dirty_decay_ms", &dirty_ms, &sz, NULL, 0) != 0 ||
+      arena_ctl(a, "muzzy_decay_ms", &muzzy_ms, &sz, NULL, 0) != 0)
+    return WEFT_ENOTFOUND;
+  out->dirty_decay_ms = dirty_ms;
+  out->muzzy_decay_ms = muzzy_ms;
+  /* Statistics are a snapshot taken when the epoch advances. */
+  uint64_t epoch = 1;
+  sz = sizeof epoch;
+  if (mallctl("epoch", &epoch, &sz, &epoch, sz) != 0)
+    return WEFT_ENOTFOUND;
+  uint64_t dn = 0, mn = 0, dp = 0, mp = 0;
+  size_t pdirty = 0, pactive = 0;
+  if (arena_stat(a, "dirty_npurge", &dn, sizeof dn) ||
+      arena_stat(a, "muzzy_npurge", &mn, sizeof mn) ||
+      arena_stat(a, "dirty_purged", &dp, sizeof dp) ||
+      arena_stat(a, "muzzy_purged", &mp, sizeof mp) ||
+      arena_stat(a, "pdirty", &pdirty, sizeof pdirty) ||
+      arena_stat(a, "pactive", &pactive, sizeof pactive))
+    return WEFT_ENOTFOUND;
+  out->purges = dn + mn;
+  out->purged = dp + mp;
+  out->dirty = pdirty;
+  out->active = pactive;
+  return 0;
+#else
+  (void)st;
+  return WEFT_ENOTFOUND;
 #endif
 }

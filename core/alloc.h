@@ -29,6 +29,12 @@ typedef struct weft__alloc_stats_t {
    * allocation through these stats counts it down, and the one that
    * brings it to zero fails as if memory had run out. */
   uint64_t fail_in;
+  /* The owner's heap (weft__alloc_heap_open()): the jemalloc arena that
+   * its blocks of heap_min bytes or more come from; 0: none, every block
+   * comes from jemalloc's own arenas (and always in builds without
+   * jemalloc). */
+  unsigned heap;
+  size_t heap_min;
 } weft__alloc_stats_t;
 
 /* Allocates size bytes aligned to align (a power of two); NULL on failure. */
@@ -83,5 +89,48 @@ const uint64_t *weft__alloc_thread_counter(void);
 
 /* How many arenas weft's jemalloc has (0 in builds without it). */
 unsigned weft__alloc_arenas(void);
+
+/*
+ * A world's heap: a jemalloc arena of weft's own for the world's large
+ * blocks (chunk segments, command arrays, index blocks), which never
+ * gives memory back to the kernel by itself. jemalloc's own arenas do:
+ * freed pages are purged after a decay time (10 s), and blocks of 8 MiB
+ * or more come from an arena that purges at once, so a block freed and
+ * allocated again (a command buffer destroyed and made anew, an array
+ * that moved when it grew) was faulted in again page by page, a stall in
+ * the frame that did it (docs/performance-notes.md, "Stalls from memory
+ * handling"). The heap's decay is off (-1) and only its owner purges it:
+ * weft_world_trim() and weft_world_destroy(). The host's arenas and
+ * settings are not touched. Blocks below heap_min (which is above
+ * jemalloc's thread-cache limit, so no thread cache ever holds a heap
+ * block and the heap can be destroyed) keep coming from the default
+ * arenas. Builds without jemalloc have no heap; these calls do nothing
+ * there.
+ */
+
+/* Opens a heap for st (the owner thread, before st allocates anything it
+ * should cover). Without one (no jemalloc, or jemalloc refused) st goes
+ * on as before: that is not an error. */
+void weft__alloc_heap_open(weft__alloc_stats_t *st);
+/* Gives st's heap back to jemalloc, with every page it holds. Every block
+ * that came from it must have been freed. st loses its heap. */
+void weft__alloc_heap_close(weft__alloc_stats_t *st);
+/* Returns the pages of freed blocks in st's heap to the kernel. */
+void weft__alloc_heap_purge(const weft__alloc_stats_t *st);
+
+/* What jemalloc says of a heap, for tests and diagnostics. */
+typedef struct weft__heap_info_t {
+  int64_t dirty_decay_ms; /* -1: never purged by time */
+  int64_t muzzy_decay_ms;
+  uint64_t purges; /* purge sweeps so far (dirty and muzzy) */
+  uint64_t purged; /* pages purged so far */
+  uint64_t dirty;  /* pages of freed blocks, still resident */
+  uint64_t active; /* pages of blocks in use */
+} weft__heap_info_t;
+
+/* Fills out for st's heap: 0, or WEFT_ENOTFOUND (no heap, or a jemalloc
+ * without statistics). */
+int weft__alloc_heap_info(const weft__alloc_stats_t *st,
+                          weft__heap_info_t *out);
 
 #endif /* WEFT_CORE_ALLOC_H */

@@ -24,6 +24,39 @@
 
 /* ---- lifetime ------------------------------------------------------------ */
 
+/* The memory a buffer records into, which outlives the buffer in its husk
+ * (see weft__cmdbuf_free()). */
+typedef struct weft__cmdbuf_mem_t {
+  weft__cmd_t *cmds;
+  uint32_t cmds_cap;
+  uint32_t *order;
+  uint32_t *scratch;
+  uint32_t order_cap;
+  weft_entity_t *spawned;
+  uint32_t spawned_cap;
+  weft__arena_t arena;
+} weft__cmdbuf_mem_t;
+
+static weft__cmdbuf_mem_t take_memory(const weft_cmdbuf_t *b) {
+  return (weft__cmdbuf_mem_t){b->cmds,        b->cmds_cap,  b->order,
+                              b->scratch,     b->order_cap, b->spawned,
+                              b->spawned_cap, b->arena};
+}
+
+/* Puts memory into a buffer that holds none (just zeroed); its arena
+ * starts empty. */
+static void give_memory(weft_cmdbuf_t *b, const weft__cmdbuf_mem_t *m) {
+  b->cmds = m->cmds;
+  b->cmds_cap = m->cmds_cap;
+  b->order = m->order;
+  b->scratch = m->scratch;
+  b->order_cap = m->order_cap;
+  b->spawned = m->spawned;
+  b->spawned_cap = m->spawned_cap;
+  b->arena = m->arena;
+  weft__arena_reset(&b->arena);
+}
+
 int weft_cmdbuf_create(weft_world_t *w, weft_cmdbuf_t **out) {
   WEFT_CHECK(w, w && out, WEFT_EINVAL, "NULL argument");
   weft__txn_t *t = &w->txn;
@@ -48,15 +81,21 @@ int weft_cmdbuf_create(weft_world_t *w, weft_cmdbuf_t **out) {
            (t->buf_epochs_cap - old) * sizeof(*t->buf_epochs));
   }
   weft_cmdbuf_t *b = t->dead_bufs;
-  if (b) { /* a destroyed buffer's memory */
+  if (b) { /* a destroyed buffer's memory, its arrays included */
     t->dead_bufs = b->next_dead;
+    weft__cmdbuf_mem_t mem = take_memory(b);
     memset(b, 0, sizeof(*b));
+    give_memory(b, &mem);
   } else {
     b = weft__calloc(&w->alloc, sizeof(*b), 64);
   }
   WEFT_CHECK(w, b != NULL, WEFT_ENOMEM, "out of memory adding a buffer");
   b->world = w;
   b->id = id;
+  /* The buffer's large arrays live in the world's heap, so that a buffer
+   * destroyed and made anew regrows into pages that are still there. */
+  b->alloc.heap = w->alloc.heap;
+  b->alloc.heap_min = w->alloc.heap_min;
   /* A reused id continues the epochs of the buffer that had it, so that
    * the old buffer's pending handles stay stale. */
   b->epoch = t->buf_epochs[id];
@@ -71,23 +110,46 @@ void weft__cmdbuf_own(weft_cmdbuf_t *b) {
   b->owned = true;
 }
 
+/* Frees a buffer's arrays and value arena. */
+static void free_memory(weft__cmdbuf_mem_t *m) {
+  weft__free(m->cmds, 0, 16);
+  weft__free(m->order, 0, 16);
+  weft__free(m->scratch, 0, 16);
+  weft__free(m->spawned, 0, 16);
+  weft__arena_fini(&m->arena);
+  memset(m, 0, sizeof(*m));
+}
+
 void weft__cmdbuf_free(weft_cmdbuf_t *b) {
   weft_world_t *w = b->world;
   weft__txn_t *t = &w->txn;
   t->bufs[b->id] = NULL;
   t->buf_epochs[b->id] = (uint16_t)((b->epoch + 1) & WEFT__CMD_FIELD_MASK);
   t->live_bufs--;
-  weft__free(b->cmds, 0, 16);
-  weft__free(b->order, 0, 16);
-  weft__free(b->scratch, 0, 16);
-  weft__free(b->spawned, 0, 16);
-  weft__arena_fini(&b->arena);
-  /* The husk stays: a later call through a stale pointer finds it dead. */
+  /* Its allocations stay in the world's count, which only grows. */
+  w->alloc.allocs += b->alloc.allocs;
+  w->alloc.bytes += b->alloc.bytes;
+  /* The husk stays: a later call through a stale pointer finds it dead.
+   * It keeps the arrays too, at their high-water size, for the next
+   * weft_cmdbuf_create() to take: a buffer made for a frame and
+   * destroyed after it then records into memory that is already there,
+   * with no allocation and no page faulted in again (issue 29). They go
+   * when the world trims or is destroyed. */
+  weft__cmdbuf_mem_t mem = take_memory(b);
   memset(b, 0, sizeof(*b));
+  give_memory(b, &mem);
   b->world = w;
   b->dead = true;
   b->next_dead = t->dead_bufs;
   t->dead_bufs = b;
+}
+
+void weft__cmdbufs_trim(weft_world_t *w) {
+  for (weft_cmdbuf_t *b = w->txn.dead_bufs; b; b = b->next_dead) {
+    weft__cmdbuf_mem_t mem = take_memory(b);
+    free_memory(&mem);
+    give_memory(b, &mem);
+  }
 }
 
 int weft_cmdbuf_destroy(weft_cmdbuf_t *b) {
@@ -114,6 +176,8 @@ void weft__cmdbufs_fini(weft_world_t *w) {
   while (t->dead_bufs) {
     weft_cmdbuf_t *b = t->dead_bufs;
     t->dead_bufs = b->next_dead;
+    weft__cmdbuf_mem_t mem = take_memory(b);
+    free_memory(&mem);
     weft__free(b, sizeof(*b), 64);
   }
 }

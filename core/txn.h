@@ -356,6 +356,10 @@ void weft__cmdbuf_free(struct weft_cmdbuf_t *b);
 /* Frees every buffer, live or destroyed: the world's end (command.c). */
 void weft__cmdbufs_fini(struct weft_world_t *w);
 
+/* Frees the arrays that destroyed buffers keep for the next buffer made
+ * (weft_world_trim(); command.c). */
+void weft__cmdbufs_trim(struct weft_world_t *w);
+
 /* What a command buffer holds right now (before its apply). */
 typedef struct weft__cmdbuf_usage_t {
   uint32_t cmds;   /* command records */

@@ -105,6 +105,9 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out) {
   if (!w)
     return WEFT_ENOMEM;
   w->alloc = st;
+  /* The world's large blocks stay resident until it trims or goes (see
+   * weft__alloc_heap_open()). */
+  weft__alloc_heap_open(&w->alloc);
   w->chunk_size = cfg.chunk_size ? cfg.chunk_size : WEFT_CHUNK_SIZE_DEFAULT;
   w->tag = pick_tag(cfg.world_tag);
   weft__index_init(&w->index, cfg.capacity ? cfg.capacity : WEFT_ENTITY_MAX,
@@ -159,7 +162,9 @@ void weft_world_destroy(weft_world_t *w) {
   weft__chunks_fini(&w->chunks);
   weft__index_fini(&w->index);
   weft__registry_fini(&w->registry);
+  weft__alloc_stats_t st = w->alloc;
   weft__free(w, sizeof(*w), 64);
+  weft__alloc_heap_close(&st);
 }
 
 int weft_world_reserve(weft_world_t *w, uint32_t entities) {
@@ -206,6 +211,12 @@ uint64_t weft_world_trim(weft_world_t *w) {
     return 0;
   for (uint32_t i = 0; w && i < w->arch_count; i++)
     freed += weft__archetype_trim(w, w->archs[i]);
+  /* Destroyed buffers' arrays and the heap's kept pages wait for the
+   * next use until asked: trimming is that request. */
+  if (w) {
+    weft__cmdbufs_trim(w);
+    weft__alloc_heap_purge(&w->alloc);
+  }
   return freed;
 }
 

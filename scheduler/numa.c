@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h> /* ssize_t, jemalloc's decay times */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +30,21 @@ uint32_t weft__pool_group_node(const weft_pool_t *p, uint32_t g) {
 }
 
 #ifdef WEFT_JEMALLOC
-/* The arena of group g, created on first use; 0 means "the default". */
+/* mallctl on "arena.<a>.<what>", writing new; 0 or jemalloc's error. */
+static int arena_ctl(unsigned a, const char *what, void *new, size_t newlen) {
+  char name[64];
+  snprintf(name, sizeof name, "arena.%u.%s", a, what);
+  return mallctl(name, NULL, NULL, new, newlen);
+}
+
+/*
+ * The arena of group g, created on first use; 0 means "the default". Its
+ * pages stay resident while chunks use them: jemalloc would otherwise
+ * purge freed pages on its decay timer and re-fault them when a segment
+ * is allocated again (docs/performance-notes.md, "Stalls from memory
+ * handling"), so decay is off and weft__pool_free_on() purges instead,
+ * when a world trims or goes.
+ */
 static unsigned group_arena(weft_pool_t *p, uint32_t g) {
   pthread_mutex_lock(&p->arena_mu);
   unsigned a = p->arenas[g];
@@ -35,10 +52,28 @@ static unsigned group_arena(weft_pool_t *p, uint32_t g) {
     size_t sz = sizeof(a);
     if (mallctl("arenas.create", &a, &sz, NULL, 0) != 0)
       a = 0; /* no arena: use the default one */
+    ssize_t never = -1;
+    if (a) {
+      (void)arena_ctl(a, "dirty_decay_ms", &never, sizeof never);
+      (void)arena_ctl(a, "muzzy_decay_ms", &never, sizeof never);
+    }
     p->arenas[g] = a;
   }
   pthread_mutex_unlock(&p->arena_mu);
   return a;
+}
+
+/* Purges arena a if it is one of p's group arenas (a block of group
+ * memory may come from a default arena when creating one failed: those
+ * are jemalloc's to purge). */
+static void purge_group_arena(weft_pool_t *p, unsigned a) {
+  bool ours = false;
+  pthread_mutex_lock(&p->arena_mu);
+  for (uint32_t g = 0; a && g < p->ngroups; g++)
+    ours |= p->arenas[g] == a;
+  pthread_mutex_unlock(&p->arena_mu);
+  if (ours)
+    (void)arena_ctl(a, "purge", NULL, 0);
 }
 #endif
 
@@ -100,6 +135,18 @@ void weft__pool_free_on(weft_pool_t *p, void *mem, size_t size) {
 #if !defined(WEFT_JEMALLOC) && !defined(WEFT_SYSTEM_MALLOC)
   if (p && p->ngroups > 1) {
     weft__free_pages(mem, size);
+    return;
+  }
+#elif defined(WEFT_JEMALLOC)
+  /* Segments are freed when a world trims or goes, which is when their
+   * pages should go back to the kernel: the group arena never purges by
+   * itself (group_arena()). */
+  unsigned a = 0;
+  size_t sz = sizeof a;
+  if (mem && p && p->ngroups > 1 &&
+      mallctl("arenas.lookup", &a, &sz, &mem, sizeof mem) == 0) {
+    weft__free(mem, size, 0);
+    purge_group_arena(p, a);
     return;
   }
 #else

@@ -96,8 +96,11 @@ int weft_cmdbuf_create(weft_world_t *world, weft_cmdbuf_t **out);
 
 /**
  * Destroys a buffer and drops what it recorded. Owner thread; NULL is a
- * no-op returning 0. The buffer's own memory stays with the world (a
- * later weft_cmdbuf_create() may reuse it; the world frees it), so misuse
+ * no-op returning 0. The buffer's own memory, its command arrays at their
+ * largest size included, stays with the world (a later
+ * weft_cmdbuf_create() reuses it, so that a buffer made and destroyed
+ * every frame allocates nothing once warm; weft_world_trim() frees the
+ * arrays and the world frees the rest), so misuse
  * through a stale pointer is reported, in every build, instead of
  * touching freed memory: destroying a buffer twice returns WEFT_EINVAL, as
  * does recording into a destroyed buffer (nothing is recorded) or

@@ -134,6 +134,7 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out);
 
 /**
  * Destroys a world and everything it owns: chunks, queries, the index.
+ * Its memory goes back to the kernel, the pages it kept resident too.
  * Every handle, query and pointer obtained from it dies with it.
  * Owner thread only. NULL is a no-op.
  */
@@ -166,8 +167,12 @@ int weft_world_clear(weft_world_t *world);
  * Returns chunk memory that no entity uses to the allocator. Empty chunks
  * normally stay with their archetype so that it can grow again without
  * allocating; trimming frees each archetype's trailing segments whose
- * chunks are all empty. Returns the number of bytes freed. Owner thread;
- * inside a deferred or iteration scope it frees nothing and returns 0.
+ * chunks are all empty. Returns the number of bytes freed. With weft's
+ * jemalloc (the default build), memory a world frees otherwise stays
+ * resident with it (its pages are not handed back to the kernel while it
+ * runs, so that reusing them never faults them in again); trimming hands
+ * those pages back too. Owner thread; inside a
+ * deferred or iteration scope it frees nothing and returns 0.
  */
 uint64_t weft_world_trim(weft_world_t *world);
 
