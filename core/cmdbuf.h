@@ -7,8 +7,10 @@
 #define WEFT_CORE_CMDBUF_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "core/cmdkey.h"
 #include "core/txn.h"
 #include "weft/command.h"
 
@@ -39,11 +41,23 @@ static inline const void *weft__cmd_value(const weft__cmd_t *c) {
 }
 
 struct weft_cmdbuf_t {
+  /* What keying reads and writes, first, so that the scheduler keys a
+   * buffer inline through core/cmdkey.h; the same fields by name here. */
+  union {
+    weft__cmdkey_t keys;
+    struct {
+      uint64_t key;     /* set by weft_cmd_key() */
+      uint64_t seg_key; /* the key of the open segment */
+      uint32_t ncmds;
+      /* Recording takes the slow path when ncmds reaches this: cmds_cap,
+       * or ncmds itself while a key record is due (a new key, an empty
+       * buffer). */
+      uint32_t cmds_lim;
+    };
+  };
   weft_world_t *world;
   uint32_t id;       /* 1..WEFT_CMDBUF_MAX, stamped into pending handles */
   uint32_t epoch;    /* 12 bits, advanced by each apply */
-  uint64_t key;      /* set by weft_cmd_key() */
-  uint64_t seg_key;  /* the key of the open segment */
   uint32_t seg;      /* its key record */
   uint32_t nsegs;    /* key records */
   bool sorted;       /* segments opened in non-decreasing key order */
@@ -56,11 +70,7 @@ struct weft_cmdbuf_t {
   bool owned;             /* the scheduler's: weft_cmdbuf_destroy() refuses */
   struct weft_cmdbuf_t *next_dead;
   weft__cmd_t *cmds;
-  uint32_t ncmds;
   uint32_t cmds_cap;
-  /* Recording takes the slow path when ncmds reaches this: cmds_cap, or
-   * ncmds itself while a key record is due (a new key, an empty buffer). */
-  uint32_t cmds_lim;
   uint32_t nspawns; /* pending spawns recorded this epoch */
   uint32_t nruns;   /* spawn runs (each one command record) */
   /* Merge order when not sorted: command indices (and scratch for
@@ -77,6 +87,17 @@ struct weft_cmdbuf_t {
   weft__arena_t arena;
   weft__alloc_stats_t alloc; /* this buffer's own: recording is concurrent */
 };
+
+_Static_assert(offsetof(struct weft_cmdbuf_t, keys) == 0 &&
+                   offsetof(struct weft_cmdbuf_t, key) ==
+                       offsetof(weft__cmdkey_t, key) &&
+                   offsetof(struct weft_cmdbuf_t, seg_key) ==
+                       offsetof(weft__cmdkey_t, seg_key) &&
+                   offsetof(struct weft_cmdbuf_t, ncmds) ==
+                       offsetof(weft__cmdkey_t, ncmds) &&
+                   offsetof(struct weft_cmdbuf_t, cmds_lim) ==
+                       offsetof(weft__cmdkey_t, cmds_lim),
+               "weft_cmdbuf_t: the keying fields match weft__cmdkey_t");
 
 #define WEFT__CMD_PENDING_BIT UINT64_C(0x80000000)
 #define WEFT__CMD_ID_SHIFT 32

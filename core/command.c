@@ -263,11 +263,9 @@ weft__alloc_stats_t *weft__cmdbuf_alloc(weft_cmdbuf_t *b) {
 void weft_cmd_key(weft_cmdbuf_t *b, uint64_t key) {
   if (!b)
     return;
-  b->key = key;
   /* The next record opens a segment: it can fail with WEFT_ENOMEM, this
    * call cannot. */
-  if (key != b->seg_key)
-    b->cmds_lim = b->ncmds;
+  weft__cmdkey_set(&b->keys, key);
 }
 
 /*

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "core/cmdkey.h"
 #include "scheduler/sched.h"
 #include "weft/command.h"
 #include "weft/system.h"
@@ -37,7 +38,8 @@ static inline void weft__sysctx_key(weft_sysctx_t *ctx, const weft__sys_t *y,
                                     uint32_t seq) {
   ctx->chunk = seq;
   ctx->key_ = y->key_base | WEFT_CMD_KEY(0, seq, 0);
-  weft_cmd_key(ctx->cmd, ctx->key_);
+  if (ctx->cmd)
+    weft__cmdkey_set(weft__cmdbuf_keys(ctx->cmd), ctx->key_);
 }
 
 #endif /* WEFT_SCHEDULER_CONTEXT_H */
