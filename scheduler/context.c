@@ -48,8 +48,10 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
 
 void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {
   weft__sys_t *y = ctx_sys(ctx);
-  if (y)
-    atomic_fetch_add_explicit(&y->counted, rows, memory_order_relaxed);
+  if (!y)
+    return;
+  atomic_fetch_add_explicit(&y->counted, rows, memory_order_relaxed);
+  weft__sched_of(y->world)->slots[ctx->worker].counted = true;
 }
 
 uint32_t weft_sysctx_pool_worker(const weft_sysctx_t *ctx) {

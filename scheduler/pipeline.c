@@ -523,25 +523,31 @@ static uint64_t finish_timing(weft__sched_t *s, weft__sys_t *y) {
  * Without @p timed (a segment run inline, untimed, where the common small
  * system runs) no run set them, and the timing is skipped.
  */
-static inline void finish_one(weft_world_t *w, weft__sched_t *s, weft__sys_t *y,
-                              bool timed, uint64_t *worker, int *rc) {
-  y->stats.runs++;
-  y->stats.chunks += y->query ? y->nvisits : 1;
-  y->stats.entities += y->rows;
-  if (WEFT__UNLIKELY(atomic_load_explicit(&y->counted, memory_order_relaxed))) {
-    y->stats.entities +=
-        atomic_load_explicit(&y->counted, memory_order_relaxed);
-    atomic_store_explicit(&y->counted, 0, memory_order_relaxed);
-  }
-  if (timed)
-    *worker += finish_timing(s, y);
-  y->last_run = y->version;
-  uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
-  if (WEFT__UNLIKELY(e)) {
+/* What finish_one() does in the rare runs that counted rows themselves
+ * (weft_sysctx_count()) or failed (@p e). */
+static WEFT__NOINLINE void finish_rare(weft_world_t *w, weft__sys_t *y,
+                                       uint64_t counted, uint64_t e, int *rc) {
+  y->stats.entities += counted;
+  atomic_store_explicit(&y->counted, 0, memory_order_relaxed);
+  if (e) {
     atomic_store_explicit(&y->err, 0, memory_order_relaxed);
     if (!*rc)
       *rc = report(w, y, e);
   }
+}
+
+static inline void finish_one(weft_world_t *w, weft__sched_t *s, weft__sys_t *y,
+                              bool timed, uint64_t *worker, int *rc) {
+  y->stats.runs++;
+  y->stats.chunks += y->ncalls;
+  y->stats.entities += y->rows;
+  uint64_t counted = atomic_load_explicit(&y->counted, memory_order_relaxed);
+  uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
+  if (WEFT__UNLIKELY(counted | e))
+    finish_rare(w, y, counted, e, rc);
+  if (timed)
+    *worker += finish_timing(s, y);
+  y->last_run = y->version;
 }
 
 /* Folds a finished segment into the counters, the worker time into phase
@@ -582,39 +588,68 @@ static void prepare_plain(weft_world_t *w, weft__phase_t *p, weft__sys_t **l,
   w->change_version++; /* as prepare() does */
 }
 
+/* Folds a plain run of y into its counters. Its atomics are read only when
+ * the run may have set them: @p check (a failure, or a run that records
+ * its failures there), or a weft_sysctx_count() on the slot. */
+static inline void finish_plain(weft_world_t *w, weft__sys_t *y, bool check,
+                                weft__cmdslot_t *slot, int *rc) {
+  y->stats.runs++;
+  y->stats.chunks += y->ncalls;
+  y->stats.entities += y->rows;
+  if (WEFT__UNLIKELY(check || slot->counted)) {
+    slot->counted = false;
+    uint64_t counted = atomic_load_explicit(&y->counted, memory_order_relaxed);
+    uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
+    if (counted | e)
+      finish_rare(w, y, counted, e, rc);
+  }
+  y->last_run = y->version;
+}
+
 static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
                      uint32_t n) {
   const uint32_t k = weft__sched_slot(s, s->main_self);
+  weft__cmdslot_t *slot = &s->slots[k];
+  weft__cmdkey_t *keys = weft__cmdbuf_keys(slot->cmd);
   /* One context for the segment, each system setting what is its own
    * (context.h: callbacks do not write theirs). */
   weft_sysctx_t ctx = weft__sysctx_make(s, l[0], k);
   weft_iter_t it;
   bool opened = false;
   uint32_t prev_terms = 0;
-  uint64_t worker = 0;
   int rc = 0;
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
     if (!y->active)
       continue;
-    if (y->query && weft__visits_plan_holds_plain(w, y)) {
-      y->njobs = y->nplanned;
-    } else if (WEFT__UNLIKELY(weft__visits_plan(w, y))) {
+    /* The plan holds while the world's structure and its archetype set
+     * are those it was made for (archetypes are never removed, so the
+     * count names the set). */
+    if (WEFT__UNLIKELY(y->plan_version != w->version ||
+                       y->plan_archs != w->arch_count) &&
+        weft__visits_plan(w, y)) {
       for (uint32_t j = i; j < n; j++)
         l[j]->active = false; /* not run: not counted */
       int err = weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
                            "out of memory planning system %s", y->name);
       return rc ? rc : err;
     }
-    if (y->njobs) {
+    bool check = false;
+    if (y->ncalls) {
       weft__sysctx_switch(&ctx, y);
-      if (!y->query) {
+      if (y->kind == WEFT__RUN_ONE_VIEW) { /* the common tiny system */
+        const uint32_t seq = (uint32_t)(y->key0 >> 16) & 0xffffffu;
+        ctx.chunk = seq;
+        ctx.key_ = y->key0;
+        weft__cmdkey_set(keys, y->key0);
+        int r = y->run(&ctx, y->views);
+        if (WEFT__UNLIKELY(r)) {
+          record_error(y, r, seq);
+          check = true;
+        }
+      } else if (y->kind == WEFT__RUN_TASK) {
         run_task(y, &ctx);
-      } else if (y->nviews == 1 && !y->stamp_late) {
-        run_view(y, &ctx, 0); /* the common tiny system */
-      } else if (y->nviews && !y->stamp_late) {
-        for (uint32_t v = 0; v < y->nvisits; v++)
-          run_view(y, &ctx, v);
+        check = true;
       } else {
         if (!opened) {
           weft__visits_iter_open(&it, w);
@@ -624,9 +659,10 @@ static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
         run_chunks(s, y, &ctx, &it, prev_terms, 0, &end, NO_SPLIT);
         if (!y->nviews)
           prev_terms = y->nterms;
+        check = true;
       }
     }
-    finish_one(w, s, y, false, &worker, &rc);
+    finish_plain(w, y, check, slot, &rc);
   }
   return rc;
 }

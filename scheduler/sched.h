@@ -61,70 +61,80 @@ typedef struct weft__ainfo_t {
  * and cost samples, which workers never touch.
  */
 typedef struct weft__sys_t {
+  /* The run line: what a frame reads and writes for every system it runs
+   * (pipeline.c, run_plain()), so that a frame of a hundred small systems
+   * touches two lines of each (this one and the counters'). Written by the
+   * owner thread between runs; read by workers during the run. */
+  WEFT__LINE_ALIGNED weft_system_t id; /* index + 1 into sched->sys */
+  uint32_t version;                    /* of the current run */
+  uint32_t last_run;                   /* change version of the previous run */
+  uint32_t plan_archs; /* the world's archetype count at the plan */
+  weft_system_fn run;
+  void *user;
+  /* The iterator each visit hands its callback, made with the plan when
+   * it has at most WEFT__VIEWS_MAX visits (nviews = nvisits), so that a
+   * small system's steady-state run fills none; else nviews is 0 and each
+   * call fills one. */
+  weft_iter_t *views;
+  uint64_t plan_version; /* the world's structural version it was made at;
+                            UINT64_MAX while there is none */
+  uint64_t key0;         /* the command key of its first visit */
+  uint32_t ncalls;       /* callback calls it makes: nvisits, or 1 for a task */
+  bool enabled;
+  bool active;     /* enabled and its condition held */
+  bool stamp_late; /* its runs' jobs stamp their visits (graph.c) */
+  uint8_t kind;    /* how a plain segment runs it (WEFT__RUN_*), planned */
+
+  /* The counters line. Written by the owner thread after the run
+   * (finish()) or on the driving thread alone (run_serial()); workers read
+   * rows (splitting). */
+  WEFT__LINE_ALIGNED weft_system_stats_t stats;
+  uint64_t rows; /* rows this run visits */
+
   /* Written by the owner thread: at registration, at a schedule build, and
    * before each run's dispatch (prepare(), visits.c); read by workers
-   * during the run. The scalars every frame reads come first and the
-   * arrays last (after the stats), so that a frame touches few lines of
-   * each system. */
-  WEFT__LINE_ALIGNED weft_system_t id; /* index + 1 into sched->sys */
-  weft_world_t *world;
+   * during the run. */
+  WEFT__LINE_ALIGNED weft_world_t *world;
   char *name;
   weft_phase_t phase;
   uint32_t flags;
-  bool enabled;
-  bool removed; /* weft_system_remove() during a frame: gone at its end */
+  bool removed;     /* weft_system_remove() during a frame: gone at its end */
+  bool retire;      /* an after() condition fired: remove after the frame */
+  bool list_stamps; /* a run stamps its `write` list in every chunk */
+  bool planned;     /* visits and jobs hold a plan */
+  bool seg_plain;   /* its segment may run plain (graph.c, pipeline.c) */
   weft_query_t *query; /* NULL: a task */
   uint32_t nterms;
   uint32_t nwcols; /* components whose chunk versions it stamps */
-  bool stamp_late; /* its runs' jobs stamp their visits (graph.c) */
-  bool seg_plain;  /* its segment may run plain (graph.c, pipeline.c) */
   uint32_t nchanged;
-  bool list_stamps; /* a run stamps its `write` list in every chunk */
-  weft_runif_t *run_if;
   uint32_t batch;
-  weft_system_fn run;
-  void *user;
-  uint32_t last_run; /* change version of the previous run */
-  uint32_t version;  /* of the current run */
+  weft_runif_t *run_if;
+  weft__visit_t *visits;
+  uint32_t nvisits, visits_cap;
+  uint32_t nviews, views_cap;
+  weft__ainfo_t *arch;
+  uint32_t narch, arch_cap;
+  weft__job_t *jobs; /* planned jobs, then the splits of this run */
+  uint32_t njobs, jobs_cap;
+  uint32_t nplanned;     /* jobs the plan made */
+  uint32_t plan_matches; /* the query's cache size at the plan */
+  /* This run's estimate (prepare()); launch_prepare() reads it. */
+  double est_ns;
 
   /* Built (graph.c), for the phase's current schedule. */
   uint32_t order;    /* position in the phase's final order */
-  uint64_t key_base; /* WEFT_CMD_KEY(order, 0, 0) */
   uint32_t segment;  /* sync segment in its phase */
+  uint64_t key_base; /* WEFT_CMD_KEY(order, 0, 0) */
   /* Direct successors, any segment; pointers, because a registration
    * during a frame may move the id table while workers follow them. */
   struct weft__sys_t **succ;
   uint32_t nsucc, succ_cap;
   uint32_t npred; /* direct predecessors in the same segment */
 
-  /* Per run. */
-  bool active; /* enabled and its condition held */
-  bool retire; /* an after() condition fired: remove after the frame */
-  weft__visit_t *visits;
-  uint32_t nvisits, visits_cap;
-  weft__ainfo_t *arch;
-  uint32_t narch, arch_cap;
-  /* The iterator each visit hands its callback, made with the plan when
-   * it has at most WEFT__VIEWS_MAX visits (nviews = nvisits), so that a
-   * small system's steady-state run fills none; else nviews is 0 and each
-   * call fills one. */
-  weft_iter_t *views;
-  uint32_t nviews, views_cap;
-  weft__job_t *jobs; /* planned jobs, then the splits of this run */
-  uint32_t njobs, jobs_cap;
-  uint32_t nplanned;     /* jobs the plan made */
-  uint64_t plan_version; /* the world's structural version it was made at;
-                            UINT64_MAX while there is none */
-  uint32_t plan_matches; /* and the query's cache size then */
-  bool planned;
-  uint64_t rows; /* rows this run visits */
-  /* This run's estimate (prepare()); launch_prepare() reads it. */
-  double est_ns;
-
   /* Written during the run by any worker, atomically, and dispatched by
    * the one thread that launches the run (launch_prepare(), which also
-   * sets jobs_left and job_next). The owner resets the others before the
-   * dispatch and reads them all after it. */
+   * sets jobs_left and job_next). The owner clears the others after the
+   * run, once it read them (finish()). */
   WEFT__LINE_ALIGNED _Atomic uint32_t job_next; /* next free job record
                                                    (splits) */
   _Atomic uint32_t preds_left;
@@ -139,12 +149,10 @@ typedef struct weft__sys_t {
   _Atomic uint64_t end_ns;
   _Atomic uint64_t busy_ns;
 
-  /* Written by the owner thread after the run (finish()) or on the
-   * driving thread alone (run_serial()); never read by workers. */
-  WEFT__LINE_ALIGNED weft_system_stats_t stats;
   /* What a run costs, for the inline-or-dispatch decision (cost.h,
    * weft__cost_estimate()). Driving thread only. */
-  double cost_ns;        /* a task's measured time per run; 0: none yet */
+  WEFT__LINE_ALIGNED double cost_ns; /* a task's measured time per run;
+                                        0: none yet */
   double row_ns;         /* a query system's measured time per row; 0: none */
   double last_ns;        /* the previous sample (per run, or per row) */
   uint64_t sample_ticks; /* a sampled inline run's time (run_serial()) */
@@ -152,7 +160,7 @@ typedef struct weft__sys_t {
   /* Written by the owner thread at registration and at a schedule build;
    * read by workers during the run (wcols, the masks). Arrays, read
    * through their counts above. */
-  WEFT__LINE_ALIGNED weft_component_t terms[WEFT_QUERY_MAX_TERMS];
+  weft_component_t terms[WEFT_QUERY_MAX_TERMS];
   /* Access, as masks over component / resource / channel ids. */
   weft__mask_t reads, writes;   /* data access (query terms included) */
   weft__mask_t xreads, xwrites; /* the part from the read/write lists */
@@ -167,13 +175,21 @@ typedef struct weft__sys_t {
 } weft__sys_t;
 
 /* The workers' atomics share no line with the fields around them. */
-_Static_assert(offsetof(weft__sys_t, job_next) % WEFT__CACHE_LINE == 0,
-               "weft__sys_t: the workers' atomics start a line");
-_Static_assert(offsetof(weft__sys_t, stats) % WEFT__CACHE_LINE == 0,
-               "weft__sys_t: the owner's counters start a line");
-_Static_assert(offsetof(weft__sys_t, stats) - offsetof(weft__sys_t, job_next) ==
-                   WEFT__CACHE_LINE,
-               "weft__sys_t: the workers' atomics fit one line");
+/* How a plain segment runs a system (pipeline.c, run_plain()), decided
+ * with its plan: a task, a query system whose one visit's iterator the
+ * plan made and which stamps nothing as it runs, or any other. */
+enum { WEFT__RUN_TASK = 0, WEFT__RUN_ONE_VIEW, WEFT__RUN_CHUNKS };
+
+/* The run line and the counters line are one line each; the workers'
+ * atomics share no line with the fields around them. */
+_Static_assert(offsetof(weft__sys_t, stats) == WEFT__CACHE_LINE &&
+                   offsetof(weft__sys_t, world) == 2 * WEFT__CACHE_LINE,
+               "weft__sys_t: the run line and the counters line");
+_Static_assert(offsetof(weft__sys_t, job_next) % WEFT__CACHE_LINE == 0 &&
+                   offsetof(weft__sys_t, cost_ns) -
+                           offsetof(weft__sys_t, job_next) ==
+                       WEFT__CACHE_LINE,
+               "weft__sys_t: the workers' atomics fill one line");
 
 typedef struct weft__phase_t {
   char *name;
@@ -209,6 +225,9 @@ typedef struct weft__cmdslot_t {
   weft__span_t *spans;
   uint32_t nspans;
   uint64_t dropped;
+  /* weft_sysctx_count() ran on this slot since the driving thread last
+   * looked (run_plain(), which then folds the counts in). */
+  bool counted;
 } weft__cmdslot_t;
 
 /*

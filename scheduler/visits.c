@@ -118,10 +118,14 @@ static void stamp_write_list(weft_world_t *w, const weft__sys_t *y) {
 int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y) {
   stamp_write_list(w, y);
   y->nvisits = 0;
+  y->ncalls = 1;
   y->rows = 0;
-  if (!y->jobs_cap)
-    return push_job(w, y, 0, 0);
+  y->kind = WEFT__RUN_TASK;
+  if (!y->jobs_cap && push_job(w, y, 0, 0))
+    return WEFT_ENOMEM;
   y->njobs = 1;
+  y->plan_version = w->version;
+  y->plan_archs = w->arch_count;
   return 0;
 }
 
@@ -235,7 +239,7 @@ int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
   y->planned = false;
   y->plan_version = UINT64_MAX; /* holds for no world version */
   y->nviews = 0;
-  y->nvisits = y->njobs = y->narch = 0;
+  y->nvisits = y->njobs = y->narch = y->ncalls = 0;
   y->rows = 0;
   const weft_query_t *q = y->query;
   uint32_t seq = 0;
@@ -270,10 +274,18 @@ int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
         return WEFT_ENOMEM;
       first = i + 1;
     }
+  y->ncalls = y->nvisits;
   if (make_views(w, y))
     return WEFT_ENOMEM;
+  /* One visit through its iterator; its key, the chunk's sequence in
+   * bits 16-39, must hold the whole sequence for ctx->chunk. */
+  y->kind = y->nviews == 1 && !y->stamp_late && y->visits[0].seq <= 0xffffffu
+                ? WEFT__RUN_ONE_VIEW
+                : WEFT__RUN_CHUNKS;
+  y->key0 = y->key_base | WEFT_CMD_KEY(0, y->nvisits ? y->visits[0].seq : 0, 0);
   y->nplanned = y->njobs;
   y->plan_version = w->version;
+  y->plan_archs = w->arch_count;
   y->plan_matches = q->nmatches;
   y->planned = true;
   stamp_at_plan(y);

@@ -121,16 +121,10 @@ static inline bool weft__visits_plan_holds(const weft_world_t *w,
          !y->list_stamps && y->plan_matches == y->query->nmatches;
 }
 
-/* The same for a system of a plain segment (graph.c), which has neither
- * a `changed` filter nor a `write` list. */
-static inline bool weft__visits_plan_holds_plain(const weft_world_t *w,
-                                                 const weft__sys_t *y) {
-  return y->plan_version == w->version && y->plan_matches == y->query->nmatches;
-}
-
 static inline int weft__visits_plan(weft_world_t *w, weft__sys_t *y) {
   if (y->query && weft__visits_plan_holds(w, y)) {
-    y->njobs = y->nplanned; /* drop last run's splits */
+    y->njobs = y->nplanned;        /* drop last run's splits */
+    y->plan_archs = w->arch_count; /* no new archetype matched */
     if (y->nwcols && !y->stamp_late)
       weft__visits_stamp_range(y, 0, y->nvisits);
     return 0;
