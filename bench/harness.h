@@ -274,6 +274,10 @@ static inline void bench_clobber(void) {
  * vectorized using 16 byte vectors" with no alias versioning (the restrict
  * qualifiers survive inlining), for the baseline and the weft call alike.
  */
+/* A kernel both sides of a row call: one out-of-line copy, 64-byte
+ * aligned, so that where the linker puts it cannot favour either side. */
+#define BENCH_KERNEL __attribute__((noinline, aligned(64)))
+
 static inline void bench_integrate_soa(uint32_t n, float *restrict px,
                                        float *restrict py, float *restrict pz,
                                        const float *restrict vx,
