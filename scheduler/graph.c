@@ -284,7 +284,7 @@ static int build_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph) {
       if (tmp[t]->segment == g) {
         tmp[t]->order = k;
         tmp[t]->key_base = WEFT_CMD_KEY(k, 0, 0);
-        /* Its plan holds keys and a run kind made for the old order. */
+        /* Its plan holds a key made for the old order. */
         tmp[t]->planned = false;
         tmp[t]->plan_version = UINT64_MAX;
         l[k++] = tmp[t];

@@ -136,9 +136,6 @@ static void run_task(weft__sys_t *y, weft_sysctx_t *ctx) {
     record_error(y, rc, 0);
 }
 
-/* Runs visits [first, *end) of query system y with context ctx and
- * iterator it (iter_open()ed, or left by another system of the segment,
- * whose @p prev_terms columns are cleared here). */
 /* Calls y's callback on visit i through the iterator its plan made. */
 static inline void run_view(weft__sys_t *y, weft_sysctx_t *ctx, uint32_t i) {
   const uint32_t seq = y->visits[i].seq;
@@ -148,6 +145,10 @@ static inline void run_view(weft__sys_t *y, weft_sysctx_t *ctx, uint32_t i) {
     record_error(y, rc, seq);
 }
 
+/* Runs visits [first, *end) of query system y with context ctx: through
+ * the iterators its plan made, or else through iterator it (opened with
+ * weft__visits_iter_open(), or left by another system of the segment,
+ * whose @p prev_terms columns are cleared here). */
 static void run_chunks(weft__sched_t *s, weft__sys_t *y, weft_sysctx_t *ctx,
                        weft_iter_t *it, uint32_t prev_terms, uint32_t first,
                        uint32_t *end, uint32_t split) {
@@ -181,6 +182,25 @@ static void run_chunks(weft__sched_t *s, weft__sys_t *y, weft_sysctx_t *ctx,
     if (WEFT__UNLIKELY(rc))
       record_error(y, rc, v->seq);
   }
+}
+
+/* Runs all of system y on this thread with ctx; a query system without
+ * plan-made iterators shares iterator it with the segment's other systems
+ * (opened on first use; *prev_terms: the columns the last one set). */
+static void run_whole(weft__sched_t *s, weft__sys_t *y, weft_sysctx_t *ctx,
+                      weft_iter_t *it, bool *opened, uint32_t *prev_terms) {
+  if (!y->query) {
+    run_task(y, ctx);
+    return;
+  }
+  if (!y->nviews && !*opened) {
+    weft__visits_iter_open(it, y->world);
+    *opened = true;
+  }
+  uint32_t end = y->nvisits;
+  run_chunks(s, y, ctx, it, *prev_terms, 0, &end, NO_SPLIT);
+  if (!y->nviews)
+    *prev_terms = y->nterms;
 }
 
 static void run_visits(weft__sched_t *s, weft__sys_t *y, uint32_t first,
@@ -352,7 +372,6 @@ static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
  */
 static void run_untimed(weft__sched_t *s, weft__sys_t **l, uint32_t n,
                         uint32_t k) {
-  weft_sysctx_t ctx;
   weft_iter_t it;
   bool opened = false;
   uint32_t prev_terms = 0;
@@ -360,25 +379,8 @@ static void run_untimed(weft__sched_t *s, weft__sys_t **l, uint32_t n,
     weft__sys_t *y = l[i];
     if (!y->active || !y->njobs)
       continue;
-    /* A context of its own: a callback may write its fields. */
-    ctx = weft__sysctx_make(s, y, k);
-    if (!opened) {
-      weft__visits_iter_open(&it, y->world);
-      opened = true;
-    }
-    if (!y->query) {
-      run_task(y, &ctx);
-      continue;
-    }
-    if (y->nviews && !y->stamp_late) { /* a small system, read-only */
-      for (uint32_t v = 0; v < y->nvisits; v++)
-        run_view(y, &ctx, v);
-      continue;
-    }
-    uint32_t end = y->nvisits;
-    run_chunks(s, y, &ctx, &it, prev_terms, 0, &end, NO_SPLIT);
-    if (!y->nviews)
-      prev_terms = y->nterms;
+    weft_sysctx_t ctx = weft__sysctx_make(s, y, k);
+    run_whole(s, y, &ctx, &it, &opened, &prev_terms);
   }
 }
 
@@ -637,7 +639,7 @@ static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
     bool check = false;
     if (y->ncalls) {
       weft__sysctx_switch(&ctx, y);
-      if (y->kind == WEFT__RUN_ONE_VIEW) { /* the common tiny system */
+      if (y->one_view) { /* the common tiny system */
         const uint32_t seq = (uint32_t)(y->key0 >> 16) & 0xffffffu;
         ctx.chunk = seq;
         ctx.key_ = y->key0;
@@ -647,18 +649,8 @@ static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
           record_error(y, r, seq);
           check = true;
         }
-      } else if (y->kind == WEFT__RUN_TASK) {
-        run_task(y, &ctx);
-        check = true;
       } else {
-        if (!opened) {
-          weft__visits_iter_open(&it, w);
-          opened = true;
-        }
-        uint32_t end = y->nvisits;
-        run_chunks(s, y, &ctx, &it, prev_terms, 0, &end, NO_SPLIT);
-        if (!y->nviews)
-          prev_terms = y->nterms;
+        run_whole(s, y, &ctx, &it, &opened, &prev_terms);
         check = true;
       }
     }

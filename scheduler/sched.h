@@ -83,7 +83,9 @@ typedef struct weft__sys_t {
   bool enabled;
   bool active;     /* enabled and its condition held */
   bool stamp_late; /* its runs' jobs stamp their visits (graph.c) */
-  uint8_t kind;    /* how a plain segment runs it (WEFT__RUN_*), planned */
+  /* Planned: one visit, through the iterator the plan made, stamping
+   * nothing as it runs, so a plain segment calls it keyed by key0. */
+  bool one_view;
 
   /* The counters line. Written by the owner thread after the run
    * (finish()) or on the driving thread alone (run_serial()); workers read
@@ -175,11 +177,6 @@ typedef struct weft__sys_t {
 } weft__sys_t;
 
 /* The workers' atomics share no line with the fields around them. */
-/* How a plain segment runs a system (pipeline.c, run_plain()), decided
- * with its plan: a task, a query system whose one visit's iterator the
- * plan made and which stamps nothing as it runs, or any other. */
-enum { WEFT__RUN_TASK = 0, WEFT__RUN_ONE_VIEW, WEFT__RUN_CHUNKS };
-
 /* The run line and the counters line are one line each; the workers'
  * atomics share no line with the fields around them. */
 _Static_assert(offsetof(weft__sys_t, stats) == WEFT__CACHE_LINE &&

@@ -120,7 +120,7 @@ int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y) {
   y->nvisits = 0;
   y->ncalls = 1;
   y->rows = 0;
-  y->kind = WEFT__RUN_TASK;
+  y->one_view = false;
   if (!y->jobs_cap && push_job(w, y, 0, 0))
     return WEFT_ENOMEM;
   y->njobs = 1;
@@ -230,9 +230,9 @@ static int make_views(weft_world_t *w, weft__sys_t *y) {
  */
 int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
   stamp_write_list(w, y);
-  if (y->plan_version == w->version && y->planned && !y->nchanged &&
-      y->plan_matches == y->query->nmatches) {
-    y->njobs = y->nplanned; /* drop last run's splits */
+  if (weft__visits_plan_holds(w, y)) {
+    y->njobs = y->nplanned;        /* drop last run's splits */
+    y->plan_archs = w->arch_count; /* no new archetype matched */
     stamp_at_plan(y);
     return 0;
   }
@@ -279,9 +279,8 @@ int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
     return WEFT_ENOMEM;
   /* One visit through its iterator; its key, the chunk's sequence in
    * bits 16-39, must hold the whole sequence for ctx->chunk. */
-  y->kind = y->nviews == 1 && !y->stamp_late && y->visits[0].seq <= 0xffffffu
-                ? WEFT__RUN_ONE_VIEW
-                : WEFT__RUN_CHUNKS;
+  y->one_view =
+      y->nviews == 1 && !y->stamp_late && y->visits[0].seq <= 0xffffffu;
   y->key0 = y->key_base | WEFT_CMD_KEY(0, y->nvisits ? y->visits[0].seq : 0, 0);
   y->nplanned = y->njobs;
   y->plan_version = w->version;

@@ -107,22 +107,23 @@ static inline uint64_t weft__visits_rows_before(const weft__sys_t *y,
   return i < y->nvisits ? y->visits[i].cum : y->rows;
 }
 
-/*
- * Plans system y's run (a task or a query system). The steady state, a
- * query system whose plan still holds (the world has not changed
- * structurally, the query matched no new archetype, no `changed` filter
- * and no `write` list to stamp everywhere), is decided here, inline:
- * the driving thread asks once per system and segment.
- */
-/* Whether query system y's last plan still holds (see weft__visits_plan()). */
+/* Whether query system y's last plan still holds: the world has not
+ * changed structurally, the query matched no new archetype, and it has no
+ * `changed` filter (whose plan lasts one run). */
 static inline bool weft__visits_plan_holds(const weft_world_t *w,
                                            const weft__sys_t *y) {
   return y->planned && y->plan_version == w->version && !y->nchanged &&
-         !y->list_stamps && y->plan_matches == y->query->nmatches;
+         y->plan_matches == y->query->nmatches;
 }
 
+/*
+ * Plans system y's run (a task or a query system). The steady state, a
+ * query system whose plan still holds and with no `write` list to stamp
+ * everywhere, is decided here, inline: the driving thread asks once per
+ * system and segment.
+ */
 static inline int weft__visits_plan(weft_world_t *w, weft__sys_t *y) {
-  if (y->query && weft__visits_plan_holds(w, y)) {
+  if (y->query && !y->list_stamps && weft__visits_plan_holds(w, y)) {
     y->njobs = y->nplanned;        /* drop last run's splits */
     y->plan_archs = w->arch_count; /* no new archetype matched */
     if (y->nwcols && !y->stamp_late)
