@@ -579,6 +579,35 @@ static int record_query(weft_cmdbuf_t *b, uint32_t op, const weft_query_t *q,
   return rc;
 }
 
+int weft_cmd_set_query_fn(weft_cmdbuf_t *b, const weft_query_t *q,
+                          weft_component_t c, weft_fill_fn fn, void *user) {
+  if (!b || b->dead || !q || q->world != b->world || !fn)
+    return WEFT_EINVAL;
+  if (!comp_ok(b, c))
+    return WEFT_ENOCOMP;
+  /* A tag has no value to write; relationship components, whose target
+   * is part of the signature, would be refused here as well. */
+  if (!b->world->registry.items[c - 1].size)
+    return WEFT_ETAG;
+  weft__writer_t *wr = weft__arena_take(&b->arena, &b->alloc, sizeof(*wr));
+  if (!wr)
+    return WEFT_ENOMEM;
+  wr->fn = fn;
+  wr->user = user;
+  const weft_entity_t *members;
+  uint32_t n;
+  int rc = snapshot(b, q, &members, &n);
+  if (rc == 0)
+    rc = push(b, WEFT__OP_SET_FN, WEFT_ENTITY_NULL, c, wr, n);
+  if (rc == 0) {
+    /* The members ride in a second slot, as for weft_cmd_set_query(). */
+    rc = push(b, 0, WEFT_ENTITY_NULL, c, members, n);
+    if (rc)
+      b->ncmds--; /* both slots or neither */
+  }
+  return rc;
+}
+
 int weft_cmd_set_query(weft_cmdbuf_t *b, const weft_query_t *q,
                        weft_component_t c, const void *value) {
   if (!value)

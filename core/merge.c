@@ -232,6 +232,12 @@ static int dispatch(weft_world_t *w, const weft__cmd_t *c,
   case WEFT__OP_SET_Q:
     return weft__stage_batch(w, WEFT__OP_SET, c->comp, c->data, next->data,
                              next->n);
+  case WEFT__OP_SET_FN: {
+    int rc = weft__stage_batch(w, WEFT__OP_SET_FN, c->comp, c->data, next->data,
+                               next->n);
+    w->txn.fn_open += rc == 0;
+    return rc;
+  }
   case WEFT__OP_REMOVE_Q:
     return weft__stage_batch(w, WEFT__OP_REMOVE, c->comp, NULL, c->data, c->n);
   case WEFT__OP_SPAWN:
@@ -251,6 +257,11 @@ static int dispatch(weft_world_t *w, const weft__cmd_t *c,
   }
   if (c->op == WEFT__OP_DESPAWN)
     return weft__stage_despawn(w, e);
+  if (WEFT__UNLIKELY(w->txn.fn_open) && c->op == WEFT__OP_SET) {
+    int rc = weft__batch_fn_note(w, e, c->comp, weft__cmd_value(c));
+    if (rc)
+      return rc;
+  }
   return weft__stage_op(w, e, c->op, c->comp, weft__cmd_value(c));
 }
 
@@ -273,7 +284,9 @@ stage_fresh_in(weft_world_t *w, const weft__cmd_t *cmds, const uint32_t *order,
   /* Stages of a wave being drained never exist here (apply runs outside
    * drains): every stage found is open. The slot map covers every live
    * slot, so the lookup's bound check covers the map's too. */
-  if (t->open_from != 0 || weft__stage_of_reserve(w, ix.hwm))
+  /* After a query-wide writer, sets go through dispatch(), which notes
+   * the ones the writer must not overwrite (batch_fn.c). */
+  if (t->open_from != 0 || t->fn_open || weft__stage_of_reserve(w, ix.hwm))
     return p;
   if (p1 - p > t->stages_cap - n0)
     p1 = p + (t->stages_cap - n0); /* dispatch() grows the stages */
@@ -341,7 +354,7 @@ static int stage_span(weft_world_t *w, const weft_cmdbuf_t *b, uint32_t p,
     /* A query set's members sit in the slot right after it, in the same
      * buffer and with the same key, so they are in the same span. */
     const weft__cmd_t *next = NULL;
-    if (c->op == WEFT__OP_SET_Q) {
+    if (c->op == WEFT__OP_SET_Q || c->op == WEFT__OP_SET_FN) {
       if (p == p1)
         break; /* cannot happen: recording pushes both or neither */
       next = cmd_at(b, p++);

@@ -25,6 +25,9 @@ int weft_observer_create(weft_world_t *w, const weft_observer_desc_t *d,
   bool membership = d->events & (WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE);
   WEFT_CHECK(w, !membership || (d->query && d->query->world == w), WEFT_EINVAL,
              "ENTER/LEAVE observers need a query of this world");
+  WEFT_CHECK(w, !membership || !d->query->temp, WEFT_EINVAL,
+             "a temporary query cannot serve ENTER/LEAVE observers: its "
+             "archetypes are frozen, membership is not");
   WEFT_CHECK(w, d->component == 0 || d->component <= w->registry.count,
              WEFT_ENOCOMP, "unknown component id %u", (unsigned)d->component);
   WEFT_CHECK(w, !weft__txn_in_scope(&w->txn) && !w->txn.draining, WEFT_EBUSY,

@@ -25,9 +25,21 @@ static int add_match(weft_query_t *q, const weft__archetype_t *a) {
   if (weft__grow(&q->world->alloc, &q->matches, &q->cap, q->nmatches + 1,
                  sizeof(*q->matches), 8))
     return WEFT_ENOMEM;
-  weft__match_t *m = &q->matches[q->nmatches++];
+  /* Without group_by the newest archetype goes last; with it, last of its
+   * group (query_group.c). */
+  uint32_t at = q->nmatches;
+  uint64_t g = 0;
+  if (q->group_by) {
+    g = weft__query_group_of(q, a);
+    at = weft__query_group_end(q, g);
+    memmove(&q->matches[at + 1], &q->matches[at],
+            (q->nmatches - at) * sizeof(*q->matches));
+  }
+  q->nmatches++;
+  weft__match_t *m = &q->matches[at];
   memset(m, 0, sizeof(*m));
   m->arch = a;
+  m->group = g;
   q->flat_bound += a->chunk_total;
   for (uint32_t t = 0; t < q->nterms; t++) {
     const weft__column_t *col = weft__archetype_col(a, q->terms[t]);
@@ -85,18 +97,30 @@ int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a) {
   return 0;
 }
 
-void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep) {
-  for (uint32_t i = 0; i < w->query_count; i++) {
-    weft_query_t *q = w->queries[i];
-    uint32_t n = q->nmatches;
-    /* Archetypes are matched in creation order: theirs are the last. */
-    while (n && q->matches[n - 1].arch->id >= keep)
-      n--;
-    if (n != q->nmatches) {
-      q->nmatches = n;
+/* Forgets q's matches of archetypes with ids from keep on. */
+static void drop_matches(weft_query_t *q, uint32_t keep) {
+  if (q->group_by) { /* sorted by group: they may sit anywhere */
+    if (weft__query_group_drop(q, keep))
       invalidate_flat(q);
-    }
+    return;
   }
+  uint32_t n = q->nmatches;
+  /* Archetypes are matched in creation order: theirs are the last. */
+  while (n && q->matches[n - 1].arch->id >= keep)
+    n--;
+  if (n != q->nmatches) {
+    q->nmatches = n;
+    invalidate_flat(q);
+  }
+}
+
+void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep) {
+  for (uint32_t i = 0; i < w->query_count; i++)
+    drop_matches(w->queries[i], keep);
+  /* A temporary query froze its archetypes, but one that is freed must
+   * leave it too: this is the one event temporary queries hear of. */
+  for (weft_query_t *q = w->temps; q; q = q->temp_next)
+    drop_matches(q, keep);
 }
 
 void weft__queries_on_chunks(weft_world_t *w, const weft__archetype_t *a,
@@ -147,15 +171,15 @@ static int parse_desc(weft_world_t *w, const weft_query_desc_t *d,
       w, (d->flags & ~(WEFT_QUERY_MATCH_DISABLED | WEFT_QUERY_CHUNK_RUNS)) == 0,
       WEFT_EINVAL, "unknown query flags 0x%x", d->flags);
   q->flags = d->flags;
+  q->group_by = d->group_by;
+  q->group_ctx = d->group_ctx;
   q->nterms = ni;
   memcpy(q->terms, d->include, ni * sizeof(weft_component_t));
   return 0;
 }
 
-static int register_query(weft_world_t *w, weft_query_t *q) {
-  if (weft__grow(&w->alloc, &w->queries, &w->query_cap, w->query_count + 1,
-                 sizeof(*w->queries), 8))
-    return WEFT_ENOMEM;
+/* Matches every archetype the world has now, in creation order. */
+static int match_all(weft_world_t *w, weft_query_t *q) {
   for (uint32_t i = 0; i < w->arch_count; i++) {
     if (weft__query_matches(q, w->archs[i])) {
       int rc = add_match(q, w->archs[i]);
@@ -163,13 +187,37 @@ static int register_query(weft_world_t *w, weft_query_t *q) {
         return rc;
     }
   }
+  return 0;
+}
+
+static int register_query(weft_world_t *w, weft_query_t *q) {
+  if (weft__grow(&w->alloc, &w->queries, &w->query_cap, w->query_count + 1,
+                 sizeof(*w->queries), 8))
+    return WEFT_ENOMEM;
+  int rc = match_all(w, q);
+  if (rc)
+    return rc;
   w->queries[w->query_count++] = q;
   reserve_flat(q, 0);
   return 0;
 }
 
-int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
-                      weft_query_t **out) {
+/* A temporary query joins the world's temporary list only, which no new
+ * archetype walks. */
+static int register_temp(weft_world_t *w, weft_query_t *q) {
+  int rc = match_all(w, q);
+  if (rc)
+    return rc;
+  q->temp = true;
+  q->temp_next = w->temps;
+  if (w->temps)
+    w->temps->temp_prev = q;
+  w->temps = q;
+  return 0;
+}
+
+static int create(weft_world_t *w, const weft_query_desc_t *d,
+                  weft_query_t **out, bool temp) {
   WEFT_CHECK(w, w && d && out, WEFT_EINVAL, "NULL argument");
   weft_query_t *q = weft__calloc(&w->alloc, sizeof(*q), 64);
   WEFT_CHECK(w, q, WEFT_ENOMEM, "out of memory creating a query");
@@ -177,7 +225,7 @@ int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
   atomic_flag_clear(&q->flat_lock);
   int rc = parse_desc(w, d, q);
   if (!rc) {
-    rc = register_query(w, q);
+    rc = temp ? register_temp(w, q) : register_query(w, q);
     if (rc)
       weft__fail(w, rc, WEFT__FILE, WEFT__LINE, "out of memory in a query");
   }
@@ -189,6 +237,20 @@ int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
   }
   *out = q;
   return 0;
+}
+
+int weft_query_create(weft_world_t *w, const weft_query_desc_t *d,
+                      weft_query_t **out) {
+  return create(w, d, out, false);
+}
+
+int weft_query_create_temp(weft_world_t *w, const weft_query_desc_t *d,
+                           weft_query_t **out) {
+  return create(w, d, out, true);
+}
+
+bool weft_query_is_temp(const weft_query_t *q) {
+  return q && q->temp;
 }
 
 int weft_query_destroy(weft_query_t *q) {
@@ -210,13 +272,23 @@ void weft__queries_unwound(weft_world_t *w) {
   atomic_store_explicit(&w->txn.solo_query, 0, memory_order_relaxed);
   for (uint32_t i = 0; i < w->query_count; i++)
     atomic_store_explicit(&w->queries[i]->iters, 0, memory_order_relaxed);
+  for (weft_query_t *q = w->temps; q; q = q->temp_next)
+    atomic_store_explicit(&q->iters, 0, memory_order_relaxed);
 }
 
 void weft__query_free(weft_query_t *q) {
   weft_world_t *w = q->world;
   /* Observers of the query go with it. */
   weft__obs_forget_query(w, q);
-  for (uint32_t i = 0; i < w->query_count; i++) {
+  if (q->temp) { /* unlinked in O(1): destroying one stays cheap */
+    if (q->temp_prev)
+      q->temp_prev->temp_next = q->temp_next;
+    else
+      w->temps = q->temp_next;
+    if (q->temp_next)
+      q->temp_next->temp_prev = q->temp_prev;
+  }
+  for (uint32_t i = 0; !q->temp && i < w->query_count; i++) {
     if (w->queries[i] == q) {
       /* Keep registration order: later archetypes notify in that order. */
       memmove(&w->queries[i], &w->queries[i + 1],
@@ -320,15 +392,13 @@ static bool flat_ready(const weft_query_t *cq, uint64_t v) {
   return ok;
 }
 
-void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
-  if (!it)
-    return;
-  if (!q) {
-    memset(it, 0, sizeof(*it));
-    return; /* a zeroed iterator yields nothing */
-  }
+/*
+ * Starts an iteration of q: every field but where it walks, and its scope.
+ * Inline into both starts, so that weft_query_iter() stays one function.
+ */
+static inline __attribute__((always_inline)) void
+iter_open(const weft_query_t *q, weft_iter_t *it, uint64_t v) {
   const weft_world_t *w = q->world;
-  uint64_t v = w->version;
   /* Field by field rather than a memset of the whole iterator, and the
    * columns in halves: compilers store those inline, where a memset that
    * size becomes a `rep stos` whose start-up alone costs more than the
@@ -364,22 +434,84 @@ void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
   else
     atomic_store_explicit(&ww->txn.solo_query, (uintptr_t)q,
                           memory_order_relaxed);
+}
+
+/* Points an iterator at flat-cache slots [from, to) of q. */
+static inline __attribute__((always_inline)) void
+iter_slots(const weft_query_t *q, weft_iter_t *it, const unsigned char *from,
+           const unsigned char *to, size_t bytes) {
+  it->slot0_ = it->slot_ = (const weft_iter_slot_t_ *)from;
+  it->slot_stop_ = (const weft_iter_slot_t_ *)to;
+  /* Checked mode checks the world's version before every chunk, so no
+   * chunk is handed out inline (weft_iter_next). */
+  it->slot_end_ = q->world->checked ? it->slot_ : it->slot_stop_;
+  it->slot_bytes_ = (uint32_t)bytes;
+}
+
+void weft_query_iter(const weft_query_t *q, weft_iter_t *it) {
+  if (!it)
+    return;
+  if (!q) {
+    memset(it, 0, sizeof(*it));
+    return; /* a zeroed iterator yields nothing */
+  }
+  uint64_t v = q->world->version;
+  iter_open(q, it, v);
   if (!q->nmatches)
     return;
   if (flat_ready(q, v)) {
     size_t bytes = weft__flat_slot_bytes(q->nterms);
-    it->slot0_ = it->slot_ = (const weft_iter_slot_t_ *)q->flat;
-    it->slot_stop_ =
-        (const weft_iter_slot_t_ *)(q->flat + (size_t)q->flat_count * bytes);
-    /* Checked mode checks the world's version before every chunk, so no
-     * chunk is handed out inline (weft_iter_next). */
-    it->slot_end_ = w->checked ? it->slot_ : it->slot_stop_;
-    it->slot_bytes_ = (uint32_t)bytes;
+    iter_slots(q, it, q->flat, q->flat + (size_t)q->flat_count * bytes, bytes);
     return;
   }
   /* The first call to weft_iter_next() advances to the first entry. */
   it->match_next_ = q->matches;
   it->match_end_ = q->matches + q->nmatches;
+}
+
+/* The first of slots [0, n) whose match is at or after match m (slots
+ * follow match order). */
+static uint32_t first_slot_from(const unsigned char *flat, uint32_t n,
+                                size_t bytes, const weft__match_t *m) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    const weft_iter_slot_t_ *s =
+        (const weft_iter_slot_t_ *)(flat + (size_t)mid * bytes);
+    if ((const weft__match_t *)s->match < m)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+void weft_query_iter_group(const weft_query_t *q, uint64_t group,
+                           weft_iter_t *it) {
+  if (!it)
+    return;
+  if (!q) {
+    memset(it, 0, sizeof(*it));
+    return;
+  }
+  uint64_t v = q->world->version;
+  iter_open(q, it, v);
+  uint32_t lo, hi;
+  weft__query_group_range(q, group, &lo, &hi);
+  if (lo == hi)
+    return; /* nothing to walk: the first step ends the iteration */
+  if (flat_ready(q, v)) {
+    size_t bytes = weft__flat_slot_bytes(q->nterms);
+    uint32_t a =
+        first_slot_from(q->flat, q->flat_count, bytes, q->matches + lo);
+    uint32_t b =
+        first_slot_from(q->flat, q->flat_count, bytes, q->matches + hi);
+    iter_slots(q, it, q->flat + (size_t)a * bytes, q->flat + (size_t)b * bytes,
+               bytes);
+    return;
+  }
+  it->match_next_ = q->matches + lo;
+  it->match_end_ = q->matches + hi;
 }
 
 /* The iteration was invalidated (weft__iter_stale()): it ends here, with

@@ -23,6 +23,9 @@ typedef struct weft__match_t {
   /* Array index + 1 of include term t in this archetype; 0 when the term
    * has no plain array (tags, SoA components). */
   uint32_t term_array[WEFT_QUERY_MAX_TERMS];
+  /* Its group_by group (0 without group_by): the matches are sorted by
+   * (group, archetype id). */
+  uint64_t group;
 } weft__match_t;
 
 _Static_assert(offsetof(weft__match_t, soa_first) == 0 &&
@@ -49,6 +52,17 @@ struct weft_query_t {
   weft__match_t *matches;
   uint32_t nmatches;
   uint32_t cap;
+  /* group_by: matches are kept sorted by (group, archetype id), so every
+   * walk over them (iteration, the flat cache, a system's visits,
+   * query-wide commands) goes group by group (query_group.c). */
+  weft_group_fn group_by;
+  void *group_ctx;
+  /* A temporary query (weft_query_create_temp): not in the world's query
+   * list, but in its list of temporary ones (w->temps, linked here), which
+   * only an archetype rollback walks. */
+  bool temp;
+  struct weft_query_t *temp_prev;
+  struct weft_query_t *temp_next;
   /*
    * The flat cache: one slot (weft_iter_slot_t_, then nterms column
    * pointers) per chunk, or run of chunks, that holds rows, in match order,
@@ -119,5 +133,24 @@ void weft__iter_view(const weft_world_t *w, weft__chunk_t *c, uint32_t row0,
 
 /* True if archetype a satisfies the query's terms. */
 bool weft__query_matches(const weft_query_t *q, const weft__archetype_t *a);
+
+/* Grouped queries (query_group.c). */
+
+/* Archetype a's group in query q: group_by's answer (0 without one). */
+uint64_t weft__query_group_of(const weft_query_t *q,
+                              const weft__archetype_t *a);
+
+/* Where a new match of group g goes: after every match of groups up to g
+ * (archetypes are matched in creation order, so it is the newest of its
+ * group). */
+uint32_t weft__query_group_end(const weft_query_t *q, uint64_t g);
+
+/* The matches [*lo, *hi) of group g (empty when the query has none). */
+void weft__query_group_range(const weft_query_t *q, uint64_t g, uint32_t *lo,
+                             uint32_t *hi);
+
+/* Drops the matches of archetypes with ids from @p keep on, wherever
+ * they sit in the list; true if any went. */
+bool weft__query_group_drop(weft_query_t *q, uint32_t keep);
 
 #endif /* WEFT_CORE_QUERY_INTERNAL_H */

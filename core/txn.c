@@ -38,6 +38,7 @@ void weft__txn_fini(weft__txn_t *t) {
   weft__free(t->ops, 0, 16);
   weft__free(t->stage_of, 0, 16);
   weft__free(t->batches, 0, 16);
+  weft__free(t->late, 0, 16);
   weft__free(t->bufs, 0, 16);
   weft__free(t->buf_epochs, 0, 16);
   weft__free(t->fast, 0, 16);
@@ -494,11 +495,24 @@ static int phase_moves(weft_world_t *w, uint32_t s0, uint32_t s1) {
   return err;
 }
 
+int weft__txn_batch_op(weft_world_t *w, weft_entity_t e, uint32_t op,
+                       weft_component_t c, const void *value) {
+  weft__op_t o = {
+      .value = value, .next = WEFT__TXN_NIL, .comp = (uint16_t)c, .op = op};
+  return mutate_entity(w, e, &o);
+}
+
 static int phase_batches(weft_world_t *w, uint32_t b0, uint32_t b1) {
   weft__txn_t *t = &w->txn;
   int err = 0;
   for (uint32_t i = b0; i < b1; i++) {
     weft__batch_t b = t->batches[i];
+    if (b.op == WEFT__OP_SET_FN) {
+      int rc = weft__batch_fn_apply(w, i);
+      if (rc && !err)
+        err = rc;
+      continue;
+    }
     for (uint32_t m = 0; m < b.n; m++) {
       /* One op for the member: fold_ops writes its live flag. */
       weft__op_t op = {
@@ -549,6 +563,7 @@ int weft__txn_drain(weft_world_t *w) {
     memset(t->kinds, 0, sizeof(t->kinds));
     t->open_from = s1;
     t->batches_from = b1;
+    t->fn_open = 0; /* sets staged from here on follow every writer */
     if (kinds[WEFT__ST_DESPAWN] || kinds[WEFT__ST_CANCELLED])
       phase_despawns(w, s0, s1);
     int rc = t->nfast ? weft__txn_place_fast(w) : 0;
@@ -563,7 +578,8 @@ int weft__txn_drain(weft_world_t *w) {
     waves++;
     t->waves++;
   }
-  t->nstages = t->nops = t->nbatches = t->nfast = 0;
+  t->nstages = t->nops = t->nbatches = t->nfast = t->nlate = 0;
+  t->fn_open = 0;
   t->fast_spawns = false;
   t->open_from = t->batches_from = 0;
   memset(t->kinds, 0, sizeof(t->kinds));

@@ -95,7 +95,8 @@ enum {
   WEFT__OP_SET_Q,
   WEFT__OP_REMOVE_Q,
   WEFT__OP_DESPAWN_Q,
-  WEFT__OP_KEY /* a command buffer's key record (command.c) */
+  WEFT__OP_KEY,   /* a command buffer's key record (command.c) */
+  WEFT__OP_SET_FN /* a query-wide set with a writer (batch_fn.c) */
 };
 
 /* Stage kinds. */
@@ -213,6 +214,23 @@ typedef struct weft__batch_t {
   uint8_t op;
 } weft__batch_t;
 
+/* The writer of a query-wide set (weft_cmd_set_query_fn), kept in its
+ * buffer's arena; the batch's value points at it. */
+typedef struct weft__writer_t {
+  weft_fill_fn fn;
+  void *user;
+} weft__writer_t;
+
+/* A set of comp on e staged after a query-wide set with a writer on comp
+ * (batch `batch`) in the same wave: written again after that writer ran,
+ * so that it wins as its place in merge order says (batch_fn.c). */
+typedef struct weft__late_t {
+  weft_entity_t e;
+  const void *value;
+  uint32_t batch;
+  uint16_t comp;
+} weft__late_t;
+
 typedef struct weft__txn_t {
   /* First, so that it shares a cache line with the entity index's cold
    * fields and the chunk table (see weft_world_t). The routing word, read
@@ -239,6 +257,10 @@ typedef struct weft__txn_t {
   uint32_t nbatches;
   uint32_t batches_cap;
   uint32_t batches_from;
+  uint32_t fn_open;   /* batches with a writer staged in the open wave */
+  weft__late_t *late; /* sets staged after them (batch_fn.c) */
+  uint32_t nlate;
+  uint32_t late_cap;
   struct weft__group_run_t *group_runs; /* scratch of group moves */
   uint32_t group_cap;
   weft__arena_t arena; /* values staged through scopes and observers */
@@ -330,6 +352,21 @@ int weft__txn_settle(struct weft_world_t *w);
 int weft__stage_batch(struct weft_world_t *w, uint32_t op, weft_component_t c,
                       const void *value, const weft_entity_t *members,
                       uint32_t n);
+
+/* Applies one op to live entity e at once, as a query-wide set or remove
+ * does for each member in the drain: the same fold and move (txn.c). */
+int weft__txn_batch_op(struct weft_world_t *w, weft_entity_t e, uint32_t op,
+                       weft_component_t c, const void *value);
+
+/* Notes a set of c on e that merge order puts after a query-wide set with
+ * a writer on c in the open wave (merge.c calls it while fn_open). */
+int weft__batch_fn_note(struct weft_world_t *w, weft_entity_t e,
+                        weft_component_t c, const void *value);
+
+/* Applies query-wide set with a writer number @p i of the wave (txn.c's
+ * batch phase): the component made sure of, the writer called per range
+ * of rows, the later sets written again (batch_fn.c). */
+int weft__batch_fn_apply(struct weft_world_t *w, uint32_t i);
 
 /* Takes a free slot for a staged spawn: the handle is issued but not live. */
 int weft__reserve_slot(struct weft_world_t *w, weft_entity_t *out);

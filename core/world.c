@@ -154,6 +154,8 @@ void weft_world_destroy(weft_world_t *w) {
   weft__txn_fini(&w->txn);
   while (w->query_count)
     weft__query_free(w->queries[w->query_count - 1]);
+  while (w->temps)
+    weft__query_free(w->temps);
   weft__free(w->queries, 0, 16);
   for (uint32_t i = 0; i < w->arch_count; i++)
     weft__archetype_free(w->archs[i]);

@@ -72,6 +72,9 @@ struct weft_world_t {
   weft_query_t **queries;
   uint32_t query_count;
   uint32_t query_cap;
+  /* Temporary queries (weft_query_create_temp), linked through the
+   * queries: told only when archetypes are rolled back (query.c). */
+  weft_query_t *temps;
 
   uint32_t chunk_size;
   uint32_t chunks_live;  /* chunks holding rows, all archetypes */

@@ -173,6 +173,43 @@ int weft_cmd_disable(weft_cmdbuf_t *buf, weft_entity_t e, weft_component_t c);
 int weft_cmd_set_query(weft_cmdbuf_t *buf, const weft_query_t *query,
                        weft_component_t c, const void *value);
 
+/**
+ * Records a query-wide set with a writer: at the sync point, every entity
+ * @p query matches now (captured at the call, as weft_cmd_set_query(); a
+ * temporary query works too) that is still alive gets @p c if it lacks it
+ * (zero-filled, through the same add as weft_cmd_set_query(), so an add's
+ * other effects apply), then @p fn is called once per contiguous range of
+ * those rows: fn(user, view, first) where view->count rows of one chunk,
+ * view->entities their handles and weft_iter_column(view, 0) the array of
+ * @p c (weft_iter_field() for an SoA component), and @p first the index of
+ * the range's first entity among the members captured. Ranges come in the
+ * order the members were captured (the query's order: group by group,
+ * archetype by archetype, chunk by chunk), each member once; the order,
+ * and so the result, is the same on any number of workers.
+ *
+ * Order in the transaction: like weft_cmd_set_query(), it applies after
+ * the transaction's per-entity changes, in call order with the other
+ * query-wide commands. The writer sees every write staged before it (an
+ * earlier set of @p c, an earlier query-wide set); a weft_cmd_set() of
+ * @p c that merge order puts after this call is written again after the
+ * writer ran, so it wins. Other per-entity commands (add, remove,
+ * despawn) apply before the batch whatever their place, as for
+ * weft_cmd_set_query(). ADD and ENTER observers see the zero-filled
+ * value, before the writer runs.
+ *
+ * @p fn runs on the thread that applies (the owner, in the drain), inside
+ * the drain's scope: it may write through the view and weft_get_mut();
+ * its structural calls are staged for the next wave. The view lives for
+ * the call. @p user is the caller's and must outlive the apply.
+ *
+ * Recording thread; the world must not change structurally while the call
+ * runs. Returns WEFT_EINVAL (NULL buffer, query or fn; a destroyed buffer;
+ * another world's query), WEFT_ENOCOMP, WEFT_ETAG (@p c is a tag: there is
+ * nothing to write) or WEFT_ENOMEM.
+ */
+int weft_cmd_set_query_fn(weft_cmdbuf_t *buf, const weft_query_t *query,
+                          weft_component_t c, weft_fill_fn fn, void *user);
+
 /** As weft_cmd_set_query(), removing @p c; same threads. */
 int weft_cmd_remove_query(weft_cmdbuf_t *buf, const weft_query_t *query,
                           weft_component_t c);

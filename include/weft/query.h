@@ -46,6 +46,27 @@ extern "C" {
 typedef struct weft_query_t weft_query_t;
 
 /**
+ * What a group_by callback is told about an archetype the query matches.
+ * It lives on the caller's stack for the duration of the callback.
+ */
+typedef struct weft_archetype_view_t {
+  uint32_t id;          /**< the archetype's id (creation order; 0: empty) */
+  uint32_t ncomponents; /**< present components, tags included */
+  const weft_component_t *components; /**< their ids, ascending */
+} weft_archetype_view_t;
+
+/**
+ * Assigns a matching archetype its group (see weft_query_desc_t.group_by).
+ * Called once per archetype, on the owner thread, when the query is
+ * created or the archetype is (which may be inside a drain): it must not
+ * change the world (no structural calls, no query creation), only read
+ * the view and its own @p ctx. Must be a pure function of the view: the
+ * groups decide iteration order, which has to be the same in every run.
+ */
+typedef uint64_t (*weft_group_fn)(weft_world_t *world,
+                                  const weft_archetype_view_t *arch, void *ctx);
+
+/**
  * Query terms. Each list is zero-terminated (component ids start at 1), so
  * `{.include = {pos, vel}}` is a complete descriptor.
  */
@@ -55,6 +76,14 @@ typedef struct weft_query_desc_t {
   weft_component_t any[WEFT_QUERY_MAX_TERMS + 1];      /**< at least one */
   weft_component_t disabled[WEFT_QUERY_MAX_TERMS + 1]; /**< present, disabled */
   uint32_t flags; /**< WEFT_QUERY_MATCH_DISABLED, WEFT_QUERY_CHUNK_RUNS */
+  /**
+   * NULL: one group, 0. Otherwise each matching archetype's group, asked
+   * once: iteration (weft_query_iter(), a system's visits, query-wide
+   * commands) visits groups in ascending order, archetypes in creation
+   * order inside a group.
+   */
+  weft_group_fn group_by;
+  void *group_ctx; /**< passed to group_by */
 } weft_query_desc_t;
 
 /**
@@ -139,8 +168,46 @@ int weft_query_create(weft_world_t *world, const weft_query_desc_t *desc,
  */
 int weft_query_destroy(weft_query_t *query);
 
+/**
+ * Creates a temporary query: the archetypes that match now, frozen. It
+ * reads their live rows (spawns into them show up, despawns leave), but an
+ * archetype created later never joins, and the world keeps no
+ * subscription for it, so it costs nothing when archetypes are created
+ * and little to make and destroy (one walk over the archetypes, one
+ * allocation for the query and one for its matches). It iterates by
+ * walking its matches (no flat cache) and cannot serve an ENTER/LEAVE
+ * observer. group_by applies as for a cached query.
+ *
+ * An archetype is freed only when the call that created it failed before
+ * any row landed in it (the rollback of core/archetype.c); the world
+ * tells its temporary queries then too, so they forget it and never
+ * dangle. Owner thread. *out belongs to the world and lives until
+ * weft_query_destroy() or the world's destruction. Same errors as
+ * weft_query_create().
+ */
+int weft_query_create_temp(weft_world_t *world, const weft_query_desc_t *desc,
+                           weft_query_t **out);
+
+/** Whether @p query was made by weft_query_create_temp(). Reader threads. */
+bool weft_query_is_temp(const weft_query_t *query);
+
 /** Number of entities the query currently matches. Reader threads. */
 uint32_t weft_query_count(const weft_query_t *query);
+
+/**
+ * Rows of the query's archetypes in group @p group (a query without
+ * group_by has one group, 0). Reader threads.
+ */
+uint32_t weft_query_group_count(const weft_query_t *query, uint64_t group);
+
+/**
+ * Lists the query's non-empty groups (those with at least one row) in
+ * ascending order: the first min(n, @p cap) go to out[0..), and n is
+ * returned (call with cap 0 to size the array; @p out may then be NULL).
+ * Reader threads; the list is the world's state at the call.
+ */
+uint32_t weft_query_groups(const weft_query_t *query, uint64_t *out,
+                           uint32_t cap);
 
 /** Number of archetypes the query caches (matching, empty or not). Reader
  * threads. */
@@ -155,6 +222,15 @@ uint32_t weft_query_archetype_count(const weft_query_t *query);
  * weft_world_unwind()), or later structural calls keep staging.
  */
 void weft_query_iter(const weft_query_t *query, weft_iter_t *it);
+
+/**
+ * Starts iterating group @p group of @p query alone: its archetypes in
+ * creation order, chunks in order, as weft_query_iter() would visit them
+ * within the whole query. A group the query does not have yields nothing.
+ * Threads, scope and end as weft_query_iter().
+ */
+void weft_query_iter_group(const weft_query_t *query, uint64_t group,
+                           weft_iter_t *it);
 
 /* Private: the inline step's branch hint. Without it gcc 12 moves the
  * hand-out off the loop's straight line, behind a taken branch, once the
