@@ -9,10 +9,11 @@
  * query-wide set applies (so whatever an add expands to applies here
  * too), then hands the writer the members' rows, one contiguous range of
  * one chunk at a time, in member order. Writers therefore see every write
- * staged before them; the scalar sets of the component that merge order
- * puts after the call were applied with the per-entity changes, before
- * the writer, so they are written again once the writer is done
- * (weft__late_t): they win, as their place in the transaction says.
+ * staged before them. A scalar set of the component that merge order puts
+ * after the call is staged as a plain add (which adds a missing component
+ * zero-filled and leaves a present one alone) and noted (weft__late_t):
+ * its value is written once the writer is done, so the writer does not see
+ * it and it wins, as its place in the transaction says.
  */
 #include <string.h>
 
@@ -22,7 +23,8 @@
 #include "core/world.h"
 
 int weft__batch_fn_note(weft_world_t *w, weft_entity_t e, weft_component_t c,
-                        const void *value) {
+                        const void *value, bool *noted) {
+  *noted = false;
   weft__txn_t *t = &w->txn;
   /* The last writer of c staged so far in the open wave, if any. */
   uint32_t i = t->nbatches;
@@ -36,6 +38,7 @@ int weft__batch_fn_note(weft_world_t *w, weft_entity_t e, weft_component_t c,
     return weft__stage_dropped(w, "a set after a query-wide writer");
   t->late[t->nlate++] =
       (weft__late_t){.e = e, .value = value, .batch = i - 1, .comp = c};
+  *noted = true;
   return 0;
 }
 
@@ -72,7 +75,8 @@ static void write_range(weft_world_t *w, const weft__writer_t *wr,
 }
 
 /* Hands the writer the members' rows: consecutive members on consecutive
- * rows of one chunk make one range. */
+ * rows of one chunk make one range (consecutive members, so that row r of
+ * a range is member first + r). */
 static void write_members(weft_world_t *w, const weft__batch_t *b) {
   const weft__writer_t *wr = b->value;
   weft__chunk_t *chunk = NULL;
@@ -83,7 +87,7 @@ static void write_members(weft_world_t *w, const weft__batch_t *b) {
     if (!weft__locate(w, b->members[m], &at) ||
         !weft__mask_test(&at.arch->present, b->comp))
       continue;
-    if (k && at.chunk == chunk && at.row == row0 + k) {
+    if (k && at.chunk == chunk && at.row == row0 + k && m == first + k) {
       k++;
       continue;
     }

@@ -258,9 +258,12 @@ static int dispatch(weft_world_t *w, const weft__cmd_t *c,
   if (c->op == WEFT__OP_DESPAWN)
     return weft__stage_despawn(w, e);
   if (WEFT__UNLIKELY(w->txn.fn_open) && c->op == WEFT__OP_SET) {
-    int rc = weft__batch_fn_note(w, e, c->comp, weft__cmd_value(c));
-    if (rc)
-      return rc;
+    /* After a query-wide writer of the component: an add now, the value
+     * after the writer (batch_fn.c). */
+    bool noted;
+    int rc = weft__batch_fn_note(w, e, c->comp, weft__cmd_value(c), &noted);
+    if (rc || noted)
+      return rc ? rc : weft__stage_op(w, e, WEFT__OP_ADD, c->comp, NULL);
   }
   return weft__stage_op(w, e, c->op, c->comp, weft__cmd_value(c));
 }

@@ -358,10 +358,12 @@ int weft__stage_batch(struct weft_world_t *w, uint32_t op, weft_component_t c,
 int weft__txn_batch_op(struct weft_world_t *w, weft_entity_t e, uint32_t op,
                        weft_component_t c, const void *value);
 
-/* Notes a set of c on e that merge order puts after a query-wide set with
- * a writer on c in the open wave (merge.c calls it while fn_open). */
+/* Notes a set of c on e if merge order puts it after a query-wide set
+ * with a writer on c in the open wave (*noted; merge.c asks while
+ * fn_open): the caller then stages an add instead, and the value is
+ * written after the writer. 0 or WEFT_ENOMEM. */
 int weft__batch_fn_note(struct weft_world_t *w, weft_entity_t e,
-                        weft_component_t c, const void *value);
+                        weft_component_t c, const void *value, bool *noted);
 
 /* Applies query-wide set with a writer number @p i of the wave (txn.c's
  * batch phase): the component made sure of, the writer called per range

@@ -190,12 +190,14 @@ int weft_cmd_set_query(weft_cmdbuf_t *buf, const weft_query_t *query,
  * Order in the transaction: like weft_cmd_set_query(), it applies after
  * the transaction's per-entity changes, in call order with the other
  * query-wide commands. The writer sees every write staged before it (an
- * earlier set of @p c, an earlier query-wide set); a weft_cmd_set() of
- * @p c that merge order puts after this call is written again after the
- * writer ran, so it wins. Other per-entity commands (add, remove,
- * despawn) apply before the batch whatever their place, as for
- * weft_cmd_set_query(). ADD and ENTER observers see the zero-filled
- * value, before the writer runs.
+ * earlier set of @p c, an earlier query-wide set) and none staged after
+ * it: a weft_cmd_set() of @p c that merge order puts after this call acts
+ * as an add until the writer ran (a missing @p c is added zero-filled, a
+ * present one keeps its value) and its value is written after the writer,
+ * so it wins. Other per-entity commands (add, remove, despawn) apply
+ * before the batch whatever their place, as for weft_cmd_set_query().
+ * ADD and ENTER observers see the zero-filled value, before the writer
+ * runs.
  *
  * @p fn runs on the thread that applies (the owner, in the drain), inside
  * the drain's scope: it may write through the view and weft_get_mut();
