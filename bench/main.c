@@ -30,6 +30,7 @@ static const bench_scenario_t bench_registry[] = {
     {"simple_insert", bench_simple_insert},
     {"simple_iter", bench_simple_iter},
     {"frag_iter", bench_frag_iter},
+    {"query", bench_query},
     {"add_remove", bench_add_remove},
     {"stalls", bench_stalls},
     {"create_destroy", bench_create_destroy},
