@@ -85,8 +85,9 @@ typedef struct weft_observer_desc_t {
 /**
  * Registers an observer. Owner thread, outside scopes. *out belongs to the
  * world, lives until weft_observer_destroy() or the world's destruction.
- * WEFT_EINVAL (no events, no fn, ENTER/LEAVE without a query or with
- * another world's query), WEFT_ENOCOMP, WEFT_EBUSY, WEFT_ENOMEM.
+ * WEFT_EINVAL (no events, no fn, ENTER/LEAVE without a query, with
+ * another world's query or with a temporary one), WEFT_ENOCOMP,
+ * WEFT_EBUSY, WEFT_ENOMEM.
  */
 int weft_observer_create(weft_world_t *world, const weft_observer_desc_t *desc,
                          weft_observer_t **out);
