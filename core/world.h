@@ -163,7 +163,8 @@ void weft__query_free(weft_query_t *q);
 void weft__queries_unwound(weft_world_t *w);
 
 /* Forgets archetypes with ids from @p keep on (rolled back, archetype.c):
- * each query's matches end before them. Cannot fail. */
+ * they leave every query's matches, the temporary queries' too. Cannot
+ * fail. */
 void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep);
 
 /* Archetype a gained n chunks: the queries that match it make room for
