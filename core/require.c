@@ -321,8 +321,10 @@ void weft__req_fill_ops(weft_world_t *w, const weft__mask_t *base,
         /* A requirement removed again later in the stage has no column
          * in the target: nothing to write. */
         const weft__column_t *col = weft__archetype_col(target, e->comp);
-        if (col)
+        if (col) {
           fill_rows(target, col, c, row, 1, e->value);
+          weft__stamp_write(w, c, col); /* a row that did not move */
+        }
       }
       break;
     }

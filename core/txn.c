@@ -193,6 +193,9 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
     write_values(w, target, dc, dr, first);
     weft__obs_move_in(w, base, target, dc, dr);
   } else {
+    /* A stage may remove requirements and add their requirer back. */
+    if (WEFT__UNLIKELY(w->registry.req != NULL))
+      weft__req_fill_ops(w, &base->present, first, target, at.chunk, at.row);
     write_values(w, target, at.chunk, at.row, first);
   }
   return 0;
