@@ -31,6 +31,7 @@ static const bench_scenario_t bench_registry[] = {
     {"simple_iter", bench_simple_iter},
     {"frag_iter", bench_frag_iter},
     {"add_remove", bench_add_remove},
+    {"require", bench_require},
     {"stalls", bench_stalls},
     {"create_destroy", bench_create_destroy},
     {"commands", bench_commands},
