@@ -9,8 +9,7 @@
 #include "core/world.h"
 #include "weft/require.h"
 
-/* ---- the table ------------------------------------------------------------
- */
+/* ---- the table ---- */
 
 static void comp_free(const weft__registry_t *reg, weft__req_comp_t *rc) {
   for (uint32_t i = 0; i < rc->ndirect; i++) {
@@ -58,8 +57,7 @@ static int table_reserve(weft_world_t *w, uint32_t n) {
   return 0;
 }
 
-/* ---- closures -------------------------------------------------------------
- */
+/* ---- closures ---- */
 
 /*
  * The closure of root: breadth-first over the direct requirements, in
@@ -132,8 +130,7 @@ static int closures_rebuild(weft_world_t *w) {
   return rc;
 }
 
-/* ---- declaring ------------------------------------------------------------
- */
+/* ---- declaring ---- */
 
 /*
  * WEFT_EBUSY when some archetype holds a component whose closure a new
@@ -250,8 +247,7 @@ int weft_component_requirements(const weft_world_t *w, weft_component_t comp,
   return 0;
 }
 
-/* ---- expanding ------------------------------------------------------------
- */
+/* ---- expanding ---- */
 
 void weft__req_expand_list(const weft__registry_t *reg,
                            const weft_component_t *list, uint32_t n,
@@ -337,8 +333,7 @@ void weft__req_fill_ops(weft_world_t *w, const weft__mask_t *base,
   }
 }
 
-/* ---- ADD edges ------------------------------------------------------------
- */
+/* ---- ADD edges ---- */
 
 uint32_t weft__req_edge_defaults(const weft__registry_t *reg,
                                  const weft__archetype_t *a,

@@ -54,9 +54,10 @@ extern "C" {
  *
  * Returns 0, or: WEFT_EINVAL (NULL world, @p comp == @p required),
  * WEFT_ENOCOMP (unknown id), WEFT_ETAG (a value for a tag),
- * WEFT_EBUSY (an archetype already holds @p comp or a component that
- * requires @p comp, directly or not: its cached moves would be wrong; the
- * message names the component), WEFT_ENOMEM. On error nothing changes.
+ * WEFT_EBUSY (during a drain, or an archetype already holds @p comp or a
+ * component whose requirements reach @p comp: the moves cached for it
+ * would be wrong; the message names the component), WEFT_ENOMEM. On error
+ * nothing changes.
  */
 int weft_component_require(weft_world_t *world, weft_component_t comp,
                            weft_component_t required, const void *value);
