@@ -284,6 +284,15 @@ static void test_require_staged_order(void **state) {
   assert_full(&r, e1, 0, 3, C_DEFAULT);
   assert_full(&r, e2, 0, B_DEFAULT, C_DEFAULT);
   assert_full(&r, e3, 0, B_DEFAULT, C_DEFAULT);
+  /* A spawn in the scope, then an add of B: B counts as named by the
+   * spawn, so its value (zeros) wins over A's default. */
+  weft_entity_t sp;
+  const weft_component_t la[] = {r.a, 0};
+  weft_world_defer_begin(r.w);
+  assert_int_equal(weft_spawn_with(r.w, la, NULL, &sp), 0);
+  assert_int_equal(weft_add(r.w, sp, r.b, NULL), 0);
+  assert_int_equal(weft_world_defer_end(r.w), 0);
+  assert_full(&r, sp, 0, 0, C_DEFAULT);
   /* add A, remove C: C stays away, B keeps its default. */
   weft_entity_t e4 = wt_spawn(r.w);
   weft_world_defer_begin(r.w);

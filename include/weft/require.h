@@ -21,10 +21,13 @@
  * add of A to an entity that has B keeps B's value. Among defaults, the
  * nearest requirement wins (breadth-first from the component added, in
  * declaration order), and among the components of one spawn list, the
- * earlier component's. Inside one staged change list (a scope, a command
- * buffer), adds apply in order: an add of B after an add of A that brought
- * B in keeps A's default for B (weft_add() never overwrites); a set of B
- * overwrites it.
+ * earlier component's. Inside one staged change list of a live entity (a
+ * scope, a command buffer), adds apply in order, as the immediate calls
+ * do: an add of B after an add of A that brought B in keeps A's default
+ * for B (weft_add() never overwrites); a set of B overwrites it. For an
+ * entity spawned in the same scope or buffer, every component the spawn
+ * or a later add names counts as named by the spawn: its value (zeros
+ * without one) wins over defaults.
  *
  * Requirements are declared per world, after registration (components
  * register one by one, so a component may require one registered after
