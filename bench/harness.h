@@ -158,6 +158,7 @@ void bench_simple_iter(bench_ctx_t *ctx);
 void bench_frag_iter(bench_ctx_t *ctx);
 void bench_query(bench_ctx_t *ctx);
 void bench_add_remove(bench_ctx_t *ctx);
+void bench_require(bench_ctx_t *ctx);
 void bench_stalls(bench_ctx_t *ctx);
 void bench_create_destroy(bench_ctx_t *ctx);
 void bench_commands(bench_ctx_t *ctx);

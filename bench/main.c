@@ -32,6 +32,7 @@ static const bench_scenario_t bench_registry[] = {
     {"frag_iter", bench_frag_iter},
     {"query", bench_query},
     {"add_remove", bench_add_remove},
+    {"require", bench_require},
     {"stalls", bench_stalls},
     {"create_destroy", bench_create_destroy},
     {"commands", bench_commands},

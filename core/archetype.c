@@ -276,15 +276,17 @@ int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
   return rc;
 }
 
-/* The signature an edge leads to. */
-static void edge_signature(const weft__archetype_t *a, uint32_t op,
-                           weft_component_t c, weft__mask_t *present,
-                           weft__mask_t *disabled) {
+/* The signature an edge leads to. An add brings c's requirements along
+ * (core/require.h). */
+static void edge_signature(const weft_world_t *w, const weft__archetype_t *a,
+                           uint32_t op, weft_component_t c,
+                           weft__mask_t *present, weft__mask_t *disabled) {
   *present = a->present;
   *disabled = a->disabled;
   switch (op) {
   case WEFT__EDGE_ADD:
     weft__mask_set(present, c);
+    weft__req_expand_list(&w->registry, &c, 1, present);
     break;
   case WEFT__EDGE_REMOVE:
     weft__mask_clear(present, c);
@@ -299,16 +301,28 @@ static void edge_signature(const weft__archetype_t *a, uint32_t op,
   }
 }
 
-/* The copies a move from a to b performs: every array both share. */
+/* The copies a move from a to b performs: every array both share; for an
+ * ADD edge of a component with requirements, then the default writes of
+ * the components it brings along (after the copies, see
+ * weft__edge_defaults()). */
 static int make_plan(weft_world_t *w, const weft__archetype_t *a,
-                     const weft__archetype_t *b, weft__edge_t *e) {
+                     const weft__archetype_t *b, weft__edge_t *e,
+                     weft_component_t added) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < b->ncols; i++)
     if (weft__archetype_col(a, b->cols[i].comp))
       n += b->cols[i].array_count;
-  e->plan = weft__alloc(&w->alloc, (n + 1) * sizeof(*e->plan), 16);
+  const weft__req_comp_t *rq = added ? weft__req_of(&w->registry, added) : NULL;
+  size_t copies = ((size_t)(n + 1) * sizeof(*e->plan) + 7u) & ~(size_t)7;
+  size_t defaults = rq ? rq->nclosure * sizeof(weft__edge_default_t) : 0;
+  e->plan = weft__alloc(&w->alloc, copies + defaults, 16);
   if (!e->plan)
     return WEFT_ENOMEM;
+  e->plan_len = (uint16_t)n;
+  if (rq)
+    e->ndefaults = (uint16_t)weft__req_edge_defaults(
+        &w->registry, a, b, added,
+        (weft__edge_default_t *)weft__edge_defaults(e));
   uint32_t k = 0;
   for (uint32_t i = 0; i < b->ncols; i++) {
     const weft__column_t *dc = &b->cols[i];
@@ -322,7 +336,6 @@ static int make_plan(weft_world_t *w, const weft__archetype_t *a,
       k++;
     }
   }
-  e->plan_len = n;
   return 0;
 }
 
@@ -369,7 +382,7 @@ int weft__archetype_edge_slow(weft_world_t *w, weft__archetype_t *a,
     WEFT_CHECK(w, rc == 0, rc, "out of memory growing archetype edges");
   }
   weft__mask_t present, disabled;
-  edge_signature(a, op, comp, &present, &disabled);
+  edge_signature(w, a, op, comp, &present, &disabled);
   weft__archetype_t *b;
   int rc = weft__archetype_get(w, &present, &disabled, &b);
   if (rc)
@@ -377,7 +390,7 @@ int weft__archetype_edge_slow(weft_world_t *w, weft__archetype_t *a,
   weft__edge_t tmp = {.key = key, .to = b};
   if (op == WEFT__EDGE_ADD)
     tmp.col = weft__archetype_col(b, comp);
-  rc = make_plan(w, a, b, &tmp);
+  rc = make_plan(w, a, b, &tmp, op == WEFT__EDGE_ADD ? comp : 0);
   WEFT_CHECK(w, rc == 0, rc, "out of memory building a move plan");
   e = edge_find(a, key);
   *e = tmp;

@@ -12,10 +12,12 @@
 #ifndef WEFT_CORE_ARCHETYPE_H
 #define WEFT_CORE_ARCHETYPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/bitset.h"
 #include "core/chunk.h"
+#include "core/require.h"
 
 struct weft_world_t;
 
@@ -66,7 +68,11 @@ struct weft__column_t;
 
 typedef struct weft__edge_t {
   uint32_t key; /* op << 16 | component; 0 = empty slot */
-  uint32_t plan_len;
+  uint16_t plan_len;
+  /* ADD edges of a component with requirements (core/require.h): the
+   * default writes of the components the edge adds besides it, stored
+   * after the plan (weft__edge_defaults()). 0 for every other edge. */
+  uint16_t ndefaults;
   struct weft__archetype_t *to;
   weft__copy_t *plan; /* arrays both archetypes share */
   /* ADD edges: the added component's column in the target (NULL for a
@@ -147,6 +153,13 @@ void weft__archetypes_rollback(struct weft_world_t *w, uint32_t mark);
 int weft__archetype_edge_slow(struct weft_world_t *w, weft__archetype_t *a,
                               uint32_t op, weft_component_t comp,
                               const weft__edge_t **out);
+
+/* Where an edge's default writes start: after its plan, 8-aligned. */
+static inline const weft__edge_default_t *
+weft__edge_defaults(const weft__edge_t *e) {
+  size_t at = ((size_t)e->plan_len * sizeof(weft__copy_t) + 7u) & ~(size_t)7;
+  return (const weft__edge_default_t *)((const unsigned char *)e->plan + at);
+}
 
 /* The edge slot a key hashes to first. */
 static inline uint32_t weft__edge_hash(uint32_t key, uint32_t cap) {

@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/require.h"
 #include "core/world.h"
 
 void weft__registry_fini(weft__registry_t *reg) {
+  weft__requires_fini(reg);
   for (uint32_t i = 0; i < reg->count; i++)
     weft__free(reg->items[i].fields,
                reg->items[i].field_count * sizeof(weft__field_t), 16);

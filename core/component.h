@@ -29,6 +29,8 @@ typedef struct weft__registry_t {
   weft__component_t *items; /* index id-1 */
   uint32_t count;
   uint32_t cap;
+  /* Component requirements (core/require.h), NULL until the first. */
+  struct weft__requires_t *req;
 } weft__registry_t;
 
 struct weft_world_t;

@@ -156,6 +156,9 @@ static inline int spawn_archetype(weft_world_t *w,
   *memo_out = NULL;
   weft__mask_t m, none = {{0}};
   int rc = weft__list_mask(w, comps, max, &m, count);
+  /* What the listed components require joins them (core/require.h). */
+  if (!rc && WEFT__UNLIKELY(w->registry.req != NULL))
+    weft__req_expand_list(&w->registry, comps, *count, &m);
   if (!rc)
     rc = weft__archetype_get(w, &m, &none, out);
   if (!rc && *count <= WEFT__SPAWN_FAST) {
@@ -174,6 +177,10 @@ static inline int spawn_archetype(weft_world_t *w,
       memo->size[i] = col ? col->size : 0;
     }
     memo->ids[*count] = WEFT_COMPONENT_NONE;
+    /* A list whose archetype has more components than it names brings
+     * requirements along: their defaults take the general path. */
+    if ((*out)->ncomps != *count)
+      memo->plain = memo->small = false;
     *memo_out = memo;
   }
   return rc;
@@ -201,6 +208,8 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
     if (col)
       weft__write_or_zero(a, col, chunk, row, values ? values[i] : NULL);
   }
+  if (WEFT__UNLIKELY(a->ncomps != n)) /* requirements came along */
+    weft__req_fill_list(w, a, chunk, row, 1, comps, n);
   return 0;
 }
 
@@ -345,6 +354,8 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
       const weft__array_t *ar = &a->arrays[i];
       memset(weft__chunk_at(c, i, ar->elem, row0), 0, (size_t)k * ar->elem);
     }
+    if (a->ncomps != ncomps) /* requirements came along: their defaults */
+      weft__req_fill_list(w, a, c, row0, k, comps, ncomps);
     if (fill) {
       weft_iter_t view;
       weft__iter_view(w, c, row0, k, comps, ncomps, &view);

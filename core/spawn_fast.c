@@ -109,6 +109,7 @@ static int list_archetype(weft_world_t *w, const weft__spawn_run_t *run,
   weft__mask_t m = {{0}}, none = {{0}};
   for (uint32_t i = 0; i < run->n; i++)
     weft__mask_set(&m, run->comps[i]);
+  weft__req_expand_list(&w->registry, run->comps, run->n, &m);
   return weft__archetype_get(w, &m, &none, out);
 }
 
@@ -198,6 +199,9 @@ static void fast_place(weft_world_t *w, weft__archetype_t *a, uint32_t i,
       uint32_t row0, m;
       weft__archetype_push_range(w, a, k - done, &c, &row0, &m);
       place_slice(w, a, c, row0, &t->fast[f], done, m, cols);
+      /* Requirements the list brought along get their defaults. */
+      if (a->ncomps != run0->n)
+        weft__req_fill_list(w, a, c, row0, m, run0->comps, run0->n);
       done += m;
     }
     total += k;

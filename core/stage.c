@@ -227,18 +227,12 @@ int weft__staged_despawn(weft_world_t *w, weft_entity_t e) {
   STAGED_CALL(w, do_staged_despawn(w, e));
 }
 
-static int do_staged_spawn(weft_world_t *w, const weft_component_t *comps,
-                           const void *const *values, weft_entity_t *out) {
-  weft__mask_t seen;
-  uint32_t n;
-  int rc = weft__list_mask(w, comps, WEFT__SPAWN_MAX, &seen, &n);
-  if (rc)
-    return rc;
-  weft_entity_t e;
-  rc = weft__reserve_slot(w, &e);
-  if (rc)
-    return rc;
-  rc = weft__stage_spawn(w, e);
+/* Stages a spawn into e, a slot reserved for it, with the n components of
+ * a checked list. */
+static int stage_spawn_into(weft_world_t *w, weft_entity_t e,
+                            const weft_component_t *comps, uint32_t n,
+                            const void *const *values, weft_entity_t *out) {
+  int rc = weft__stage_spawn(w, e);
   if (rc) {
     weft__unreserve_slot(w, (uint32_t)e);
     return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
@@ -262,7 +256,28 @@ static int do_staged_spawn(weft_world_t *w, const weft_component_t *comps,
   return 0;
 }
 
+static int do_staged_spawn(weft_world_t *w, const weft_component_t *comps,
+                           const void *const *values, weft_entity_t *out) {
+  weft__mask_t seen;
+  uint32_t n;
+  int rc = weft__list_mask(w, comps, WEFT__SPAWN_MAX, &seen, &n);
+  if (rc)
+    return rc;
+  weft_entity_t e;
+  rc = weft__reserve_slot(w, &e);
+  if (rc)
+    return rc;
+  return stage_spawn_into(w, e, comps, n, values, out);
+}
+
 int weft__staged_spawn(weft_world_t *w, const weft_component_t *comps,
                        const void *const *values, weft_entity_t *out) {
   STAGED_CALL(w, do_staged_spawn(w, comps, values, out));
+}
+
+int weft__staged_spawn_into(weft_world_t *w, weft_entity_t e,
+                            const weft_component_t *comps, uint32_t n,
+                            const void *const *values) {
+  weft_entity_t out;
+  STAGED_CALL(w, stage_spawn_into(w, e, comps, n, values, &out));
 }

@@ -58,6 +58,10 @@ move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
                     weft__chunk_at(at->chunk, p->src, p->elem, at->row),
                     p->elem);
   }
+  /* An add that brings requirements along writes their defaults. */
+  if (WEFT__UNLIKELY(edge->ndefaults))
+    weft__req_write_defaults(b, weft__edge_defaults(edge), edge->ndefaults, dc,
+                             dr);
   weft__rec_set_loc(&w->index, at->rec, dc->id, dr);
   weft__row_remove(w, at->arch, at->chunk, at->row);
   at->chunk = dc;

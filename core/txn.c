@@ -189,9 +189,14 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
       weft__archetypes_rollback(w, mark);
       return rc;
     }
+    if (WEFT__UNLIKELY(w->registry.req != NULL))
+      weft__req_fill_ops(w, &base->present, first, target, dc, dr);
     write_values(w, target, dc, dr, first);
     weft__obs_move_in(w, base, target, dc, dr);
   } else {
+    /* A stage may remove requirements and add their requirer back. */
+    if (WEFT__UNLIKELY(w->registry.req != NULL))
+      weft__req_fill_ops(w, &base->present, first, target, at.chunk, at.row);
     write_values(w, target, at.chunk, at.row, first);
   }
   return 0;
@@ -247,6 +252,11 @@ static int spawn_target(weft_world_t *w, weft__op_t *first,
     weft__op_set_live(op, op->op == WEFT__OP_SET || !has);
     weft__mask_set(&m, op->comp);
   }
+  /* What the listed components require joins them (their defaults are
+   * written before the values, which win). */
+  if (WEFT__UNLIKELY(w->registry.req != NULL))
+    for (weft__op_t *op = first; op; op = op_next(t, first, op))
+      weft__req_expand_list(&w->registry, &(weft_component_t){op->comp}, 1, &m);
   return weft__archetype_get(w, &m, &none, target);
 }
 
@@ -269,6 +279,10 @@ static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   for (uint32_t i = 0; i < target->narrays; i++) {
     uint32_t elem = target->arrays[i].elem;
     memset(weft__chunk_at(c, i, elem, row), 0, elem);
+  }
+  if (WEFT__UNLIKELY(w->registry.req != NULL)) {
+    const weft__mask_t none = {{0}};
+    weft__req_fill_ops(w, &none, first, target, c, row);
   }
   write_values(w, target, c, row, first);
   weft__index_place(&w->index, (uint32_t)e, c->id, row);
@@ -410,6 +424,20 @@ collect_group(weft_world_t *w, const weft__op_t *op0, uint32_t i, uint32_t s1,
   return k;
 }
 
+/* Writes the defaults an add brought along into the last m rows of b, a
+ * group just moved there from a by op0. */
+static void group_defaults(weft_world_t *w, weft__archetype_t *a,
+                           const weft__archetype_t *b, const weft__op_t *op0,
+                           uint32_t m) {
+  const weft__edge_t *edge;
+  if ((op0->op != WEFT__OP_ADD && op0->op != WEFT__OP_SET) ||
+      weft__mask_test(&a->present, op0->comp) ||
+      weft__archetype_edge(w, a, WEFT__EDGE_ADD, op0->comp, &edge))
+    return; /* the edge was followed by fold_ops: the lookup is a hit */
+  if (edge->ndefaults)
+    weft__req_write_tail(b, weft__edge_defaults(edge), edge->ndefaults, m);
+}
+
 /*
  * Moves a run of stages starting at i as one group when they all apply the
  * same single op to entities of the same archetype (so they all land in
@@ -462,6 +490,8 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
       *err = rc;
       break;
     }
+    if (WEFT__UNLIKELY(w->registry.req != NULL) && m)
+      group_defaults(w, a, b, op0, m);
     k += m;
     nruns += nr;
     if (i + k < end || end == s1)

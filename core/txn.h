@@ -326,6 +326,12 @@ void weft__scope_close(struct weft_world_t *w);
 int weft__staged_spawn(struct weft_world_t *w, const weft_component_t *comps,
                        const void *const *values, weft_entity_t *out);
 int weft__staged_despawn(struct weft_world_t *w, weft_entity_t e);
+/* Stages a spawn into e, a slot the caller reserved (weft_spawn_at(),
+ * spawn_at.c), with the n components of the checked list comps; drains at
+ * once outside a scope. On a staging failure the slot goes back. */
+int weft__staged_spawn_into(struct weft_world_t *w, weft_entity_t e,
+                            const weft_component_t *comps, uint32_t n,
+                            const void *const *values);
 int weft__staged_op(struct weft_world_t *w, uint32_t op, weft_entity_t e,
                     weft_component_t c, const void *value);
 

@@ -16,6 +16,7 @@
 #include "weft/error.h"
 #include "weft/world.h"
 #include "weft/component.h"
+#include "weft/require.h"
 #include "weft/entity.h"
 #include "weft/query.h"
 #include "weft/command.h"

@@ -87,6 +87,44 @@ int weft_spawn_batch(weft_world_t *world, uint32_t n,
                      void *user, weft_entity_t *out);
 
 /**
+ * Spawns an entity with a given handle, for restoring saved worlds: the
+ * slot and generation of @p handle (its tag bits are ignored: the entity
+ * gets this world's tag), the components and values as weft_spawn_with()
+ * takes them (requirements included, weft/require.h). *out (may be NULL)
+ * receives the new handle. The slot must be free and the generation newer
+ * than the last the slot issued, so that a handle a user still holds
+ * stays a miss; a slot above the high-water mark grows the index, the
+ * slots it skips becoming free (issued lowest first by later spawns).
+ * Later spawns never return the slot while the entity lives. Inside a
+ * scope or with observers the spawn is staged like weft_spawn_with()'s,
+ * its slot taken at once. Owner thread.
+ *
+ * Errors change nothing: WEFT_EINVAL (NULL world, generation 0 or above
+ * the world's max_generation, slot beyond the capacity, a bad list),
+ * WEFT_EEXIST (the slot holds a live or staged entity), WEFT_ESTALE (the
+ * slot is retired, or the generation is not newer than its last),
+ * WEFT_ENOCOMP, WEFT_ETOOMANY, WEFT_EFULL / WEFT_ERETIRED (no slot
+ * left), WEFT_ENOMEM.
+ */
+int weft_spawn_at(weft_world_t *world, weft_entity_t handle,
+                  const weft_component_t *comps, const void *const *values,
+                  weft_entity_t *out);
+
+/**
+ * Spawns @p n entities with the given handles (see weft_spawn_at()) and
+ * the component list @p comps, like weft_spawn_batch(): @p fill runs once
+ * per chunk range (NULL: zero-filled, plus requirement defaults), and
+ * @p out (may be NULL) receives the n handles. Every handle is validated
+ * before anything changes, two handles naming one slot included
+ * (WEFT_EINVAL); the errors are weft_spawn_at()'s, plus WEFT_EBUSY inside
+ * a scope. All or nothing. Owner thread; @p fill runs on it too.
+ */
+int weft_spawn_batch_at(weft_world_t *world, uint32_t n,
+                        const weft_entity_t *handles,
+                        const weft_component_t *comps, weft_fill_fn fill,
+                        void *user, weft_entity_t *out);
+
+/**
  * Destroys an entity and its components. Its slot's generation advances;
  * when the generations are exhausted the slot retires for good.
  * WEFT_ESTALE for a handle that is not live. Owner thread.
