@@ -50,6 +50,10 @@ typedef struct weft__ainfo_t {
   uint32_t match;  /* index into the query's cache (which may move) */
   uint32_t nstamp; /* columns in stamp */
   uint16_t stamp[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
+  /* Of those, the tracked ones (weft/dirty.h): their dirty arrays, marked
+   * for every row of every chunk visited. */
+  uint32_t ndirty;
+  uint16_t dirty[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
 } weft__ainfo_t;
 
 /*
