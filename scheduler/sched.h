@@ -170,6 +170,10 @@ typedef struct weft__sys_t {
   /* Access, as masks over component / resource / channel ids. */
   weft__mask_t reads, writes;   /* data access (query terms included) */
   weft__mask_t xreads, xwrites; /* the part from the read/write lists */
+  /* Written components whose dirty bytes a run marks in the chunks it
+   * visits (weft/dirty.h): its written terms, and its `write` list unless
+   * WEFT_SYSTEM_TRACKED_WRITES says those writes mark rows themselves. */
+  weft__mask_t dwrites;
   weft__mask_t touch;           /* reads | writes | every query term */
   weft__mask_t cmd;             /* components its commands may change */
   weft__mask_t q_include, q_exclude;

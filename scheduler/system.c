@@ -241,7 +241,9 @@ static int fill_access(weft_world_t *w, weft__sys_t *y,
     rc = res_list(w, d->receive, &y->receive, true, "receive");
   if (rc)
     return rc;
+  const bool tracked = d->flags & WEFT_SYSTEM_TRACKED_WRITES;
   for (uint32_t i = 0; i < WEFT__MASK_WORDS; i++) {
+    y->dwrites.w[i] = y->writes.w[i] | (tracked ? 0 : y->xwrites.w[i]);
     y->reads.w[i] |= y->xreads.w[i];
     y->writes.w[i] |= y->xwrites.w[i];
     y->touch.w[i] |= y->reads.w[i] | y->writes.w[i];

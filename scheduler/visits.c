@@ -76,7 +76,7 @@ static int push_arch(weft_world_t *w, weft__sys_t *y, uint32_t mi) {
     const weft__column_t *col = weft__archetype_col(m->arch, y->wcols[i]);
     if (col)
       ai->stamp[ai->nstamp++] = (uint16_t)(col - m->arch->cols);
-    if (col && col->dirty)
+    if (col && col->dirty && weft__mask_test(&y->dwrites, y->wcols[i]))
       ai->dirty[ai->ndirty++] = (uint16_t)(col->dirty - 1u);
   }
   return 0;
