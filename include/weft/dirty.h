@@ -10,15 +10,16 @@
  * weft_get_field(), weft_get_many_ex() for its `write` mask, commands and
  * staged sets applied at a sync point, spawns (every tracked component of
  * a new entity is dirty), adds (the added component is dirty), and
- * systems that declare write access to the component (term_access or an
- * include term with the default access): the scheduler marks every row of
+ * systems that declare write access to the component (an include term
+ * with write or default access, or the `write` list unless the system
+ * declares WEFT_SYSTEM_TRACKED_WRITES): the scheduler marks every row of
  * every chunk such a system visits, one memset per chunk. Bits move with
  * their rows (archetype moves and swap-removes). Components without the
  * flag cost nothing.
  *
  * Writes through pointers these paths do not hand out (weft_get() cast to
- * non-const, a query iterated by hand, a system's `write` list outside its
- * query) are not marked.
+ * non-const, a query iterated by hand, a system's writes outside the
+ * chunks it visits) are not marked.
  *
  * The bits and the transition log (transition.h) are cleared together by
  * weft_world_clear_dirty(), which the pipeline calls at the end of every
