@@ -31,8 +31,8 @@ typedef struct dirty_val_t {
 
 typedef struct dirty_world_t {
   weft_world_t *world;
-  weft_component_t comp;   /* set/: the value; system_write/: Position */
-  weft_component_t vel;    /* system_write/: Velocity */
+  weft_component_t comp;  /* set/: the value; system_write/: Position */
+  weft_component_t vel;   /* system_write/: Velocity */
   weft_entity_t *handles; /* set/: shuffled */
   uint32_t n;
 } dirty_world_t;

@@ -470,10 +470,10 @@ static size_t segment_bytes(const weft__archetype_t *a, uint32_t n) {
 
 /* Bytes of the headers and base pointers of n chunks of archetype a. */
 static size_t segment_header_bytes(const weft__archetype_t *a, uint32_t n) {
-  return (size_t)n * (sizeof(weft__chunk_t) +
-                      (a->narrays ? a->narrays : 1) * sizeof(uint8_t *) +
-                      a->ndirty * sizeof(uint64_t) +
-                      a->ncols * sizeof(uint32_t));
+  return (size_t)n *
+         (sizeof(weft__chunk_t) +
+          (a->narrays ? a->narrays : 1) * sizeof(uint8_t *) +
+          a->ndirty * sizeof(uint64_t) + a->ncols * sizeof(uint32_t));
 }
 
 /*

@@ -103,7 +103,7 @@ typedef struct weft__archetype_t {
   uint32_t count;   /* rows in all chunks */
   uint32_t ncols;
   uint32_t narrays;
-  uint32_t ncomps;       /* present components, tags included */
+  uint32_t ncomps; /* present components, tags included */
   /* Tracked columns: the last ndirty arrays are their dirty bytes, one per
    * row, in column order (core/dirty.h). 0 for most archetypes. */
   uint32_t ndirty;

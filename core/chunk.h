@@ -51,11 +51,11 @@ typedef struct weft__chunk_t {
   /* Per tracked column (core/dirty.h): the world tick of its last write,
    * 0 never; NULL when the archetype tracks none. */
   uint64_t *ticks;
-  uint32_t count;     /* rows in use */
-  uint32_t id;        /* world-unique, index into the chunk table */
-  uint32_t index;     /* position in the archetype's chunk list */
-  uint32_t node;      /* home NUMA node of the memory */
-  uint32_t sversion;  /* change version of the last structural change */
+  uint32_t count;    /* rows in use */
+  uint32_t id;       /* world-unique, index into the chunk table */
+  uint32_t index;    /* position in the archetype's chunk list */
+  uint32_t node;     /* home NUMA node of the memory */
+  uint32_t sversion; /* change version of the last structural change */
   uint8_t pad_[64 - 5 * sizeof(void *) - 5 * sizeof(uint32_t)];
 } weft__chunk_t;
 

@@ -70,11 +70,9 @@ static int check_desc(weft_world_t *w, const weft_component_desc_t *d,
                       uint32_t *align_out) {
   WEFT_CHECK(w, d && name_ok(d->name), WEFT_EINVAL,
              "component name must be 1..%u characters", WEFT_NAME_MAX - 1);
-  WEFT_CHECK(w,
-             (d->flags & ~(WEFT_COMPONENT_SOA | WEFT_COMPONENT_TRACK_DIRTY)) ==
-                 0,
-             WEFT_EINVAL, "component '%s': unknown flags 0x%x", d->name,
-             d->flags);
+  WEFT_CHECK(
+      w, (d->flags & ~(WEFT_COMPONENT_SOA | WEFT_COMPONENT_TRACK_DIRTY)) == 0,
+      WEFT_EINVAL, "component '%s': unknown flags 0x%x", d->name, d->flags);
   WEFT_CHECK(w, d->size > 0 || !(d->flags & WEFT_COMPONENT_TRACK_DIRTY),
              WEFT_EINVAL, "tag '%s' has no value to track dirty", d->name);
   weft_component_t dup;

@@ -21,8 +21,8 @@
 #include "core/query_internal.h"
 #include "core/world.h"
 
-void weft__dirty_arrive(weft_world_t *w, weft__archetype_t *a,
-                        weft__chunk_t *c, uint32_t row0, uint32_t n) {
+void weft__dirty_arrive(weft_world_t *w, weft__archetype_t *a, weft__chunk_t *c,
+                        uint32_t row0, uint32_t n) {
   const uint32_t first = a->narrays - a->ndirty;
   for (uint32_t d = 0; d < a->ndirty; d++) {
     memset(c->bases[first + d] + row0, 1, n);
@@ -30,8 +30,7 @@ void weft__dirty_arrive(weft_world_t *w, weft__archetype_t *a,
   }
 }
 
-bool weft_is_dirty(const weft_world_t *w, weft_entity_t e,
-                   weft_component_t c) {
+bool weft_is_dirty(const weft_world_t *w, weft_entity_t e, weft_component_t c) {
   weft__where_t at;
   if (!w || !weft__locate(w, e, &at))
     return false;

@@ -19,11 +19,11 @@
 int weft_observer_create(weft_world_t *w, const weft_observer_desc_t *d,
                          weft_observer_t **out) {
   WEFT_CHECK(w, w && d && out, WEFT_EINVAL, "NULL argument");
-  const uint32_t all =
-      WEFT_EVENT_SPAWN | WEFT_EVENT_DESPAWN | WEFT_EVENT_ADD |
-      WEFT_EVENT_REMOVE | WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE |
-      WEFT_EVENT_ARCHETYPE_CREATED | WEFT_EVENT_ARCHETYPE_ENTER |
-      WEFT_EVENT_ARCHETYPE_LEAVE | WEFT_EVENT_ARCHETYPE_MOVE;
+  const uint32_t all = WEFT_EVENT_SPAWN | WEFT_EVENT_DESPAWN | WEFT_EVENT_ADD |
+                       WEFT_EVENT_REMOVE | WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE |
+                       WEFT_EVENT_ARCHETYPE_CREATED |
+                       WEFT_EVENT_ARCHETYPE_ENTER | WEFT_EVENT_ARCHETYPE_LEAVE |
+                       WEFT_EVENT_ARCHETYPE_MOVE;
   WEFT_CHECK(w, d->fn && d->events && !(d->events & ~all), WEFT_EINVAL,
              "an observer needs a callback and a valid event mask");
   bool membership = d->events & (WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE);
@@ -243,7 +243,9 @@ static void log_move(weft_world_t *w, weft_entity_t e,
                      const weft__archetype_t *from,
                      const weft__archetype_t *to) {
   weft__mask_t any = from->present;
-  WEFT__MASK_FOREACH(&to->present, id) { weft__mask_set(&any, id); }
+  WEFT__MASK_FOREACH(&to->present, id) {
+    weft__mask_set(&any, id);
+  }
   WEFT__MASK_FOREACH(&any, id) {
     bool had = weft__mask_test(&from->present, id);
     bool has = weft__mask_test(&to->present, id);

@@ -352,9 +352,9 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
       fill(user, &view, done);
     }
     /* Batch spawns report query membership as ranges, no SPAWN events. */
-    if (WEFT__UNLIKELY(w->obs_events &
-                       (WEFT_EVENT_ENTER | WEFT_EVENT_ARCHETYPE_ENTER |
-                        WEFT__EVENT_LOG)))
+    if (WEFT__UNLIKELY(
+            w->obs_events &
+            (WEFT_EVENT_ENTER | WEFT_EVENT_ARCHETYPE_ENTER | WEFT__EVENT_LOG)))
       weft__obs_enter_range(w, c, row0, k);
     done += k;
   }

@@ -24,9 +24,8 @@ void weft__tlog_push(weft_world_t *w, weft_entity_t e, weft_component_t comp,
     w->tlog_dropped++; /* reported in the view; the drain goes on */
     return;
   }
-  w->tlog[w->tlog_n++] =
-      (weft_transition_t){.entity = e, .tick = w->tick, .component = comp,
-                          .kind = kind};
+  w->tlog[w->tlog_n++] = (weft_transition_t){
+      .entity = e, .tick = w->tick, .component = comp, .kind = kind};
 }
 
 int weft_world_log_transitions(weft_world_t *w, bool on) {

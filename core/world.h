@@ -160,9 +160,9 @@ static inline void weft__mark_write(const weft_world_t *w, weft__chunk_t *c,
  * knows only the slot. Any thread.
  */
 static inline void weft__stamp_row(const weft_world_t *w,
-                                   const weft__chunk_slot_t *slot,
-                                   uint32_t row, const weft_component_t *comps,
-                                   uint32_t k, uint32_t write) {
+                                   const weft__chunk_slot_t *slot, uint32_t row,
+                                   const weft_component_t *comps, uint32_t k,
+                                   uint32_t write) {
   for (uint32_t j = 0; j < k; j++) {
     weft_component_t c = comps[j];
     uint32_t col = (write >> j & 1) && c <= WEFT_MAX_COMPONENTS

@@ -174,8 +174,8 @@ typedef struct weft__sys_t {
    * visits (weft/dirty.h): its written terms, and its `write` list unless
    * WEFT_SYSTEM_TRACKED_WRITES says those writes mark rows themselves. */
   weft__mask_t dwrites;
-  weft__mask_t touch;           /* reads | writes | every query term */
-  weft__mask_t cmd;             /* components its commands may change */
+  weft__mask_t touch; /* reads | writes | every query term */
+  weft__mask_t cmd;   /* components its commands may change */
   weft__mask_t q_include, q_exclude;
   weft__mask_t res_read, res_write, emit, receive;
   weft_component_t wcols[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];

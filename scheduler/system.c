@@ -81,8 +81,8 @@ int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
       rc = WEFT_ENOMEM;
   }
   weft__clock_start(&s->clock);
-  s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8,    WEFT_OVERLOAD_DROP,
-                                    1.0 / 30.0, 4096, false, false};
+  s->cfg = (weft_pipeline_config_t){
+      1.0 / 60.0, 8, WEFT_OVERLOAD_DROP, 1.0 / 30.0, 4096, false, false};
   s->dirty = true;
   if (!rc)
     rc = make_slots(w, s);

@@ -49,8 +49,7 @@ static dx_t *dx_new(uint32_t workers) {
   assert_non_null(x);
   x->w = wt_world_pooled(workers, 4096, &x->pool);
   dx_pipeline(x, false);
-  const weft_field_desc_t f[2] = {WEFT_FIELD(pair_t, a),
-                                  WEFT_FIELD(pair_t, b)};
+  const weft_field_desc_t f[2] = {WEFT_FIELD(pair_t, a), WEFT_FIELD(pair_t, b)};
   weft_component_desc_t d = WEFT_COMPONENT_DESC(pair_t);
   d.name = "T";
   d.fields = f;

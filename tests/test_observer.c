@@ -1431,8 +1431,7 @@ static void test_observer_archetype_created_before_first_rows(void **state) {
   weft_component_t b = wt_register(w, "B", sizeof(int32_t), 0);
   weft_component_t tag = wt_register_tag(w, "Tag");
   alog_t l = {.probe = a};
-  arch_observer(w,
-                WEFT_EVENT_ARCHETYPE_CREATED | WEFT_EVENT_ARCHETYPE_ENTER, 0,
+  arch_observer(w, WEFT_EVENT_ARCHETYPE_CREATED | WEFT_EVENT_ARCHETYPE_ENTER, 0,
                 &l);
   const weft_component_t ba[] = {b, a, 0};
   int32_t va = 11, vb = 22;
