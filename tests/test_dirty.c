@@ -424,6 +424,30 @@ static void test_dirty_same_bits_on_one_and_two_workers(void **state) {
   assert_memory_equal(one, two, N);
 }
 
+static void test_dirty_steady_frames_allocate_nothing(void **state) {
+  (void)state;
+  dx_t *x = dx_new(2);
+  assert_int_equal(weft_world_log_transitions(x->w, true), WEFT_OK);
+  add_system(x, "dirty.writer", WEFT_PHASE_FIXED_UPDATE, x->t, 0,
+             WEFT_ACCESS_WRITE, write_nothing, NULL);
+  pair_t v = {1, 2};
+  for (uint32_t frame = 0; frame < 12; frame++) {
+    wt_alloc_probe_t p = wt_alloc_probe(x->w);
+    /* Writes, moves and a frame that marks and clears every row. */
+    for (uint32_t i = 0; i < 64; i++) {
+      assert_int_equal(weft_set(x->w, x->es[i], x->t, &v), WEFT_OK);
+      assert_int_equal(weft_add(x->w, x->es[i], x->tag, NULL), WEFT_OK);
+    }
+    for (uint32_t i = 0; i < 64; i++)
+      assert_int_equal(weft_remove(x->w, x->es[i], x->tag), WEFT_OK);
+    progress_ok(x->w);
+    assert_int_equal(dirty_count(x, x->t), 0);
+    if (frame >= 4) /* warm */
+      wt_assert_no_alloc(x->w, &p, "a frame with dirty tracking");
+  }
+  dx_free(x);
+}
+
 static void test_dirty_rejects_bad_input(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
@@ -447,6 +471,7 @@ int main(void) {
       cmocka_unit_test(test_dirty_system_writes_mark_visited_chunks),
       cmocka_unit_test(test_dirty_pipeline_clears_after_each_fixed_step),
       cmocka_unit_test(test_dirty_same_bits_on_one_and_two_workers),
+      cmocka_unit_test(test_dirty_steady_frames_allocate_nothing),
       cmocka_unit_test(test_dirty_rejects_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

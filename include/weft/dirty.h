@@ -68,8 +68,9 @@ const uint8_t *weft_iter_dirty(const weft_iter_t *it, uint32_t term);
  * The tick (weft_pipeline_state_t.tick at the time) of the last write to
  * term @p term's component in the iterator's current chunk, rows arriving
  * included; 0 when never written or untracked. A chunk with a tick below
- * T holds no row written at tick T or later. Same threads as
- * weft_iter_dirty().
+ * T holds no row written at tick T or later. For a run of chunks
+ * (WEFT_QUERY_CHUNK_RUNS) it is the first chunk's: use the bytes there.
+ * Same threads as weft_iter_dirty().
  */
 uint64_t weft_iter_dirty_tick(const weft_iter_t *it, uint32_t term);
 
