@@ -24,12 +24,18 @@ void weft__copy_rows(const weft__archetype_t *a, const weft__archetype_t *b,
       else
         memset(d, 0, (size_t)run * elem);
     }
-    /* A tracked column the rows had keeps their dirty bytes; a new one
-     * stays dirty, as the rows arrived (weft__dirty_arrive()). */
-    if (WEFT__UNLIKELY(dcol->dirty) && scol)
-      memcpy(weft__chunk_at(dc, weft__dirty_array(b, dcol), 1, dr),
-             weft__chunk_at(sc, weft__dirty_array(a, scol), 1, sr), run);
   }
+  /* A tracked column the rows had keeps their dirty bytes; a new one stays
+   * dirty, as the rows arrived (weft__dirty_arrive()). One test per call
+   * for archetypes that track nothing. */
+  if (WEFT__UNLIKELY(b->ndirty))
+    for (uint32_t j = 0; j < b->ncols; j++) {
+      const weft__column_t *dcol = &b->cols[j];
+      const weft__column_t *scol = weft__archetype_col(a, dcol->comp);
+      if (dcol->dirty && scol)
+        memcpy(weft__chunk_at(dc, weft__dirty_array(b, dcol), 1, dr),
+               weft__chunk_at(sc, weft__dirty_array(a, scol), 1, sr), run);
+    }
 }
 
 /* Writes the group's values for rows [m0, m0 + n) of the group, which
