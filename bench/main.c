@@ -37,6 +37,7 @@ static const bench_scenario_t bench_registry[] = {
     {"create_destroy", bench_create_destroy},
     {"commands", bench_commands},
     {"get", bench_get},
+    {"dirty", bench_dirty},
     {"memory", bench_memory},
     {"jobs", bench_jobs},
     {"schedule", bench_schedule},

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/hooks.h"
+#include "core/observer.h"
 #include "core/world.h"
 
 #define WEFT__ALIGN64(x) (((x) + 63u) & ~63u)
@@ -51,10 +52,12 @@ static int layout(weft_world_t *w, weft__archetype_t *a) {
   return 0;
 }
 
-/* Counts components, columns and arrays of a signature. */
+/* Counts components, columns, arrays and tracked columns of a signature
+ * (a tracked column adds its dirty array to the arrays). */
 static void count_shape(const weft_world_t *w, const weft__mask_t *present,
-                        uint32_t *ncomps, uint32_t *ncols, uint32_t *narrays) {
-  *ncomps = *ncols = *narrays = 0;
+                        uint32_t *ncomps, uint32_t *ncols, uint32_t *narrays,
+                        uint32_t *ndirty) {
+  *ncomps = *ncols = *narrays = *ndirty = 0;
   WEFT__MASK_FOREACH(present, id) {
     const weft__component_t *c = weft__registry_get(&w->registry, id);
     (*ncomps)++;
@@ -62,11 +65,13 @@ static void count_shape(const weft_world_t *w, const weft__mask_t *present,
       continue;
     (*ncols)++;
     *narrays += (c->flags & WEFT_COMPONENT_SOA) ? c->field_count : 1;
+    *ndirty += (c->flags & WEFT_COMPONENT_TRACK_DIRTY) != 0;
   }
+  *narrays += *ndirty;
 }
 
 static void fill_columns(const weft_world_t *w, weft__archetype_t *a) {
-  uint32_t ci = 0, ai = 0, k = 0;
+  uint32_t ci = 0, ai = 0, k = 0, di = 0;
   WEFT__MASK_FOREACH(&a->present, id) {
     const weft__component_t *c = weft__registry_get(&w->registry, id);
     a->comps[k++] = id;
@@ -76,6 +81,8 @@ static void fill_columns(const weft_world_t *w, weft__archetype_t *a) {
     col->comp = id;
     col->size = c->size;
     col->soa = (c->flags & WEFT_COMPONENT_SOA) != 0;
+    if (c->flags & WEFT_COMPONENT_TRACK_DIRTY)
+      col->dirty = (uint16_t)++di;
     col->first_array = (uint16_t)ai;
     col->array_count = (uint16_t)(col->soa ? c->field_count : 1);
     for (uint32_t f = 0; f < col->array_count; f++, ai++) {
@@ -94,6 +101,10 @@ static void fill_columns(const weft_world_t *w, weft__archetype_t *a) {
       g->size = WEFT__GETCOL_COLD;
     }
   }
+  /* The dirty arrays come last, one byte per row each, so that the data
+   * arrays keep their places (and the chunk table's inline bases). */
+  for (uint32_t d = 0; d < a->ndirty; d++, ai++)
+    a->arrays[ai] = (weft__array_t){.elem = 1};
 }
 
 /* Frees a segment's chunk memory the way it was allocated. */
@@ -135,7 +146,7 @@ static weft__archetype_t *archetype_new(weft_world_t *w,
   a->enabled = weft__mask_andnot(present, disabled);
   for (uint32_t c = 0; c <= WEFT_MAX_COMPONENTS; c++)
     a->getmap[c].off = offsetof(weft__chunk_slot_t, none);
-  count_shape(w, present, &a->ncomps, &a->ncols, &a->narrays);
+  count_shape(w, present, &a->ncomps, &a->ncols, &a->narrays, &a->ndirty);
   a->cols = weft__calloc(&w->alloc, (a->ncols + 1) * sizeof(*a->cols), 16);
   a->arrays =
       weft__calloc(&w->alloc, (a->narrays + 1) * sizeof(*a->arrays), 16);
@@ -267,6 +278,7 @@ int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
      * the archetype goes again, and the failure is reported. */
     if (rc == 0) {
       *out = a;
+      weft__obs_archetype_created(w, a);
       return 0;
     }
     weft__archetypes_rollback(w, a->id);
@@ -301,17 +313,18 @@ static void edge_signature(const weft_world_t *w, const weft__archetype_t *a,
   }
 }
 
-/* The copies a move from a to b performs: every array both share; for an
- * ADD edge of a component with requirements, then the default writes of
- * the components it brings along (after the copies, see
- * weft__edge_defaults()). */
+/* The copies a move from a to b performs: every array both share, and the
+ * dirty bytes of the tracked columns both share (a tracked component is
+ * tracked in every archetype); for an ADD edge of a component with
+ * requirements, then the default writes of the components it brings along
+ * (after the copies, see weft__edge_defaults()). */
 static int make_plan(weft_world_t *w, const weft__archetype_t *a,
                      const weft__archetype_t *b, weft__edge_t *e,
                      weft_component_t added) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < b->ncols; i++)
     if (weft__archetype_col(a, b->cols[i].comp))
-      n += b->cols[i].array_count;
+      n += b->cols[i].array_count + (b->cols[i].dirty != 0);
   const weft__req_comp_t *rq = added ? weft__req_of(&w->registry, added) : NULL;
   size_t copies = ((size_t)(n + 1) * sizeof(*e->plan) + 7u) & ~(size_t)7;
   size_t defaults = rq ? rq->nclosure * sizeof(weft__edge_default_t) : 0;
@@ -333,6 +346,12 @@ static int make_plan(weft_world_t *w, const weft__archetype_t *a,
       e->plan[k].src = sc->first_array + f;
       e->plan[k].dst = dc->first_array + f;
       e->plan[k].elem = b->arrays[dc->first_array + f].elem;
+      k++;
+    }
+    if (dc->dirty) {
+      e->plan[k].src = weft__dirty_array(a, sc);
+      e->plan[k].dst = weft__dirty_array(b, dc);
+      e->plan[k].elem = 1;
       k++;
     }
   }
@@ -463,9 +482,10 @@ static size_t segment_bytes(const weft__archetype_t *a, uint32_t n) {
 
 /* Bytes of the headers and base pointers of n chunks of archetype a. */
 static size_t segment_header_bytes(const weft__archetype_t *a, uint32_t n) {
-  return (size_t)n * (sizeof(weft__chunk_t) +
-                      (a->narrays ? a->narrays : 1) * sizeof(uint8_t *) +
-                      a->ncols * sizeof(uint32_t));
+  return (size_t)n *
+         (sizeof(weft__chunk_t) +
+          (a->narrays ? a->narrays : 1) * sizeof(uint8_t *) +
+          a->ndirty * sizeof(uint64_t) + a->ncols * sizeof(uint32_t));
 }
 
 /*
@@ -547,12 +567,17 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
   /* Column change versions follow the base pointers, one row of ncols
    * words per chunk, in chunk order: the scheduler stamps a run of chunks
    * by walking them (scheduler/pipeline.c). Zero = never. */
-  uint32_t *vers =
-      (uint32_t *)(bases + (size_t)n * (a->narrays ? a->narrays : 1));
+  /* The dirty ticks of tracked columns (core/dirty.h) sit between the
+   * bases and the versions, where they stay 8-byte aligned. */
+  uint64_t *ticks =
+      (uint64_t *)(bases + (size_t)n * (a->narrays ? a->narrays : 1));
+  uint32_t *vers = (uint32_t *)(ticks + (size_t)n * a->ndirty);
+  memset(ticks, 0, (size_t)n * a->ndirty * sizeof(uint64_t));
   memset(vers, 0, (size_t)n * a->ncols * sizeof(uint32_t));
   for (uint32_t k = 0; k < n; k++) {
     headers[k].node = node;
     headers[k].versions = vers + (size_t)k * a->ncols;
+    headers[k].ticks = a->ndirty ? ticks + (size_t)k * a->ndirty : NULL;
   }
   a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, pool, headers, bases, n};
   a->chunk_total += n;
@@ -614,6 +639,8 @@ int weft__archetype_push_range(weft_world_t *w, weft__archetype_t *a,
   c->count += k;
   c->sversion = *a->change_version;
   a->count += k;
+  if (a->ndirty)
+    weft__dirty_arrive(w, a, c, *row0, k);
   return 0;
 }
 

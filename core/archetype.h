@@ -34,7 +34,10 @@ typedef struct weft__column_t {
   uint32_t size;        /* component value size */
   uint16_t first_array; /* into the archetype's arrays */
   uint16_t array_count; /* 1 for AoS, field count for SoA */
-  uint32_t soa;         /* nonzero when stored field-level SoA */
+  uint16_t soa;         /* nonzero when stored field-level SoA */
+  /* Tracked (WEFT_COMPONENT_TRACK_DIRTY): k + 1 for the archetype's k-th
+   * dirty array (core/dirty.h); 0: untracked. */
+  uint16_t dirty;
 } weft__column_t;
 
 /* One array copy of a move: source array, destination array, bytes. */
@@ -106,7 +109,10 @@ typedef struct weft__archetype_t {
   uint32_t count;   /* rows in all chunks */
   uint32_t ncols;
   uint32_t narrays;
-  uint32_t ncomps;       /* present components, tags included */
+  uint32_t ncomps; /* present components, tags included */
+  /* Tracked columns: the last ndirty arrays are their dirty bytes, one per
+   * row, in column order (core/dirty.h). 0 for most archetypes. */
+  uint32_t ndirty;
   weft__mask_t present;  /* components the rows have */
   weft__mask_t disabled; /* subset of present that is disabled */
   weft__mask_t enabled;  /* present & ~disabled */
@@ -196,6 +202,12 @@ static inline int weft__archetype_edge(struct weft_world_t *w,
 
 void weft__archetype_free(weft__archetype_t *a);
 
+/* The array that holds tracked column col's dirty bytes in a. */
+static inline uint32_t weft__dirty_array(const weft__archetype_t *a,
+                                         const weft__column_t *col) {
+  return a->narrays - a->ndirty + col->dirty - 1u;
+}
+
 /* The column of a component in a, or NULL (absent or tag). */
 static inline const weft__column_t *
 weft__archetype_col(const weft__archetype_t *a, weft_component_t c) {
@@ -212,6 +224,14 @@ int weft__archetype_push_slow(struct weft_world_t *w, weft__archetype_t *a,
                               weft_entity_t e, weft__chunk_t **chunk,
                               uint32_t *row);
 
+/*
+ * Rows [row0, row0 + n) of chunk c just arrived: every tracked column is
+ * dirty for them (a move's copy plan then carries the bits of the columns
+ * the row had). Only for archetypes with tracked columns (core/dirty.c).
+ */
+void weft__dirty_arrive(struct weft_world_t *w, weft__archetype_t *a,
+                        weft__chunk_t *c, uint32_t row0, uint32_t n);
+
 static inline int weft__archetype_push(struct weft_world_t *w,
                                        weft__archetype_t *a, weft_entity_t e,
                                        weft__chunk_t **chunk, uint32_t *row) {
@@ -222,6 +242,8 @@ static inline int weft__archetype_push(struct weft_world_t *w,
   a->count++;
   c->sversion = *a->change_version;
   c->entities[r] = e;
+  if (__builtin_expect(a->ndirty != 0, 0))
+    weft__dirty_arrive(w, a, c, r, 1);
   *chunk = c;
   *row = r;
   return 0;

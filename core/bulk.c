@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "core/platform.h"
 #include "core/world.h"
 
 void weft__copy_rows(const weft__archetype_t *a, const weft__archetype_t *b,
@@ -24,16 +25,31 @@ void weft__copy_rows(const weft__archetype_t *a, const weft__archetype_t *b,
         memset(d, 0, (size_t)run * elem);
     }
   }
+  /* A tracked column the rows had keeps their dirty bytes; a new one stays
+   * dirty, as the rows arrived (weft__dirty_arrive()). One test per call
+   * for archetypes that track nothing. */
+  if (WEFT__UNLIKELY(b->ndirty))
+    for (uint32_t j = 0; j < b->ncols; j++) {
+      const weft__column_t *dcol = &b->cols[j];
+      const weft__column_t *scol = weft__archetype_col(a, dcol->comp);
+      if (dcol->dirty && scol)
+        memcpy(weft__chunk_at(dc, weft__dirty_array(b, dcol), 1, dr),
+               weft__chunk_at(sc, weft__dirty_array(a, scol), 1, sr), run);
+    }
 }
 
 /* Writes the group's values for rows [m0, m0 + n) of the group, which
  * landed at rows dr.. of chunk dc. */
-static void write_run(const weft__archetype_t *b, weft__chunk_t *dc,
-                      uint32_t dr, uint32_t m0, uint32_t n,
+static void write_run(const weft_world_t *w, const weft__archetype_t *b,
+                      weft__chunk_t *dc, uint32_t dr, uint32_t m0, uint32_t n,
                       const weft__group_values_t *v) {
   const weft__column_t *col = v->col;
   const unsigned char *src = v->base + (size_t)m0 * v->stride;
   size_t stride = v->stride;
+  if (WEFT__UNLIKELY(col->dirty))
+    for (uint32_t q = 0; q < n; q++)
+      if (weft__op_value((const weft__op_t *)(src + q * stride)))
+        weft__dirty_mark(w, dc, col, dr + q);
   if (col->soa) {
     for (uint32_t q = 0; q < n; q++) {
       const void *val = weft__op_value((const weft__op_t *)(src + q * stride));
@@ -72,7 +88,7 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
         len = m - i;
       weft__copy_rows(a, b, sc, sr, dc, dr0 + i, len);
       if (vals && vals->col)
-        write_run(b, dc, dr0 + i, done + i, len, vals);
+        write_run(w, b, dc, dr0 + i, done + i, len, vals);
       i += len;
       off += len;
       if (off == run->n) {

@@ -48,12 +48,15 @@ typedef struct weft__chunk_t {
   uint8_t **bases;                /* array i of the chunk starts at bases[i] */
   weft_entity_t *entities;        /* row_cap handles */
   uint32_t *versions; /* per column: change version of its last write */
-  uint32_t count;     /* rows in use */
-  uint32_t id;        /* world-unique, index into the chunk table */
-  uint32_t index;     /* position in the archetype's chunk list */
-  uint32_t node;      /* home NUMA node of the memory */
-  uint32_t sversion;  /* change version of the last structural change */
-  uint8_t pad_[64 - 4 * sizeof(void *) - 5 * sizeof(uint32_t)];
+  /* Per tracked column (core/dirty.h): the world tick of its last write,
+   * 0 never; NULL when the archetype tracks none. */
+  uint64_t *ticks;
+  uint32_t count;    /* rows in use */
+  uint32_t id;       /* world-unique, index into the chunk table */
+  uint32_t index;    /* position in the archetype's chunk list */
+  uint32_t node;     /* home NUMA node of the memory */
+  uint32_t sversion; /* change version of the last structural change */
+  uint8_t pad_[64 - 5 * sizeof(void *) - 5 * sizeof(uint32_t)];
 } weft__chunk_t;
 
 _Static_assert(sizeof(weft__chunk_t) == 64, "a chunk header is one cache line");

@@ -72,8 +72,11 @@ static int check_desc(weft_world_t *w, const weft_component_desc_t *d,
                       uint32_t *align_out) {
   WEFT_CHECK(w, d && name_ok(d->name), WEFT_EINVAL,
              "component name must be 1..%u characters", WEFT_NAME_MAX - 1);
-  WEFT_CHECK(w, (d->flags & ~WEFT_COMPONENT_SOA) == 0, WEFT_EINVAL,
-             "component '%s': unknown flags 0x%x", d->name, d->flags);
+  WEFT_CHECK(
+      w, (d->flags & ~(WEFT_COMPONENT_SOA | WEFT_COMPONENT_TRACK_DIRTY)) == 0,
+      WEFT_EINVAL, "component '%s': unknown flags 0x%x", d->name, d->flags);
+  WEFT_CHECK(w, d->size > 0 || !(d->flags & WEFT_COMPONENT_TRACK_DIRTY),
+             WEFT_EINVAL, "tag '%s' has no value to track dirty", d->name);
   weft_component_t dup;
   WEFT_CHECK(w, weft_component_lookup(w, d->name, &dup) != 0, WEFT_EEXIST,
              "component '%s' is already registered (id %u)", d->name, dup);
@@ -134,6 +137,7 @@ int weft_component_register(weft_world_t *w, const weft_component_desc_t *d,
   rc = copy_fields(w, c, d);
   WEFT_CHECK(w, rc == 0, rc, "out of memory copying fields of '%s'", d->name);
   reg->count++;
+  w->dirty_comps += (d->flags & WEFT_COMPONENT_TRACK_DIRTY) != 0;
   *out = reg->count;
   return 0;
 }

@@ -68,7 +68,8 @@ static uint64_t archetype_hash(uint64_t h, const weft__archetype_t *a) {
     const weft__chunk_t *ch = a->chunks[c];
     h = mix(h, ch->count);
     h = mix_bytes(h, ch->entities, (size_t)ch->count * sizeof(weft_entity_t));
-    for (uint32_t i = 0; i < a->narrays; i++)
+    /* Values only: dirty bytes are bookkeeping, not state. */
+    for (uint32_t i = 0; i < a->narrays - a->ndirty; i++)
       h = mix_bytes(h, ch->bases[i], (size_t)ch->count * a->arrays[i].elem);
   }
   return h;

@@ -319,7 +319,7 @@ get_many(const weft_world_t *w, const weft_entity_t *handles, uint32_t n,
           out[j] = pt[j];
         }
         if (WEFT__UNLIKELY(address_only >> WEFT__GET_WRITE_SHIFT))
-          weft__stamp_row(w, s, comps, k,
+          weft__stamp_row(w, s, rw[i], comps, k,
                           address_only >> WEFT__GET_WRITE_SHIFT);
         if (has) {
           has[b + i] = has_known && weft__mask_test(&s->arch->present, has_c);
@@ -401,7 +401,7 @@ void *weft_get_mut(weft_world_t *w, weft_entity_t e, weft_component_t c) {
     return NULL;
   void *p = (void *)row_ptr(slot, row, c);
   if (p) /* the caller may write: `changed` readers must see the chunk */
-    weft__stamp_write(w, slot->chunk, weft__archetype_col(slot->arch, c));
+    weft__mark_write(w, slot->chunk, weft__archetype_col(slot->arch, c), row);
   return p;
 }
 
@@ -414,7 +414,7 @@ void *weft_get_field(weft_world_t *w, weft_entity_t e, weft_component_t c,
   const weft__component_t *comp = weft__registry_get(&w->registry, c);
   if (field >= comp->field_count)
     return NULL;
-  weft__stamp_write(w, at.chunk, col);
+  weft__mark_write(w, at.chunk, col, at.row);
   if (!col->soa)
     return weft__chunk_at(at.chunk, col->first_array, col->size, at.row) +
            comp->fields[field].offset;

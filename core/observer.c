@@ -14,12 +14,16 @@
 #include "core/check.h"
 #include "core/query_internal.h"
 #include "core/world.h"
+#include "weft/transition.h"
 
 int weft_observer_create(weft_world_t *w, const weft_observer_desc_t *d,
                          weft_observer_t **out) {
   WEFT_CHECK(w, w && d && out, WEFT_EINVAL, "NULL argument");
   const uint32_t all = WEFT_EVENT_SPAWN | WEFT_EVENT_DESPAWN | WEFT_EVENT_ADD |
-                       WEFT_EVENT_REMOVE | WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE;
+                       WEFT_EVENT_REMOVE | WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE |
+                       WEFT_EVENT_ARCHETYPE_CREATED |
+                       WEFT_EVENT_ARCHETYPE_ENTER | WEFT_EVENT_ARCHETYPE_LEAVE |
+                       WEFT_EVENT_ARCHETYPE_MOVE;
   WEFT_CHECK(w, d->fn && d->events && !(d->events & ~all), WEFT_EINVAL,
              "an observer needs a callback and a valid event mask");
   bool membership = d->events & (WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE);
@@ -46,8 +50,8 @@ int weft_observer_create(weft_world_t *w, const weft_observer_desc_t *d,
   return 0;
 }
 
-static void recompute_events(weft_world_t *w) {
-  w->obs_events = 0;
+void weft__obs_recompute(weft_world_t *w) {
+  w->obs_events = w->obs_internal;
   for (uint32_t i = 0; i < w->nobs; i++)
     w->obs_events |= w->obs[i]->desc.events;
   weft__route_sync(w);
@@ -74,14 +78,14 @@ void weft_observer_destroy(weft_observer_t *o) {
       remove_at(w, i);
       break;
     }
-  recompute_events(w);
+  weft__obs_recompute(w);
 }
 
 void weft__obs_forget_query(weft_world_t *w, const weft_query_t *q) {
   for (uint32_t i = w->nobs; i-- > 0;)
     if (w->obs[i]->desc.query == q)
       remove_at(w, i);
-  recompute_events(w);
+  weft__obs_recompute(w);
 }
 
 void weft__obs_fini(weft_world_t *w) {
@@ -90,6 +94,7 @@ void weft__obs_fini(weft_world_t *w) {
   weft__free(w->obs, 0, 16);
   w->obs = NULL;
   w->obs_cap = 0;
+  w->obs_internal = 0;
   w->obs_events = 0;
   weft__route_sync(w);
 }
@@ -173,12 +178,101 @@ static void query_events(weft_world_t *w, uint32_t kind,
   }
 }
 
+/* The public id of archetype a (weft_archetype_of()), 0 for none. */
+static inline uint32_t arch_id(const weft__archetype_t *a) {
+  return a ? a->id + 1 : 0;
+}
+
+/*
+ * Archetype events of one kind for rows [row, row + n) of chunk c, which
+ * belong to (or are leaving) c's archetype; `other` is the archetype at
+ * the other end of the move, NULL for a spawn or despawn.
+ */
+static void arch_events(weft_world_t *w, uint32_t kind, weft__chunk_t *c,
+                        uint32_t row, uint32_t n,
+                        const weft__archetype_t *other) {
+  if (!(w->obs_events & kind))
+    return;
+  const uint32_t id = arch_id(c->arch);
+  for (uint32_t i = 0; i < w->nobs; i++) {
+    const weft_observer_t *o = w->obs[i];
+    if (!(o->desc.events & kind) ||
+        (o->desc.archetype && o->desc.archetype != id))
+      continue;
+    weft_iter_t view;
+    weft__iter_view(w, c, row, n, NULL, 0, &view);
+    weft_event_t ev = {
+        .kind = kind,
+        .entity = c->entities[row],
+        .first_row = row,
+        .count = n,
+        .rows = &view,
+        .archetype = id,
+        .other_archetype = arch_id(other),
+    };
+    o->desc.fn(w, &ev, o->desc.user);
+  }
+}
+
+void weft__obs_archetype_created(weft_world_t *w, const weft__archetype_t *a) {
+  if (!(w->obs_events & WEFT_EVENT_ARCHETYPE_CREATED))
+    return;
+  weft_event_t ev = {
+      .kind = WEFT_EVENT_ARCHETYPE_CREATED,
+      .count = 1,
+      .archetype = arch_id(a),
+      .components = a->comps,
+      .ncomponents = a->ncomps,
+  };
+  for (uint32_t i = 0; i < w->nobs; i++)
+    if (w->obs[i]->desc.events & WEFT_EVENT_ARCHETYPE_CREATED)
+      w->obs[i]->desc.fn(w, &ev, w->obs[i]->desc.user);
+}
+
+/* Logs a spawn of rows [row, row + n) of c: SPAWN and ADD per component. */
+static void log_spawns(weft_world_t *w, const weft__chunk_t *c, uint32_t row,
+                       uint32_t n) {
+  const weft__archetype_t *a = c->arch;
+  for (uint32_t r = row; r < row + n; r++) {
+    weft__tlog_push(w, c->entities[r], 0, WEFT_TRANSITION_SPAWN);
+    for (uint32_t k = 0; k < a->ncomps; k++)
+      weft__tlog_push(w, c->entities[r], a->comps[k], WEFT_TRANSITION_ADD);
+  }
+}
+
+/* Logs what a move from `from` to `to` changed for entity e, component by
+ * component in ascending id: added, removed, enabled or disabled. */
+static void log_move(weft_world_t *w, weft_entity_t e,
+                     const weft__archetype_t *from,
+                     const weft__archetype_t *to) {
+  weft__mask_t any = from->present;
+  WEFT__MASK_FOREACH(&to->present, id) {
+    weft__mask_set(&any, id);
+  }
+  WEFT__MASK_FOREACH(&any, id) {
+    bool had = weft__mask_test(&from->present, id);
+    bool has = weft__mask_test(&to->present, id);
+    uint32_t kind = 0;
+    if (had != has)
+      kind = has ? WEFT_TRANSITION_ADD : WEFT_TRANSITION_REMOVE;
+    else if (weft__mask_test(&from->disabled, id) !=
+             weft__mask_test(&to->disabled, id))
+      kind = weft__mask_test(&to->disabled, id) ? WEFT_TRANSITION_DISABLE
+                                                : WEFT_TRANSITION_ENABLE;
+    if (kind)
+      weft__tlog_push(w, e, id, kind);
+  }
+}
+
 void weft__obs_despawn(weft_world_t *w, weft__chunk_t *c, uint32_t row) {
   if (!w->obs_events)
     return;
+  if (w->obs_events & WEFT__EVENT_LOG)
+    weft__tlog_push(w, c->entities[row], 0, WEFT_TRANSITION_DESPAWN);
   entity_event(w, WEFT_EVENT_DESPAWN, c, row);
   comp_events(w, WEFT_EVENT_REMOVE, c->arch, NULL, c, row);
   query_events(w, WEFT_EVENT_LEAVE, c->arch, NULL, c, row, 1);
+  arch_events(w, WEFT_EVENT_ARCHETYPE_LEAVE, c, row, 1, NULL);
 }
 
 void weft__obs_cancelled(weft_world_t *w, weft_entity_t e) {
@@ -193,9 +287,12 @@ void weft__obs_cancelled(weft_world_t *w, weft_entity_t e) {
 void weft__obs_spawn(weft_world_t *w, weft__chunk_t *c, uint32_t row) {
   if (!w->obs_events)
     return;
+  if (w->obs_events & WEFT__EVENT_LOG)
+    log_spawns(w, c, row, 1);
   entity_event(w, WEFT_EVENT_SPAWN, c, row);
   comp_events(w, WEFT_EVENT_ADD, c->arch, NULL, c, row);
   query_events(w, WEFT_EVENT_ENTER, c->arch, NULL, c, row, 1);
+  arch_events(w, WEFT_EVENT_ARCHETYPE_ENTER, c, row, 1, NULL);
 }
 
 void weft__obs_move_out(weft_world_t *w, const weft__archetype_t *from,
@@ -205,6 +302,7 @@ void weft__obs_move_out(weft_world_t *w, const weft__archetype_t *from,
     return;
   comp_events(w, WEFT_EVENT_REMOVE, from, to, c, row);
   query_events(w, WEFT_EVENT_LEAVE, from, to, c, row, 1);
+  arch_events(w, WEFT_EVENT_ARCHETYPE_LEAVE, c, row, 1, to);
 }
 
 void weft__obs_move_in(weft_world_t *w, const weft__archetype_t *from,
@@ -212,11 +310,25 @@ void weft__obs_move_in(weft_world_t *w, const weft__archetype_t *from,
                        uint32_t row) {
   if (!w->obs_events)
     return;
+  if (w->obs_events & WEFT__EVENT_LOG)
+    log_move(w, c->entities[row], from, to);
   comp_events(w, WEFT_EVENT_ADD, to, from, c, row);
   query_events(w, WEFT_EVENT_ENTER, to, from, c, row, 1);
+  arch_events(w, WEFT_EVENT_ARCHETYPE_ENTER, c, row, 1, from);
+  arch_events(w, WEFT_EVENT_ARCHETYPE_MOVE, c, row, 1, from);
 }
 
 void weft__obs_enter_range(weft_world_t *w, weft__chunk_t *c, uint32_t row0,
                            uint32_t n) {
+  if (w->obs_events & WEFT__EVENT_LOG)
+    log_spawns(w, c, row0, n);
   query_events(w, WEFT_EVENT_ENTER, c->arch, NULL, c, row0, n);
+  arch_events(w, WEFT_EVENT_ARCHETYPE_ENTER, c, row0, n, NULL);
+}
+
+uint32_t weft_archetype_of(const weft_world_t *w, weft_entity_t e) {
+  weft__where_t at;
+  if (!w || !weft__locate(w, e, &at))
+    return 0;
+  return arch_id(at.arch);
 }

@@ -15,6 +15,26 @@ struct weft_world_t;
 struct weft__archetype_t;
 struct weft__chunk_t;
 
+/* Internal event bits kept in the world's obs_events beside the observers'
+ * (weft_world_t.obs_internal): the transition log's (core/transition.c).
+ * Set, they route structural calls through the drain like observers do. */
+#define WEFT__EVENT_LOG (1u << 31)
+
+/* Appends a record to the transition log (transition.c). */
+void weft__tlog_push(struct weft_world_t *w, weft_entity_t e,
+                     weft_component_t comp, uint32_t kind);
+
+/* Frees the transition log's storage (world teardown, transition.c). */
+void weft__tlog_fini(struct weft_world_t *w);
+
+/* After archetype a was created and registered: ARCHETYPE_CREATED. */
+void weft__obs_archetype_created(struct weft_world_t *w,
+                                 const struct weft__archetype_t *a);
+
+/* Recomputes the world's event mask (observers' and internal bits) and its
+ * routing. */
+void weft__obs_recompute(struct weft_world_t *w);
+
 struct weft_observer_t {
   struct weft_world_t *world;
   weft_observer_desc_t desc;

@@ -350,7 +350,8 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
     weft__index_issue_rows(&w->index, c->id, row0, k, c->entities,
                            out ? out + done : NULL);
     w->txn.batch_hold -= k;
-    for (uint32_t i = 0; i < a->narrays; i++) {
+    /* Not the dirty bytes: the rows arrived dirty (weft__dirty_arrive()). */
+    for (uint32_t i = 0; i < a->narrays - a->ndirty; i++) {
       const weft__array_t *ar = &a->arrays[i];
       memset(weft__chunk_at(c, i, ar->elem, row0), 0, (size_t)k * ar->elem);
     }
@@ -362,7 +363,9 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
       fill(user, &view, done);
     }
     /* Batch spawns report query membership as ranges, no SPAWN events. */
-    if (WEFT__UNLIKELY(w->obs_events & WEFT_EVENT_ENTER))
+    if (WEFT__UNLIKELY(
+            w->obs_events &
+            (WEFT_EVENT_ENTER | WEFT_EVENT_ARCHETYPE_ENTER | WEFT__EVENT_LOG)))
       weft__obs_enter_range(w, c, row0, k);
     done += k;
   }

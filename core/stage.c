@@ -195,7 +195,7 @@ static int do_staged_op(weft_world_t *w, uint32_t op, weft_entity_t e,
       const weft__column_t *col = weft__archetype_col(at.arch, c);
       if (col) {
         weft__column_write(at.arch, col, at.chunk, at.row, value);
-        weft__stamp_write(w, at.chunk, col);
+        weft__mark_write(w, at.chunk, col, at.row);
       }
       return 0;
     }

@@ -118,7 +118,7 @@ int weft_set(weft_world_t *w, weft_entity_t e, weft_component_t c,
   const weft__column_t *col = weft__archetype_col(at.arch, c);
   if (col) {
     weft__write_or_zero(at.arch, col, at.chunk, at.row, value);
-    weft__stamp_write(w, at.chunk, col);
+    weft__mark_write(w, at.chunk, col, at.row);
   }
   return 0;
 }

@@ -136,7 +136,8 @@ static void write_values(weft_world_t *w, weft__archetype_t *a,
       weft__column_write(a, col, c, row, value);
     else
       weft__column_zero(a, col, c, row);
-    weft__stamp_write(w, c, col); /* a set in place (a moved row: harmless) */
+    /* A set in place (a moved row: harmless). */
+    weft__mark_write(w, c, col, row);
   }
 }
 
@@ -276,7 +277,8 @@ static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
     weft__archetypes_rollback(w, mark); /* those made for it go */
     return rc;
   }
-  for (uint32_t i = 0; i < target->narrays; i++) {
+  /* Not the dirty bytes: the row arrived dirty (weft__dirty_arrive()). */
+  for (uint32_t i = 0; i < target->narrays - target->ndirty; i++) {
     uint32_t elem = target->arrays[i].elem;
     memset(weft__chunk_at(c, i, elem, row), 0, elem);
   }

@@ -151,6 +151,7 @@ void weft_world_destroy(weft_world_t *w) {
   weft__random_fini(w);
   weft__cmdbufs_fini(w);
   weft__obs_fini(w);
+  weft__tlog_fini(w);
   weft__txn_fini(&w->txn);
   while (w->query_count)
     weft__query_free(w->queries[w->query_count - 1]);

@@ -126,13 +126,41 @@ static inline void weft__stamp_write(const weft_world_t *w, weft__chunk_t *c,
 }
 
 /*
+ * Marks row `row` of tracked column col in chunk c dirty and stamps the
+ * column's tick: the slow half of weft__mark_write(). Several workers may
+ * mark rows of one chunk at once (weft_get_mut() from callbacks), so the
+ * stores are relaxed atomics, which compile to plain stores.
+ */
+static inline void weft__dirty_mark(const weft_world_t *w, weft__chunk_t *c,
+                                    const weft__column_t *col, uint32_t row) {
+  const weft__archetype_t *a = c->arch;
+  __atomic_store_n(c->bases[weft__dirty_array(a, col)] + row, (uint8_t)1,
+                   __ATOMIC_RELAXED);
+  uint64_t *t = &c->ticks[col->dirty - 1u];
+  if (__atomic_load_n(t, __ATOMIC_RELAXED) != w->tick)
+    __atomic_store_n(t, w->tick, __ATOMIC_RELAXED);
+}
+
+/*
+ * weft__stamp_write() for a write to one row: also marks the row dirty
+ * when the column is tracked (one test of a field of the column the
+ * caller already holds). Any thread.
+ */
+static inline void weft__mark_write(const weft_world_t *w, weft__chunk_t *c,
+                                    const weft__column_t *col, uint32_t row) {
+  weft__stamp_write(w, c, col);
+  if (__builtin_expect(col->dirty != 0, 0))
+    weft__dirty_mark(w, c, col, row);
+}
+
+/*
  * Stamps, in the chunk of a row found through its chunk table entry, the
  * columns of the components comps[j] whose bit j is set in @p write (a
  * weft_get_many_ex() write mask): weft__stamp_write() for a lookup that
  * knows only the slot. Any thread.
  */
 static inline void weft__stamp_row(const weft_world_t *w,
-                                   const weft__chunk_slot_t *slot,
+                                   const weft__chunk_slot_t *slot, uint32_t row,
                                    const weft_component_t *comps, uint32_t k,
                                    uint32_t write) {
   for (uint32_t j = 0; j < k; j++) {
@@ -141,7 +169,7 @@ static inline void weft__stamp_row(const weft_world_t *w,
                        ? slot->arch->colmap[c]
                        : 0;
     if (col)
-      weft__chunk_stamp(slot->chunk, col - 1, w->change_version);
+      weft__mark_write(w, slot->chunk, &slot->arch->cols[col - 1], row);
   }
 }
 

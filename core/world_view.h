@@ -106,6 +106,19 @@ struct weft_world_t {
   /* Change versions (system.h): stamped on chunks by writes and
    * structural changes; bumped by the scheduler around each system. */
   uint32_t change_version;
+  /* The pipeline's fixed tick, stamped on tracked columns by their writes
+   * (core/dirty.c); set by the scheduler before each phase it runs. */
+  uint64_t tick;
+  /* Tracked components registered: nonzero makes the clear walk them. */
+  uint32_t dirty_comps;
+  /* Internal observer-event bits (core/observer.h) kept in obs_events
+   * whatever the user's observers are: the transition log's. */
+  uint32_t obs_internal;
+  /* The transition log (core/transition.c): records of this tick. */
+  struct weft_transition_t *tlog;
+  uint32_t tlog_dropped;
+  uint32_t tlog_n;
+  uint32_t tlog_cap;
 
   bool checked;
   uint8_t tag;

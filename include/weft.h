@@ -21,6 +21,8 @@
 #include "weft/query.h"
 #include "weft/command.h"
 #include "weft/observer.h"
+#include "weft/dirty.h"
+#include "weft/transition.h"
 #include "weft/topology.h"
 #include "weft/pool.h"
 #include "weft/random.h"

@@ -23,6 +23,7 @@
 #include "core/query_internal.h"
 #include "core/resource_internal.h"
 #include "core/world_view.h"
+#include "weft/dirty.h"
 #include "scheduler/clock.h"
 #include "scheduler/context.h"
 #include "scheduler/cost.h"
@@ -878,10 +879,14 @@ static int fixed_steps(weft_world_t *w, weft__sched_t *s) {
       break;
     }
     s->tick = st->tick;
+    w->tick = st->tick;
     rc = weft__pipeline_run_phase(w, s, WEFT_PHASE_FIXED_UPDATE, c->fixed_dt);
     if (!rc)
       rc = weft__pipeline_run_phase(w, s, WEFT_PHASE_POST_FIXED_UPDATE,
                                     c->fixed_dt);
+    /* Dirty bits and transitions describe one fixed step (weft/dirty.h). */
+    if (!c->manual_clear)
+      weft_world_clear_dirty(w);
     weft_event_clear(w, 0); /* events live for one fixed tick */
     st->tick++;
     st->accumulator -= c->fixed_dt;
@@ -901,12 +906,14 @@ int weft_world_progress(weft_world_t *w, double dt) {
   if (rc)
     return rc;
   s->tick = s->state.tick;
+  w->tick = s->state.tick;
   rc = weft__pipeline_run_phase(w, s, WEFT_PHASE_PRE_UPDATE, dt);
   s->state.accumulator += dt;
   if (!rc)
     rc = fixed_steps(w, s);
   s->state.alpha = s->state.accumulator / s->cfg.fixed_dt;
   s->tick = s->state.tick;
+  w->tick = s->state.tick;
   if (!rc)
     rc = weft__pipeline_run_phase(w, s, WEFT_PHASE_PRE_RENDER, dt);
   s->state.frames++;
@@ -925,6 +932,7 @@ int weft_world_run_phase(weft_world_t *w, weft_phase_t phase, double dt) {
                       phase);
   }
   s->tick = s->state.tick;
+  w->tick = s->state.tick;
   rc = weft__pipeline_run_phase(w, s, phase, dt);
   leave(w, s);
   return rc;
@@ -948,6 +956,7 @@ int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {
   s->cfg.net_dt = c->net_dt != 0 ? c->net_dt : 1.0 / 30.0;
   s->cfg.inline_rows = c->inline_rows ? c->inline_rows : 4096;
   s->cfg.time_inline = c->time_inline;
+  s->cfg.manual_clear = c->manual_clear;
   return 0;
 }
 

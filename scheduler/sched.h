@@ -50,6 +50,10 @@ typedef struct weft__ainfo_t {
   uint32_t match;  /* index into the query's cache (which may move) */
   uint32_t nstamp; /* columns in stamp */
   uint16_t stamp[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
+  /* Of those, the tracked ones (weft/dirty.h): their dirty arrays, marked
+   * for every row of every chunk visited. */
+  uint32_t ndirty;
+  uint16_t dirty[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];
 } weft__ainfo_t;
 
 /*
@@ -166,8 +170,12 @@ typedef struct weft__sys_t {
   /* Access, as masks over component / resource / channel ids. */
   weft__mask_t reads, writes;   /* data access (query terms included) */
   weft__mask_t xreads, xwrites; /* the part from the read/write lists */
-  weft__mask_t touch;           /* reads | writes | every query term */
-  weft__mask_t cmd;             /* components its commands may change */
+  /* Written components whose dirty bytes a run marks in the chunks it
+   * visits (weft/dirty.h): its written terms, and its `write` list unless
+   * WEFT_SYSTEM_TRACKED_WRITES says those writes mark rows themselves. */
+  weft__mask_t dwrites;
+  weft__mask_t touch; /* reads | writes | every query term */
+  weft__mask_t cmd;   /* components its commands may change */
   weft__mask_t q_include, q_exclude;
   weft__mask_t res_read, res_write, emit, receive;
   weft_component_t wcols[WEFT_QUERY_MAX_TERMS + WEFT_SYSTEM_MAX_ACCESS];

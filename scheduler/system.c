@@ -81,8 +81,8 @@ int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
       rc = WEFT_ENOMEM;
   }
   weft__clock_start(&s->clock);
-  s->cfg = (weft_pipeline_config_t){1.0 / 60.0, 8,    WEFT_OVERLOAD_DROP,
-                                    1.0 / 30.0, 4096, false};
+  s->cfg = (weft_pipeline_config_t){
+      1.0 / 60.0, 8, WEFT_OVERLOAD_DROP, 1.0 / 30.0, 4096, false, false};
   s->dirty = true;
   if (!rc)
     rc = make_slots(w, s);
@@ -241,7 +241,9 @@ static int fill_access(weft_world_t *w, weft__sys_t *y,
     rc = res_list(w, d->receive, &y->receive, true, "receive");
   if (rc)
     return rc;
+  const bool tracked = d->flags & WEFT_SYSTEM_TRACKED_WRITES;
   for (uint32_t i = 0; i < WEFT__MASK_WORDS; i++) {
+    y->dwrites.w[i] = y->writes.w[i] | (tracked ? 0 : y->xwrites.w[i]);
     y->reads.w[i] |= y->xreads.w[i];
     y->writes.w[i] |= y->xwrites.w[i];
     y->touch.w[i] |= y->reads.w[i] | y->writes.w[i];

@@ -71,12 +71,32 @@ static int push_arch(weft_world_t *w, weft__sys_t *y, uint32_t mi) {
   weft__ainfo_t *ai = &y->arch[y->narch++];
   ai->match = mi;
   ai->nstamp = 0;
+  ai->ndirty = 0;
   for (uint32_t i = 0; i < y->nwcols; i++) {
     const weft__column_t *col = weft__archetype_col(m->arch, y->wcols[i]);
     if (col)
       ai->stamp[ai->nstamp++] = (uint16_t)(col - m->arch->cols);
+    if (col && col->dirty && weft__mask_test(&y->dwrites, y->wcols[i]))
+      ai->dirty[ai->ndirty++] = (uint16_t)(col->dirty - 1u);
   }
   return 0;
+}
+
+void weft__visits_mark_dirty(const weft__sys_t *y, const weft__visit_t *vi) {
+  const weft__ainfo_t *ai = &y->arch[vi->ai];
+  const weft__archetype_t *a = vi->chunk->arch;
+  const uint32_t first = a->narrays - a->ndirty;
+  const uint64_t tick = y->world->tick;
+  for (uint32_t c = 0; c < vi->nch; c++) {
+    weft__chunk_t *ch = a->chunks[vi->chunk->index + c];
+    for (uint32_t i = 0; i < ai->ndirty; i++) {
+      uint32_t k = ai->dirty[i];
+      memset(ch->bases[first + k], 1, ch->count);
+      /* Relaxed: a callback's weft_get_mut() may stamp it too. */
+      if (__atomic_load_n(&ch->ticks[k], __ATOMIC_RELAXED) != tick)
+        __atomic_store_n(&ch->ticks[k], tick, __ATOMIC_RELAXED);
+    }
+  }
 }
 
 static int push_job(weft_world_t *w, weft__sys_t *y, uint32_t first,

@@ -61,14 +61,20 @@ int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y);
  * 0 or WEFT_ENOMEM, which leaves the system unplanned. */
 int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y);
 
+/* Marks every row of the chunks of visit vi dirty for the tracked columns
+ * the system writes (weft/dirty.h): one memset per chunk and column. */
+void weft__visits_mark_dirty(const weft__sys_t *y, const weft__visit_t *vi);
+
 /* Stamps the columns the system writes, in the chunks of visit vi, with
- * its version. */
+ * its version, and marks their rows dirty where they are tracked. */
 static inline void weft__visits_stamp(const weft__sys_t *y,
                                       const weft__visit_t *vi) {
   /* Locals: every stamp is a uint32_t store, which may alias the
    * system's and the visits' uint32_t fields, so the loops below would
    * otherwise reload them for each chunk. */
   const weft__ainfo_t *ai = &y->arch[vi->ai];
+  if (__builtin_expect(ai->ndirty != 0, 0))
+    weft__visits_mark_dirty(y, vi);
   const uint32_t version = y->version, ns = ai->nstamp;
   /* The chunks of a visit are consecutive chunks of one segment, whose
    * version rows are consecutive too (ncols words each): no chunk header

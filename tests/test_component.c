@@ -122,7 +122,7 @@ static void test_component_register_rejects_bad_names(void **state) {
   assert_int_equal(found, id);
   /* Unknown flags. */
   d = desc("flags", 4, 0);
-  d.flags = 0x2u;
+  d.flags = 0x4u;
   expect_rejected(w, &d, WEFT_EINVAL);
   d.flags = 0x80000000u;
   expect_rejected(w, &d, WEFT_EINVAL);

@@ -1361,6 +1361,157 @@ static void test_observer_batch_spawn_keeps_its_capacity(void **state) {
   weft_world_destroy(w);
 }
 
+/* --- archetype events ---------------------------------------------------- */
+
+typedef struct arec_t {
+  uint32_t kind, archetype, other, count, first_row;
+  weft_entity_t e;
+  weft_component_t comps[8];
+  uint32_t ncomps;
+  int32_t value; /* weft_get(e, probe) during the callback, NOV if none */
+  bool rows_ok;  /* rows->entities[0] == entity, count matches */
+} arec_t;
+
+typedef struct alog_t {
+  arec_t r[64];
+  uint32_t n;
+  weft_component_t probe;
+} alog_t;
+
+static void arch_record(weft_world_t *w, const weft_event_t *ev, void *user) {
+  alog_t *l = user;
+  assert_true(l->n < 64);
+  arec_t *r = &l->r[l->n++];
+  memset(r, 0, sizeof *r);
+  r->kind = ev->kind;
+  r->archetype = ev->archetype;
+  r->other = ev->other_archetype;
+  r->count = ev->count;
+  r->first_row = ev->first_row;
+  r->e = ev->entity;
+  r->ncomps = ev->ncomponents;
+  for (uint32_t i = 0; i < ev->ncomponents && i < 8; i++)
+    r->comps[i] = ev->components[i];
+  r->value = ev->entity ? read_i32(weft_get(w, ev->entity, l->probe)) : NOV;
+  r->rows_ok = ev->rows ? ev->rows->entities[0] == ev->entity &&
+                              ev->rows->count == ev->count
+                        : ev->kind == WEFT_EVENT_ARCHETYPE_CREATED;
+}
+
+static weft_observer_t *arch_observer(weft_world_t *w, uint32_t events,
+                                      uint32_t archetype, alog_t *l) {
+  weft_observer_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.events = events;
+  d.archetype = archetype;
+  d.fn = arch_record;
+  d.user = l;
+  weft_observer_t *o;
+  assert_int_equal(weft_observer_create(w, &d, &o), WEFT_OK);
+  return o;
+}
+
+static void expect_arec(const alog_t *l, uint32_t i, uint32_t kind,
+                        uint32_t archetype, uint32_t other, weft_entity_t e) {
+  if (i >= l->n)
+    fail_msg("event %u missing (%u events)", i, l->n);
+  const arec_t *r = &l->r[i];
+  if (r->kind != kind || r->archetype != archetype || r->other != other ||
+      r->e != e || !r->rows_ok)
+    fail_msg("event %u: kind %#x arch %u other %u e %llx rows %d; expected "
+             "%#x %u %u %llx",
+             i, r->kind, r->archetype, r->other, (unsigned long long)r->e,
+             r->rows_ok, kind, archetype, other, (unsigned long long)e);
+}
+
+static void test_observer_archetype_created_before_first_rows(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "A", sizeof(int32_t), 0);
+  weft_component_t b = wt_register(w, "B", sizeof(int32_t), 0);
+  weft_component_t tag = wt_register_tag(w, "Tag");
+  alog_t l = {.probe = a};
+  arch_observer(w, WEFT_EVENT_ARCHETYPE_CREATED | WEFT_EVENT_ARCHETYPE_ENTER, 0,
+                &l);
+  const weft_component_t ba[] = {b, a, 0};
+  int32_t va = 11, vb = 22;
+  const void *vals[] = {&vb, &va};
+  weft_entity_t e = WEFT_ENTITY_NULL;
+  assert_int_equal(weft_spawn_with(w, ba, vals, &e), WEFT_OK);
+  uint32_t ab = weft_archetype_of(w, e);
+  assert_true(ab > 0);
+  /* Created (with its ids, ascending) before the rows enter, which come
+   * with their values. */
+  assert_int_equal(l.n, 2);
+  expect_arec(&l, 0, WEFT_EVENT_ARCHETYPE_CREATED, ab, 0, WEFT_ENTITY_NULL);
+  assert_int_equal(l.r[0].ncomps, 2);
+  assert_int_equal(l.r[0].comps[0], a);
+  assert_int_equal(l.r[0].comps[1], b);
+  expect_arec(&l, 1, WEFT_EVENT_ARCHETYPE_ENTER, ab, 0, e);
+  assert_int_equal(l.r[1].value, 11);
+  /* A second spawn there creates nothing. */
+  weft_entity_t f = wt_spawn_with(w, ba, vals);
+  assert_int_equal(l.n, 3);
+  expect_arec(&l, 2, WEFT_EVENT_ARCHETYPE_ENTER, ab, 0, f);
+  /* A new signature: created, then entered from the old one. */
+  assert_int_equal(weft_add(w, e, tag, NULL), WEFT_OK);
+  uint32_t abt = weft_archetype_of(w, e);
+  assert_int_not_equal(abt, ab);
+  assert_int_equal(l.n, 5);
+  expect_arec(&l, 3, WEFT_EVENT_ARCHETYPE_CREATED, abt, 0, WEFT_ENTITY_NULL);
+  assert_int_equal(l.r[3].ncomps, 3);
+  assert_int_equal(l.r[3].comps[2], tag);
+  expect_arec(&l, 4, WEFT_EVENT_ARCHETYPE_ENTER, abt, ab, e);
+  assert_int_equal(weft_archetype_of(w, WEFT_ENTITY_NULL), 0);
+  weft_world_destroy(w);
+}
+
+static void test_observer_archetype_enter_leave_move(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t a = wt_register(w, "A", sizeof(int32_t), 0);
+  weft_component_t tag = wt_register_tag(w, "Tag");
+  const weft_component_t only_a[] = {a, 0};
+  int32_t va = 5;
+  const void *vals[] = {&va};
+  weft_entity_t keep = wt_spawn_with(w, only_a, vals);
+  weft_entity_t e = wt_spawn_with(w, only_a, vals);
+  assert_int_equal(weft_add(w, keep, tag, NULL), WEFT_OK);
+  const uint32_t xa = weft_archetype_of(w, e);
+  const uint32_t xat = weft_archetype_of(w, keep);
+  alog_t all = {.probe = a}, only = {.probe = a};
+  const uint32_t ev = WEFT_EVENT_ARCHETYPE_ENTER | WEFT_EVENT_ARCHETYPE_LEAVE |
+                      WEFT_EVENT_ARCHETYPE_MOVE;
+  arch_observer(w, ev, 0, &all);
+  arch_observer(w, ev, xat, &only);
+  /* A move: LEAVE from the old (still readable), then ENTER and MOVE in
+   * the new, each naming the other archetype. */
+  assert_int_equal(weft_add(w, e, tag, NULL), WEFT_OK);
+  assert_int_equal(all.n, 3);
+  expect_arec(&all, 0, WEFT_EVENT_ARCHETYPE_LEAVE, xa, xat, e);
+  assert_int_equal(all.r[0].value, 5);
+  expect_arec(&all, 1, WEFT_EVENT_ARCHETYPE_ENTER, xat, xa, e);
+  expect_arec(&all, 2, WEFT_EVENT_ARCHETYPE_MOVE, xat, xa, e);
+  assert_int_equal(all.r[2].value, 5);
+  /* A despawn: LEAVE with no other archetype, the entity readable. */
+  assert_int_equal(weft_despawn(w, e), WEFT_OK);
+  assert_int_equal(all.n, 4);
+  expect_arec(&all, 3, WEFT_EVENT_ARCHETYPE_LEAVE, xat, 0, e);
+  assert_int_equal(all.r[3].value, 5);
+  /* A batch spawn enters as one range. */
+  weft_entity_t made[3];
+  assert_int_equal(weft_spawn_batch(w, 3, only_a, NULL, NULL, made), WEFT_OK);
+  assert_int_equal(all.n, 5);
+  expect_arec(&all, 4, WEFT_EVENT_ARCHETYPE_ENTER, xa, 0, made[0]);
+  assert_int_equal(all.r[4].count, 3);
+  /* The filtered observer saw only its archetype's events. */
+  assert_int_equal(only.n, 3);
+  expect_arec(&only, 0, WEFT_EVENT_ARCHETYPE_ENTER, xat, xa, e);
+  expect_arec(&only, 1, WEFT_EVENT_ARCHETYPE_MOVE, xat, xa, e);
+  expect_arec(&only, 2, WEFT_EVENT_ARCHETYPE_LEAVE, xat, 0, e);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_observer_spawn_with_fires_inline_with_values),
@@ -1386,6 +1537,8 @@ int main(void) {
       cmocka_unit_test(test_observer_create_errors),
       cmocka_unit_test(test_observer_destroy_stops_delivery),
       cmocka_unit_test(test_observer_query_destroy_removes_observers),
+      cmocka_unit_test(test_observer_archetype_created_before_first_rows),
+      cmocka_unit_test(test_observer_archetype_enter_leave_move),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,10 @@ typedef uint32_t weft_component_t;
 
 /** Store each field as its own array (field-level SoA). Needs fields. */
 #define WEFT_COMPONENT_SOA 0x1u
+/** Keep per-row dirty bits for this data component (weft/dirty.h): every
+ * write path marks the rows it writes. Untracked components cost nothing.
+ * Not for tags. */
+#define WEFT_COMPONENT_TRACK_DIRTY 0x2u
 
 /** One field of a component: a named byte range inside the value. */
 typedef struct weft_field_desc_t {
@@ -52,7 +56,7 @@ typedef struct weft_component_desc_t {
                            (capped at 16) */
   const weft_field_desc_t *fields; /**< optional field list */
   uint32_t field_count;            /**< entries in @ref fields */
-  uint32_t flags;                  /**< WEFT_COMPONENT_SOA */
+  uint32_t flags; /**< WEFT_COMPONENT_SOA, WEFT_COMPONENT_TRACK_DIRTY */
 } weft_component_desc_t;
 
 /** Read-only facts about a registered component. */

@@ -22,6 +22,29 @@
  *   observer's query (disabling a component can make rows leave). Rows come
  *   as ranges of one chunk: LEAVE before they go, readable; ENTER after
  *   they arrived. Batch spawns report ENTER ranges (and no SPAWN events).
+ *
+ * Archetype events (the observer's archetype, or every one when it names
+ * none; archetype ids are those the events and weft_archetype_of() report,
+ * from 1, stable for the archetype's life):
+ *
+ * - WEFT_EVENT_ARCHETYPE_CREATED: a new archetype (signature) exists, with
+ *   `components` its component ids, ascending. It fires before any row
+ *   lands there, so observers learn of an archetype before its first
+ *   ENTER. An archetype created by a call that then fails is dropped again
+ *   and its id reused.
+ * - WEFT_EVENT_ARCHETYPE_ENTER: rows arrived in `archetype`, from
+ *   `other_archetype` (0: spawned); values are readable through `rows`.
+ *   Batch spawns report ranges.
+ * - WEFT_EVENT_ARCHETYPE_LEAVE: rows are about to leave `archetype` for
+ *   `other_archetype` (0: despawned); still readable.
+ * - WEFT_EVENT_ARCHETYPE_MOVE: a row moved from `other_archetype` into
+ *   `archetype` (an add, remove, enable or disable): one event per move,
+ *   after it, for observers that follow migrations and not spawns.
+ *
+ * For one change, events come in this order: LEAVE, then ENTER and MOVE;
+ * observers in registration order. Like every observer, archetype
+ * observers make structural calls take the staged path; a world without
+ * any pays one test per drained change.
  */
 #ifndef WEFT_OBSERVER_H
 #define WEFT_OBSERVER_H
@@ -44,7 +67,11 @@ enum {
   WEFT_EVENT_ADD = 1u << 2,
   WEFT_EVENT_REMOVE = 1u << 3,
   WEFT_EVENT_ENTER = 1u << 4,
-  WEFT_EVENT_LEAVE = 1u << 5
+  WEFT_EVENT_LEAVE = 1u << 5,
+  WEFT_EVENT_ARCHETYPE_CREATED = 1u << 6,
+  WEFT_EVENT_ARCHETYPE_ENTER = 1u << 7,
+  WEFT_EVENT_ARCHETYPE_LEAVE = 1u << 8,
+  WEFT_EVENT_ARCHETYPE_MOVE = 1u << 9
 };
 
 /** An opaque observer owned by its world. */
@@ -67,6 +94,15 @@ typedef struct weft_event_t {
   uint32_t count;             /**< rows in the range (>= 1; 1 if no rows) */
   const weft_iter_t *rows;    /**< the rows, or NULL */
   const weft_query_t *query;  /**< ENTER/LEAVE: the observer's query */
+  /** ARCHETYPE_*: the archetype created, entered, left or moved into. */
+  uint32_t archetype;
+  /** ARCHETYPE_ENTER/LEAVE/MOVE: where the rows come from or go to; 0 for
+   * a spawn or a despawn. */
+  uint32_t other_archetype;
+  /** ARCHETYPE_CREATED: the archetype's component ids, ascending; owned by
+   * the world, valid for the archetype's life. */
+  const weft_component_t *components;
+  uint32_t ncomponents; /**< entries in components */
 } weft_event_t;
 
 /** An observer callback. Owner thread. */
@@ -80,6 +116,8 @@ typedef struct weft_observer_desc_t {
   const weft_query_t *query;  /**< required for ENTER/LEAVE */
   weft_observer_fn fn;        /**< required */
   void *user;                 /**< passed to fn */
+  /** ARCHETYPE_ENTER/LEAVE/MOVE filter: one archetype id; 0 means any. */
+  uint32_t archetype;
 } weft_observer_desc_t;
 
 /**
@@ -91,6 +129,13 @@ typedef struct weft_observer_desc_t {
  */
 int weft_observer_create(weft_world_t *world, const weft_observer_desc_t *desc,
                          weft_observer_t **out);
+
+/**
+ * The archetype id of live entity @p e (as archetype events report it), 0
+ * for a stale handle. Owner thread, or any thread while no structural
+ * change runs.
+ */
+uint32_t weft_archetype_of(const weft_world_t *world, weft_entity_t e);
 
 /** Unregisters an observer. Owner thread, outside scopes; NULL is a no-op. */
 void weft_observer_destroy(weft_observer_t *obs);

@@ -74,6 +74,11 @@ typedef struct weft_pipeline_config_t {
    * off by default as well).
    * Jobs on the pool, phases and traced frames are always timed. */
   bool time_inline;
+  /** Leave dirty bits and the transition log alone at the end of each
+   * fixed step (weft/dirty.h): the caller clears them with
+   * weft_world_clear_dirty(). Default (false): cleared after
+   * PostFixedUpdate. */
+  bool manual_clear;
 } weft_pipeline_config_t;
 
 /** Sets the pipeline's settings. Owner, not during a frame. WEFT_EINVAL. */
