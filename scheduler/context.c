@@ -55,9 +55,12 @@ int weft_sysctx_commit(weft_sysctx_t *ctx) {
   if (y && s && s->running) {
     atomic_store_explicit(&y->commit_req, true, memory_order_relaxed);
     atomic_store_explicit(&s->commit_asked, true, memory_order_relaxed);
-    /* The plain path reads a system's atomics only after a run that
-     * flagged its slot (pipeline.c, finish_plain()). */
-    s->slots[ctx->worker].counted = true;
+    /* Without a pool every callback runs here, on the driving thread,
+     * before any of y's dependents: hold them now, so that the plain
+     * path's loop needs no check of its own. With a pool the dispatcher
+     * holds them (pipeline.c, complete() and check_request()). */
+    if (!s->pool)
+      weft__sched_hold(y);
     return 0;
   }
   /* During a frame the caller may be a worker, which must not write the

@@ -105,6 +105,22 @@ static void mark_held(weft__sys_t *y) {
   }
 }
 
+/* Holds y's descendants in its segment at once, from the thread running
+ * y: weft_sysctx_commit() in a world without a pool, where every callback
+ * runs on the driving thread and none of them has run yet. */
+void weft__sched_hold(weft__sys_t *y) {
+  for (uint32_t i = 0; i < y->nsucc; i++) {
+    weft__sys_t *t = y->succ[i];
+    if (t->segment != y->segment ||
+        atomic_load_explicit(&t->held, memory_order_relaxed))
+      continue;
+    atomic_store_explicit(&t->held, t->active ? HELD_ACTIVE : HELD,
+                          memory_order_relaxed);
+    t->active = false;
+    weft__sched_hold(t);
+  }
+}
+
 /* After system l[i] ran on a serial path while some system of the segment
  * had asked for a commit: when l[i] asked, holds its descendants. The
  * order is topological, so one forward pass reaches them all. */
@@ -660,24 +676,24 @@ static int finish(weft_world_t *w, weft__phase_t *p, weft__sys_t **l,
 static void prepare_plain(weft_world_t *w, weft__phase_t *p, weft__sys_t **l,
                           uint32_t n) {
   const bool phase_on = p->enabled;
+  /* No callback runs here: the counter lives in a register meanwhile. */
+  uint32_t version = w->change_version;
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
     y->active = phase_on && y->enabled;
     if (y->active)
-      y->version = ++w->change_version;
+      y->version = ++version;
   }
-  w->change_version++; /* as prepare() does */
+  w->change_version = version + 1; /* as prepare() does */
 }
 
-/* Folds a plain run of l[i] into its counters. Its atomics are read only
- * when the run may have set them: @p check (a failure, or a run that
- * records its failures there), or a weft_sysctx_count() or
- * weft_sysctx_commit() on the slot; a commit request then holds the
- * system's dependents before the loop reaches them. */
-static inline void finish_plain(weft_world_t *w, weft__sched_t *s,
-                                weft__sys_t **l, uint32_t i, uint32_t n,
-                                bool check, weft__cmdslot_t *slot, int *rc) {
-  weft__sys_t *y = l[i];
+/* Folds a plain run of y into its counters. Its atomics are read only when
+ * the run may have set them: @p check (a failure, or a run that records
+ * its failures there), or a weft_sysctx_count() on the slot. A commit
+ * request needs nothing here: without a pool weft_sysctx_commit() holds
+ * the dependents itself (weft__sched_hold()). */
+static inline void finish_plain(weft_world_t *w, weft__sys_t *y, bool check,
+                                weft__cmdslot_t *slot, int *rc) {
   y->stats.runs++;
   y->stats.chunks += y->ncalls;
   y->stats.entities += y->rows;
@@ -687,7 +703,6 @@ static inline void finish_plain(weft_world_t *w, weft__sched_t *s,
     uint64_t e = atomic_load_explicit(&y->err, memory_order_relaxed);
     if (counted | e)
       finish_rare(w, y, counted, e, rc);
-    check_request(s, l, i, n);
   }
   y->last_run = y->version;
 }
@@ -738,7 +753,7 @@ static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
         check = true;
       }
     }
-    finish_plain(w, s, l, i, n, check, slot, &rc);
+    finish_plain(w, y, check, slot, &rc);
   }
   return rc;
 }
@@ -963,8 +978,28 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   return rc ? rc : src;
 }
 
-int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
-                             double dt) {
+/* What follows phase @p ph's own run: its children, each with its
+ * subtree, in registration order, unless @p ph is disabled (a disabled
+ * phase disables its subtree); then the user phases anchored to it, in
+ * registration order. Stops at the first failure. */
+static WEFT__NOINLINE int run_followers(weft_world_t *w, weft__sched_t *s,
+                                        weft_phase_t ph, double dt) {
+  const weft__phase_t *p = &s->phases[ph];
+  int rc = 0;
+  if (p->enabled)
+    for (weft_phase_t c = p->first_child; c && !rc;
+         c = s->phases[c].next_sibling)
+      rc = weft__pipeline_run_phase(w, s, c, dt);
+  for (weft_phase_t q = WEFT__PHASE_BUILTINS + 1; q <= s->nphases && !rc; q++)
+    if (s->phases[q].anchor == ph)
+      rc = weft__pipeline_run_phase(w, s, q, dt);
+  return rc;
+}
+
+/* weft__pipeline_run_phase(), inlined into the frame for its once-a-frame
+ * phases: a frame of empty phases is mostly calls. */
+static inline __attribute__((always_inline)) int
+run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph, double dt) {
   weft__phase_t *p = &s->phases[ph];
   int rc = 0;
   s->dt = dt;
@@ -984,17 +1019,16 @@ int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
     }
     p->stats.wall_ns += weft__ticks() - t0;
   }
-  /* Its children, in registration order, while it is enabled: disabling
-   * a phase disables its subtree. */
-  if (p->enabled)
-    for (weft_phase_t c = p->first_child; c && !rc;
-         c = s->phases[c].next_sibling)
-      rc = weft__pipeline_run_phase(w, s, c, dt);
-  /* User phases anchored here follow, in registration order. */
-  for (weft_phase_t q = WEFT__PHASE_BUILTINS + 1; q <= s->nphases && !rc; q++)
-    if (s->phases[q].anchor == ph)
-      rc = weft__pipeline_run_phase(w, s, q, dt);
+  /* Children and anchored phases are user phases: a world without any
+   * tests one count. */
+  if (s->nphases > WEFT__PHASE_BUILTINS && !rc)
+    rc = run_followers(w, s, ph, dt);
   return rc;
+}
+
+int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
+                             double dt) {
+  return run_phase(w, s, ph, dt);
 }
 
 /*
@@ -1003,8 +1037,8 @@ int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
  * its turn came (enabled, in an enabled phase), whatever its callback
  * returned. A disabled one stays pending for a later run.
  */
-static int run_once(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
-                    double dt) {
+static WEFT__NOINLINE int run_once(weft_world_t *w, weft__sched_t *s,
+                                   weft_phase_t ph, double dt) {
   weft__phase_t *p = &s->phases[ph];
   if (p->n == 0)
     return 0;
@@ -1127,14 +1161,14 @@ int weft_world_progress(weft_world_t *w, double dt) {
   if (WEFT__UNLIKELY(s->phases[WEFT_PHASE_STARTUP].n))
     rc = run_once(w, s, WEFT_PHASE_STARTUP, dt);
   if (!rc)
-    rc = weft__pipeline_run_phase(w, s, WEFT_PHASE_PRE_UPDATE, dt);
+    rc = run_phase(w, s, WEFT_PHASE_PRE_UPDATE, dt);
   s->state.accumulator += dt;
   if (!rc)
     rc = fixed_steps(w, s);
   s->state.alpha = s->state.accumulator / s->cfg.fixed_dt;
   s->tick = s->state.tick;
   if (!rc)
-    rc = weft__pipeline_run_phase(w, s, WEFT_PHASE_PRE_RENDER, dt);
+    rc = run_phase(w, s, WEFT_PHASE_PRE_RENDER, dt);
   s->state.frames++;
   leave(w, s);
   return rc;
@@ -1161,7 +1195,7 @@ int weft_world_shutdown(weft_world_t *w) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
   if (!weft__sched_of(w))
     return 0; /* no system was ever registered */
-  weft__sched_t *s;
+  weft__sched_t *s = NULL;
   int rc = enter(w, &s, 0.0);
   if (rc)
     return rc;

@@ -199,10 +199,12 @@ _Static_assert(offsetof(weft__sys_t, job_next) % WEFT__CACHE_LINE == 0 &&
 typedef struct weft__phase_t {
   char *name;
   weft_phase_t anchor; /* runs after this phase (0: built-in, or a child) */
-  /* The phase tree (weft_phase_register_child()): children run after
-   * the phase's own systems, in registration order, while it is enabled. */
-  weft_phase_t parent, first_child, next_sibling;
   bool enabled;
+  /* The phase tree (weft_phase_register_child()): children run after
+   * the phase's own systems, in registration order, while it is enabled.
+   * Ids below WEFT_MAX_PHASES, in bytes that were padding, so that the
+   * record keeps its 96 bytes (the frame indexes it for every phase). */
+  uint8_t parent, first_child, next_sibling;
   /* Built: systems in final order (segment, then dependency order). */
   weft__sys_t **order;
   uint32_t n, cap;
@@ -213,6 +215,9 @@ typedef struct weft__phase_t {
    * (pipeline.c, run_serial()). */
   bool sample_now, sample_next;
 } weft__phase_t;
+
+_Static_assert(WEFT_MAX_PHASES <= UINT8_MAX, "phase tree links are bytes");
+_Static_assert(sizeof(weft__phase_t) == 96, "weft__phase_t: 96 bytes");
 
 /* One span of a trace. */
 typedef struct weft__span_t {
@@ -362,6 +367,11 @@ bool weft__runif_owned(const weft_world_t *w, const weft_runif_t *cond);
 
 /* Rebuilds every phase's schedule when dirty (graph.c). */
 int weft__sched_build(weft_world_t *w, weft__sched_t *s);
+
+/* Holds the descendants of system @p y in its segment for a later round
+ * (pipeline.c): weft_sysctx_commit() in a world without a pool, on the
+ * driving thread, while y runs. */
+void weft__sched_hold(weft__sys_t *y);
 
 /* Rebuilds phase @p ph alone, after some of its systems became spent
  * (graph.c): 0 or WEFT_ENOMEM (then the whole schedule is rebuilt at the

@@ -501,13 +501,13 @@ static int add_phase(weft_world_t *w, const char *name, weft_phase_t after,
   p->name = dupname(w, name);
   WEFT_CHECK(w, p->name, WEFT_ENOMEM, "out of memory");
   p->anchor = after;
-  p->parent = parent;
+  p->parent = (uint8_t)parent;
   p->enabled = true;
   if (parent) { /* last among its siblings */
-    weft_phase_t *link = &s->phases[parent].first_child;
+    uint8_t *link = &s->phases[parent].first_child;
     while (*link)
       link = &s->phases[*link].next_sibling;
-    *link = id;
+    *link = (uint8_t)id;
   }
   s->nphases = id;
   *out = id;

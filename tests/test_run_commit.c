@@ -14,10 +14,10 @@
 #include "support/pipeline_test.h"
 
 #define RC_FRAMES 12u
-#define RC_SYSTEMS 6u
+#define RC_SYSTEMS 8u
 #define RC_POP 4000u
 
-enum { SPAWNER, READER, TAGGED, BYSTANDER, SPLITTER, AFTER_SPLIT };
+enum { SPAWNER, READER, TAGGED, BYSTANDER, SPLITTER, AFTER_SPLIT, ECHO, ECHO2 };
 
 static bool rc_spawner_asks(uint32_t f) {
   return f % 2 == 0;
@@ -101,10 +101,11 @@ static int rc_reader(weft_sysctx_t *ctx, const weft_iter_t *it) {
   return 0;
 }
 
-/* Counts rows: tagged (after the reader) or with Vel (the bystander,
- * which depends on none of the others). */
+/* Counts rows: tagged (after the reader), with Vel (the bystander,
+ * which depends on none of the others), Pos and Mark (echo2, which
+ * depends on the spawner through the task echo alone). */
 static int rc_rows(weft_sysctx_t *ctx, const weft_iter_t *it) {
-  rc_count(ctx, it->count);
+  rc_count(ctx, it ? it->count : 0); /* a task counts nothing */
   return 0;
 }
 
@@ -144,9 +145,11 @@ static void rc_build(rc_run_t *r, uint32_t mode, bool ask) {
   assert_int_equal(weft_pipeline_configure(r->f.w, &pc), WEFT_OK);
   populate(&r->f, RC_POP, r->heat);
   static const char *const names[RC_SYSTEMS] = {
-      "spawner", "reader", "tagged", "bystander", "splitter", "after_split"};
+      "spawner",  "reader",      "tagged", "bystander",
+      "splitter", "after_split", "echo",   "echo2"};
   static const weft_system_fn fns[RC_SYSTEMS] = {
-      rc_spawner, rc_reader, rc_rows, rc_rows, rc_splitter, rc_rows};
+      rc_spawner,  rc_reader, rc_rows, rc_rows,
+      rc_splitter, rc_rows,   rc_rows, rc_rows};
   for (uint32_t i = 0; i < RC_SYSTEMS; i++) {
     rc_users[ask][mode][i] = (rc_user_t){r, i};
     weft_system_desc_t d = sys_desc(names[i], WEFT_PHASE_FIXED_UPDATE, fns[i],
@@ -177,11 +180,21 @@ static void rc_build(rc_run_t *r, uint32_t mode, bool ask) {
       d.term_access[0] = WEFT_ACCESS_WRITE;
       d.batch = 64;
       break;
-    default: /* after the splitter: it reads what the splitter writes */
+    case AFTER_SPLIT: /* it reads what the splitter writes */
       d.query.include[0] = r->heat;
       d.query.include[1] = r->tag2;
       d.term_access[0] = WEFT_ACCESS_READ;
       d.term_access[1] = WEFT_ACCESS_NONE;
+      break;
+    case ECHO: /* the spawner's second dependent, a task */
+      d.after[0] = "spawner";
+      break;
+    default: /* echo2: reachable from the spawner through echo alone */
+      d.query.include[0] = r->f.pos;
+      d.query.include[1] = r->f.mark;
+      d.term_access[0] = WEFT_ACCESS_READ;
+      d.term_access[1] = WEFT_ACCESS_READ;
+      d.after[0] = "echo";
       break;
     }
     r->ids[i] = sys_add(r->f.w, &d);
@@ -239,8 +252,8 @@ static void rc_oracle(const rc_run_t *r) {
     uint32_t split = atomic_load(&r->split_tagged[f]);
     if (x_asked)
       tagged2 += split;
-    const uint32_t want[RC_SYSTEMS] = {0,      reader, tagged, RC_POP + 3 * f,
-                                       RC_POP, tagged2};
+    const uint32_t want[RC_SYSTEMS] = {0,      reader,  tagged, RC_POP + 3 * f,
+                                       RC_POP, tagged2, 0,      reader};
     for (uint32_t i = 0; i < RC_SYSTEMS; i++)
       if (atomic_load(&r->rows[i][f]) != want[i])
         fail_msg("ask %d, frame %u, system %u: %u rows, expected %u",
