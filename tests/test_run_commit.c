@@ -5,7 +5,8 @@
  * the segment recorded, so they see it in the same frame; systems that do
  * not depend on it run as usual. The program runs three ways, as in
  * test_plain.c (the plain path, the general serial path, a pool of two
- * workers that takes every system and splits the big one), each with and
+ * workers that takes every system and splits the big one) and a fourth
+ * (a pool of two whose segments all run inline), each with and
  * without requests, and an oracle says what every system must see.
  */
 #define _GNU_SOURCE /* nanosleep (support/pipeline_test.h) */
@@ -16,6 +17,8 @@
 #define RC_FRAMES 12u
 #define RC_SYSTEMS 8u
 #define RC_POP 4000u
+/* Plain, general serial, pool dispatching all, pool running all inline. */
+#define RC_MODES 4u
 
 enum { SPAWNER, READER, TAGGED, BYSTANDER, SPLITTER, AFTER_SPLIT, ECHO, ECHO2 };
 
@@ -40,6 +43,7 @@ typedef struct rc_run_t {
   weft_system_t ids[RC_SYSTEMS];
   uint64_t digest[RC_FRAMES];
   uint32_t version[RC_FRAMES];
+  uint64_t split_jobs[RC_FRAMES]; /* the splitter's pool jobs so far */
   weft_phase_stats_t fixed;
 } rc_run_t;
 
@@ -48,7 +52,7 @@ typedef struct rc_user_t {
   uint32_t index;
 } rc_user_t;
 
-static rc_user_t rc_users[2][3][RC_SYSTEMS];
+static rc_user_t rc_users[2][RC_MODES][RC_SYSTEMS];
 
 static void rc_count(weft_sysctx_t *ctx, uint32_t rows) {
   rc_user_t *u = ctx->user;
@@ -134,14 +138,16 @@ static int rc_splitter(weft_sysctx_t *ctx, const weft_iter_t *it) {
 static void rc_build(rc_run_t *r, uint32_t mode, bool ask) {
   memset(r, 0, sizeof *r);
   r->ask = ask;
-  r->f = fx_new(mode == 2 ? 2 : 0, 4096);
+  r->f = fx_new(mode >= 2 ? 2 : 0, 4096);
   r->heat = wt_register(r->f.w, "Heat", sizeof(double), 0);
   r->tag2 = wt_register_tag(r->f.w, "Tag2");
   weft_pipeline_config_t pc;
   memset(&pc, 0, sizeof pc);
   pc.fixed_dt = FIXED;
   pc.time_inline = mode == 1;
-  pc.inline_rows = mode == 2 ? 1 : 0;
+  /* Mode 3 keeps every segment on the driving thread while a pool
+   * exists: the serial path that checks for requests after each system. */
+  pc.inline_rows = mode == 2 ? 1 : mode == 3 ? 1u << 30 : 0;
   assert_int_equal(weft_pipeline_configure(r->f.w, &pc), WEFT_OK);
   populate(&r->f, RC_POP, r->heat);
   static const char *const names[RC_SYSTEMS] = {
@@ -213,6 +219,7 @@ static void rc_run(rc_run_t *r, uint32_t mode, bool ask) {
     progress_ok(r->f.w, FIXED);
     r->digest[f] = weft_world_digest(r->f.w);
     r->version[f] = weft_world_change_version(r->f.w);
+    r->split_jobs[f] = sstats(r->f.w, r->ids[SPLITTER]).jobs;
   }
   r->fixed = phstats(r->f.w, WEFT_PHASE_FIXED_UPDATE);
   assert_int_equal(atomic_load(&r->bad), 0);
@@ -267,16 +274,16 @@ static void rc_oracle(const rc_run_t *r) {
 }
 
 /* Requests make the structure visible to the held systems in the same
- * frame, and only to them; all three paths agree, and without requests
+ * frame, and only to them; all four ways agree, and without requests
  * every frame has its one sync point, as before. */
 static void test_run_commit_holds_dependents_until_a_sync_point(void **state) {
   (void)state;
-  static rc_run_t runs[2][3];
+  static rc_run_t runs[2][RC_MODES];
   for (uint32_t ask = 0; ask < 2; ask++) {
-    for (uint32_t m = 0; m < 3; m++)
+    for (uint32_t m = 0; m < RC_MODES; m++)
       rc_run(&runs[ask][m], m, ask);
-    rc_same(&runs[ask][0], &runs[ask][1]);
-    rc_same(&runs[ask][0], &runs[ask][2]);
+    for (uint32_t m = 1; m < RC_MODES; m++)
+      rc_same(&runs[ask][0], &runs[ask][m]);
     rc_oracle(&runs[ask][0]);
   }
   /* The splitter tagged something on its frames (the oracle relies on
@@ -288,8 +295,14 @@ static void test_run_commit_holds_dependents_until_a_sync_point(void **state) {
    * spawns). With them: more. */
   assert_int_equal(runs[0][0].fixed.sync_points, RC_FRAMES);
   assert_true(runs[1][0].fixed.sync_points > RC_FRAMES);
+  /* Mode 3 dispatched its first frame, where its tasks, not yet
+   * measured, count as expensive; after that everything ran inline (the
+   * splitter took no more jobs), so those frames' requests went through
+   * the serial path's check. */
+  const rc_run_t *inl = &runs[1][3];
+  assert_int_equal(inl->split_jobs[RC_FRAMES - 1], inl->split_jobs[1]);
   for (uint32_t ask = 0; ask < 2; ask++)
-    for (uint32_t m = 0; m < 3; m++)
+    for (uint32_t m = 0; m < RC_MODES; m++)
       fx_free(&runs[ask][m].f);
 }
 
