@@ -1035,7 +1035,9 @@ int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
  * Runs the pending systems of run-once phase @p ph (Startup, Shutdown),
  * then takes those that ran out of its schedule: a system is spent once
  * its turn came (enabled, in an enabled phase), whatever its callback
- * returned. A disabled one stays pending for a later run.
+ * returned. A disabled one stays pending for a later run. Its run count
+ * says whether it ran: `active` describes only the last round of a
+ * segment that a commit request split (run_segment()).
  */
 static WEFT__NOINLINE int run_once(weft_world_t *w, weft__sched_t *s,
                                    weft_phase_t ph, double dt) {
@@ -1045,7 +1047,7 @@ static WEFT__NOINLINE int run_once(weft_world_t *w, weft__sched_t *s,
   int rc = weft__pipeline_run_phase(w, s, ph, dt);
   bool spent = false;
   for (uint32_t i = 0; i < p->n; i++)
-    if (p->order[i]->active) {
+    if (p->order[i]->stats.runs) {
       p->order[i]->spent = true;
       spent = true;
     }

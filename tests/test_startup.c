@@ -276,6 +276,56 @@ static void test_startup_shutdown_runs_once_with_commands(void **state) {
   }
 }
 
+/* Startup "maker": spawns ten entities and asks for a commit, declaring
+ * no cmd_write, so only the request shows them to "counter". */
+static int su_maker(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  (void)it;
+  weft_component_t *pos = ctx->user;
+  const weft_component_t comps[2] = {*pos, 0};
+  for (uint32_t k = 0; k < 10; k++) {
+    pos_t p = {(double)k, 0};
+    const void *vals[1] = {&p};
+    weft_entity_t e;
+    if (weft_cmd_spawn(ctx->cmd, comps, vals, &e))
+      return WEFT_ENOMEM;
+  }
+  return weft_sysctx_commit(ctx);
+}
+
+/* Startup "counter", after "maker": adds the rows it sees. */
+static int su_counter(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  atomic_fetch_add((_Atomic uint32_t *)ctx->user, it->count);
+  return 0;
+}
+
+/* A Startup system's commit request works as in any phase, and the
+ * systems of a Startup run that took two rounds are spent all the same. */
+static void test_startup_commit_request_inside_startup(void **state) {
+  (void)state;
+  for (uint32_t workers = 0; workers <= 2; workers += 2) {
+    fx_t f = fx_new(workers, 0);
+    configure(f.w, FIXED, 0, WEFT_OVERLOAD_DROP, 0, workers ? 1 : 0);
+    _Atomic uint32_t seen = 0;
+    weft_system_desc_t d =
+        sys_desc("maker", WEFT_PHASE_STARTUP, su_maker, &f.pos);
+    weft_system_t maker = sys_add(f.w, &d);
+    d = sys_desc("counter", WEFT_PHASE_STARTUP, su_counter, &seen);
+    d.query.include[0] = f.pos;
+    d.term_access[0] = WEFT_ACCESS_READ;
+    d.after[0] = "maker";
+    weft_system_t counter = sys_add(f.w, &d);
+    for (uint32_t i = 0; i < 3; i++)
+      progress_ok(f.w, FIXED);
+    assert_int_equal(atomic_load(&seen), 10);
+    assert_int_equal(sstats(f.w, maker).runs, 1);
+    assert_int_equal(sstats(f.w, counter).runs, 1);
+    assert_int_equal(wt_stats(f.w).alive, 10);
+    assert_int_equal(phstats(f.w, WEFT_PHASE_STARTUP).runs, 1);
+    assert_int_equal(phstats(f.w, WEFT_PHASE_STARTUP).sync_points, 1);
+    fx_free(&f);
+  }
+}
+
 static _Atomic uint32_t su_destroyed;
 
 static int su_at_destroy(weft_sysctx_t *ctx, const weft_iter_t *it) {
@@ -367,6 +417,7 @@ int main(void) {
       cmocka_unit_test(test_startup_late_and_disabled_systems_run_once),
       cmocka_unit_test(test_startup_shutdown_runs_once_with_commands),
       cmocka_unit_test(test_startup_destroy_runs_pending_shutdown),
+      cmocka_unit_test(test_startup_commit_request_inside_startup),
       cmocka_unit_test(test_startup_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
