@@ -53,14 +53,20 @@ int weft_sysctx_commit(weft_sysctx_t *ctx) {
   weft__sys_t *y = ctx_sys(ctx);
   weft__sched_t *s = weft__sched_of(ctx->world);
   if (y && s && s->running) {
-    atomic_store_explicit(&y->commit_req, true, memory_order_relaxed);
     atomic_store_explicit(&s->commit_asked, true, memory_order_relaxed);
-    /* Without a pool every callback runs here, on the driving thread,
-     * before any of y's dependents: hold them now, so that the plain
-     * path's loop needs no check of its own. With a pool the dispatcher
-     * holds them (pipeline.c, complete() and check_request()). */
-    if (!s->pool)
-      weft__sched_hold(y);
+    /* A segment that runs serially (no pool, or run_serial()) runs no
+     * other system while y runs, and none of y's dependents has run:
+     * the first request of the run holds them now, so that the serial
+     * loops need no check of their own (the other parts of a task that
+     * splits its work may ask at the same time: one marks). Otherwise
+     * the dispatcher holds them when y completes (pipeline.c,
+     * complete()). */
+    if (!s->pool || s->serial) {
+      if (!atomic_exchange_explicit(&y->commit_req, true, memory_order_relaxed))
+        weft__sched_hold(y);
+    } else {
+      atomic_store_explicit(&y->commit_req, true, memory_order_relaxed);
+    }
     return 0;
   }
   /* During a frame the caller may be a worker, which must not write the

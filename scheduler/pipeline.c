@@ -91,23 +91,11 @@ static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self);
  */
 enum { HELD = 1, HELD_ACTIVE = 2 }; /* weft__sys_t.held */
 
-/* Marks y's successors in its segment held (serial paths). An active one
- * stops being active for this round; HELD_ACTIVE remembers it. */
-static void mark_held(weft__sys_t *y) {
-  for (uint32_t i = 0; i < y->nsucc; i++) {
-    weft__sys_t *t = y->succ[i];
-    if (t->segment != y->segment ||
-        atomic_load_explicit(&t->held, memory_order_relaxed))
-      continue;
-    atomic_store_explicit(&t->held, t->active ? HELD_ACTIVE : HELD,
-                          memory_order_relaxed);
-    t->active = false;
-  }
-}
-
-/* Holds y's descendants in its segment at once, from the thread running
- * y: weft_sysctx_commit() in a world without a pool, where every callback
- * runs on the driving thread and none of them has run yet. */
+/* Holds y's descendants in its segment at once, from the thread that
+ * asked: weft_sysctx_commit() while the segment runs serially (no pool,
+ * or run_serial()), where no other system runs and none of y's
+ * dependents has run yet. An active one stops being active for this
+ * round; HELD_ACTIVE remembers it. */
 void weft__sched_hold(weft__sys_t *y) {
   for (uint32_t i = 0; i < y->nsucc; i++) {
     weft__sys_t *t = y->succ[i];
@@ -121,49 +109,49 @@ void weft__sched_hold(weft__sys_t *y) {
   }
 }
 
-/* After system l[i] ran on a serial path while some system of the segment
- * had asked for a commit: when l[i] asked, holds its descendants. The
- * order is topological, so one forward pass reaches them all. */
-static WEFT__NOINLINE void hold_serial(weft__sys_t **l, uint32_t i,
-                                       uint32_t n) {
-  if (!atomic_load_explicit(&l[i]->commit_req, memory_order_relaxed))
-    return;
-  mark_held(l[i]);
-  for (uint32_t j = i + 1; j < n; j++)
-    if (atomic_load_explicit(&l[j]->held, memory_order_relaxed))
-      mark_held(l[j]);
-}
-
-/* The serial paths' check after each system: one load of a line the
- * driving thread owns, taken only while a request is pending. */
-static inline void check_request(weft__sched_t *s, weft__sys_t **l, uint32_t i,
-                                 uint32_t n) {
-  if (WEFT__UNLIKELY(
-          atomic_load_explicit(&s->commit_asked, memory_order_relaxed)))
-    hold_serial(l, i, n);
-}
-
 /* A system finished: start the same-segment successors it unblocked, or
  * hold them when it asked for a commit or another predecessor held them.
  * The mark is stored before the decrement (acq_rel), so whichever
  * predecessor brings the count to zero sees it. */
 static void hold(weft__sched_t *s, weft__sys_t *t, uint32_t self);
 
-static void complete(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
-  const bool ask = atomic_load_explicit(&y->commit_req, memory_order_relaxed);
+/* Successor t of a finished system lost its last predecessor. */
+static inline void unblocked(weft__sched_t *s, weft__sys_t *t, uint32_t self) {
+  if (WEFT__UNLIKELY(atomic_load_explicit(&t->held, memory_order_relaxed)))
+    hold(s, t, self);
+  else
+    launch(s, t, self);
+}
+
+/* complete() for a system that asked for a commit: its successors in the
+ * segment are marked held before they are counted down. */
+static WEFT__NOINLINE void complete_asked(weft__sched_t *s, weft__sys_t *y,
+                                          uint32_t self) {
   for (uint32_t i = 0; i < y->nsucc; i++) {
     weft__sys_t *t = y->succ[i];
     if (t->segment != y->segment)
       continue;
-    if (WEFT__UNLIKELY(ask))
-      atomic_store_explicit(&t->held, HELD, memory_order_relaxed);
-    if (atomic_fetch_sub_explicit(&t->preds_left, 1, memory_order_acq_rel) ==
-        1) {
-      if (WEFT__UNLIKELY(atomic_load_explicit(&t->held, memory_order_relaxed)))
-        hold(s, t, self);
-      else
-        launch(s, t, self);
-    }
+    atomic_store_explicit(&t->held, HELD, memory_order_relaxed);
+    if (atomic_fetch_sub_explicit(&t->preds_left, 1, memory_order_acq_rel) == 1)
+      unblocked(s, t, self);
+  }
+  atomic_fetch_sub_explicit(&s->pending.pending, 1, memory_order_release);
+}
+
+/* Inlined into its callers, as it was before requests existed: it runs
+ * once per system and frame on the pool. */
+static inline __attribute__((always_inline)) void
+complete(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
+  if (WEFT__UNLIKELY(
+          atomic_load_explicit(&y->commit_req, memory_order_relaxed))) {
+    complete_asked(s, y, self);
+    return;
+  }
+  for (uint32_t i = 0; i < y->nsucc; i++) {
+    weft__sys_t *t = y->succ[i];
+    if (t->segment == y->segment &&
+        atomic_fetch_sub_explicit(&t->preds_left, 1, memory_order_acq_rel) == 1)
+      unblocked(s, t, self);
   }
   atomic_fetch_sub_explicit(&s->pending.pending, 1, memory_order_release);
 }
@@ -455,7 +443,6 @@ static void run_timed(weft__sched_t *s, weft__sys_t **l, uint32_t n, bool timed,
       y->sample_ticks = t1 - t0;
     }
     t0 = t1;
-    check_request(s, l, i, n);
   }
 }
 
@@ -475,7 +462,6 @@ static void run_untimed(weft__sched_t *s, weft__sys_t **l, uint32_t n,
       continue;
     weft_sysctx_t ctx = weft__sysctx_make(s, y, k);
     run_whole(s, y, &ctx, &it, &opened, &prev_terms);
-    check_request(s, l, i, n);
   }
 }
 
@@ -492,11 +478,13 @@ static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
   uint32_t k = weft__sched_slot(s, s->main_self);
   const bool timed = s->cfg.time_inline || s->tracing;
   const uint64_t start = s->pool ? weft__ticks() : 0;
+  s->serial = true; /* commit requests hold dependents themselves */
   if (!timed && !sample) {
     run_untimed(s, l, n, k);
   } else {
     run_timed(s, l, n, timed, s->pool ? start : weft__ticks());
   }
+  s->serial = false;
   if (s->pool && (double)(weft__ticks() - start) * s->clock.tick_ns >=
                      weft__cost_inline_ns(s))
     p->sample_next = true;

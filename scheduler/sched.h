@@ -262,6 +262,10 @@ typedef struct weft__sched_t {
   bool dirty; /* the schedule must be rebuilt */
   int build_rc;
   bool running; /* a dispatch is in progress */
+  /* A segment runs on the driving thread alone (pipeline.c, run_serial()):
+   * weft_sysctx_commit() holds the dependents itself. Callbacks read it,
+   * the driving thread writes it before and after their calls. */
+  bool serial;
   /* Some system of the running segment called weft_sysctx_commit() (any
    * worker; rare, so it may share this line): the segment takes another
    * round (pipeline.c, run_segment()). */
@@ -369,8 +373,8 @@ bool weft__runif_owned(const weft_world_t *w, const weft_runif_t *cond);
 int weft__sched_build(weft_world_t *w, weft__sched_t *s);
 
 /* Holds the descendants of system @p y in its segment for a later round
- * (pipeline.c): weft_sysctx_commit() in a world without a pool, on the
- * driving thread, while y runs. */
+ * (pipeline.c): weft_sysctx_commit() while y runs in a segment that runs
+ * serially (without a pool, or in run_serial()). */
 void weft__sched_hold(weft__sys_t *y);
 
 /* Rebuilds phase @p ph alone, after some of its systems became spent
