@@ -110,6 +110,18 @@ void *weft__realloc(weft__alloc_stats_t *st, void *p, size_t old_size,
       memcpy(q, p, old_size < n ? old_size : n);
       dallocx(p, MALLOCX_TCACHE_NONE);
     }
+  } else if (flags && !heap_flags(st, old_size)) {
+    /* A block that grows to heap_min joins the heap. rallocx() would
+     * first try to grow it in place, in the arena it came from, where
+     * trimming and the heap's accounting never reach it; whether it can
+     * depends on what happens to lie next to it, so the same program
+     * kept its command arrays in the heap or not with the library's
+     * layout (test_resident). */
+    q = mallocx(n, MALLOCX_ALIGN(16) | flags);
+    if (q) {
+      memcpy(q, p, old_size < n ? old_size : n);
+      dallocx(p, 0);
+    }
   } else {
     q = rallocx(p, n, MALLOCX_ALIGN(16) | flags);
   }

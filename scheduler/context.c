@@ -8,6 +8,7 @@
  */
 #include "scheduler/context.h"
 
+#include "core/check.h"
 #include "core/resource_internal.h"
 #include "core/world_view.h"
 #include "weft/random.h"
@@ -44,6 +45,37 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
   out->chunk = part + 1;
   out->key_ = WEFT_CMD_KEY(y->order, part + 1, 0);
   return 0;
+}
+
+int weft_sysctx_commit(weft_sysctx_t *ctx) {
+  if (!ctx || !ctx->world)
+    return WEFT_EINVAL;
+  weft__sys_t *y = ctx_sys(ctx);
+  weft__sched_t *s = weft__sched_of(ctx->world);
+  if (y && s && s->running) {
+    atomic_store_explicit(&s->commit_asked, true, memory_order_relaxed);
+    /* A segment that runs serially (no pool, or run_serial()) runs no
+     * other system while y runs, and none of y's dependents has run:
+     * the first request of the run holds them now, so that the serial
+     * loops need no check of their own (the other parts of a task that
+     * splits its work may ask at the same time: one marks). Otherwise
+     * the dispatcher holds them when y completes (pipeline.c,
+     * complete()). */
+    if (!s->pool || s->serial) {
+      if (!atomic_exchange_explicit(&y->commit_req, true, memory_order_relaxed))
+        weft__sched_hold(y);
+    } else {
+      atomic_store_explicit(&y->commit_req, true, memory_order_relaxed);
+    }
+    return 0;
+  }
+  /* During a frame the caller may be a worker, which must not write the
+   * world's error buffer; outside one it is the owner's thread. */
+  if (s && s->running)
+    return WEFT_EINVAL;
+  return weft__fail(ctx->world, WEFT_EINVAL, WEFT__FILE, WEFT__LINE,
+                    "weft_sysctx_commit() outside a running system (%s)",
+                    y ? "no frame is running" : "not a system's context");
 }
 
 void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows) {

@@ -195,11 +195,17 @@ static uint32_t segments(weft__sys_t **l, const bits_t *m, const bits_t *anc,
   return nseg;
 }
 
+/* A system phase @p ph schedules: a spent one (a run-once phase's system
+ * that ran) is out, so its phase never visits it again. */
+static bool member(const weft__sys_t *y, weft_phase_t ph) {
+  return y && y->phase == ph && !y->spent;
+}
+
 static int build_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph) {
   weft__phase_t *p = &s->phases[ph];
   uint32_t n = 0;
   for (uint32_t i = 0; i < s->nsys; i++)
-    if (s->sys[i] && s->sys[i]->phase == ph)
+    if (member(s->sys[i], ph))
       n++;
   p->n = 0;
   p->nseg = 0;
@@ -212,7 +218,7 @@ static int build_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph) {
   WEFT_CHECK(w, rc == 0, rc, "out of memory building the schedule");
   weft__sys_t **l = p->order; /* registration order first */
   for (uint32_t i = 0; i < s->nsys; i++)
-    if (s->sys[i] && s->sys[i]->phase == ph)
+    if (member(s->sys[i], ph))
       l[p->n++] = s->sys[i];
   bits_t m = {0}, anc = {0};
   uint32_t *scratch = weft__alloc(&w->alloc, (size_t)n * 3 * 4, 16);
@@ -331,6 +337,15 @@ int weft__sched_build(weft_world_t *w, weft__sched_t *s) {
       s->phases[ph].n = 0; /* nothing runs until the cycle is gone */
   s->build_rc = rc;
   s->dirty = rc == WEFT_ENOMEM; /* retry after a memory failure */
+  return rc;
+}
+
+int weft__graph_build_phase(weft_world_t *w, weft__sched_t *s,
+                            weft_phase_t ph) {
+  /* A subset of a graph that built is acyclic: only memory can fail. */
+  int rc = build_phase(w, s, ph);
+  if (rc)
+    s->dirty = true;
   return rc;
 }
 

@@ -79,13 +79,94 @@ static void note_time(weft__sys_t *y, uint64_t t0, uint64_t t1) {
 
 static void launch(weft__sched_t *s, weft__sys_t *y, uint32_t self);
 
-/* A system finished: start the same-segment successors it unblocked. */
-static void complete(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
+/*
+ * Run-time commits (weft_sysctx_commit()). A request from system y holds
+ * y's dependents in its segment (its successors there, transitively): they
+ * do not run in this round. When the round ends, the driving thread
+ * applies a sync point and runs the held systems as the segment's next
+ * round (run_segment()), where a request may hold further systems. The
+ * held set is a system's descendants, fixed by the graph and by what the
+ * callbacks asked, never by which worker ran what or when, so every path
+ * (plain, serial, pool) runs the same systems in the same rounds; systems
+ * of the segment that do not depend on the requester are not held.
+ */
+enum { HELD = 1, HELD_ACTIVE = 2 }; /* weft__sys_t.held */
+
+/* Holds y's descendants in its segment at once, from the thread that
+ * asked: weft_sysctx_commit() while the segment runs serially (no pool,
+ * or run_serial()), where no other system runs and none of y's
+ * dependents has run yet. An active one stops being active for this
+ * round; HELD_ACTIVE remembers it. */
+void weft__sched_hold(weft__sys_t *y) {
+  for (uint32_t i = 0; i < y->nsucc; i++) {
+    weft__sys_t *t = y->succ[i];
+    if (t->segment != y->segment ||
+        atomic_load_explicit(&t->held, memory_order_relaxed))
+      continue;
+    atomic_store_explicit(&t->held, t->active ? HELD_ACTIVE : HELD,
+                          memory_order_relaxed);
+    t->active = false;
+    weft__sched_hold(t);
+  }
+}
+
+/* A system finished: start the same-segment successors it unblocked, or
+ * hold them when it asked for a commit or another predecessor held them.
+ * The mark is stored before the decrement (acq_rel), so whichever
+ * predecessor brings the count to zero sees it. */
+static void hold(weft__sched_t *s, weft__sys_t *t, uint32_t self);
+
+/* Successor t of a finished system lost its last predecessor. */
+static inline void unblocked(weft__sched_t *s, weft__sys_t *t, uint32_t self) {
+  if (WEFT__UNLIKELY(atomic_load_explicit(&t->held, memory_order_relaxed)))
+    hold(s, t, self);
+  else
+    launch(s, t, self);
+}
+
+/* complete() for a system that asked for a commit: its successors in the
+ * segment are marked held before they are counted down. */
+static WEFT__NOINLINE void complete_asked(weft__sched_t *s, weft__sys_t *y,
+                                          uint32_t self) {
+  for (uint32_t i = 0; i < y->nsucc; i++) {
+    weft__sys_t *t = y->succ[i];
+    if (t->segment != y->segment)
+      continue;
+    atomic_store_explicit(&t->held, HELD, memory_order_relaxed);
+    if (atomic_fetch_sub_explicit(&t->preds_left, 1, memory_order_acq_rel) == 1)
+      unblocked(s, t, self);
+  }
+  atomic_fetch_sub_explicit(&s->pending.pending, 1, memory_order_release);
+}
+
+/* Inlined into its callers, as it was before requests existed: it runs
+ * once per system and frame on the pool. */
+static inline __attribute__((always_inline)) void
+complete(weft__sched_t *s, weft__sys_t *y, uint32_t self) {
+  if (WEFT__UNLIKELY(
+          atomic_load_explicit(&y->commit_req, memory_order_relaxed))) {
+    complete_asked(s, y, self);
+    return;
+  }
   for (uint32_t i = 0; i < y->nsucc; i++) {
     weft__sys_t *t = y->succ[i];
     if (t->segment == y->segment &&
         atomic_fetch_sub_explicit(&t->preds_left, 1, memory_order_acq_rel) == 1)
-      launch(s, t, self);
+      unblocked(s, t, self);
+  }
+  atomic_fetch_sub_explicit(&s->pending.pending, 1, memory_order_release);
+}
+
+/* System t is held: it does not run this round, and neither do its
+ * dependents in the segment. It counts as done for the round's wait. */
+static void hold(weft__sched_t *s, weft__sys_t *t, uint32_t self) {
+  for (uint32_t i = 0; i < t->nsucc; i++) {
+    weft__sys_t *u = t->succ[i];
+    if (u->segment != t->segment)
+      continue;
+    atomic_store_explicit(&u->held, HELD, memory_order_relaxed);
+    if (atomic_fetch_sub_explicit(&u->preds_left, 1, memory_order_acq_rel) == 1)
+      hold(s, u, self);
   }
   atomic_fetch_sub_explicit(&s->pending.pending, 1, memory_order_release);
 }
@@ -398,11 +479,13 @@ static void run_serial(weft__sched_t *s, weft__phase_t *p, weft__sys_t **l,
   uint32_t k = weft__sched_slot(s, s->main_self);
   const bool timed = s->cfg.time_inline || s->tracing;
   const uint64_t start = s->pool ? weft__ticks() : 0;
+  s->serial = true; /* commit requests hold dependents themselves */
   if (!timed && !sample) {
     run_untimed(s, l, n, k);
   } else {
     run_timed(s, l, n, timed, s->pool ? start : weft__ticks());
   }
+  s->serial = false;
   if (s->pool && (double)(weft__ticks() - start) * s->clock.tick_ns >=
                      weft__cost_inline_ns(s))
     p->sample_next = true;
@@ -582,18 +665,22 @@ static int finish(weft_world_t *w, weft__phase_t *p, weft__sys_t **l,
 static void prepare_plain(weft_world_t *w, weft__phase_t *p, weft__sys_t **l,
                           uint32_t n) {
   const bool phase_on = p->enabled;
+  /* No callback runs here: the counter lives in a register meanwhile. */
+  uint32_t version = w->change_version;
   for (uint32_t i = 0; i < n; i++) {
     weft__sys_t *y = l[i];
     y->active = phase_on && y->enabled;
     if (y->active)
-      y->version = ++w->change_version;
+      y->version = ++version;
   }
-  w->change_version++; /* as prepare() does */
+  w->change_version = version + 1; /* as prepare() does */
 }
 
 /* Folds a plain run of y into its counters. Its atomics are read only when
  * the run may have set them: @p check (a failure, or a run that records
- * its failures there), or a weft_sysctx_count() on the slot. */
+ * its failures there), or a weft_sysctx_count() on the slot. A commit
+ * request needs nothing here: without a pool weft_sysctx_commit() holds
+ * the dependents itself (weft__sched_hold()). */
 static inline void finish_plain(weft_world_t *w, weft__sys_t *y, bool check,
                                 weft__cmdslot_t *slot, int *rc) {
   y->stats.runs++;
@@ -739,14 +826,116 @@ static void run_exclusive(weft__sched_t *s, weft__sys_t *y) {
   weft__trace_span(s, k, WEFT__SPAN_INLINE, y->id, 1, t0, t1);
 }
 
+/*
+ * Ends a round in which some system asked for a commit: clears the
+ * requests, and takes the held systems out of this round (a held one that
+ * was to run becomes HELD_ACTIVE and inactive, so finish() skips it).
+ * Returns whether any held system is to run in a next round.
+ */
+static WEFT__NOINLINE bool settle_holds(weft__sched_t *s, weft__sys_t **l,
+                                        uint32_t n) {
+  atomic_store_explicit(&s->commit_asked, false, memory_order_relaxed);
+  bool again = false;
+  for (uint32_t i = 0; i < n; i++) {
+    weft__sys_t *y = l[i];
+    atomic_store_explicit(&y->commit_req, false, memory_order_relaxed);
+    uint8_t h = atomic_load_explicit(&y->held, memory_order_relaxed);
+    if (!h)
+      continue;
+    if (h == HELD && y->active) /* held on the pool: still marked active */
+      h = HELD_ACTIVE;
+    atomic_store_explicit(&y->held, h, memory_order_relaxed);
+    y->active = false;
+    again |= h == HELD_ACTIVE;
+  }
+  return again;
+}
+
+/* Makes the held systems the next round: they alone are active, with the
+ * versions prepare() gave them. */
+static void release_holds(weft__sys_t **l, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    weft__sys_t *y = l[i];
+    y->active = atomic_exchange_explicit(&y->held, 0, memory_order_relaxed) ==
+                HELD_ACTIVE;
+  }
+}
+
+/* Plans the next round's systems again: the sync point may have changed
+ * the world's structure under their plans. */
+static int replan(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
+                  uint32_t n, double *cost) {
+  double total = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    weft__sys_t *y = l[i];
+    if (!y->active)
+      continue;
+    if (WEFT__UNLIKELY(weft__visits_plan(w, y))) {
+      for (uint32_t j = i; j < n; j++)
+        l[j]->active = false; /* not run: not counted */
+      return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                        "out of memory planning system %s", y->name);
+    }
+    if (s->pool)
+      total += y->est_ns = weft__cost_estimate(y);
+  }
+  *cost = total;
+  return 0;
+}
+
+/* The sync point between two rounds of a segment; keeps the first
+ * failure in *rc. */
+static void mid_sync(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
+                     weft_phase_t ph, int *rc) {
+  w->change_version++; /* as after a segment */
+  int r = sync_point(w, s, p, ph);
+  if (r && !*rc)
+    *rc = r;
+}
+
+/* Runs one round of a prepared segment (general path); returns whether the
+ * run may have set the timing atomics. */
+static bool run_round(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
+                      weft__sys_t **l, uint32_t n, double cost) {
+  if (n == 1 && (l[0]->flags & WEFT_SYSTEM_EXCLUSIVE)) {
+    if (l[0]->active)
+      run_exclusive(s, l[0]);
+    return true;
+  }
+  bool timed = true;
+  /* Structural calls made directly by main-thread callbacks stage
+   * instead of moving rows under the chunks being visited. */
+  weft_world_defer_begin(w);
+  if (!s->pool || cost < weft__cost_inline_ns(s)) {
+    run_serial(s, p, l, n, p->sample_now);
+    timed = s->cfg.time_inline || s->tracing || p->sample_now;
+  } else {
+    run_parallel(s, l, n);
+  }
+  weft_world_defer_end(w);
+  return timed;
+}
+
 static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
                        weft_phase_t ph, weft__sys_t **l, uint32_t n) {
   if (l[0]->seg_plain && !s->pool && !s->cfg.time_inline && !s->tracing &&
       !p->sample_now) {
     prepare_plain(w, p, l, n);
-    weft_world_defer_begin(w);
-    int rc = run_plain(w, s, l, n);
-    weft_world_defer_end(w);
+    int rc = 0;
+    for (;;) {
+      weft_world_defer_begin(w);
+      int r = run_plain(w, s, l, n);
+      weft_world_defer_end(w);
+      if (r && !rc)
+        rc = r;
+      /* One load a segment without a commit request. */
+      if (WEFT__LIKELY(
+              !atomic_load_explicit(&s->commit_asked, memory_order_relaxed)) ||
+          !settle_holds(s, l, n))
+        break;
+      mid_sync(w, s, p, ph, &rc);
+      release_holds(l, n); /* run_plain() plans them again */
+    }
     w->change_version++; /* later changes are newer than these runs */
     int src = sync_point(w, s, p, ph);
     return rc ? rc : src;
@@ -755,30 +944,51 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
   int rc = prepare(w, s, p, l, n, &cost);
   if (rc)
     return rc;
-  bool timed = true; /* a run that may have set the timing atomics */
-  if (n == 1 && (l[0]->flags & WEFT_SYSTEM_EXCLUSIVE)) {
-    if (l[0]->active)
-      run_exclusive(s, l[0]);
-  } else {
-    /* Structural calls made directly by main-thread callbacks stage
-     * instead of moving rows under the chunks being visited. */
-    weft_world_defer_begin(w);
-    if (!s->pool || cost < weft__cost_inline_ns(s)) {
-      run_serial(s, p, l, n, p->sample_now);
-      timed = s->cfg.time_inline || s->tracing || p->sample_now;
-    } else {
-      run_parallel(s, l, n);
+  for (;;) {
+    bool timed = run_round(w, s, p, l, n, cost);
+    bool again = WEFT__UNLIKELY(atomic_load_explicit(&s->commit_asked,
+                                                     memory_order_relaxed)) &&
+                 settle_holds(s, l, n);
+    int r = finish(w, p, l, n, timed);
+    if (r && !rc)
+      rc = r;
+    if (!again)
+      break;
+    mid_sync(w, s, p, ph, &rc);
+    release_holds(l, n);
+    r = replan(w, s, l, n, &cost);
+    if (r) {
+      rc = rc ? rc : r;
+      break;
     }
-    weft_world_defer_end(w);
   }
-  rc = finish(w, p, l, n, timed);
   w->change_version++; /* later changes are newer than these runs */
   int src = sync_point(w, s, p, ph);
   return rc ? rc : src;
 }
 
-int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
-                             double dt) {
+/* What follows phase @p ph's own run: its children, each with its
+ * subtree, in registration order, unless @p ph is disabled (a disabled
+ * phase disables its subtree); then the user phases anchored to it, in
+ * registration order. Stops at the first failure. */
+static WEFT__NOINLINE int run_followers(weft_world_t *w, weft__sched_t *s,
+                                        weft_phase_t ph, double dt) {
+  const weft__phase_t *p = &s->phases[ph];
+  int rc = 0;
+  if (p->enabled)
+    for (weft_phase_t c = p->first_child; c && !rc;
+         c = s->phases[c].next_sibling)
+      rc = weft__pipeline_run_phase(w, s, c, dt);
+  for (weft_phase_t q = WEFT__PHASE_BUILTINS + 1; q <= s->nphases && !rc; q++)
+    if (s->phases[q].anchor == ph)
+      rc = weft__pipeline_run_phase(w, s, q, dt);
+  return rc;
+}
+
+/* weft__pipeline_run_phase(), inlined into the frame for its once-a-frame
+ * phases: a frame of empty phases is mostly calls. */
+static inline __attribute__((always_inline)) int
+run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph, double dt) {
   weft__phase_t *p = &s->phases[ph];
   int rc = 0;
   s->dt = dt;
@@ -798,10 +1008,45 @@ int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
     }
     p->stats.wall_ns += weft__ticks() - t0;
   }
-  /* User phases anchored here follow, in registration order. */
-  for (weft_phase_t q = WEFT_PHASE_PRE_RENDER + 1; q <= s->nphases && !rc; q++)
-    if (s->phases[q].anchor == ph)
-      rc = weft__pipeline_run_phase(w, s, q, dt);
+  /* Children and anchored phases are user phases: a world without any
+   * tests one count. */
+  if (s->nphases > WEFT__PHASE_BUILTINS && !rc)
+    rc = run_followers(w, s, ph, dt);
+  return rc;
+}
+
+int weft__pipeline_run_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph,
+                             double dt) {
+  return run_phase(w, s, ph, dt);
+}
+
+/*
+ * Runs the pending systems of run-once phase @p ph (Startup, Shutdown),
+ * then takes those that ran out of its schedule: a system is spent once
+ * its turn came (enabled, in an enabled phase), whatever its callback
+ * returned. A disabled one stays pending for a later run. Its run count
+ * says whether it ran: `active` describes only the last round of a
+ * segment that a commit request split (run_segment()).
+ */
+static WEFT__NOINLINE int run_once(weft_world_t *w, weft__sched_t *s,
+                                   weft_phase_t ph, double dt) {
+  weft__phase_t *p = &s->phases[ph];
+  if (p->n == 0)
+    return 0;
+  int rc = weft__pipeline_run_phase(w, s, ph, dt);
+  bool spent = false;
+  for (uint32_t i = 0; i < p->n; i++)
+    if (p->order[i]->stats.runs) {
+      p->order[i]->spent = true;
+      spent = true;
+    }
+  /* A registration since the build rebuilds everything at the next
+   * dispatch anyway; otherwise only this phase changes. */
+  if (spent && !s->dirty) {
+    int b = weft__graph_build_phase(w, s, ph);
+    if (!rc)
+      rc = b;
+  }
   return rc;
 }
 
@@ -907,7 +1152,12 @@ int weft_world_progress(weft_world_t *w, double dt) {
     return rc;
   s->tick = s->state.tick;
   w->tick = s->state.tick;
-  rc = weft__pipeline_run_phase(w, s, WEFT_PHASE_PRE_UPDATE, dt);
+  /* Startup systems not yet run go first (phase.h): one load a frame
+   * once they have. */
+  if (WEFT__UNLIKELY(s->phases[WEFT_PHASE_STARTUP].n))
+    rc = run_once(w, s, WEFT_PHASE_STARTUP, dt);
+  if (!rc)
+    rc = run_phase(w, s, WEFT_PHASE_PRE_UPDATE, dt);
   s->state.accumulator += dt;
   if (!rc)
     rc = fixed_steps(w, s);
@@ -915,7 +1165,7 @@ int weft_world_progress(weft_world_t *w, double dt) {
   s->tick = s->state.tick;
   w->tick = s->state.tick;
   if (!rc)
-    rc = weft__pipeline_run_phase(w, s, WEFT_PHASE_PRE_RENDER, dt);
+    rc = run_phase(w, s, WEFT_PHASE_PRE_RENDER, dt);
   s->state.frames++;
   leave(w, s);
   return rc;
@@ -933,9 +1183,37 @@ int weft_world_run_phase(weft_world_t *w, weft_phase_t phase, double dt) {
   }
   s->tick = s->state.tick;
   w->tick = s->state.tick;
-  rc = weft__pipeline_run_phase(w, s, phase, dt);
+  rc = weft__phase_once(phase) ? run_once(w, s, phase, dt)
+                               : weft__pipeline_run_phase(w, s, phase, dt);
   leave(w, s);
   return rc;
+}
+
+int weft_world_shutdown(weft_world_t *w) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  if (!weft__sched_of(w))
+    return 0; /* no system was ever registered */
+  weft__sched_t *s = NULL;
+  int rc = enter(w, &s, 0.0);
+  if (rc)
+    return rc;
+  s->tick = s->state.tick;
+  rc = run_once(w, s, WEFT_PHASE_SHUTDOWN, 0.0);
+  leave(w, s);
+  return rc;
+}
+
+void weft__sched_shutdown(weft_world_t *w) {
+  weft__sched_t *s = weft__sched_of(w);
+  /* Destroyed from a callback or inside a scope, nothing can run. */
+  if (!s || s->running || weft_world_defer_depth(w) != 0)
+    return;
+  bool pending = false;
+  for (uint32_t i = 0; i < s->nsys && !pending; i++)
+    pending = s->sys[i] && !s->sys[i]->removed && !s->sys[i]->spent &&
+              s->sys[i]->phase == WEFT_PHASE_SHUTDOWN;
+  if (pending)
+    (void)weft_world_shutdown(w); /* no one is left to read a failure */
 }
 
 int weft_pipeline_configure(weft_world_t *w, const weft_pipeline_config_t *c) {

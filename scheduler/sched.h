@@ -109,6 +109,7 @@ typedef struct weft__sys_t {
   bool list_stamps; /* a run stamps its `write` list in every chunk */
   bool planned;     /* visits and jobs hold a plan */
   bool seg_plain;   /* its segment may run plain (graph.c, pipeline.c) */
+  bool spent; /* a run-once phase's system that ran: out of the schedule */
   weft_query_t *query; /* NULL: a task */
   uint32_t nterms;
   uint32_t nwcols; /* components whose chunk versions it stamps */
@@ -145,8 +146,15 @@ typedef struct weft__sys_t {
                                                    (splits) */
   _Atomic uint32_t preds_left;
   _Atomic uint32_t jobs_left;
-  _Atomic bool main_ready;  /* a main-thread system whose turn came */
-  bool dispatched;          /* this run went to the pool */
+  _Atomic bool main_ready; /* a main-thread system whose turn came */
+  bool dispatched;         /* this run went to the pool */
+  /* weft_sysctx_commit() ran for this run (any worker); the dispatcher
+   * clears it when it holds the system's dependents (pipeline.c). */
+  _Atomic bool commit_req;
+  /* Held by an ancestor's commit request: runs after the extra sync
+   * point, in a later round of its segment (pipeline.c, hold()); 0, or
+   * pipeline.c's HELD / HELD_ACTIVE. */
+  _Atomic uint8_t held;
   _Atomic uint64_t counted; /* rows a task counted (weft_sysctx_count) */
   /* The failure with the lowest chunk sequence: (seq + 1) << 32 | -code;
    * 0 when none, so that the report does not depend on timing. */
@@ -198,8 +206,13 @@ _Static_assert(offsetof(weft__sys_t, job_next) % WEFT__CACHE_LINE == 0 &&
 
 typedef struct weft__phase_t {
   char *name;
-  weft_phase_t anchor; /* runs after this phase (0: built-in) */
+  weft_phase_t anchor; /* runs after this phase (0: built-in, or a child) */
   bool enabled;
+  /* The phase tree (weft_phase_register_child()): children run after
+   * the phase's own systems, in registration order, while it is enabled.
+   * Ids below WEFT_MAX_PHASES, in bytes that were padding, so that the
+   * record keeps its 96 bytes (the frame indexes it for every phase). */
+  uint8_t parent, first_child, next_sibling;
   /* Built: systems in final order (segment, then dependency order). */
   weft__sys_t **order;
   uint32_t n, cap;
@@ -210,6 +223,9 @@ typedef struct weft__phase_t {
    * (pipeline.c, run_serial()). */
   bool sample_now, sample_next;
 } weft__phase_t;
+
+_Static_assert(WEFT_MAX_PHASES <= UINT8_MAX, "phase tree links are bytes");
+_Static_assert(sizeof(weft__phase_t) == 96, "weft__phase_t: 96 bytes");
 
 /* One span of a trace. */
 typedef struct weft__span_t {
@@ -253,7 +269,15 @@ typedef struct weft__sched_t {
   uint32_t nphases;
   bool dirty; /* the schedule must be rebuilt */
   int build_rc;
-  bool running;  /* a dispatch is in progress */
+  bool running; /* a dispatch is in progress */
+  /* A segment runs on the driving thread alone (pipeline.c, run_serial()):
+   * weft_sysctx_commit() holds the dependents itself. Callbacks read it,
+   * the driving thread writes it before and after their calls. */
+  bool serial;
+  /* Some system of the running segment called weft_sysctx_commit() (any
+   * worker; rare, so it may share this line): the segment takes another
+   * round (pipeline.c, run_segment()). */
+  _Atomic bool commit_asked;
   bool retiring; /* some system's retire flag is set: leave() drops it */
 
   weft_pipeline_config_t cfg;
@@ -304,6 +328,14 @@ static inline weft__sys_t *weft__sched_sys(const weft__sched_t *s,
   return s && id && id <= s->nsys ? s->sys[id - 1] : NULL;
 }
 
+/* Built-in phases (phase.h): user phases take the ids after them. */
+#define WEFT__PHASE_BUILTINS WEFT_PHASE_SHUTDOWN
+
+/* Startup and Shutdown run each of their systems once (phase.h). */
+static inline bool weft__phase_once(weft_phase_t ph) {
+  return ph == WEFT_PHASE_STARTUP || ph == WEFT_PHASE_SHUTDOWN;
+}
+
 /* The world's extension slots the scheduler uses (core/hooks.h). */
 enum { WEFT__EXT_SCHED = 0, WEFT__EXT_RUNIF = 1 };
 
@@ -317,6 +349,11 @@ static inline weft__sched_t *weft__sched_of(const weft_world_t *w) {
 static inline weft_runif_t *weft__runifs(const weft_world_t *w) {
   return (weft_runif_t *)w->ext[WEFT__EXT_RUNIF].state;
 }
+
+/* Runs the Shutdown systems still pending, if it can (pipeline.c); the
+ * first thing weft__sched_fini() does, so that weft_world_destroy() runs
+ * them while the world is whole. */
+void weft__sched_shutdown(weft_world_t *w);
 
 /* Frees the scheduler of @p w, if any (the world's extension fini). */
 void weft__sched_fini(weft_world_t *w);
@@ -342,6 +379,16 @@ bool weft__runif_owned(const weft_world_t *w, const weft_runif_t *cond);
 
 /* Rebuilds every phase's schedule when dirty (graph.c). */
 int weft__sched_build(weft_world_t *w, weft__sched_t *s);
+
+/* Holds the descendants of system @p y in its segment for a later round
+ * (pipeline.c): weft_sysctx_commit() while y runs in a segment that runs
+ * serially (without a pool, or in run_serial()). */
+void weft__sched_hold(weft__sys_t *y);
+
+/* Rebuilds phase @p ph alone, after some of its systems became spent
+ * (graph.c): 0 or WEFT_ENOMEM (then the whole schedule is rebuilt at the
+ * next dispatch). */
+int weft__graph_build_phase(weft_world_t *w, weft__sched_t *s, weft_phase_t ph);
 
 /* Frees the built arrays of the phases and systems (graph.c). */
 void weft__graph_fini(weft_world_t *w, weft__sched_t *s);

@@ -13,9 +13,12 @@
 #include "scheduler/pool_internal.h"
 #include "scheduler/sched.h"
 
-static const char *const builtin_names[] = {NULL,          "PreUpdate",
-                                            "FixedUpdate", "PostFixedUpdate",
-                                            "NetworkTick", "PreRender"};
+static const char *const builtin_names[] = {
+    NULL,          "PreUpdate", "FixedUpdate", "PostFixedUpdate",
+    "NetworkTick", "PreRender", "Startup",     "Shutdown"};
+_Static_assert(sizeof(builtin_names) / sizeof(builtin_names[0]) ==
+                   WEFT__PHASE_BUILTINS + 1,
+               "a name for every built-in phase");
 
 static char *dupname(weft_world_t *w, const char *s) {
   size_t n = strlen(s) + 1;
@@ -72,7 +75,7 @@ int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
   weft__world_ext_set(w, WEFT__EXT_SCHED, s, weft__sched_fini);
   s->pool = w->pool;
   int rc = 0;
-  for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER && !rc; p++) {
+  for (uint32_t p = 1; p <= WEFT__PHASE_BUILTINS && !rc; p++) {
     s->phases[p].name = dupname(w, builtin_names[p]);
     s->phases[p].enabled = true;
     if (s->phases[p].name)
@@ -119,6 +122,7 @@ static void sys_free(weft_world_t *w, weft__sys_t *y) {
 }
 
 void weft__sched_fini(weft_world_t *w) {
+  weft__sched_shutdown(w);
   weft__sched_t *s = weft__sched_of(w);
   if (!s)
     return;
@@ -302,6 +306,12 @@ static int check_desc(weft_world_t *w, weft__sched_t *s,
    * evaluated after that world freed it. */
   WEFT_CHECK(w, !d->run_if || weft__runif_owned(w, d->run_if), WEFT_EINVAL,
              "system %s: its run condition belongs to another world", d->name);
+  /* A run-once system has no turn to skip: a condition that said no
+   * would either drop its one run or keep the phase running every frame
+   * to ask again. Gate on the callback's own state instead. */
+  WEFT_CHECK(w, !d->run_if || !weft__phase_once(ph), WEFT_EINVAL,
+             "system %s: a %s system runs once and takes no run condition",
+             d->name, builtin_names[ph]);
   return 0;
 }
 
@@ -462,8 +472,10 @@ int weft_system_stats(const weft_world_t *w, weft_system_t id,
 
 /* ---- phases ------------------------------------------------------------- */
 
-int weft_phase_register(weft_world_t *w, const char *name, weft_phase_t after,
-                        weft_phase_t *out) {
+/* Adds a user phase named @p name: anchored to @p after, or the last
+ * child of @p parent (one of them is 0). */
+static int add_phase(weft_world_t *w, const char *name, weft_phase_t after,
+                     weft_phase_t parent, weft_phase_t *out) {
   WEFT_CHECK(w, w && name && name[0] && out, WEFT_EINVAL,
              "a phase needs a name");
   weft__sched_t *s;
@@ -474,17 +486,64 @@ int weft_phase_register(weft_world_t *w, const char *name, weft_phase_t after,
   weft_phase_t dup;
   WEFT_CHECK(w, weft_phase_lookup(w, name, &dup) != 0, WEFT_EEXIST,
              "a phase named %s exists", name);
-  WEFT_CHECK(w, after >= 1 && after <= s->nphases, WEFT_ENONAME,
-             "phase %s: unknown anchor phase %u", name, after);
+  weft_phase_t on = after ? after : parent;
+  WEFT_CHECK(w, on >= 1 && on <= s->nphases, WEFT_ENONAME,
+             "phase %s: unknown %s phase %u", name, after ? "anchor" : "parent",
+             on);
+  /* Startup and Shutdown run only their pending systems, once: a phase
+   * hung off them would run once too, or with every frame that finds a
+   * pending system, neither of which a phase means. */
+  WEFT_CHECK(w, !weft__phase_once(on), WEFT_EINVAL,
+             "phase %s: %s runs once and takes no %s", name, builtin_names[on],
+             after ? "anchored phase" : "children");
   WEFT_CHECK(w, s->nphases < WEFT_MAX_PHASES, WEFT_ETOOMANY,
              "at most %u phases", WEFT_MAX_PHASES);
-  weft__phase_t *p = &s->phases[s->nphases + 1];
+  weft_phase_t id = s->nphases + 1;
+  weft__phase_t *p = &s->phases[id];
   p->name = dupname(w, name);
   WEFT_CHECK(w, p->name, WEFT_ENOMEM, "out of memory");
   p->anchor = after;
+  p->parent = (uint8_t)parent;
   p->enabled = true;
-  *out = ++s->nphases;
+  if (parent) { /* last among its siblings */
+    uint8_t *link = &s->phases[parent].first_child;
+    while (*link)
+      link = &s->phases[*link].next_sibling;
+    *link = (uint8_t)id;
+  }
+  s->nphases = id;
+  *out = id;
   s->dirty = true;
+  return 0;
+}
+
+int weft_phase_register(weft_world_t *w, const char *name, weft_phase_t after,
+                        weft_phase_t *out) {
+  if (!w)
+    return WEFT_EINVAL;
+  /* 0 would select the parent form. */
+  WEFT_CHECK(w, after, WEFT_ENONAME, "phase %s: unknown anchor phase 0",
+             name ? name : "(null)");
+  return add_phase(w, name, after, 0, out);
+}
+
+int weft_phase_register_child(weft_world_t *w, weft_phase_t parent,
+                              const char *name, weft_phase_t *out) {
+  if (!w)
+    return WEFT_EINVAL;
+  WEFT_CHECK(w, parent, WEFT_ENONAME, "phase %s: unknown parent phase 0",
+             name ? name : "(null)");
+  return add_phase(w, name, 0, parent, out);
+}
+
+int weft_phase_parent(const weft_world_t *w, weft_phase_t phase,
+                      weft_phase_t *out) {
+  if (!w || !out)
+    return WEFT_EINVAL;
+  const weft__sched_t *s = weft__sched_of(w);
+  if (phase < 1 || phase > (s ? s->nphases : WEFT__PHASE_BUILTINS))
+    return WEFT_ENONAME;
+  *out = s ? s->phases[phase].parent : 0;
   return 0;
 }
 
@@ -493,12 +552,12 @@ int weft_phase_lookup(const weft_world_t *w, const char *name,
   if (!w || !name || !out)
     return WEFT_EINVAL;
   const weft__sched_t *s = weft__sched_of(w);
-  for (uint32_t p = 1; p <= WEFT_PHASE_PRE_RENDER; p++)
+  for (uint32_t p = 1; p <= WEFT__PHASE_BUILTINS; p++)
     if (strcmp(builtin_names[p], name) == 0) {
       *out = p;
       return 0;
     }
-  for (uint32_t p = WEFT_PHASE_PRE_RENDER + 1; s && p <= s->nphases; p++)
+  for (uint32_t p = WEFT__PHASE_BUILTINS + 1; s && p <= s->nphases; p++)
     if (strcmp(s->phases[p].name, name) == 0) {
       *out = p;
       return 0;
@@ -534,7 +593,7 @@ int weft_phase_stats(const weft_world_t *w, weft_phase_t phase,
   weft__sched_t *s = w ? weft__sched_of(w) : NULL;
   if (!out)
     return WEFT_EINVAL;
-  if (!w || phase < 1 || phase > (s ? s->nphases : WEFT_PHASE_PRE_RENDER))
+  if (!w || phase < 1 || phase > (s ? s->nphases : WEFT__PHASE_BUILTINS))
     return WEFT_ENONAME;
   *out = s ? s->phases[phase].stats : (weft_phase_stats_t){0};
   if (s) { /* times are kept in ticks */

@@ -91,6 +91,34 @@ int weft_sysctx_part(const weft_sysctx_t *task, uint32_t worker, uint32_t part,
  */
 void weft_sysctx_count(weft_sysctx_t *ctx, uint64_t rows);
 
+/**
+ * Requests a sync point right after the running system, for its
+ * dependents in its segment: the run-time form of WEFT_SYSTEM_COMMIT_AFTER
+ * (system.h), for a barrier needed only when the system did something
+ * (seed 004's enqueueCommit). The systems of the segment that depend on
+ * it (its successors in the graph, schedule.h, and theirs) then do not
+ * run with the segment: once the rest of the segment has run, the command
+ * buffers are applied and staged events published (a sync point, counted
+ * in the phase's stats), and the held systems run after it, planned
+ * again, so that they see what the request's system (and every other
+ * system of the segment) recorded; a request from one of them holds its
+ * own dependents for one more round. Systems of the segment that do not
+ * depend on it run as usual, and the segment still ends with its sync
+ * point, so a system with no dependents in its segment changes nothing by
+ * asking. Several requests from one run (from any of its chunks, jobs or
+ * parts, on any worker) count as one. Which systems are held depends only
+ * on the graph and on which systems asked, not on the thread count, so
+ * the world stays the same on any number of workers. The request lasts
+ * for the current run only.
+ *
+ * The thread running the system's callback, or one of its parts
+ * (weft_sysctx_part()), while the callback runs. Returns 0 or WEFT_EINVAL:
+ * NULL @p ctx or a context without a world (no message), a context the
+ * scheduler did not make, or a call outside a frame (a message on the
+ * world; during a frame a worker may be the caller, so there is none).
+ */
+int weft_sysctx_commit(weft_sysctx_t *ctx);
+
 /** Parts a task's work may have (weft_sysctx_part()). */
 #define WEFT_SYSCTX_PARTS 0xffffffu
 

@@ -107,7 +107,8 @@ void weft_pipeline_state(const weft_world_t *world, weft_pipeline_state_t *out);
 uint32_t weft_pipeline_slots(const weft_world_t *world);
 
 /**
- * Runs one frame: PreUpdate; then, while the
+ * Runs one frame: Startup when it has a system that has not run yet (its
+ * pending systems, once: phase.h); PreUpdate; then, while the
  * accumulator holds a fixed step, FixedUpdate, PostFixedUpdate (after
  * which event channels clear) and, every net_dt, NetworkTick, up to
  * max_steps; the interpolation alpha; PreRender. User phases run after
@@ -126,11 +127,27 @@ uint32_t weft_pipeline_slots(const weft_world_t *world);
 int weft_world_progress(weft_world_t *world, double dt);
 
 /**
- * Runs one phase (and the user phases anchored to it) with delta time
- * @p dt, sync point included, outside the frame loop. Owner thread; same
- * rules and returns as weft_world_progress().
+ * Runs one phase (its children while it is enabled, and the user phases
+ * anchored to it: phase.h) with delta time @p dt, sync point included,
+ * outside the frame loop. On Startup or Shutdown it runs their pending
+ * systems, which are then spent, as weft_world_progress() and
+ * weft_world_shutdown() do. Owner thread; same rules and returns as
+ * weft_world_progress(), and WEFT_ENONAME for an unknown phase.
  */
 int weft_world_run_phase(weft_world_t *world, weft_phase_t phase, double dt);
+
+/**
+ * Runs the Shutdown systems that have not run yet (phase.h), in
+ * dependency order, with their sync point: their commands are applied
+ * before this returns. Each runs once per world: a second call runs only
+ * Shutdown systems registered (or enabled) since. weft_world_destroy()
+ * does the same for the ones still pending, but cannot report a failure:
+ * call this first to see one. The world stays usable afterwards. Owner
+ * thread, not during a frame. Returns 0, WEFT_EINVAL (NULL world),
+ * WEFT_EBUSY (from a callback or inside a deferred scope), WEFT_ECYCLE,
+ * WEFT_ENOMEM or WEFT_ESYSTEM, as weft_world_progress().
+ */
+int weft_world_shutdown(weft_world_t *world);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,9 @@
  * commands (`cmd_write`, or any of its query's components with
  * WEFT_SYSTEM_DESPAWNS), or that receives a channel an earlier system
  * emits — and nowhere else. WEFT_SYSTEM_COMMIT_BEFORE / _AFTER request one
- * explicitly.
+ * explicitly, and a running system may ask for one at run time
+ * (weft_sysctx_commit(), context.h): its dependents in its segment then
+ * run after a sync point of their own.
  *
  * Threads: every function here is owner-thread API.
  */

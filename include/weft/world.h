@@ -136,7 +136,10 @@ int weft_world_create(const weft_world_config_t *config, weft_world_t **out);
  * Destroys a world and everything it owns: chunks, queries, the index.
  * Its memory goes back to the kernel, the pages it kept resident too.
  * Every handle, query and pointer obtained from it dies with it.
- * Owner thread only. NULL is a no-op.
+ * First it runs the Shutdown systems that have not run yet (phase.h;
+ * weft_world_shutdown() in pipeline.h runs them earlier and reports
+ * their failures, which this call cannot), unless it is called from a
+ * callback or inside a deferred scope. Owner thread only. NULL is a no-op.
  */
 void weft_world_destroy(weft_world_t *world);
 
