@@ -8,7 +8,6 @@
 #include "core/check.h"
 #include "core/hooks.h"
 #include "core/world.h"
-#include "weft/relation.h"
 
 #define WEFT__ALIGN64(x) (((x) + 63u) & ~63u)
 

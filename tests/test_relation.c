@@ -219,6 +219,11 @@ static void test_relation_plain_calls_are_refused(void **state) {
   weft_entity_t t = 0;
   assert_int_equal(weft_relation_first(w, a, tag, &t), WEFT_EINVAL);
   assert_int_equal(weft_relation_each(w, a, rel, NULL, NULL), WEFT_EINVAL);
+  /* Spawn lists cannot name a relation: an edge needs a target. */
+  weft_component_t list[] = {tag, rel, 0};
+  weft_entity_t x = 0;
+  assert_int_equal(weft_spawn_with(w, list, NULL, &x), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(w), "relation"));
   /* weft_remove of the relation removes every edge of it. */
   assert_int_equal(weft_remove(w, a, rel), WEFT_OK);
   assert_int_equal(weft_relation_count(w, a, rel), 0);
@@ -230,6 +235,7 @@ static void test_relation_plain_calls_are_refused(void **state) {
   assert_int_equal(weft_cmd_relation_add(buf, a, tag, b, NULL), WEFT_EINVAL);
   assert_int_equal(weft_cmd_relation_add(buf, a, rel, 0, NULL), WEFT_EINVAL);
   assert_int_equal(weft_cmd_relation_add(NULL, a, rel, b, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_cmd_spawn(buf, list, NULL, &x), WEFT_EINVAL);
   /* A plain command on a relation fails when applied, changing nothing. */
   assert_int_equal(weft_cmd_add(buf, a, rel, NULL), WEFT_OK);
   assert_int_equal(weft_world_apply(w, &buf, 1), WEFT_EINVAL);

@@ -54,9 +54,6 @@ extern "C" {
  * sync point. Requires WEFT_RELATION_EXCLUSIVE. */
 #define WEFT_RELATION_CASCADE 0x4u
 
-/** Set in weft_component_info()'s flags for a relation's id. */
-#define WEFT_COMPONENT_RELATION 0x100u
-
 /** Depth limit of weft_relation_walk_up() when 0 is given. */
 #define WEFT_RELATION_DEPTH_DEFAULT 100u
 
