@@ -171,22 +171,70 @@ static void payload_give(weft__rel_def_t *d, uint32_t slot) {
     d->free[d->nfree++] = slot;
 }
 
-/* Removes the reverse entry (rel, src) of target t. */
-static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t rel,
-                          weft_entity_t src) {
-  uint32_t ts = (uint32_t)t;
-  if (ts >= r->nslots)
+/* Removes reverse entry pos of target t: the last entry takes its place
+ * and the edge it mirrors learns its new position. */
+static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t pos) {
+  weft__rel_vec_t *in = &r->in[(uint32_t)t];
+  uint32_t last = --in->n;
+  if (pos == last)
     return;
-  uint32_t p = vec_find(&r->in[ts], rel, src);
-  if (p != UINT32_MAX)
-    vec_erase(&r->in[ts], p);
+  in->v[pos] = in->v[last];
+  const weft__rel_edge_t *m = &in->v[pos];
+  weft__rel_vec_t *o = &r->out[(uint32_t)m->other];
+  o->v[vec_find(o, m->rel, t)].back = pos;
+  in->sorted = 0;
+}
+
+static bool in_less(const weft__rel_edge_t *a, const weft__rel_edge_t *b) {
+  return a->rel < b->rel || (a->rel == b->rel && a->other < b->other);
+}
+
+/* Heap sort: in place and O(n log n) whatever the order, where qsort()
+ * may allocate. */
+static void sift(weft__rel_edge_t *v, uint32_t i, uint32_t n) {
+  for (;;) {
+    uint32_t c = 2 * i + 1;
+    if (c >= n)
+      return;
+    if (c + 1 < n && in_less(&v[c], &v[c + 1]))
+      c++;
+    if (!in_less(&v[i], &v[c]))
+      return;
+    weft__rel_edge_t t = v[i];
+    v[i] = v[c];
+    v[c] = t;
+    i = c;
+  }
+}
+
+void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t) {
+  weft__rel_vec_t *in = &r->in[(uint32_t)t];
+  if (in->sorted || in->n < 2) {
+    in->sorted = 1;
+    return;
+  }
+  weft__rel_edge_t *v = in->v;
+  uint32_t n = in->n;
+  for (uint32_t i = n / 2; i-- > 0;)
+    sift(v, i, n);
+  for (uint32_t end = n; end-- > 1;) {
+    weft__rel_edge_t tmp = v[0];
+    v[0] = v[end];
+    v[end] = tmp;
+    sift(v, 0, end);
+  }
+  for (uint32_t j = 0; j < n; j++) {
+    weft__rel_vec_t *o = &r->out[(uint32_t)v[j].other];
+    o->v[vec_find(o, v[j].rel, t)].back = j;
+  }
+  in->sorted = 1;
 }
 
 /* Removes out-edge p of source src (both sides, the payload). */
 static void edge_drop(weft__relations_t *r, weft_entity_t src, uint32_t p) {
   weft__rel_vec_t *out = &r->out[(uint32_t)src];
   weft__rel_edge_t e = out->v[p];
-  reverse_erase(r, e.other, e.rel, src);
+  reverse_erase(r, e.other, e.back);
   payload_give(&r->defs[e.rel], e.slot);
   vec_erase(out, p);
   r->edges--;
@@ -299,10 +347,12 @@ static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
     p = lower_bound(out, rel, tgt);
   }
   uint32_t slot = payload_take(d, value);
-  vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot});
   weft__rel_vec_t *in = &r->in[t];
-  vec_insert(in, lower_bound(in, rel, src),
-             (weft__rel_edge_t){src, rel, WEFT__REL_NOSLOT});
+  vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
+  /* Appended: still sorted when it comes after the last entry. */
+  weft__rel_edge_t x = {src, rel, WEFT__REL_NOSLOT, 0, 0};
+  in->sorted = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
+  in->v[in->n++] = x;
   r->edges++;
   return 0;
 }
@@ -444,8 +494,7 @@ static int cascade(weft_world_t *w, weft__relations_t *r, weft_entity_t e) {
                       "out of memory collecting the cascade of %#llx",
                       (unsigned long long)e);
   /* Deepest first (the list reversed): each entity dies after its
-   * sources, so no source leaves the relation's archetype only to die,
-   * and each death takes its reverse entry off its target's tail. The
+   * sources, so no source leaves the relation's archetype only to die. The
    * flag keeps the kills from collecting cascades again: their sources
    * are in the list, and dead by the time they die. */
   r->cascading = true;
@@ -467,7 +516,7 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
    * goes with its row. */
   weft__rel_vec_t *out = &r->out[s];
   for (uint32_t j = 0; j < out->n; j++) {
-    reverse_erase(r, out->v[j].other, out->v[j].rel, e);
+    reverse_erase(r, out->v[j].other, out->v[j].back);
     payload_give(&r->defs[out->v[j].rel], out->v[j].slot);
   }
   r->edges -= out->n;

@@ -27,19 +27,32 @@ struct weft_world_t;
 struct weft_cmdbuf_t;
 
 /* One edge as a source holds it (other = target, slot = its payload, or
- * WEFT__REL_NOSLOT) or as the target's reverse entry (other = source). */
+ * WEFT__REL_NOSLOT, back = the position of its reverse entry in the
+ * target's `in`) or as the target's reverse entry (other = source). */
 typedef struct weft__rel_edge_t {
   weft_entity_t other;
   uint32_t rel; /* the relation's index in the store */
   uint32_t slot;
+  uint32_t back;
+  uint32_t pad;
 } weft__rel_edge_t;
 
 #define WEFT__REL_NOSLOT 0xffffffffu
 
+/* A slot's `out` is always sorted. Its `in` is sorted only when `sorted`
+ * says so: reverse entries are appended and swap-removed (through the
+ * out-edges' back positions), because a popular target (every unit's
+ * squad, every child's parent) has thousands of sources, and keeping them
+ * sorted on every change would move them all. Readers that promise
+ * ascending sources sort it first (weft__rel_in_sorted). The unsorted
+ * order is still a function of the operations alone, so it is the same
+ * on any number of workers. */
 typedef struct weft__rel_vec_t {
   weft__rel_edge_t *v;
   uint32_t n;
   uint32_t cap;
+  uint32_t sorted; /* `in` only: the entries are in (relation, source) order */
+  uint32_t pad;
 } weft__rel_vec_t;
 
 typedef struct weft__rel_def_t {
@@ -156,6 +169,10 @@ static inline bool weft__rel_visit(weft__relations_t *r, uint32_t s) {
   r->mark[s] = r->epoch;
   return true;
 }
+
+/* Sorts live target t's reverse entries (a no-op when they are), fixing
+ * the back positions of the edges they mirror. Allocates nothing. */
+void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t);
 
 /* Appends e to the store's entity scratch list of *n entries. */
 int weft__rel_list_push(struct weft_world_t *w, weft__relations_t *r,

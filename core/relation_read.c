@@ -164,6 +164,7 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
   uint32_t rel = r->by_comp[c] - 1u, s = (uint32_t)tgt, lo, hi;
   if (s >= r->nslots)
     return 0;
+  weft__rel_in_sorted(r, tgt);
   const weft__rel_vec_t *in = &r->in[s];
   rel_range(in, rel, &lo, &hi);
   r->busy++;
@@ -173,11 +174,16 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
     const weft__rel_vec_t *out = &r->out[(uint32_t)src];
     void *payload = NULL;
     if (r->defs[rel].size) {
-      uint32_t a, b;
-      rel_range(out, rel, &a, &b);
-      for (; a < b && out->v[a].other != tgt; a++)
-        ;
-      payload = a < b ? payload_of(r, &out->v[a]) : NULL;
+      uint32_t a = 0, b = out->n; /* the edge (rel, tgt): out is sorted */
+      while (a < b) {
+        uint32_t m = a + (b - a) / 2;
+        const weft__rel_edge_t *x = &out->v[m];
+        if (x->rel < rel || (x->rel == rel && x->other < tgt))
+          a = m + 1;
+        else
+          b = m;
+      }
+      payload = payload_of(r, &out->v[a]);
     }
     if (!fn(src, tgt, payload, user))
       break;
@@ -188,10 +194,12 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
 
 /* Pushes the sources of relation rel of slot s, highest first, so that
  * the stack pops them in ascending order. */
-static int push_sources(weft_world_t *w, weft__relations_t *r, uint32_t s,
+static int push_sources(weft_world_t *w, weft__relations_t *r, weft_entity_t t,
                         uint32_t rel, uint32_t depth, uint32_t *n) {
+  uint32_t s = (uint32_t)t;
   if (s >= r->nslots)
     return 0;
+  weft__rel_in_sorted(r, t);
   const weft__rel_vec_t *in = &r->in[s];
   uint32_t lo, hi;
   rel_range(in, rel, &lo, &hi);
@@ -217,7 +225,7 @@ int weft_relation_traverse(weft_world_t *w, weft_entity_t root,
   rc = weft__rel_epoch(w, r);
   if (rc == 0 && (uint32_t)root < r->nslots) {
     weft__rel_visit(r, (uint32_t)root); /* excluded, even through a cycle */
-    rc = push_sources(w, r, (uint32_t)root, rel, 0, &n);
+    rc = push_sources(w, r, root, rel, 0, &n);
   }
   r->busy++;
   while (rc == 0 && n) {
@@ -226,7 +234,7 @@ int weft_relation_traverse(weft_world_t *w, weft_entity_t root,
       continue; /* reached before through another path */
     if (!fn(v.e, v.depth, user))
       break;
-    rc = push_sources(w, r, (uint32_t)v.e, rel, v.depth + 1, &n);
+    rc = push_sources(w, r, v.e, rel, v.depth + 1, &n);
   }
   r->busy--;
   WEFT_CHECK(w, rc == 0, rc, "out of memory traversing relation '%s'",
