@@ -337,16 +337,20 @@ static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
    * nothing: the room, then the move into the relation's archetype. */
   if (vec_room(w, out) || vec_room(w, &r->in[t]) || slab_room(w, d))
     return WEFT_ENOMEM;
+  /* The value is copied before the move: observers of the move may stage
+   * edges, which can move the staged values it points into. */
+  uint32_t slot = payload_take(d, value);
   if (!had) {
     rc = weft__tag_move(w, src, d->comp, true);
-    if (rc)
+    if (rc) {
+      payload_give(d, slot);
       return rc;
+    }
   }
   if (had && (d->flags & WEFT_RELATION_EXCLUSIVE)) {
     edge_drop(r, src, lower_bound(out, rel, 0)); /* the one edge it had */
     p = lower_bound(out, rel, tgt);
   }
-  uint32_t slot = payload_take(d, value);
   weft__rel_vec_t *in = &r->in[t];
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Appended: still sorted when it comes after the last entry. */
@@ -417,8 +421,8 @@ int weft__rel_epoch(weft_world_t *w, weft__relations_t *r) {
 }
 
 /* Pushes e onto the cascade list. */
-int weft__rel_list_push(weft_world_t *w, weft__relations_t *r, uint32_t *n,
-                        weft_entity_t e) {
+static int list_push(weft_world_t *w, weft__relations_t *r, uint32_t *n,
+                     weft_entity_t e) {
   if (weft__grow(&w->alloc, &r->list, &r->list_cap, *n + 1, sizeof(*r->list),
                  64))
     return WEFT_ENOMEM;
@@ -441,7 +445,7 @@ static int cascade_collect(weft_world_t *w, weft__relations_t *r,
   *n = 0;
   /* The list doubles as the work queue: entry i's sources are appended
    * when i is reached, so every entity comes after its target. */
-  rc = weft__rel_list_push(w, r, n, e);
+  rc = list_push(w, r, n, e);
   for (uint32_t i = 0; rc == 0 && i < *n; i++) {
     uint32_t s = (uint32_t)r->list[i];
     if (s >= r->nslots)
@@ -452,7 +456,7 @@ static int cascade_collect(weft_world_t *w, weft__relations_t *r,
       if (!(r->defs[x->rel].flags & WEFT_RELATION_CASCADE) ||
           !weft__rel_visit(r, (uint32_t)x->other))
         continue;
-      rc = weft__rel_list_push(w, r, n, x->other);
+      rc = list_push(w, r, n, x->other);
     }
   }
   return rc;

@@ -174,10 +174,6 @@ static inline bool weft__rel_visit(weft__relations_t *r, uint32_t s) {
  * the back positions of the edges they mirror. Allocates nothing. */
 void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t);
 
-/* Appends e to the store's entity scratch list of *n entries. */
-int weft__rel_list_push(struct weft_world_t *w, weft__relations_t *r,
-                        uint32_t *n, weft_entity_t e);
-
 /* Moves live e to the archetype with (add) or without tag c, along the
  * internal relation edges of the archetype graph (structural.c). */
 int weft__tag_move(struct weft_world_t *w, weft_entity_t e, weft_component_t c,

@@ -245,18 +245,31 @@ int weft_relation_traverse(weft_world_t *w, weft_entity_t root,
 /* Fails with WEFT_ECYCLE, naming the path's entities from position at. */
 static int cycle_error(weft_world_t *w, weft_component_t c, uint32_t n,
                        uint32_t at) {
-  const weft_entity_t *path = w->rel->list;
+  const weft__rel_visit_t *path = w->rel->stack;
   char names[200];
   size_t len = 0;
   names[0] = '\0';
   for (uint32_t i = at; i < n && len + 24 < sizeof(names); i++)
-    len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%#llx",
-                            i > at ? " -> " : "", (unsigned long long)path[i]);
+    len +=
+        (size_t)snprintf(names + len, sizeof(names) - len, "%s%#llx",
+                         i > at ? " -> " : "", (unsigned long long)path[i].e);
   return weft__fail(w, WEFT_ECYCLE, WEFT__FILE, WEFT__LINE,
                     "relation '%s' has a cycle: %s%s -> back to %#llx",
                     w->registry.items[c - 1].name, names,
                     len + 24 >= sizeof(names) ? " ..." : "",
-                    (unsigned long long)path[at]);
+                    (unsigned long long)path[at].e);
+}
+
+/* Appends e to the walk's path (the traversal stack: a walk and a
+ * traversal never nest, and the cascade list stays untouched for an
+ * observer that walks during a cascade). */
+static int path_push(weft_world_t *w, weft__relations_t *r, uint32_t *n,
+                     weft_entity_t e, uint32_t depth) {
+  if (weft__grow(&w->alloc, &r->stack, &r->stack_cap, *n + 1, sizeof(*r->stack),
+                 64))
+    return WEFT_ENOMEM;
+  r->stack[(*n)++] = (weft__rel_visit_t){e, depth, 0};
+  return 0;
 }
 
 int weft_relation_walk_up(weft_world_t *w, weft_entity_t e, weft_component_t c,
@@ -274,7 +287,7 @@ int weft_relation_walk_up(weft_world_t *w, weft_entity_t e, weft_component_t c,
   uint32_t rel = r->by_comp[c] - 1u, n = 0, depth = 0;
   rc = weft__rel_epoch(w, r);
   if (rc == 0)
-    rc = weft__rel_list_push(w, r, &n, e); /* the path, for the message */
+    rc = path_push(w, r, &n, e, 0); /* the path, for the message */
   WEFT_CHECK(w, rc == 0, rc, "out of memory walking up relation '%s'",
              w->registry.items[c - 1].name);
   weft_entity_t cur = e;
@@ -290,14 +303,14 @@ int weft_relation_walk_up(weft_world_t *w, weft_entity_t e, weft_component_t c,
     weft_entity_t up = r->out[s].v[lo].other;
     if (!weft__rel_visit(r, (uint32_t)up)) {
       uint32_t at = 0;
-      while (at < n && r->list[at] != up)
+      while (at < n && r->stack[at].e != up)
         at++;
       return cycle_error(w, c, n, at);
     }
     WEFT_CHECK(w, ++depth <= max_depth, WEFT_ELIMIT,
                "walking up relation '%s' from %#llx passed the depth limit %u",
                w->registry.items[c - 1].name, (unsigned long long)e, max_depth);
-    rc = weft__rel_list_push(w, r, &n, up);
+    rc = path_push(w, r, &n, up, depth);
     WEFT_CHECK(w, rc == 0, rc, "out of memory walking up relation '%s'",
                w->registry.items[c - 1].name);
     r->busy++;
