@@ -322,6 +322,21 @@ int weft_relation_walk_up(weft_world_t *w, weft_entity_t e, weft_component_t c,
   }
 }
 
+static bool count_up(weft_entity_t e, uint32_t depth, void *user) {
+  (void)e;
+  *(uint32_t *)user = depth;
+  return true;
+}
+
+int weft_relation_depth(weft_world_t *w, weft_entity_t e, weft_component_t c,
+                        uint32_t max_depth, uint32_t *depth) {
+  WEFT_CHECK(w, depth, WEFT_EINVAL, "depth out-pointer is NULL");
+  uint32_t d = 0;
+  int rc = weft_relation_walk_up(w, e, c, max_depth, count_up, &d);
+  *depth = rc ? 0 : d;
+  return rc;
+}
+
 /* ---- the digest -----------------------------------------------------------
  */
 

@@ -346,6 +346,14 @@ static void test_relation_walk_up_depth_and_cycle(void **state) {
     assert_int_equal(s.e[i], e[i + 1]);
     assert_int_equal(s.depth[i], i + 1);
   }
+  uint32_t depth = 99;
+  assert_int_equal(weft_relation_depth(w, e[0], up, 0, &depth), WEFT_OK);
+  assert_int_equal(depth, 7);
+  assert_int_equal(weft_relation_depth(w, e[7], up, 0, &depth), WEFT_OK);
+  assert_int_equal(depth, 0);
+  assert_int_equal(weft_relation_depth(w, e[0], up, 6, &depth), WEFT_ELIMIT);
+  assert_int_equal(depth, 0);
+  assert_int_equal(weft_relation_depth(w, e[0], up, 0, NULL), WEFT_EINVAL);
   memset(&s, 0, sizeof s);
   assert_int_equal(weft_relation_walk_up(w, e[0], up, 3, on_visit, &s),
                    WEFT_ELIMIT);
@@ -366,6 +374,7 @@ static void test_relation_walk_up_depth_and_cycle(void **state) {
   snprintf(want, sizeof want, "%#llx", (unsigned long long)e[7]);
   assert_non_null(strstr(weft_world_last_error(w), want));
   assert_int_equal(s.n, 7); /* e[1]..e[7], each once */
+  assert_int_equal(weft_relation_depth(w, e[0], up, 0, &depth), WEFT_ECYCLE);
   /* Callbacks cannot change edges. */
   weft_world_t *wp[1] = {w};
   assert_int_equal(weft_relation_walk_up(w, e[5], up, 0, try_mutate, wp),

@@ -209,6 +209,19 @@ int weft_relation_walk_up(weft_world_t *world, weft_entity_t e,
                           weft_relation_visit_fn fn, void *user);
 
 /**
+ * Stores in *depth how many first edges (ascending target) of @p rel lead
+ * up from @p e to an entity without one: 0 for a root, 1 for its direct
+ * sources, and so on; what weft_relation_walk_up() would visit, without a
+ * callback. Fails like it: WEFT_ECYCLE (message naming the cycle),
+ * WEFT_ELIMIT (deeper than @p max_depth, 0 meaning
+ * WEFT_RELATION_DEPTH_DEFAULT), WEFT_ESTALE, WEFT_EINVAL, WEFT_EBUSY; *depth
+ * is 0 on failure. Owner thread.
+ */
+int weft_relation_depth(weft_world_t *world, weft_entity_t e,
+                        weft_component_t rel, uint32_t max_depth,
+                        uint32_t *depth);
+
+/**
  * Records the edge add (@p rel, @p target) on @p source into a command
  * buffer (see weft_relation_add() for what applying it does). Either end
  * may be a pending handle from weft_cmd_spawn() of any buffer of the same
