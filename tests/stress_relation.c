@@ -10,10 +10,13 @@
  * same operations with the documented rules: an exclusive add replaces
  * the source's edge, a death removes the edges of both ends and first
  * kills every entity that reaches it through the cascading relation.
- * After every batch the test compares, for every live entity and
- * relation, the edges in ascending target order with their payloads, the
- * sources in ascending order, the relation's archetype bit, the wildcard
- * queries' counts and the world's edge count.
+ * Every fourth batch runs inside a deferred scope: the calls stage, and
+ * the model applies them at the scope's end as the drain does (despawns
+ * and their cascades first, then the edge operations in call order, an
+ * operation whose end died dropped). After every batch the test compares, for
+ * every live entity and relation, the edges in ascending target order with
+ * their payloads, the sources in ascending order, the relation's archetype bit,
+ * the wildcard queries' counts and the world's edge count.
  *
  * Test 2 runs one program of edge commands recorded by a system (adds,
  * removes, despawns of cascade roots, spawns that edges name while
@@ -37,6 +40,13 @@
 #define DEFAULT_OPS 1000000u
 #endif
 
+enum { P_DESPAWN = 1, P_ADD, P_REMOVE, P_REMOVE_ALL };
+
+typedef struct pend_t {
+  uint32_t kind, r, s, t;
+  int32_t v;
+} pend_t;
+
 typedef struct model_t {
   weft_world_t *w;
   weft_component_t rel[NREL];
@@ -47,6 +57,11 @@ typedef struct model_t {
   weft_entity_t dead[64]; /* recent dead handles, for stale checks */
   uint32_t ndead;
   uint64_t rng;
+  /* A deferred batch: the calls stage, the model records them and applies
+   * them at the scope's end the way the drain does. */
+  bool deferred;
+  pend_t pend[BATCH];
+  uint32_t npend;
 } model_t;
 
 static uint32_t pick_alive(model_t *m) {
@@ -91,12 +106,59 @@ static void model_kill(model_t *m, uint32_t root) {
   }
 }
 
+/* The model's side of one operation, now or (deferred) at the end. */
+static void model_do(model_t *m, pend_t p) {
+  if (m->deferred) {
+    m->pend[m->npend++] = p;
+    return;
+  }
+  switch (p.kind) {
+  case P_DESPAWN:
+    if (m->alive[p.s])
+      model_kill(m, p.s);
+    break;
+  case P_ADD:
+    if (p.r != 0)
+      memset(m->edge[p.r][p.s], 0, sizeof m->edge[p.r][p.s]);
+    m->edge[p.r][p.s][p.t] = true;
+    if (p.r == 0)
+      m->pay[p.s][p.t] = p.v;
+    break;
+  case P_REMOVE:
+    m->edge[p.r][p.s][p.t] = false;
+    break;
+  default:
+    memset(m->edge[p.r][p.s], 0, sizeof m->edge[p.r][p.s]);
+    break;
+  }
+}
+
+/*
+ * Closes a deferred batch. The drain's order: the despawns (with their
+ * cascades, over the edges as they were), then the edge operations in
+ * call order, each dropped when an end died.
+ */
+static void model_settle(model_t *m) {
+  assert_int_equal(weft_world_defer_end(m->w), WEFT_OK);
+  m->deferred = false;
+  for (uint32_t i = 0; i < m->npend; i++)
+    if (m->pend[i].kind == P_DESPAWN)
+      model_do(m, m->pend[i]);
+  for (uint32_t i = 0; i < m->npend; i++) {
+    pend_t p = m->pend[i];
+    if (p.kind != P_DESPAWN && m->alive[p.s] &&
+        (p.kind == P_REMOVE_ALL || m->alive[p.t]))
+      model_do(m, p);
+  }
+  m->npend = 0;
+}
+
 static void model_despawn(model_t *m) {
   uint32_t i = pick_alive(m);
   if (i == UINT32_MAX)
     return;
   assert_int_equal(weft_despawn(m->w, m->h[i]), WEFT_OK);
-  model_kill(m, i);
+  model_do(m, (pend_t){P_DESPAWN, 0, i, 0, 0});
 }
 
 static void model_add(model_t *m) {
@@ -110,11 +172,7 @@ static void model_add(model_t *m) {
   assert_int_equal(
       weft_relation_add(m->w, m->h[s], m->rel[r], m->h[t], r == 0 ? &v : NULL),
       WEFT_OK);
-  if (r != 0)
-    memset(m->edge[r][s], 0, sizeof m->edge[r][s]);
-  m->edge[r][s][t] = true;
-  if (r == 0)
-    m->pay[s][t] = v;
+  model_do(m, (pend_t){P_ADD, r, s, t, v});
 }
 
 static void model_remove(model_t *m) {
@@ -124,7 +182,7 @@ static void model_remove(model_t *m) {
   uint32_t r = wt_draw_below(&m->rng, NREL);
   if (wt_draw_below(&m->rng, 8) == 0) {
     assert_int_equal(weft_remove(m->w, m->h[s], m->rel[r]), WEFT_OK);
-    memset(m->edge[r][s], 0, sizeof m->edge[r][s]);
+    model_do(m, (pend_t){P_REMOVE_ALL, r, s, 0, 0});
     return;
   }
   /* Mostly an existing edge, sometimes any target. */
@@ -136,7 +194,7 @@ static void model_remove(model_t *m) {
     }
   assert_int_equal(weft_relation_remove(m->w, m->h[s], m->rel[r], m->h[t]),
                    WEFT_OK);
-  m->edge[r][s][t] = false;
+  model_do(m, (pend_t){P_REMOVE, r, s, t, 0});
 }
 
 static void model_stale(model_t *m) {
@@ -275,6 +333,11 @@ static void test_relation_oracle(void **state) {
   }
   uint64_t alive_sum = 0, edge_sum = 0, checks = 0;
   for (uint64_t i = 0; i < ops; i++) {
+    /* Every fourth batch runs inside a deferred scope. */
+    if (i % BATCH == 0 && (i / BATCH) % 4 == 3) {
+      assert_int_equal(weft_world_defer_begin(m->w), 1);
+      m->deferred = true;
+    }
     uint32_t k = wt_draw_below(&m->rng, 100);
     if (k < 14)
       model_spawn(m);
@@ -287,6 +350,8 @@ static void test_relation_oracle(void **state) {
     else
       model_stale(m);
     if ((i + 1) % BATCH == 0 || i + 1 == ops) {
+      if (m->deferred)
+        model_settle(m);
       check_all(m, q);
       alive_sum += weft_world_count(m->w);
       edge_sum += weft_relation_edge_count(m->w);
