@@ -23,6 +23,7 @@
 #include "weft/observer.h"
 #include "weft/dirty.h"
 #include "weft/transition.h"
+#include "weft/relation.h"
 #include "weft/topology.h"
 #include "weft/pool.h"
 #include "weft/random.h"

@@ -39,6 +39,10 @@ typedef uint32_t weft_component_t;
  * write path marks the rows it writes. Untracked components cost nothing.
  * Not for tags. */
 #define WEFT_COMPONENT_TRACK_DIRTY 0x2u
+/** Set by weft_relation_register() (weft/relation.h) in the flags
+ * weft_component_info() reports for a relation's id; never accepted by
+ * weft_component_register(). */
+#define WEFT_COMPONENT_RELATION 0x100u
 
 /** One field of a component: a named byte range inside the value. */
 typedef struct weft_field_desc_t {
