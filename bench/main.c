@@ -35,6 +35,7 @@ static const bench_scenario_t bench_registry[] = {
     {"create_destroy", bench_create_destroy},
     {"commands", bench_commands},
     {"get", bench_get},
+    {"hierarchy", bench_hierarchy},
     {"memory", bench_memory},
     {"jobs", bench_jobs},
     {"schedule", bench_schedule},
