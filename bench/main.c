@@ -46,6 +46,7 @@ static const bench_scenario_t bench_registry[] = {
     {"bandwidth", bench_bandwidth},
     {"arena", bench_arena},
     {"oversub", bench_oversub},
+    {"relation", bench_relation},
 };
 
 static void usage(FILE *out) {

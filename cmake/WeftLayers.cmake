@@ -16,7 +16,7 @@
 # Core headers that only core's own files may include: the world's
 # internal functions (world.h; the layers above get core/world_view.h) and
 # the parts of it nothing above core touches.
-set(WEFT_CORE_PRIVATE_HEADERS bulk.h cmdbuf.h entity_ops.h observer.h resource_state.h
+set(WEFT_CORE_PRIVATE_HEADERS bulk.h cmdbuf.h entity_ops.h observer.h relation.h resource_state.h
     stage.h world.h)
 
 # weft_layer_tree(<layer> <visible dir>...): makes the include tree of

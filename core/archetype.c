@@ -284,9 +284,11 @@ static void edge_signature(const weft__archetype_t *a, uint32_t op,
   *disabled = a->disabled;
   switch (op) {
   case WEFT__EDGE_ADD:
+  case WEFT__EDGE_REL_ADD:
     weft__mask_set(present, c);
     break;
   case WEFT__EDGE_REMOVE:
+  case WEFT__EDGE_REL_REMOVE:
     weft__mask_clear(present, c);
     weft__mask_clear(disabled, c);
     break;
@@ -363,6 +365,17 @@ int weft__archetype_edge_slow(weft_world_t *w, weft__archetype_t *a,
     *out = e;
     return 0;
   }
+  /* A relation's bit means "has an edge": only the edge store moves it.
+   * Checked here, where edges are built, so that the cached moves of
+   * every other component pay nothing for it. */
+  const weft__component_t *ci = weft__registry_get(&w->registry, comp);
+  WEFT_CHECK(w,
+             op >= WEFT__EDGE_REL_ADD || !ci ||
+                 !(ci->flags & WEFT_COMPONENT_RELATION),
+             WEFT_EINVAL,
+             "'%s' is a relation: its edges need a target (use "
+             "weft_relation_add / weft_relation_remove)",
+             ci->name);
   /* Build the target and its copy plan, then cache both. */
   if ((a->edge_count + 1) * 2 > a->edge_cap) {
     int rc = edges_grow(w, a);

@@ -58,7 +58,12 @@ enum {
   WEFT__EDGE_ADD = 1,
   WEFT__EDGE_REMOVE,
   WEFT__EDGE_DISABLE,
-  WEFT__EDGE_ENABLE
+  WEFT__EDGE_ENABLE,
+  /* A relation's tag entering or leaving (relation.c): the same moves as
+   * ADD and REMOVE under keys the public calls never follow, so that
+   * those can refuse relation ids on the cold path that builds edges. */
+  WEFT__EDGE_REL_ADD,
+  WEFT__EDGE_REL_REMOVE
 };
 
 struct weft__archetype_t;

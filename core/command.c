@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "core/relation.h"
 #include "core/check.h"
 #include "core/cmdbuf.h"
 #include "core/query_internal.h"
@@ -304,6 +305,11 @@ static int push(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
   b->cmds[b->ncmds++] = (weft__cmd_t){
       .e = e, .data = data, .n = n, .comp = (uint16_t)c, .op = (uint8_t)op};
   return 0;
+}
+
+int weft__cmd_push(weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
+                   weft_component_t c, const void *data, uint32_t n) {
+  return push(b, op, e, c, data, n);
 }
 
 /* Copies a value into the buffer's arena (NULL stays NULL: zero-fill). */

@@ -190,8 +190,9 @@ int weft__list_check(const weft__registry_t *reg, const weft_component_t *comps,
       rc = WEFT_ETOOMANY;
     else if (comps[n] > reg->count)
       rc = WEFT_ENOCOMP;
-    else if (weft__mask_test(m, comps[n]))
-      rc = WEFT_EINVAL;
+    else if (weft__mask_test(m, comps[n]) ||
+             (reg->items[comps[n] - 1].flags & WEFT_COMPONENT_RELATION))
+      rc = WEFT_EINVAL; /* twice, or a relation: its edges need targets */
     if (rc)
       break;
     weft__mask_set(m, comps[n]);

@@ -18,6 +18,7 @@
  */
 #include <string.h>
 
+#include "core/relation.h"
 #include "core/resource_state.h"
 #include "core/world.h"
 
@@ -101,6 +102,10 @@ static uint64_t entities_hash(uint64_t h, const weft_world_t *w) {
   h = mix(h, w->arch_count);
   for (uint32_t i = 0; i < w->arch_count; i++)
     h = archetype_hash(h, w->archs[i]);
+  /* Edges are entity state too; a world that never registered a relation
+   * hashes as it did before relations existed. */
+  if (w->rel)
+    h = mix(h, weft__rel_digest(w));
   return index_hash(h, &w->index);
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/check.h"
 #include "core/cmdbuf.h"
+#include "core/relation.h"
 #include "core/stage.h"
 #include "core/world.h"
 
@@ -217,6 +218,21 @@ static int spawn_ops(weft_world_t *w, const weft__cmd_t *c) {
   return err;
 }
 
+/* An edge command: both ends resolved (either may be a pending spawn of
+ * this apply), then staged for the drain's edge phase. */
+static int rel_dispatch(weft_world_t *w, const weft__cmd_t *c) {
+  const weft_entity_t *blk = c->data;
+  weft_entity_t src = target_of(w, c->e), tgt = target_of(w, blk[0]);
+  if (!src || !tgt) {
+    w->txn.stale++;
+    weft__count_stale(w);
+    return 0;
+  }
+  return weft__rel_queue(
+      w, c->op == WEFT__OP_REL_ADD ? WEFT__RELOP_ADD : WEFT__RELOP_REMOVE, src,
+      c->comp, tgt, c->n ? blk + 1 : NULL);
+}
+
 static int dispatch(weft_world_t *w, const weft__cmd_t *c,
                     const weft__cmd_t *next) {
   switch (c->op) {
@@ -236,6 +252,9 @@ static int dispatch(weft_world_t *w, const weft__cmd_t *c,
     return weft__stage_batch(w, WEFT__OP_REMOVE, c->comp, NULL, c->data, c->n);
   case WEFT__OP_SPAWN:
     return spawn_ops(w, c);
+  case WEFT__OP_REL_ADD:
+  case WEFT__OP_REL_REMOVE:
+    return rel_dispatch(w, c);
   case 0:
     return 0; /* the members slot of a query set */
   case WEFT__OP_KEY:

@@ -71,7 +71,9 @@ int weft__list_mask(weft_world_t *w, const weft_component_t *comps,
              "a component list holds at most %u ids", max);
   WEFT_CHECK(w, rc != WEFT_ENOCOMP, rc, "unknown component id %u",
              (unsigned)comps[*count]);
-  WEFT_CHECK(w, rc != WEFT_EINVAL, rc, "component %u is listed twice",
+  WEFT_CHECK(w, rc != WEFT_EINVAL, rc,
+             "component %u is listed twice or is a relation (spawn, then "
+             "weft_relation_add)",
              (unsigned)comps[*count]);
   return rc;
 }

@@ -13,6 +13,7 @@
  * deterministic merge order, so the resulting world does not depend on how
  * the commands were spread over threads.
  */
+#include "core/relation.h"
 #include "core/txn.h"
 
 #include <stddef.h>
@@ -215,7 +216,10 @@ static void phase_despawns(weft_world_t *w, uint32_t s0, uint32_t s1) {
       continue;
     /* OnDespawn sees the entity alive and readable. */
     weft__obs_despawn(w, at.chunk, at.row);
-    weft__locate(w, s.e, &at);
+    if (WEFT__UNLIKELY(w->rel != NULL))
+      weft__rel_on_despawn(w, s.e); /* its edges; cascades kill here too */
+    if (!weft__locate(w, s.e, &at))
+      continue; /* a cascade it started came back to it */
     weft__row_remove(w, at.arch, at.chunk, at.row);
     weft__index_kill_entity(&w->index, &w->alloc, at.rec, s.e);
     w->despawns++;
@@ -522,6 +526,7 @@ static void drop_pending(weft_world_t *w) {
     t->dropped++;
   }
   t->dropped += t->nbatches - t->batches_from;
+  weft__rel_drop(w);
 }
 
 int weft__txn_drain(weft_world_t *w) {
@@ -533,7 +538,7 @@ int weft__txn_drain(weft_world_t *w) {
   int err = 0;
   uint32_t waves = 0;
   while (t->open_from < t->nstages || t->batches_from < t->nbatches ||
-         t->nfast) {
+         t->nfast || weft__rel_pending(w->rel)) {
     if (waves == WEFT__MAX_WAVES) {
       drop_pending(w);
       err = weft__fail(w, WEFT_ECASCADE, WEFT__FILE, WEFT__LINE,
@@ -558,8 +563,11 @@ int weft__txn_drain(weft_world_t *w) {
     }
     int rc2 = kinds[WEFT__ST_MUTATE] ? phase_moves(w, s0, s1) : 0;
     int rc3 = phase_batches(w, b0, b1);
+    /* Edges last: their ends' spawns, despawns and moves of this wave are
+     * done, and a tag move they make happens in place. */
+    int rc4 = weft__rel_pending(w->rel) ? weft__rel_phase(w) : 0;
     if (!err)
-      err = rc ? rc : rc2 ? rc2 : rc3;
+      err = rc ? rc : rc2 ? rc2 : rc3 ? rc3 : rc4;
     waves++;
     t->waves++;
   }
@@ -609,7 +617,8 @@ int weft_world_defer_begin(weft_world_t *w) {
 
 int weft__txn_settle(weft_world_t *w) {
   const weft__txn_t *t = &w->txn;
-  if (weft__txn_in_scope(t) || t->draining || !(t->nstages || t->nbatches))
+  if (weft__txn_in_scope(t) || t->draining ||
+      !(t->nstages || t->nbatches || weft__rel_pending(w->rel)))
     return 0;
   return weft__txn_drain(w);
 }
@@ -669,6 +678,6 @@ void weft__txn_iter_leave(const weft_world_t *cw) {
   /* Only the owner thread stages work, so staged work here means the
    * owner closed its last iteration: apply it. */
   if (prev == 1 && w->txn.depth == 0 && !w->txn.draining &&
-      (w->txn.nstages || w->txn.nbatches))
+      (w->txn.nstages || w->txn.nbatches || weft__rel_pending(w->rel)))
     weft__txn_drain(w);
 }

@@ -95,7 +95,11 @@ enum {
   WEFT__OP_SET_Q,
   WEFT__OP_REMOVE_Q,
   WEFT__OP_DESPAWN_Q,
-  WEFT__OP_KEY /* a command buffer's key record (command.c) */
+  WEFT__OP_KEY, /* a command buffer's key record (command.c) */
+  /* Edge commands (relation_read.c): e the source, data the target and
+   * the value, n 1 when a value follows the target. */
+  WEFT__OP_REL_ADD,
+  WEFT__OP_REL_REMOVE
 };
 
 /* Stage kinds. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* World lifetime, configuration, clear/reserve, stats and error reporting. */
+#include "core/relation.h"
 #include "core/world.h"
 
 #include <stdarg.h>
@@ -149,6 +150,7 @@ void weft_world_destroy(weft_world_t *w) {
   }
   weft__resources_fini(w);
   weft__random_fini(w);
+  weft__rel_fini(w);
   weft__cmdbufs_fini(w);
   weft__obs_fini(w);
   weft__txn_fini(&w->txn);
@@ -200,6 +202,7 @@ int weft_world_clear(weft_world_t *w) {
     a->count = 0;
   }
   weft__index_clear(&w->index);
+  weft__rel_clear(w);
   w->version++;
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "weft/query.h"
 #include "weft/command.h"
 #include "weft/observer.h"
+#include "weft/relation.h"
 #include "weft/topology.h"
 #include "weft/pool.h"
 #include "weft/random.h"

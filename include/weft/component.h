@@ -35,6 +35,10 @@ typedef uint32_t weft_component_t;
 
 /** Store each field as its own array (field-level SoA). Needs fields. */
 #define WEFT_COMPONENT_SOA 0x1u
+/** Set by weft_relation_register() (weft/relation.h) in the flags
+ * weft_component_info() reports for a relation's id; never accepted by
+ * weft_component_register(). */
+#define WEFT_COMPONENT_RELATION 0x100u
 
 /** One field of a component: a named byte range inside the value. */
 typedef struct weft_field_desc_t {

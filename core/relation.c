@@ -1,0 +1,686 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Relations: registration, the edge store's mutations (add, remove, the
+ * deaths of sources and targets, cascades) and the staged operations the
+ * drain applies. Reads and traversals are in relation_read.c. See
+ * core/relation.h for the store's layout and why it keeps a reverse index.
+ */
+#include <string.h>
+
+#include "core/check.h"
+#include "core/observer.h"
+#include "core/relation.h"
+#include "core/stage.h"
+#include "core/world.h"
+
+/* ---- the store ------------------------------------------------------------
+ */
+
+static weft__relations_t *store_get(weft_world_t *w) {
+  if (w->rel)
+    return w->rel;
+  weft__relations_t *r = weft__calloc(&w->alloc, sizeof(*r), 16);
+  w->rel = r;
+  return r;
+}
+
+void weft__rel_fini(weft_world_t *w) {
+  weft__relations_t *r = w->rel;
+  if (!r)
+    return;
+  for (uint32_t i = 0; i < r->ndefs; i++) {
+    weft__free(r->defs[i].slab, 0, 16);
+    weft__free(r->defs[i].free, 0, 16);
+  }
+  for (uint32_t s = 0; s < r->nslots; s++) {
+    weft__free(r->out[s].v, 0, 16);
+    weft__free(r->in[s].v, 0, 16);
+  }
+  weft__free(r->defs, 0, 16);
+  weft__free(r->out, 0, 16);
+  weft__free(r->in, 0, 16);
+  weft__free(r->mark, 0, 16);
+  weft__free(r->stack, 0, 16);
+  weft__free(r->list, 0, 16);
+  weft__free(r->ops, 0, 16);
+  weft__free(r->bytes, 0, 16);
+  weft__free(r, sizeof(*r), 16);
+  w->rel = NULL;
+}
+
+void weft__rel_clear(weft_world_t *w) {
+  weft__relations_t *r = w->rel;
+  if (!r)
+    return;
+  for (uint32_t s = 0; s < r->nslots; s++)
+    r->out[s].n = r->in[s].n = 0;
+  for (uint32_t i = 0; i < r->ndefs; i++)
+    r->defs[i].slab_n = r->defs[i].nfree = 0;
+  r->edges = 0;
+  r->nops = r->ops_from = r->nbytes = 0;
+}
+
+/* Makes the per-slot vectors cover slot s. */
+static int slots_cover(weft_world_t *w, weft__relations_t *r, uint32_t s) {
+  if (s < r->nslots)
+    return 0;
+  uint32_t need = s + 1;
+  if (weft__grow(&w->alloc, &r->out, &r->out_cap, need, sizeof(*r->out), 256) ||
+      weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256))
+    return WEFT_ENOMEM;
+  size_t fresh = (size_t)(need - r->nslots) * sizeof(weft__rel_vec_t);
+  memset(r->out + r->nslots, 0, fresh);
+  memset(r->in + r->nslots, 0, fresh);
+  r->nslots = need;
+  return 0;
+}
+
+/* Orders edges by (relation, other handle). */
+static inline bool edge_less(const weft__rel_edge_t *a, uint32_t rel,
+                             weft_entity_t other) {
+  return a->rel < rel || (a->rel == rel && a->other < other);
+}
+
+/* The first position whose edge is not below (rel, other). */
+static uint32_t lower_bound(const weft__rel_vec_t *v, uint32_t rel,
+                            weft_entity_t other) {
+  uint32_t lo = 0, hi = v->n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (edge_less(&v->v[mid], rel, other))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Where (rel, other) is in v, or UINT32_MAX. */
+static uint32_t vec_find(const weft__rel_vec_t *v, uint32_t rel,
+                         weft_entity_t other) {
+  uint32_t p = lower_bound(v, rel, other);
+  return p < v->n && v->v[p].rel == rel && v->v[p].other == other ? p
+                                                                  : UINT32_MAX;
+}
+
+static int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
+  return weft__grow(&w->alloc, &v->v, &v->cap, v->n + 1, sizeof(*v->v), 4)
+             ? WEFT_ENOMEM
+             : 0;
+}
+
+/* Inserts at p; the room is there (vec_room). */
+static void vec_insert(weft__rel_vec_t *v, uint32_t p, weft__rel_edge_t e) {
+  memmove(&v->v[p + 1], &v->v[p], (size_t)(v->n - p) * sizeof(*v->v));
+  v->v[p] = e;
+  v->n++;
+}
+
+static void vec_erase(weft__rel_vec_t *v, uint32_t p) {
+  memmove(&v->v[p], &v->v[p + 1], (size_t)(v->n - p - 1) * sizeof(*v->v));
+  v->n--;
+}
+
+/* Whether v holds an edge of relation rel. */
+static bool vec_has_rel(const weft__rel_vec_t *v, uint32_t rel) {
+  uint32_t p = lower_bound(v, rel, 0);
+  return p < v->n && v->v[p].rel == rel;
+}
+
+/* Makes sure one more payload slot of d can be taken without failing. */
+static int slab_room(weft_world_t *w, weft__rel_def_t *d) {
+  if (!d->size || d->nfree)
+    return 0;
+  uint8_t *slab = d->slab;
+  uint32_t cap = d->slab_cap;
+  if (d->slab_n < cap)
+    return 0;
+  uint32_t ncap = cap ? cap * 2 : 64;
+  uint8_t *p = weft__realloc(&w->alloc, slab, (size_t)cap * d->stride,
+                             (size_t)ncap * d->stride);
+  if (!p)
+    return WEFT_ENOMEM;
+  d->slab = p;
+  d->slab_cap = ncap;
+  /* The free list never holds more than slab_cap slots. */
+  return weft__grow(&w->alloc, &d->free, &d->free_cap, ncap, sizeof(uint32_t),
+                    64)
+             ? WEFT_ENOMEM
+             : 0;
+}
+
+static void payload_write(weft__rel_def_t *d, uint32_t slot,
+                          const void *value) {
+  uint8_t *p = d->slab + (size_t)slot * d->stride;
+  if (value)
+    memcpy(p, value, d->size);
+  else
+    memset(p, 0, d->size);
+}
+
+static uint32_t payload_take(weft__rel_def_t *d, const void *value) {
+  if (!d->size)
+    return WEFT__REL_NOSLOT;
+  uint32_t slot = d->nfree ? d->free[--d->nfree] : d->slab_n++;
+  payload_write(d, slot, value);
+  return slot;
+}
+
+static void payload_give(weft__rel_def_t *d, uint32_t slot) {
+  if (slot != WEFT__REL_NOSLOT)
+    d->free[d->nfree++] = slot;
+}
+
+/* Removes reverse entry pos of target t: the last entry takes its place
+ * and the edge it mirrors learns its new position. */
+static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t pos) {
+  weft__rel_vec_t *in = &r->in[(uint32_t)t];
+  uint32_t last = --in->n;
+  if (pos == last)
+    return;
+  in->v[pos] = in->v[last];
+  const weft__rel_edge_t *m = &in->v[pos];
+  weft__rel_vec_t *o = &r->out[(uint32_t)m->other];
+  o->v[vec_find(o, m->rel, t)].back = pos;
+  in->sorted = 0;
+}
+
+static bool in_less(const weft__rel_edge_t *a, const weft__rel_edge_t *b) {
+  return a->rel < b->rel || (a->rel == b->rel && a->other < b->other);
+}
+
+/* Heap sort: in place and O(n log n) whatever the order, where qsort()
+ * may allocate. */
+static void sift(weft__rel_edge_t *v, uint32_t i, uint32_t n) {
+  for (;;) {
+    uint32_t c = 2 * i + 1;
+    if (c >= n)
+      return;
+    if (c + 1 < n && in_less(&v[c], &v[c + 1]))
+      c++;
+    if (!in_less(&v[i], &v[c]))
+      return;
+    weft__rel_edge_t t = v[i];
+    v[i] = v[c];
+    v[c] = t;
+    i = c;
+  }
+}
+
+void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t) {
+  weft__rel_vec_t *in = &r->in[(uint32_t)t];
+  if (in->sorted || in->n < 2) {
+    in->sorted = 1;
+    return;
+  }
+  weft__rel_edge_t *v = in->v;
+  uint32_t n = in->n;
+  for (uint32_t i = n / 2; i-- > 0;)
+    sift(v, i, n);
+  for (uint32_t end = n; end-- > 1;) {
+    weft__rel_edge_t tmp = v[0];
+    v[0] = v[end];
+    v[end] = tmp;
+    sift(v, 0, end);
+  }
+  for (uint32_t j = 0; j < n; j++) {
+    weft__rel_vec_t *o = &r->out[(uint32_t)v[j].other];
+    o->v[vec_find(o, v[j].rel, t)].back = j;
+  }
+  in->sorted = 1;
+}
+
+/* Removes out-edge p of source src (both sides, the payload). */
+static void edge_drop(weft__relations_t *r, weft_entity_t src, uint32_t p) {
+  weft__rel_vec_t *out = &r->out[(uint32_t)src];
+  weft__rel_edge_t e = out->v[p];
+  reverse_erase(r, e.other, e.back);
+  payload_give(&r->defs[e.rel], e.slot);
+  vec_erase(out, p);
+  r->edges--;
+}
+
+/* ---- registration ---------------------------------------------------------
+ */
+
+static bool is_pow2(uint32_t v) {
+  return v && !(v & (v - 1));
+}
+
+static int check_rel_desc(weft_world_t *w, const weft_relation_desc_t *d,
+                          uint32_t *align) {
+  WEFT_CHECK(w, d && d->name, WEFT_EINVAL, "relation descriptor or name NULL");
+  const uint32_t known =
+      WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_SPARSE | WEFT_RELATION_CASCADE;
+  WEFT_CHECK(w, (d->flags & ~known) == 0, WEFT_EINVAL,
+             "relation '%s': unknown flags 0x%x", d->name, d->flags);
+  WEFT_CHECK(w,
+             !(d->flags & WEFT_RELATION_CASCADE) ||
+                 (d->flags & WEFT_RELATION_EXCLUSIVE),
+             WEFT_EINVAL,
+             "relation '%s': CASCADE requires EXCLUSIVE (a cascade follows "
+             "each source's one edge)",
+             d->name);
+  uint32_t a = d->alignment;
+  if (!a) {
+    a = 1;
+    while (a < 16 && d->size % (a * 2) == 0 && d->size)
+      a *= 2;
+  }
+  WEFT_CHECK(w, is_pow2(a) && a <= 16 && d->size % a == 0, WEFT_ELAYOUT,
+             "relation '%s': payload alignment %u must be a power of two up "
+             "to 16 that divides the size %u",
+             d->name, a, d->size);
+  WEFT_CHECK(w, d->size <= 65536u, WEFT_ELAYOUT,
+             "relation '%s': payload of %u bytes is above 64 KiB", d->name,
+             d->size);
+  *align = a;
+  return 0;
+}
+
+int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
+                           weft_component_t *out) {
+  WEFT_CHECK(w, w && out, WEFT_EINVAL, "world and out must not be NULL");
+  uint32_t align = 0;
+  int rc = check_rel_desc(w, d, &align);
+  if (rc)
+    return rc;
+  weft__relations_t *r = store_get(w);
+  WEFT_CHECK(w, r, WEFT_ENOMEM, "out of memory creating the edge store");
+  rc = weft__grow(&w->alloc, &r->defs, &r->defs_cap, r->ndefs + 1,
+                  sizeof(*r->defs), 8);
+  WEFT_CHECK(w, rc == 0, WEFT_ENOMEM, "out of memory registering a relation");
+  /* The relation's bit in archetype masks is a tag component: the name
+   * checks (valid, unique) are the registry's. */
+  weft_component_t c;
+  rc =
+      weft_component_register(w, &(weft_component_desc_t){.name = d->name}, &c);
+  if (rc)
+    return rc;
+  w->registry.items[c - 1].flags |= WEFT_COMPONENT_RELATION;
+  weft__rel_def_t *def = &r->defs[r->ndefs];
+  memset(def, 0, sizeof(*def));
+  def->comp = c;
+  def->size = d->size;
+  def->stride = d->size ? (d->size + align - 1) / align * align : 0;
+  def->flags = d->flags;
+  r->by_comp[c] = (uint16_t)(++r->ndefs);
+  if (d->flags & WEFT_RELATION_CASCADE)
+    r->cascades++;
+  *out = c;
+  return 0;
+}
+
+/* ---- direct mutations -----------------------------------------------------
+ */
+
+/* Adds edge (rel, tgt) to live src; both ends checked by the caller. */
+static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
+                     weft_entity_t tgt, const void *value) {
+  weft__relations_t *r = w->rel;
+  weft__rel_def_t *d = &r->defs[rel];
+  uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
+  int rc = slots_cover(w, r, s > t ? s : t);
+  if (rc)
+    return rc;
+  weft__rel_vec_t *out = &r->out[s];
+  uint32_t p = lower_bound(out, rel, tgt);
+  if (p < out->n && out->v[p].rel == rel && out->v[p].other == tgt) {
+    if (d->size)
+      payload_write(d, out->v[p].slot, value);
+    return 0;
+  }
+  bool had = p < out->n && out->v[p].rel == rel;
+  if (!had && p > 0 && out->v[p - 1].rel == rel)
+    had = true;
+  /* Everything that can fail comes first, so that a failure changes
+   * nothing: the room, then the move into the relation's archetype. */
+  if (vec_room(w, out) || vec_room(w, &r->in[t]) || slab_room(w, d))
+    return WEFT_ENOMEM;
+  if (!had) {
+    rc = weft__tag_move(w, src, d->comp, true);
+    if (rc)
+      return rc;
+  }
+  if (had && (d->flags & WEFT_RELATION_EXCLUSIVE)) {
+    edge_drop(r, src, lower_bound(out, rel, 0)); /* the one edge it had */
+    p = lower_bound(out, rel, tgt);
+  }
+  uint32_t slot = payload_take(d, value);
+  weft__rel_vec_t *in = &r->in[t];
+  vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
+  /* Appended: still sorted when it comes after the last entry. */
+  weft__rel_edge_t x = {src, rel, WEFT__REL_NOSLOT, 0, 0};
+  in->sorted = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
+  in->v[in->n++] = x;
+  r->edges++;
+  return 0;
+}
+
+/* Leaves the relation's archetype when src has no edge of rel left. */
+static int tag_if_last(weft_world_t *w, weft_entity_t src, uint32_t rel) {
+  weft__relations_t *r = w->rel;
+  if (vec_has_rel(&r->out[(uint32_t)src], rel))
+    return 0;
+  return weft__tag_move(w, src, r->defs[rel].comp, false);
+}
+
+static int apply_remove(weft_world_t *w, weft_entity_t src, uint32_t rel,
+                        weft_entity_t tgt) {
+  weft__relations_t *r = w->rel;
+  uint32_t s = (uint32_t)src;
+  if (s >= r->nslots)
+    return 0;
+  uint32_t p = vec_find(&r->out[s], rel, tgt);
+  if (p == UINT32_MAX)
+    return 0;
+  edge_drop(r, src, p);
+  return tag_if_last(w, src, rel);
+}
+
+static int apply_remove_all(weft_world_t *w, weft_entity_t src, uint32_t rel) {
+  weft__relations_t *r = w->rel;
+  uint32_t s = (uint32_t)src;
+  if (s >= r->nslots)
+    return 0;
+  weft__rel_vec_t *out = &r->out[s];
+  uint32_t p = lower_bound(out, rel, 0);
+  if (p == out->n || out->v[p].rel != rel)
+    return 0;
+  while (p < out->n && out->v[p].rel == rel)
+    edge_drop(r, src, p);
+  return weft__tag_move(w, src, r->defs[rel].comp, false);
+}
+
+/* ---- deaths ---------------------------------------------------------------
+ */
+
+/* A fresh visit epoch over every slot; the marks restart from zero when
+ * the counter wraps. */
+int weft__rel_epoch(weft_world_t *w, weft__relations_t *r) {
+  if (r->mark_cap < r->nslots) {
+    uint32_t ncap = r->nslots > 256 ? r->nslots : 256;
+    uint32_t *m =
+        weft__realloc(&w->alloc, r->mark, (size_t)r->mark_cap * sizeof(*m),
+                      (size_t)ncap * sizeof(*m));
+    if (!m)
+      return WEFT_ENOMEM;
+    memset(m + r->mark_cap, 0, (size_t)(ncap - r->mark_cap) * sizeof(*m));
+    r->mark = m;
+    r->mark_cap = ncap;
+  }
+  if (++r->epoch == 0) {
+    memset(r->mark, 0, (size_t)r->mark_cap * sizeof(*r->mark));
+    r->epoch = 1;
+  }
+  return 0;
+}
+
+/* Pushes e onto the cascade list. */
+int weft__rel_list_push(weft_world_t *w, weft__relations_t *r, uint32_t *n,
+                        weft_entity_t e) {
+  if (weft__grow(&w->alloc, &r->list, &r->list_cap, *n + 1, sizeof(*r->list),
+                 64))
+    return WEFT_ENOMEM;
+  r->list[(*n)++] = e;
+  return 0;
+}
+
+/*
+ * Collects, breadth-first, the sources of e's CASCADE relations, their
+ * sources, and so on (each once, e excluded) into r->list: the whole
+ * subtree at once, so that a deep cascade costs one pass, not one drain
+ * wave per level (the 64-wave limit stays for observers' cascades).
+ */
+static int cascade_collect(weft_world_t *w, weft__relations_t *r,
+                           weft_entity_t e, uint32_t *n) {
+  int rc = weft__rel_epoch(w, r);
+  if (rc)
+    return rc;
+  weft__rel_visit(r, (uint32_t)e);
+  *n = 0;
+  /* The list doubles as the work queue: entry i's sources are appended
+   * when i is reached, so every entity comes after its target. */
+  rc = weft__rel_list_push(w, r, n, e);
+  for (uint32_t i = 0; rc == 0 && i < *n; i++) {
+    uint32_t s = (uint32_t)r->list[i];
+    if (s >= r->nslots)
+      continue;
+    const weft__rel_vec_t *in = &r->in[s];
+    for (uint32_t j = 0; rc == 0 && j < in->n; j++) {
+      const weft__rel_edge_t *x = &r->in[s].v[j];
+      if (!(r->defs[x->rel].flags & WEFT_RELATION_CASCADE) ||
+          !weft__rel_visit(r, (uint32_t)x->other))
+        continue;
+      rc = weft__rel_list_push(w, r, n, x->other);
+    }
+  }
+  return rc;
+}
+
+/* Kills x, a member of a cascade: observers first (inside a drain), then
+ * its edges, then its row. */
+static void cascade_kill(weft_world_t *w, weft_entity_t x) {
+  weft__where_t at;
+  if (!weft__locate(w, x, &at))
+    return;
+  if (w->txn.draining) {
+    weft__obs_despawn(w, at.chunk, at.row); /* sees x alive, edges too */
+    if (!weft__locate(w, x, &at))
+      return;
+  }
+  weft__rel_on_despawn(w, x);
+  weft__locate(w, x, &at); /* tag moves of its sources may have moved it */
+  weft__index_kill_entity(&w->index, &w->alloc, at.rec, x);
+  weft__row_remove(w, at.arch, at.chunk, at.row);
+  w->despawns++;
+  w->version++;
+}
+
+/* Whether slot s has an incoming edge of a CASCADE relation. */
+static bool has_cascade_in(const weft__relations_t *r, uint32_t s) {
+  const weft__rel_vec_t *in = &r->in[s];
+  for (uint32_t j = 0; j < in->n; j++)
+    if (r->defs[in->v[j].rel].flags & WEFT_RELATION_CASCADE)
+      return true;
+  return false;
+}
+
+static int cascade(weft_world_t *w, weft__relations_t *r, weft_entity_t e) {
+  uint32_t n = 0;
+  int rc = cascade_collect(w, r, e, &n);
+  if (rc)
+    return weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                      "out of memory collecting the cascade of %#llx",
+                      (unsigned long long)e);
+  /* Deepest first (the list reversed): each entity dies after its
+   * sources, so no source leaves the relation's archetype only to die. The
+   * flag keeps the kills from collecting cascades again: their sources
+   * are in the list, and dead by the time they die. */
+  r->cascading = true;
+  for (uint32_t i = n; i-- > 1;)
+    cascade_kill(w, r->list[i]);
+  r->cascading = false;
+  return 0;
+}
+
+int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
+  weft__relations_t *r = w->rel;
+  uint32_t s = (uint32_t)e;
+  if (!r || s >= r->nslots || !weft__lookup(w, e))
+    return 0;
+  int err = 0;
+  if (r->cascades && !r->cascading && has_cascade_in(r, s))
+    err = cascade(w, r, e);
+  /* Outgoing: the targets' reverse entries and the payloads go; e's tag
+   * goes with its row. */
+  weft__rel_vec_t *out = &r->out[s];
+  for (uint32_t j = 0; j < out->n; j++) {
+    reverse_erase(r, out->v[j].other, out->v[j].back);
+    payload_give(&r->defs[out->v[j].rel], out->v[j].slot);
+  }
+  r->edges -= out->n;
+  out->n = 0;
+  /* Incoming, from the back: each source loses its edge to e, and the
+   * relation's archetype when that was its last one. */
+  weft__rel_vec_t *in = &r->in[s];
+  while (in->n) {
+    weft__rel_edge_t x = in->v[--in->n];
+    uint32_t xs = (uint32_t)x.other;
+    uint32_t p = vec_find(&r->out[xs], x.rel, e);
+    if (p == UINT32_MAX)
+      continue;
+    payload_give(&r->defs[x.rel], r->out[xs].v[p].slot);
+    vec_erase(&r->out[xs], p);
+    r->edges--;
+    int rc = tag_if_last(w, x.other, x.rel);
+    if (rc && !err)
+      err = rc;
+  }
+  return err;
+}
+
+/* ---- the public calls and their staging -----------------------------------
+ */
+
+/* Whether c is a relation of w; its store index in *rel. */
+static int rel_of(weft_world_t *w, weft_component_t c, uint32_t *rel) {
+  const weft__rel_def_t *d = weft__rel_def(w->rel, c);
+  WEFT_CHECK(w, d, WEFT_EINVAL, "component id %u is not a relation",
+             (unsigned)c);
+  *rel = (uint32_t)(d - w->rel->defs);
+  return 0;
+}
+
+/* Stages an operation; the value is copied into the store's bytes. */
+static int queue_op(weft_world_t *w, uint32_t op, weft_entity_t src,
+                    uint32_t rel, weft_entity_t tgt, const void *value) {
+  weft__relations_t *r = w->rel;
+  uint32_t size = r->defs[rel].size, voff = WEFT__REL_NOVALUE;
+  if (weft__grow(&w->alloc, &r->ops, &r->ops_cap, r->nops + 1, sizeof(*r->ops),
+                 64))
+    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                      "out of memory staging an edge");
+  if (value && size && op == WEFT__RELOP_ADD) {
+    if (weft__grow(&w->alloc, &r->bytes, &r->bytes_cap, r->nbytes + size, 1,
+                   1024))
+      return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                        "out of memory staging an edge's value");
+    voff = r->nbytes;
+    memcpy(r->bytes + voff, value, size);
+    r->nbytes += size;
+  }
+  r->ops[r->nops++] = (weft__rel_op_t){src, tgt, rel, op, voff};
+  return 0;
+}
+
+int weft__rel_queue(weft_world_t *w, uint32_t op, weft_entity_t src,
+                    weft_component_t c, weft_entity_t tgt, const void *value) {
+  uint32_t rel;
+  int rc = rel_of(w, c, &rel);
+  return rc ? rc : queue_op(w, op, src, rel, tgt, value);
+}
+
+/* Whether e is live, or a staged spawn that the drain will place. */
+static bool end_ok(const weft_world_t *w, weft_entity_t e) {
+  return weft__lookup(w, e) || weft__index_is_reserved(&w->index, e);
+}
+
+/* The shared body of the three mutating calls. */
+static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
+                  weft_component_t c, weft_entity_t tgt, const void *value) {
+  WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
+  uint32_t rel;
+  int rc = rel_of(w, c, &rel);
+  if (rc)
+    return rc;
+  weft__relations_t *r = w->rel;
+  WEFT_CHECK(w, !r->busy, WEFT_EBUSY,
+             "edges cannot change inside a relation callback");
+  WEFT_CHECK(w, op == WEFT__RELOP_REMOVE_ALL || tgt != WEFT_ENTITY_NULL,
+             WEFT_EINVAL, "the target of an edge must not be NULL");
+  bool staged = weft__routing(w);
+  bool ok = staged ? end_ok(w, src) &&
+                         (op == WEFT__RELOP_REMOVE_ALL || end_ok(w, tgt))
+                   : weft__lookup(w, src) &&
+                         (op == WEFT__RELOP_REMOVE_ALL || weft__lookup(w, tgt));
+  if (!ok) {
+    weft__count_stale(w);
+    return weft__fail(w, WEFT_ESTALE, WEFT__FILE, WEFT__LINE,
+                      "edge %#llx -> %#llx: an end is not live in this world",
+                      (unsigned long long)src, (unsigned long long)tgt);
+  }
+  if (staged) {
+    rc = queue_op(w, op, src, rel, tgt, value);
+    /* Routed only because observers exist: the call is its own scope. */
+    if (rc == 0 && !weft__txn_in_scope(&w->txn) && !w->txn.draining)
+      rc = weft__txn_drain(w);
+    return rc;
+  }
+  switch (op) {
+  case WEFT__RELOP_ADD:
+    rc = apply_add(w, src, rel, tgt, value);
+    break;
+  case WEFT__RELOP_REMOVE:
+    rc = apply_remove(w, src, rel, tgt);
+    break;
+  default:
+    rc = apply_remove_all(w, src, rel);
+    break;
+  }
+  WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
+             (unsigned long long)src, (unsigned long long)tgt);
+  return 0;
+}
+
+int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t rel,
+                      weft_entity_t tgt, const void *value) {
+  return mutate(w, WEFT__RELOP_ADD, src, rel, tgt, value);
+}
+
+int weft_relation_remove(weft_world_t *w, weft_entity_t src,
+                         weft_component_t rel, weft_entity_t tgt) {
+  return mutate(w, WEFT__RELOP_REMOVE, src, rel, tgt, NULL);
+}
+
+int weft__rel_remove_all(weft_world_t *w, weft_entity_t e, weft_component_t c) {
+  return mutate(w, WEFT__RELOP_REMOVE_ALL, e, c, WEFT_ENTITY_NULL, NULL);
+}
+
+int weft__rel_phase(weft_world_t *w) {
+  weft__relations_t *r = w->rel;
+  uint32_t end = r->nops;
+  int err = 0;
+  for (uint32_t i = r->ops_from; i < end; i++) {
+    weft__rel_op_t op = r->ops[i];
+    if (!weft__lookup(w, op.src) ||
+        (op.op != WEFT__RELOP_REMOVE_ALL && !weft__lookup(w, op.tgt))) {
+      weft__count_stale_cmd(w); /* an end died (or never was) */
+      continue;
+    }
+    int rc;
+    if (op.op == WEFT__RELOP_ADD)
+      rc = apply_add(w, op.src, op.rel, op.tgt,
+                     op.voff == WEFT__REL_NOVALUE ? NULL : r->bytes + op.voff);
+    else if (op.op == WEFT__RELOP_REMOVE)
+      rc = apply_remove(w, op.src, op.rel, op.tgt);
+    else
+      rc = apply_remove_all(w, op.src, op.rel);
+    if (rc && !err)
+      err = weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
+                       "staged edge %#llx -> %#llx could not be applied",
+                       (unsigned long long)op.src, (unsigned long long)op.tgt);
+  }
+  r->ops_from = end;
+  if (r->ops_from == r->nops)
+    r->nops = r->ops_from = r->nbytes = 0;
+  return err;
+}
+
+void weft__rel_drop(weft_world_t *w) {
+  weft__relations_t *r = w->rel;
+  if (!r)
+    return;
+  w->txn.dropped += r->nops - r->ops_from;
+  r->nops = r->ops_from = r->nbytes = 0;
+}

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The edge store behind weft/relation.h: every edge of every relation,
+ * indexed both ways, and the relation operations staged for the drain.
+ * Private to core/.
+ *
+ * Per entity slot there are two vectors: `out`, the slot's edges as a
+ * source, sorted by (relation, target handle), and `in`, the reverse
+ * index, (relation, source handle) pairs sorted the same way. The reverse
+ * index is always kept, whatever the relation's flags: a target's death
+ * must remove its incoming edges (or despawn their sources, for CASCADE),
+ * and without it that would be a scan of every edge in the world. Vectors
+ * keep their capacity when edges go and when their slot's entity dies, and
+ * payloads sit in a per-relation slab with a free list, so that adding and
+ * removing edges every tick allocates nothing once the vectors have grown.
+ * Every edge's ends are live: a death removes the edges of both ends.
+ */
+#ifndef WEFT_CORE_RELATION_H
+#define WEFT_CORE_RELATION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/relation.h"
+
+struct weft_world_t;
+struct weft_cmdbuf_t;
+
+/* One edge as a source holds it (other = target, slot = its payload, or
+ * WEFT__REL_NOSLOT, back = the position of its reverse entry in the
+ * target's `in`) or as the target's reverse entry (other = source). */
+typedef struct weft__rel_edge_t {
+  weft_entity_t other;
+  uint32_t rel; /* the relation's index in the store */
+  uint32_t slot;
+  uint32_t back;
+  uint32_t pad;
+} weft__rel_edge_t;
+
+#define WEFT__REL_NOSLOT 0xffffffffu
+
+/* A slot's `out` is always sorted. Its `in` is sorted only when `sorted`
+ * says so: reverse entries are appended and swap-removed (through the
+ * out-edges' back positions), because a popular target (every unit's
+ * squad, every child's parent) has thousands of sources, and keeping them
+ * sorted on every change would move them all. Readers that promise
+ * ascending sources sort it first (weft__rel_in_sorted). The unsorted
+ * order is still a function of the operations alone, so it is the same
+ * on any number of workers. */
+typedef struct weft__rel_vec_t {
+  weft__rel_edge_t *v;
+  uint32_t n;
+  uint32_t cap;
+  uint32_t sorted; /* `in` only: the entries are in (relation, source) order */
+  uint32_t pad;
+} weft__rel_vec_t;
+
+typedef struct weft__rel_def_t {
+  weft_component_t comp;
+  uint32_t size;   /* payload bytes, 0: none */
+  uint32_t stride; /* slab bytes per payload */
+  uint32_t flags;  /* WEFT_RELATION_* */
+  uint8_t *slab;   /* payloads, stride bytes each */
+  uint32_t slab_n; /* slots handed out (live or free) */
+  uint32_t slab_cap;
+  uint32_t *free; /* released slots */
+  uint32_t nfree;
+  uint32_t free_cap;
+} weft__rel_def_t;
+
+/* A relation operation staged for the drain. */
+typedef struct weft__rel_op_t {
+  weft_entity_t src;
+  weft_entity_t tgt; /* WEFT_ENTITY_NULL with REMOVE_ALL */
+  uint32_t rel;
+  uint32_t op;   /* WEFT__RELOP_* */
+  uint32_t voff; /* value bytes in the store's byte buffer, or NOVALUE */
+} weft__rel_op_t;
+
+enum { WEFT__RELOP_ADD = 1, WEFT__RELOP_REMOVE, WEFT__RELOP_REMOVE_ALL };
+#define WEFT__REL_NOVALUE 0xffffffffu
+
+/* A scratch entry of a traversal: an entity and its depth. */
+typedef struct weft__rel_visit_t {
+  weft_entity_t e;
+  uint32_t depth;
+  uint32_t pad;
+} weft__rel_visit_t;
+
+typedef struct weft__relations_t {
+  weft__rel_def_t *defs;
+  uint32_t ndefs;
+  uint32_t defs_cap;
+  uint16_t by_comp[WEFT_MAX_COMPONENTS + 1]; /* component -> def + 1 */
+  uint32_t cascades;                         /* CASCADE relations */
+  weft__rel_vec_t *out;                      /* by slot, nslots entries */
+  weft__rel_vec_t *in;
+  uint32_t nslots;
+  uint32_t out_cap;
+  uint32_t in_cap;
+  uint32_t *mark; /* by slot: the epoch that visited it */
+  uint32_t mark_cap;
+  uint32_t epoch;
+  weft__rel_visit_t *stack; /* traversal scratch */
+  uint32_t stack_cap;
+  weft_entity_t *list; /* cascade and walk scratch */
+  uint32_t list_cap;
+  weft__rel_op_t *ops; /* staged operations, in call / merge order */
+  uint32_t nops;
+  uint32_t ops_cap;
+  uint32_t ops_from; /* ops below belong to a wave being applied */
+  uint8_t *bytes;    /* staged values */
+  uint32_t nbytes;
+  uint32_t bytes_cap;
+  uint64_t edges; /* live edges */
+  uint32_t busy;  /* callbacks running: edge changes are refused */
+  bool cascading; /* a cascade's kills run: their own cascades are done */
+} weft__relations_t;
+
+/* The store's def for relation component c, or NULL. */
+static inline const weft__rel_def_t *weft__rel_def(const weft__relations_t *r,
+                                                   weft_component_t c) {
+  if (!r || c > WEFT_MAX_COMPONENTS || !r->by_comp[c])
+    return 0;
+  return &r->defs[r->by_comp[c] - 1];
+}
+
+/* Whether relation operations wait for the drain. */
+static inline bool weft__rel_pending(const struct weft__relations_t *r) {
+  return r && r->ops_from < r->nops;
+}
+
+/* Before live (or dead: ignored) entity e dies: its outgoing and incoming
+ * edges go, and for CASCADE relations its sources die first. Owner
+ * thread, direct or inside the drain. */
+int weft__rel_on_despawn(struct weft_world_t *w, weft_entity_t e);
+
+/* Applies the relation operations staged before this wave (txn.c's drain). */
+int weft__rel_phase(struct weft_world_t *w);
+
+/* Drops the staged operations (the drain gave up). */
+void weft__rel_drop(struct weft_world_t *w);
+
+/* Stages an operation recorded in a command buffer; src and tgt are real
+ * handles (the merge resolved pending ones). */
+int weft__rel_queue(struct weft_world_t *w, uint32_t op, weft_entity_t src,
+                    weft_component_t rel, weft_entity_t tgt, const void *value);
+
+/* Removes every edge of relation c from e (weft_remove() of a relation). */
+int weft__rel_remove_all(struct weft_world_t *w, weft_entity_t e,
+                         weft_component_t c);
+
+/* Forgets every edge (weft_world_clear()). */
+void weft__rel_clear(struct weft_world_t *w);
+
+/* Frees the store (the world's end). */
+void weft__rel_fini(struct weft_world_t *w);
+
+/* A hash of every edge and payload, slot by slot (the digest). */
+uint64_t weft__rel_digest(const struct weft_world_t *w);
+
+/* Starts a visit epoch (marks sized to the slots); 0 or WEFT_ENOMEM. */
+int weft__rel_epoch(struct weft_world_t *w, weft__relations_t *r);
+
+/* Marks slot s (below nslots) visited in this epoch; false if it was. */
+static inline bool weft__rel_visit(weft__relations_t *r, uint32_t s) {
+  if (r->mark[s] == r->epoch)
+    return false;
+  r->mark[s] = r->epoch;
+  return true;
+}
+
+/* Sorts live target t's reverse entries (a no-op when they are), fixing
+ * the back positions of the edges they mirror. Allocates nothing. */
+void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t);
+
+/* Appends e to the store's entity scratch list of *n entries. */
+int weft__rel_list_push(struct weft_world_t *w, weft__relations_t *r,
+                        uint32_t *n, weft_entity_t e);
+
+/* Moves live e to the archetype with (add) or without tag c, along the
+ * internal relation edges of the archetype graph (structural.c). */
+int weft__tag_move(struct weft_world_t *w, weft_entity_t e, weft_component_t c,
+                   bool add);
+
+/* Records a command with op, handle e, component c and data (command.c). */
+int weft__cmd_push(struct weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
+                   weft_component_t c, const void *data, uint32_t n);
+
+#endif /* WEFT_CORE_RELATION_H */

@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stress_relation.c: randomized test of relations against an oracle.
+ *
+ * Test 1 drives one world with random operations (spawn, despawn, edge
+ * add with a payload, edge remove, weft_remove of a whole relation, adds
+ * naming dead handles) over three relations: a plain one with a payload,
+ * an exclusive one and an exclusive cascading one. A model (plain arrays:
+ * who is alive, an adjacency matrix per relation, payloads) applies the
+ * same operations with the documented rules: an exclusive add replaces
+ * the source's edge, a death removes the edges of both ends and first
+ * kills every entity that reaches it through the cascading relation.
+ * After every batch the test compares, for every live entity and
+ * relation, the edges in ascending target order with their payloads, the
+ * sources in ascending order, the relation's archetype bit, the wildcard
+ * queries' counts and the world's edge count.
+ *
+ * Test 2 runs one program of edge commands recorded by a system (adds,
+ * removes, despawns of cascade roots, spawns that edges name while
+ * pending) on 1, 2, 3, 4 and 8 workers and asserts equal digests.
+ *
+ * Environment:
+ *   WEFT_REL_SEED  PRNG seed (default 0x5eed0fed9e5)
+ *   WEFT_REL_OPS   operations of test 1 (default 1000000; 200000 in
+ *                  sanitizer builds)
+ */
+#include "support/weft_test.h"
+
+#include <inttypes.h>
+
+#define N 192u     /* model entity slots */
+#define NREL 3u    /* plain+payload, exclusive, exclusive cascade */
+#define BATCH 600u /* operations between full checks */
+#ifdef WEFT_SYSTEM_MALLOC
+#define DEFAULT_OPS 200000u
+#else
+#define DEFAULT_OPS 1000000u
+#endif
+
+typedef struct model_t {
+  weft_world_t *w;
+  weft_component_t rel[NREL];
+  weft_entity_t h[N]; /* handle of model entity i (when alive) */
+  bool alive[N];
+  bool edge[NREL][N][N];  /* edge[r][s][t] */
+  int32_t pay[N][N];      /* payload of relation 0's edge s -> t */
+  weft_entity_t dead[64]; /* recent dead handles, for stale checks */
+  uint32_t ndead;
+  uint64_t rng;
+} model_t;
+
+static uint32_t pick_alive(model_t *m) {
+  for (int tries = 0; tries < 64; tries++) {
+    uint32_t i = wt_draw_below(&m->rng, N);
+    if (m->alive[i])
+      return i;
+  }
+  for (uint32_t i = 0; i < N; i++)
+    if (m->alive[i])
+      return i;
+  return UINT32_MAX;
+}
+
+static void model_spawn(model_t *m) {
+  uint32_t i = wt_draw_below(&m->rng, N);
+  if (m->alive[i])
+    return;
+  assert_int_equal(weft_spawn(m->w, &m->h[i]), WEFT_OK);
+  m->alive[i] = true;
+}
+
+/* Kills i in the model, cascading first (sources via relation 2). */
+static void model_kill(model_t *m, uint32_t root) {
+  uint32_t list[N], n = 0;
+  bool in[N] = {false};
+  list[n++] = root;
+  in[root] = true;
+  for (uint32_t k = 0; k < n; k++)
+    for (uint32_t s = 0; s < N; s++)
+      if (m->alive[s] && !in[s] && m->edge[2][s][list[k]]) {
+        in[s] = true;
+        list[n++] = s;
+      }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t x = list[k];
+    m->alive[x] = false;
+    for (uint32_t r = 0; r < NREL; r++)
+      for (uint32_t j = 0; j < N; j++)
+        m->edge[r][x][j] = m->edge[r][j][x] = false;
+    m->dead[m->ndead++ % 64] = m->h[x];
+  }
+}
+
+static void model_despawn(model_t *m) {
+  uint32_t i = pick_alive(m);
+  if (i == UINT32_MAX)
+    return;
+  assert_int_equal(weft_despawn(m->w, m->h[i]), WEFT_OK);
+  model_kill(m, i);
+}
+
+static void model_add(model_t *m) {
+  uint32_t s = pick_alive(m), t = pick_alive(m);
+  if (s == UINT32_MAX)
+    return;
+  /* Cascading edges are the rarest: a despawn takes whole trees. */
+  uint32_t roll = wt_draw_below(&m->rng, 12);
+  uint32_t r = roll < 6 ? 0 : roll < 10 ? 1 : 2;
+  int32_t v = (int32_t)wt_draw_below(&m->rng, 1000000);
+  assert_int_equal(
+      weft_relation_add(m->w, m->h[s], m->rel[r], m->h[t], r == 0 ? &v : NULL),
+      WEFT_OK);
+  if (r != 0)
+    memset(m->edge[r][s], 0, sizeof m->edge[r][s]);
+  m->edge[r][s][t] = true;
+  if (r == 0)
+    m->pay[s][t] = v;
+}
+
+static void model_remove(model_t *m) {
+  uint32_t s = pick_alive(m);
+  if (s == UINT32_MAX)
+    return;
+  uint32_t r = wt_draw_below(&m->rng, NREL);
+  if (wt_draw_below(&m->rng, 8) == 0) {
+    assert_int_equal(weft_remove(m->w, m->h[s], m->rel[r]), WEFT_OK);
+    memset(m->edge[r][s], 0, sizeof m->edge[r][s]);
+    return;
+  }
+  /* Mostly an existing edge, sometimes any target. */
+  uint32_t t = pick_alive(m);
+  for (uint32_t j = 0; j < N; j++)
+    if (m->edge[r][s][j] && wt_draw_below(&m->rng, 2)) {
+      t = j;
+      break;
+    }
+  assert_int_equal(weft_relation_remove(m->w, m->h[s], m->rel[r], m->h[t]),
+                   WEFT_OK);
+  m->edge[r][s][t] = false;
+}
+
+static void model_stale(model_t *m) {
+  uint32_t s = pick_alive(m);
+  if (s == UINT32_MAX || m->ndead == 0)
+    return;
+  weft_entity_t d =
+      m->dead[wt_draw_below(&m->rng, m->ndead < 64 ? m->ndead : 64)];
+  if (weft_is_alive(m->w, d))
+    return;
+  assert_int_equal(weft_relation_add(m->w, m->h[s], m->rel[0], d, NULL),
+                   WEFT_ESTALE);
+  assert_int_equal(weft_relation_add(m->w, d, m->rel[1], m->h[s], NULL),
+                   WEFT_ESTALE);
+}
+
+typedef struct collect_t {
+  weft_entity_t e[N];
+  int32_t pay[N];
+  uint32_t n;
+} collect_t;
+
+static bool collect_tgt(weft_entity_t s, weft_entity_t t, void *p, void *u) {
+  (void)s;
+  collect_t *c = u;
+  c->pay[c->n] = p ? *(int32_t *)p : 0;
+  c->e[c->n++] = t;
+  return true;
+}
+
+static bool collect_src(weft_entity_t s, weft_entity_t t, void *p, void *u) {
+  (void)t;
+  collect_t *c = u;
+  c->pay[c->n] = p ? *(int32_t *)p : 0;
+  c->e[c->n++] = s;
+  return true;
+}
+
+static int cmp_handle(const void *a, const void *b) {
+  weft_entity_t x = *(const weft_entity_t *)a, y = *(const weft_entity_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The model index of live handle e. */
+static uint32_t index_of(const model_t *m, weft_entity_t e) {
+  for (uint32_t i = 0; i < N; i++)
+    if (m->alive[i] && m->h[i] == e)
+      return i;
+  fail_msg("handle %#" PRIx64 " is not a live model entity", e);
+  return 0;
+}
+
+static void check_entity(model_t *m, uint32_t s, uint32_t r, uint32_t *with) {
+  weft_entity_t want[N];
+  uint32_t n = 0;
+  for (uint32_t t = 0; t < N; t++)
+    if (m->edge[r][s][t])
+      want[n++] = m->h[t];
+  qsort(want, n, sizeof want[0], cmp_handle);
+  collect_t c = {.n = 0};
+  assert_int_equal(
+      weft_relation_each(m->w, m->h[s], m->rel[r], collect_tgt, &c), WEFT_OK);
+  if (c.n != n)
+    fail_msg("entity %u relation %u: %u edges, model %u", s, r, c.n, n);
+  for (uint32_t k = 0; k < n; k++) {
+    assert_int_equal(c.e[k], want[k]);
+    if (r == 0)
+      assert_int_equal(c.pay[k], m->pay[s][index_of(m, want[k])]);
+  }
+  assert_int_equal(weft_relation_count(m->w, m->h[s], m->rel[r]), n);
+  assert_int_equal(weft_has(m->w, m->h[s], m->rel[r]), n > 0);
+  *with += n > 0;
+  /* Sources of s. */
+  n = 0;
+  for (uint32_t x = 0; x < N; x++)
+    if (m->edge[r][x][s])
+      want[n++] = m->h[x];
+  qsort(want, n, sizeof want[0], cmp_handle);
+  c.n = 0;
+  assert_int_equal(
+      weft_relation_sources(m->w, m->h[s], m->rel[r], collect_src, &c),
+      WEFT_OK);
+  assert_int_equal(c.n, n);
+  for (uint32_t k = 0; k < n; k++) {
+    assert_int_equal(c.e[k], want[k]);
+    if (r == 0)
+      assert_int_equal(c.pay[k], m->pay[index_of(m, want[k])][s]);
+  }
+}
+
+static void check_all(model_t *m, weft_query_t *const *q) {
+  uint64_t edges = 0;
+  uint32_t alive = 0;
+  for (uint32_t s = 0; s < N; s++) {
+    if (!m->alive[s])
+      continue;
+    alive++;
+    for (uint32_t r = 0; r < NREL; r++)
+      for (uint32_t t = 0; t < N; t++)
+        edges += m->edge[r][s][t];
+  }
+  for (uint32_t r = 0; r < NREL; r++) {
+    uint32_t with = 0;
+    for (uint32_t s = 0; s < N; s++)
+      if (m->alive[s])
+        check_entity(m, s, r, &with);
+    assert_int_equal(weft_query_count(q[r]), with);
+  }
+  assert_int_equal(weft_world_count(m->w), alive);
+  assert_int_equal(weft_relation_edge_count(m->w), edges);
+}
+
+static void test_relation_oracle(void **state) {
+  (void)state;
+  uint64_t seed =
+      wt_env_u64("stress_relation", "WEFT_REL_SEED", UINT64_C(0x5eed0fed9e5));
+  uint64_t ops = wt_env_u64("stress_relation", "WEFT_REL_OPS", DEFAULT_OPS);
+  print_message("stress_relation: seed %#" PRIx64 ", %" PRIu64 " ops\n", seed,
+                ops);
+  model_t *m = calloc(1, sizeof *m);
+  assert_non_null(m);
+  m->rng = seed;
+  m->w = wt_world_new(NULL);
+  weft_relation_desc_t d[NREL] = {
+      {.name = "Pay", .size = 4},
+      {.name = "Excl", .flags = WEFT_RELATION_EXCLUSIVE},
+      {.name = "Cascade",
+       .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE}};
+  weft_query_t *q[NREL];
+  for (uint32_t r = 0; r < NREL; r++) {
+    assert_int_equal(weft_relation_register(m->w, &d[r], &m->rel[r]), WEFT_OK);
+    weft_query_desc_t qd;
+    memset(&qd, 0, sizeof qd);
+    qd.include[0] = m->rel[r];
+    assert_int_equal(weft_query_create(m->w, &qd, &q[r]), WEFT_OK);
+  }
+  uint64_t alive_sum = 0, edge_sum = 0, checks = 0;
+  for (uint64_t i = 0; i < ops; i++) {
+    uint32_t k = wt_draw_below(&m->rng, 100);
+    if (k < 14)
+      model_spawn(m);
+    else if (k < 17)
+      model_despawn(m);
+    else if (k < 66)
+      model_add(m);
+    else if (k < 96)
+      model_remove(m);
+    else
+      model_stale(m);
+    if ((i + 1) % BATCH == 0 || i + 1 == ops) {
+      check_all(m, q);
+      alive_sum += weft_world_count(m->w);
+      edge_sum += weft_relation_edge_count(m->w);
+      checks++;
+    }
+  }
+  print_message("stress_relation: %" PRIu64 " checks, on average %" PRIu64
+                " entities and %" PRIu64 " edges\n",
+                checks, alive_sum / checks, edge_sum / checks);
+  /* A model that never builds up would prove little. */
+  assert_true(edge_sum / checks > 50);
+  for (uint32_t r = 0; r < NREL; r++)
+    assert_int_equal(weft_query_destroy(q[r]), WEFT_OK);
+  weft_world_destroy(m->w);
+  free(m);
+}
+
+/* --- the same program on several workers -------------------------------- */
+
+typedef struct prog_t {
+  weft_component_t pos;
+  weft_component_t rel[NREL];
+  uint64_t seed;
+} prog_t;
+
+static int prog_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  prog_t *p = ctx->user;
+  for (uint32_t i = 0; i < chunk->count; i++) {
+    weft_entity_t e = chunk->entities[i];
+    /* Everything from the row's handle and the tick: the same commands
+     * whichever worker runs the chunk. */
+    uint64_t st =
+        p->seed ^ (e * UINT64_C(0x9e3779b97f4a7c15)) ^ (ctx->tick << 40);
+    uint32_t k = wt_draw_below(&st, 100);
+    /* Another row of the same chunk, as a target. */
+    weft_entity_t t = chunk->entities[wt_draw_below(&st, chunk->count)];
+    uint32_t r = wt_draw_below(&st, NREL);
+    int32_t v = (int32_t)wt_draw_below(&st, 1000);
+    if (k < 50) {
+      weft_cmd_relation_add(ctx->cmd, e, p->rel[r], t, r == 0 ? &v : NULL);
+    } else if (k < 80) {
+      weft_cmd_relation_remove(ctx->cmd, e, p->rel[r], t);
+    } else if (k < 83) {
+      weft_cmd_despawn(ctx->cmd, e); /* cascades through its sources */
+    } else if (k < 88) {
+      weft_component_t comps[] = {p->pos, 0};
+      weft_entity_t child = 0;
+      if (weft_cmd_spawn(ctx->cmd, comps, NULL, &child) == 0) {
+        weft_cmd_relation_add(ctx->cmd, child, p->rel[2], e, NULL);
+        weft_cmd_relation_add(ctx->cmd, e, p->rel[0], child, &v);
+      }
+    }
+  }
+  return 0;
+}
+
+static uint64_t run_program(uint32_t workers, uint64_t seed) {
+  weft_pool_t *pool = NULL;
+  weft_world_t *w = wt_world_pooled(workers, 4096, &pool);
+  if (workers)
+    wt_dispatch_everything(w);
+  prog_t p;
+  memset(&p, 0, sizeof p);
+  p.seed = seed;
+  p.pos = wt_register(w, "Pos", 4, 4);
+  weft_relation_desc_t d[NREL] = {
+      {.name = "Pay", .size = 4},
+      {.name = "Excl", .flags = WEFT_RELATION_EXCLUSIVE},
+      {.name = "Cascade",
+       .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE}};
+  for (uint32_t r = 0; r < NREL; r++)
+    assert_int_equal(weft_relation_register(w, &d[r], &p.rel[r]), WEFT_OK);
+  weft_component_t comps[] = {p.pos, 0};
+  for (int i = 0; i < 4000; i++)
+    wt_spawn_with(w, comps, NULL);
+  weft_system_desc_t sd;
+  memset(&sd, 0, sizeof sd);
+  sd.name = "edges";
+  sd.query.include[0] = p.pos;
+  sd.batch = 64;
+  sd.run = prog_run;
+  sd.user = &p;
+  for (uint32_t r = 0; r < NREL; r++)
+    sd.cmd_write[r] = p.rel[r];
+  sd.cmd_write[NREL] = p.pos;
+  weft_system_t sys;
+  assert_int_equal(weft_system_register(w, &sd, &sys), WEFT_OK);
+  for (int f = 0; f < 12; f++) {
+    int rc = weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.016);
+    if (rc)
+      fail_msg("%u workers, frame %d: %s", workers, f,
+               weft_world_last_error(w));
+  }
+  assert_true(weft_relation_edge_count(w) > 500);
+  uint64_t h = weft_world_digest(w);
+  weft_world_destroy(w);
+  weft_pool_destroy(pool);
+  return h;
+}
+
+static void test_relation_commands_on_workers(void **state) {
+  (void)state;
+  uint64_t seed =
+      wt_env_u64("stress_relation", "WEFT_REL_SEED", UINT64_C(0x5eed0fed9e5));
+  uint64_t h1 = run_program(1, seed);
+  const uint32_t workers[] = {2, 3, 4, 8};
+  for (uint32_t i = 0; i < 4; i++) {
+    uint64_t h = run_program(workers[i], seed);
+    if (h != h1)
+      fail_msg("digest on %u workers %#" PRIx64 " != %#" PRIx64
+               " on 1 (seed %#" PRIx64 ")",
+               workers[i], h, h1, seed);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_relation_oracle),
+      cmocka_unit_test(test_relation_commands_on_workers),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

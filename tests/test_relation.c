@@ -1,0 +1,794 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for relations: the edge store, queries on the relation's bit,
+ * traversals, deaths and cascades, staging, commands and the digest. */
+#include "support/weft_test.h"
+
+typedef struct pay_t {
+  int32_t a;
+  int32_t b;
+} pay_t;
+
+static weft_component_t reg_rel(weft_world_t *w, const char *name,
+                                uint32_t size, uint32_t flags) {
+  weft_relation_desc_t d = {.name = name, .size = size, .flags = flags};
+  weft_component_t r = 0;
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_OK);
+  assert_int_not_equal(r, 0);
+  return r;
+}
+
+/* Collects callback arguments. */
+typedef struct seen_t {
+  weft_entity_t e[64];
+  uint32_t depth[64];
+  int32_t pay[64];
+  uint32_t n;
+  uint32_t stop_after; /* 0: never */
+} seen_t;
+
+static bool on_edge(weft_entity_t src, weft_entity_t tgt, void *payload,
+                    void *user) {
+  seen_t *s = user;
+  (void)src;
+  if (s->n < 64) {
+    s->e[s->n] = tgt;
+    s->pay[s->n] = payload ? ((pay_t *)payload)->a : -1;
+  }
+  s->n++;
+  return s->stop_after == 0 || s->n < s->stop_after;
+}
+
+static bool on_source(weft_entity_t src, weft_entity_t tgt, void *payload,
+                      void *user) {
+  (void)tgt;
+  seen_t *s = user;
+  if (s->n < 64) {
+    s->e[s->n] = src;
+    s->pay[s->n] = payload ? ((pay_t *)payload)->a : -1;
+  }
+  s->n++;
+  return true;
+}
+
+static bool on_visit(weft_entity_t e, uint32_t depth, void *user) {
+  seen_t *s = user;
+  if (s->n < 64) {
+    s->e[s->n] = e;
+    s->depth[s->n] = depth;
+  }
+  s->n++;
+  return s->stop_after == 0 || s->n < s->stop_after;
+}
+
+static uint32_t query_count(weft_world_t *w, weft_component_t inc,
+                            weft_component_t exc) {
+  weft_query_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.include[0] = inc;
+  d.exclude[0] = exc;
+  weft_query_t *q = NULL;
+  assert_int_equal(weft_query_create(w, &d, &q), WEFT_OK);
+  uint32_t n = weft_query_count(q);
+  assert_int_equal(weft_query_destroy(q), WEFT_OK);
+  return n;
+}
+
+static void test_relation_register_rejects_bad_input(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t r = 0;
+  weft_relation_desc_t d = {.name = "R"};
+  assert_int_equal(weft_relation_register(NULL, &d, &r), WEFT_EINVAL);
+  assert_int_equal(weft_relation_register(w, NULL, &r), WEFT_EINVAL);
+  assert_int_equal(weft_relation_register(w, &d, NULL), WEFT_EINVAL);
+  d.flags = WEFT_RELATION_CASCADE;
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(w), "EXCLUSIVE"));
+  d.flags = 0x80;
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_EINVAL);
+  d.flags = 0;
+  d.size = 6;
+  d.alignment = 4;
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_ELAYOUT);
+  d.size = 64;
+  d.alignment = 32;
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_ELAYOUT);
+  d.alignment = 0;
+  d.name = "";
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_EINVAL);
+  assert_int_equal(weft_component_count(w), 0); /* nothing registered */
+  d.name = "R";
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_OK);
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_EEXIST);
+  wt_register(w, "Plain", 4, 4);
+  d.name = "Plain";
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_EEXIST);
+  weft_component_info_t info;
+  weft_component_t id = 0;
+  assert_int_equal(weft_component_lookup(w, "R", &id), WEFT_OK);
+  assert_int_equal(weft_component_info(w, id, &info), WEFT_OK);
+  assert_true(info.flags & WEFT_COMPONENT_RELATION);
+  weft_world_destroy(w);
+}
+
+static void test_relation_add_has_first_each_sources(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t likes = reg_rel(w, "Likes", sizeof(pay_t), 0);
+  weft_entity_t a = wt_spawn(w), t[4];
+  for (int i = 0; i < 4; i++)
+    t[i] = wt_spawn(w);
+  /* Added out of order: read back in ascending target order. */
+  int order[4] = {2, 0, 3, 1};
+  for (int i = 0; i < 4; i++) {
+    pay_t p = {order[i] * 10, 0};
+    assert_int_equal(weft_relation_add(w, a, likes, t[order[i]], &p), WEFT_OK);
+  }
+  assert_int_equal(weft_relation_count(w, a, likes), 4);
+  assert_int_equal(weft_relation_edge_count(w), 4);
+  assert_true(weft_relation_has(w, a, likes, t[3]));
+  assert_false(weft_relation_has(w, t[3], likes, a));
+  weft_entity_t first = 0;
+  assert_int_equal(weft_relation_first(w, a, likes, &first), WEFT_OK);
+  assert_int_equal(first, t[0]);
+  assert_int_equal(weft_relation_first(w, t[0], likes, &first), WEFT_ENOTFOUND);
+  assert_int_equal(first, WEFT_ENTITY_NULL);
+  seen_t s = {0};
+  assert_int_equal(weft_relation_each(w, a, likes, on_edge, &s), WEFT_OK);
+  assert_int_equal(s.n, 4);
+  for (uint32_t i = 0; i < 4; i++) {
+    assert_int_equal(s.e[i], t[i]);
+    assert_int_equal(s.pay[i], (int32_t)i * 10);
+  }
+  memset(&s, 0, sizeof s);
+  s.stop_after = 2;
+  assert_int_equal(weft_relation_each(w, a, likes, on_edge, &s), WEFT_OK);
+  assert_int_equal(s.n, 2);
+  /* An existing edge takes the new payload and stays one edge. */
+  pay_t p = {77, 1};
+  assert_int_equal(weft_relation_add(w, a, likes, t[1], &p), WEFT_OK);
+  assert_int_equal(weft_relation_count(w, a, likes), 4);
+  pay_t *got = weft_relation_get(w, a, likes, t[1]);
+  assert_non_null(got);
+  assert_int_equal(got->a, 77);
+  got->b = 5; /* payloads are writable in place */
+  assert_int_equal(((pay_t *)weft_relation_get(w, a, likes, t[1]))->b, 5);
+  assert_null(weft_relation_get(w, t[1], likes, a));
+  /* NULL value zero-fills. */
+  weft_entity_t b = wt_spawn(w);
+  assert_int_equal(weft_relation_add(w, b, likes, t[1], NULL), WEFT_OK);
+  assert_int_equal(((pay_t *)weft_relation_get(w, b, likes, t[1]))->a, 0);
+  /* Sources of t[1], ascending. */
+  memset(&s, 0, sizeof s);
+  assert_int_equal(weft_relation_sources(w, t[1], likes, on_source, &s),
+                   WEFT_OK);
+  assert_int_equal(s.n, 2);
+  assert_int_equal(s.e[0], a);
+  assert_int_equal(s.e[1], b);
+  assert_int_equal(s.pay[0], 77);
+  /* Remove one, then a missing one (a no-op). */
+  assert_int_equal(weft_relation_remove(w, a, likes, t[1]), WEFT_OK);
+  assert_int_equal(weft_relation_remove(w, a, likes, t[1]), WEFT_OK);
+  assert_false(weft_relation_has(w, a, likes, t[1]));
+  assert_int_equal(weft_relation_count(w, a, likes), 3);
+  assert_int_equal(weft_relation_edge_count(w), 4);
+  weft_world_destroy(w);
+}
+
+static void test_relation_exclusive_replaces(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t child =
+      reg_rel(w, "ChildOf", sizeof(pay_t), WEFT_RELATION_EXCLUSIVE);
+  weft_entity_t c = wt_spawn(w), p1 = wt_spawn(w), p2 = wt_spawn(w);
+  pay_t v1 = {1, 1}, v2 = {2, 2};
+  assert_int_equal(weft_relation_add(w, c, child, p2, &v2), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, c, child, p1, &v1), WEFT_OK);
+  assert_int_equal(weft_relation_count(w, c, child), 1);
+  assert_false(weft_relation_has(w, c, child, p2));
+  assert_true(weft_relation_has(w, c, child, p1));
+  assert_int_equal(((pay_t *)weft_relation_get(w, c, child, p1))->a, 1);
+  seen_t s = {0};
+  assert_int_equal(weft_relation_sources(w, p2, child, on_source, &s), WEFT_OK);
+  assert_int_equal(s.n, 0); /* the reverse entry went too */
+  assert_int_equal(weft_relation_edge_count(w), 1);
+  /* Still in the relation's archetype. */
+  assert_true(weft_has(w, c, child));
+  weft_world_destroy(w);
+}
+
+static void test_relation_plain_calls_are_refused(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel = reg_rel(w, "R", 0, 0);
+  weft_component_t tag = wt_register_tag(w, "Tag");
+  weft_entity_t a = wt_spawn(w), b = wt_spawn(w), c = wt_spawn(w);
+  assert_int_equal(weft_add(w, a, rel, NULL), WEFT_EINVAL);
+  assert_false(weft_has(w, a, rel));
+  assert_int_equal(weft_set(w, a, rel, &b), WEFT_EINVAL);
+  assert_int_equal(weft_relation_add(w, a, rel, b, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, a, rel, c, NULL), WEFT_OK);
+  assert_int_equal(weft_add(w, a, rel, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_disable(w, a, rel), WEFT_EINVAL);
+  assert_true(weft_is_enabled(w, a, rel));
+  /* Not a relation. */
+  assert_int_equal(weft_relation_add(w, a, tag, b, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_relation_add(w, a, 999, b, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_relation_add(w, a, rel, WEFT_ENTITY_NULL, NULL),
+                   WEFT_EINVAL);
+  weft_entity_t t = 0;
+  assert_int_equal(weft_relation_first(w, a, tag, &t), WEFT_EINVAL);
+  assert_int_equal(weft_relation_each(w, a, rel, NULL, NULL), WEFT_EINVAL);
+  /* Spawn lists cannot name a relation: an edge needs a target. */
+  weft_component_t list[] = {tag, rel, 0};
+  weft_entity_t x = 0;
+  assert_int_equal(weft_spawn_with(w, list, NULL, &x), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(w), "relation"));
+  /* weft_remove of the relation removes every edge of it. */
+  assert_int_equal(weft_remove(w, a, rel), WEFT_OK);
+  assert_int_equal(weft_relation_count(w, a, rel), 0);
+  assert_false(weft_has(w, a, rel));
+  assert_int_equal(weft_relation_edge_count(w), 0);
+  /* Commands refuse non-relations and NULL targets at record time. */
+  weft_cmdbuf_t *buf = NULL;
+  assert_int_equal(weft_cmdbuf_create(w, &buf), WEFT_OK);
+  assert_int_equal(weft_cmd_relation_add(buf, a, tag, b, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_cmd_relation_add(buf, a, rel, 0, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_cmd_relation_add(NULL, a, rel, b, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_cmd_spawn(buf, list, NULL, &x), WEFT_EINVAL);
+  /* A plain command on a relation fails when applied, changing nothing. */
+  assert_int_equal(weft_cmd_add(buf, a, rel, NULL), WEFT_OK);
+  assert_int_equal(weft_world_apply(w, &buf, 1), WEFT_EINVAL);
+  assert_false(weft_has(w, a, rel));
+  assert_int_equal(weft_cmdbuf_destroy(buf), WEFT_OK);
+  weft_world_destroy(w);
+}
+
+static void test_relation_wildcard_queries(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t pos = wt_register(w, "Pos", 4, 4);
+  weft_component_t rel = reg_rel(w, "Follows", 0, WEFT_RELATION_SPARSE);
+  /* Created before any entity has the relation: it must see the
+   * archetypes the edges create later. */
+  weft_query_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.include[0] = pos;
+  d.include[1] = rel;
+  weft_query_t *with = NULL;
+  assert_int_equal(weft_query_create(w, &d, &with), WEFT_OK);
+  weft_component_t comps[] = {pos, 0};
+  weft_entity_t e[6];
+  for (int i = 0; i < 6; i++)
+    e[i] = wt_spawn_with(w, comps, NULL);
+  assert_int_equal(weft_query_count(with), 0);
+  assert_int_equal(weft_relation_add(w, e[0], rel, e[5], NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, e[1], rel, e[5], NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, e[1], rel, e[4], NULL), WEFT_OK);
+  assert_int_equal(weft_query_count(with), 2);
+  assert_int_equal(query_count(w, pos, rel), 4);
+  /* Iterate: the rows are the sources. */
+  weft_iter_t it;
+  uint32_t rows = 0;
+  weft_query_iter(with, &it);
+  while (weft_iter_next(&it))
+    for (uint32_t i = 0; i < it.count; i++) {
+      assert_true(it.entities[i] == e[0] || it.entities[i] == e[1]);
+      rows++;
+    }
+  assert_int_equal(rows, 2);
+  /* Removing one of two edges keeps the bit; the last one drops it. */
+  assert_int_equal(weft_relation_remove(w, e[1], rel, e[5]), WEFT_OK);
+  assert_int_equal(weft_query_count(with), 2);
+  assert_int_equal(weft_relation_remove(w, e[1], rel, e[4]), WEFT_OK);
+  assert_int_equal(weft_query_count(with), 1);
+  assert_int_equal(query_count(w, pos, rel), 5);
+  assert_int_equal(weft_query_destroy(with), WEFT_OK);
+  weft_world_destroy(w);
+}
+
+/* A DAG: r <- a, r <- b, a <- c, b <- c, c <- d (x <- y: y's edge to x). */
+static void test_relation_traverse_dag_once(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel = reg_rel(w, "Under", 0, 0);
+  weft_entity_t r = wt_spawn(w), a = wt_spawn(w), b = wt_spawn(w),
+                c = wt_spawn(w), d = wt_spawn(w);
+  assert_int_equal(weft_relation_add(w, b, rel, r, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, a, rel, r, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, c, rel, a, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, c, rel, b, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, d, rel, c, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, r, rel, d, NULL), WEFT_OK); /* cycle */
+  seen_t s = {0};
+  assert_int_equal(weft_relation_traverse(w, r, rel, on_visit, &s), WEFT_OK);
+  /* Pre-order, ascending at each level: a, c, d, then b (c seen). */
+  assert_int_equal(s.n, 4);
+  weft_entity_t want[4] = {a, c, d, b};
+  uint32_t depth[4] = {0, 1, 2, 0};
+  for (uint32_t i = 0; i < 4; i++) {
+    assert_int_equal(s.e[i], want[i]);
+    assert_int_equal(s.depth[i], depth[i]);
+  }
+  memset(&s, 0, sizeof s);
+  s.stop_after = 2;
+  assert_int_equal(weft_relation_traverse(w, r, rel, on_visit, &s), WEFT_OK);
+  assert_int_equal(s.n, 2);
+  memset(&s, 0, sizeof s);
+  assert_int_equal(weft_relation_traverse(w, d, rel, on_visit, &s), WEFT_OK);
+  assert_int_equal(s.n, 4); /* r, b, a, c around the cycle; d excluded */
+  weft_world_destroy(w);
+}
+
+static bool try_mutate(weft_entity_t e, uint32_t depth, void *user) {
+  (void)depth;
+  weft_world_t **wp = user;
+  weft_component_t rel = 0;
+  assert_int_equal(weft_component_lookup(wp[0], "Up", &rel), WEFT_OK);
+  assert_int_equal(weft_relation_add(wp[0], e, rel, e, NULL), WEFT_EBUSY);
+  return true;
+}
+
+static void test_relation_walk_up_depth_and_cycle(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t up = reg_rel(w, "Up", 0, WEFT_RELATION_EXCLUSIVE);
+  weft_entity_t e[8];
+  for (int i = 0; i < 8; i++)
+    e[i] = wt_spawn(w);
+  for (int i = 0; i < 7; i++)
+    assert_int_equal(weft_relation_add(w, e[i], up, e[i + 1], NULL), WEFT_OK);
+  seen_t s = {0};
+  assert_int_equal(weft_relation_walk_up(w, e[0], up, 0, on_visit, &s),
+                   WEFT_OK);
+  assert_int_equal(s.n, 7);
+  for (uint32_t i = 0; i < 7; i++) {
+    assert_int_equal(s.e[i], e[i + 1]);
+    assert_int_equal(s.depth[i], i + 1);
+  }
+  memset(&s, 0, sizeof s);
+  assert_int_equal(weft_relation_walk_up(w, e[0], up, 3, on_visit, &s),
+                   WEFT_ELIMIT);
+  assert_int_equal(s.n, 3);
+  memset(&s, 0, sizeof s);
+  s.stop_after = 2;
+  assert_int_equal(weft_relation_walk_up(w, e[0], up, 0, on_visit, &s),
+                   WEFT_OK);
+  assert_int_equal(s.n, 2);
+  /* Close a cycle e[7] -> e[4]: an error naming the cycle, not a hang. */
+  assert_int_equal(weft_relation_add(w, e[7], up, e[4], NULL), WEFT_OK);
+  memset(&s, 0, sizeof s);
+  assert_int_equal(weft_relation_walk_up(w, e[0], up, 0, on_visit, &s),
+                   WEFT_ECYCLE);
+  char want[64];
+  snprintf(want, sizeof want, "%#llx", (unsigned long long)e[4]);
+  assert_non_null(strstr(weft_world_last_error(w), want));
+  snprintf(want, sizeof want, "%#llx", (unsigned long long)e[7]);
+  assert_non_null(strstr(weft_world_last_error(w), want));
+  assert_int_equal(s.n, 7); /* e[1]..e[7], each once */
+  /* Callbacks cannot change edges. */
+  weft_world_t *wp[1] = {w};
+  assert_int_equal(weft_relation_walk_up(w, e[5], up, 0, try_mutate, wp),
+                   WEFT_ECYCLE);
+  weft_world_destroy(w);
+}
+
+static void test_relation_stale_handles_are_misses(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel = reg_rel(w, "R", 4, 0);
+  weft_entity_t a = wt_spawn(w), b = wt_spawn(w), dead = wt_spawn(w);
+  assert_int_equal(weft_despawn(w, dead), WEFT_OK);
+  weft_entity_t reuse = wt_spawn(w); /* may take dead's slot */
+  weft_entity_t forged = wt_handle(12345, 3, 0);
+  uint64_t stale0 = wt_stats(w).stale;
+  assert_int_equal(weft_relation_add(w, a, rel, dead, NULL), WEFT_ESTALE);
+  assert_int_equal(weft_relation_add(w, dead, rel, a, NULL), WEFT_ESTALE);
+  assert_int_equal(weft_relation_add(w, forged, rel, a, NULL), WEFT_ESTALE);
+  assert_int_equal(weft_relation_remove(w, a, rel, forged), WEFT_ESTALE);
+  assert_false(weft_relation_has(w, dead, rel, a));
+  assert_null(weft_relation_get(w, dead, rel, a));
+  weft_entity_t t = 1;
+  assert_int_equal(weft_relation_first(w, dead, rel, &t), WEFT_ESTALE);
+  assert_int_equal(weft_relation_sources(w, dead, rel, on_source, NULL),
+                   WEFT_ESTALE);
+  assert_int_equal(weft_relation_traverse(w, forged, rel, on_visit, NULL),
+                   WEFT_ESTALE);
+  assert_int_equal(weft_relation_walk_up(w, dead, rel, 0, on_visit, NULL),
+                   WEFT_ESTALE);
+  assert_true(wt_stats(w).stale > stale0 + 8);
+  /* A slot's new occupant does not inherit the old one's edges. */
+  assert_int_equal(weft_relation_add(w, a, rel, reuse, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, reuse, rel, b, NULL), WEFT_OK);
+  assert_int_equal(weft_despawn(w, reuse), WEFT_OK);
+  weft_entity_t again = wt_spawn(w);
+  assert_int_equal(weft_relation_count(w, again, rel), 0);
+  assert_false(weft_relation_has(w, a, rel, again));
+  assert_int_equal(weft_relation_count(w, a, rel), 0);
+  assert_false(weft_has(w, a, rel));
+  weft_world_destroy(w);
+}
+
+static void test_relation_target_death_removes_incoming(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel = reg_rel(w, "Owns", 8, 0);
+  weft_entity_t t = wt_spawn(w), o = wt_spawn(w), s[5];
+  for (int i = 0; i < 5; i++) {
+    s[i] = wt_spawn(w);
+    assert_int_equal(weft_relation_add(w, s[i], rel, t, NULL), WEFT_OK);
+  }
+  assert_int_equal(weft_relation_add(w, s[0], rel, o, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, t, rel, o, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_edge_count(w), 7);
+  assert_int_equal(weft_despawn(w, t), WEFT_OK);
+  for (int i = 0; i < 5; i++)
+    assert_true(weft_is_alive(w, s[i])); /* not a cascade */
+  assert_int_equal(weft_relation_edge_count(w), 1);
+  assert_true(weft_has(w, s[0], rel)); /* its edge to o remains */
+  assert_false(weft_has(w, s[1], rel));
+  seen_t seen = {0};
+  assert_int_equal(weft_relation_sources(w, o, rel, on_source, &seen), WEFT_OK);
+  assert_int_equal(seen.n, 1); /* t's outgoing edge went with it */
+  assert_int_equal(seen.e[0], s[0]);
+  /* Source death. */
+  assert_int_equal(weft_despawn(w, s[0]), WEFT_OK);
+  assert_int_equal(weft_relation_edge_count(w), 0);
+  weft_world_destroy(w);
+}
+
+/* Builds root <- a1..a3 <- b (3 each) <- c (2 each): 3 levels, 27 below. */
+static uint32_t build_tree(weft_world_t *w, weft_component_t rel,
+                           weft_entity_t root, weft_entity_t *all) {
+  uint32_t n = 0;
+  for (int i = 0; i < 3; i++) {
+    weft_entity_t a = wt_spawn(w);
+    all[n++] = a;
+    assert_int_equal(weft_relation_add(w, a, rel, root, NULL), WEFT_OK);
+    for (int j = 0; j < 3; j++) {
+      weft_entity_t b = wt_spawn(w);
+      all[n++] = b;
+      assert_int_equal(weft_relation_add(w, b, rel, a, NULL), WEFT_OK);
+      for (int k = 0; k < 2; k++) {
+        weft_entity_t c = wt_spawn(w);
+        all[n++] = c;
+        assert_int_equal(weft_relation_add(w, c, rel, b, NULL), WEFT_OK);
+      }
+    }
+  }
+  return n;
+}
+
+static void check_cascaded(weft_world_t *w, weft_entity_t root,
+                           const weft_entity_t *all, uint32_t n,
+                           weft_entity_t other) {
+  assert_false(weft_is_alive(w, root));
+  for (uint32_t i = 0; i < n; i++)
+    assert_false(weft_is_alive(w, all[i]));
+  assert_true(weft_is_alive(w, other));
+  assert_int_equal(weft_world_count(w), 1);
+  assert_int_equal(weft_relation_edge_count(w), 0);
+  wt_check_slot_invariant(w);
+}
+
+static void test_relation_cascade_three_levels(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 3; mode++) {
+    weft_world_t *w = wt_world_new(NULL);
+    weft_component_t rel = reg_rel(
+        w, "ChildOf", 0, WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE);
+    weft_component_t link = reg_rel(w, "Link", 0, 0);
+    weft_entity_t root = wt_spawn(w), other = wt_spawn(w), all[40];
+    uint32_t n = build_tree(w, rel, root, all);
+    assert_int_equal(n, 30);
+    /* A non-cascading edge into the subtree and one out of it. */
+    assert_int_equal(weft_relation_add(w, other, link, all[5], NULL), WEFT_OK);
+    assert_int_equal(weft_relation_add(w, all[7], link, other, NULL), WEFT_OK);
+    if (mode == 0) {
+      assert_int_equal(weft_despawn(w, root), WEFT_OK);
+    } else if (mode == 1) {
+      assert_int_equal(weft_world_defer_begin(w), 1);
+      assert_int_equal(weft_despawn(w, root), WEFT_OK);
+      assert_true(weft_is_alive(w, all[0]));
+      assert_int_equal(weft_world_defer_end(w), WEFT_OK);
+    } else {
+      weft_cmdbuf_t *b = NULL;
+      assert_int_equal(weft_cmdbuf_create(w, &b), WEFT_OK);
+      assert_int_equal(weft_cmd_despawn(b, root), WEFT_OK);
+      assert_int_equal(weft_world_apply(w, &b, 1), WEFT_OK);
+      assert_int_equal(weft_cmdbuf_destroy(b), WEFT_OK);
+    }
+    check_cascaded(w, root, all, n, other);
+    assert_false(weft_has(w, other, link));
+    weft_world_destroy(w);
+  }
+}
+
+static void test_relation_staged_in_scope(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel = reg_rel(w, "R", sizeof(pay_t), 0);
+  weft_entity_t a = wt_spawn(w), b = wt_spawn(w);
+  assert_int_equal(weft_world_defer_begin(w), 1);
+  weft_entity_t c = 0;
+  assert_int_equal(weft_spawn(w, &c), WEFT_OK); /* staged spawn */
+  pay_t p = {9, 9};
+  assert_int_equal(weft_relation_add(w, a, rel, c, &p), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, c, rel, b, NULL), WEFT_OK);
+  assert_false(weft_relation_has(w, a, rel, c)); /* not yet */
+  assert_int_equal(weft_world_defer_end(w), WEFT_OK);
+  assert_true(weft_relation_has(w, a, rel, c));
+  assert_int_equal(((pay_t *)weft_relation_get(w, a, rel, c))->a, 9);
+  assert_true(weft_relation_has(w, c, rel, b));
+  assert_true(weft_has(w, a, rel));
+  /* An edge staged to an entity despawned in the same scope is dropped. */
+  assert_int_equal(weft_world_defer_begin(w), 1);
+  assert_int_equal(weft_relation_add(w, b, rel, a, NULL), WEFT_OK);
+  assert_int_equal(weft_despawn(w, a), WEFT_OK);
+  assert_int_equal(weft_remove(w, c, rel), WEFT_OK); /* staged remove-all */
+  assert_int_equal(weft_world_defer_end(w), WEFT_OK);
+  assert_false(weft_is_alive(w, a));
+  assert_int_equal(weft_relation_count(w, b, rel), 0);
+  assert_int_equal(weft_relation_count(w, c, rel), 0);
+  assert_false(weft_has(w, c, rel));
+  assert_int_equal(weft_relation_edge_count(w), 0);
+  weft_world_destroy(w);
+}
+
+static void on_any(weft_world_t *w, const weft_event_t *ev, void *user) {
+  (void)w;
+  (void)ev;
+  (*(uint32_t *)user)++;
+}
+
+static void test_relation_with_observers(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel = reg_rel(w, "R", 0, 0);
+  uint32_t adds = 0;
+  weft_observer_desc_t od;
+  memset(&od, 0, sizeof od);
+  od.events = WEFT_EVENT_ADD;
+  od.component = rel;
+  od.fn = on_any;
+  od.user = &adds;
+  weft_observer_t *obs = NULL;
+  assert_int_equal(weft_observer_create(w, &od, &obs), WEFT_OK);
+  weft_entity_t a = wt_spawn(w), b = wt_spawn(w);
+  /* Observers route every structural call through a drain: the edge is
+   * there when the call returns, and the observer saw the bit arrive. */
+  assert_int_equal(weft_relation_add(w, a, rel, b, NULL), WEFT_OK);
+  assert_true(weft_relation_has(w, a, rel, b));
+  assert_true(weft_has(w, a, rel));
+  assert_int_equal(adds, 1);
+  assert_int_equal(weft_despawn(w, b), WEFT_OK);
+  assert_false(weft_has(w, a, rel));
+  weft_world_destroy(w);
+}
+
+static void test_relation_commands_pending_ends(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel =
+      reg_rel(w, "ChildOf", sizeof(pay_t), WEFT_RELATION_EXCLUSIVE);
+  weft_entity_t parent = wt_spawn(w);
+  weft_cmdbuf_t *b[2] = {NULL, NULL};
+  assert_int_equal(weft_cmdbuf_create(w, &b[0]), WEFT_OK);
+  assert_int_equal(weft_cmdbuf_create(w, &b[1]), WEFT_OK);
+  weft_entity_t p0 = 0, p1 = 0;
+  assert_int_equal(weft_cmd_spawn(b[0], NULL, NULL, &p0), WEFT_OK);
+  assert_int_equal(weft_cmd_spawn(b[1], NULL, NULL, &p1), WEFT_OK);
+  pay_t v = {3, 4};
+  /* p1 (buffer 1) is a child of p0 (buffer 0), p0 of parent. */
+  assert_int_equal(weft_cmd_relation_add(b[1], p1, rel, p0, &v), WEFT_OK);
+  assert_int_equal(weft_cmd_relation_add(b[0], p0, rel, parent, NULL), WEFT_OK);
+  /* Same key: b[0] merges first; b[1]'s later exclusive add wins. */
+  assert_int_equal(weft_cmd_relation_add(b[0], p1, rel, parent, NULL), WEFT_OK);
+  assert_int_equal(weft_world_apply(w, b, 2), WEFT_OK);
+  weft_entity_t e0 = 0, e1 = 0;
+  assert_int_equal(weft_cmd_resolve(w, p0, &e0), WEFT_OK);
+  assert_int_equal(weft_cmd_resolve(w, p1, &e1), WEFT_OK);
+  assert_true(weft_relation_has(w, e0, rel, parent));
+  assert_true(weft_relation_has(w, e1, rel, e0));
+  assert_false(weft_relation_has(w, e1, rel, parent));
+  assert_int_equal(((pay_t *)weft_relation_get(w, e1, rel, e0))->b, 4);
+  /* Remove through a command; a stale end is a counted drop. */
+  uint64_t stale0 = wt_stats(w).stale;
+  assert_int_equal(weft_cmd_relation_remove(b[0], e1, rel, e0), WEFT_OK);
+  assert_int_equal(weft_cmd_relation_add(b[0], e0, rel, p0, NULL), WEFT_OK);
+  assert_int_equal(weft_world_apply(w, b, 1), WEFT_OK);
+  assert_false(weft_relation_has(w, e1, rel, e0));
+  assert_true(weft_relation_has(w, e0, rel, parent));
+  assert_true(wt_stats(w).stale > stale0);
+  assert_int_equal(weft_cmdbuf_destroy(b[0]), WEFT_OK);
+  assert_int_equal(weft_cmdbuf_destroy(b[1]), WEFT_OK);
+  weft_world_destroy(w);
+}
+
+/* --- commands from systems on several workers -------------------------- */
+
+typedef struct linker_t {
+  weft_component_t rel;
+  weft_component_t cas;
+  weft_entity_t hubs[4];
+  uint64_t frame;
+} linker_t;
+
+/* Each row links itself to a hub chosen by its index and the frame, or
+ * unlinks, through commands; every 5th row of frame 3 despawns a hub. */
+static int linker_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  linker_t *l = ctx->user;
+  for (uint32_t i = 0; i < chunk->count; i++) {
+    weft_entity_t e = chunk->entities[i];
+    uint64_t k = (weft_entity_index(e) * 7u + ctx->tick * 3u) % 11u;
+    weft_entity_t hub = l->hubs[k % 4];
+    int32_t v = (int32_t)(k * 100 + ctx->tick);
+    if (k < 6)
+      weft_cmd_relation_add(ctx->cmd, e, l->rel, hub, &v);
+    else if (k < 9)
+      weft_cmd_relation_remove(ctx->cmd, e, l->rel, hub);
+    else
+      weft_cmd_relation_add(ctx->cmd, e, l->cas, hub, NULL);
+  }
+  return 0;
+}
+
+static uint64_t run_linked(uint32_t workers) {
+  weft_pool_t *pool = NULL;
+  weft_world_t *w = wt_world_pooled(workers, 4096, &pool);
+  if (workers)
+    wt_dispatch_everything(w);
+  linker_t l;
+  memset(&l, 0, sizeof l);
+  weft_component_t pos = wt_register(w, "Pos", 4, 4);
+  l.rel = reg_rel(w, "Near", 4, 0);
+  l.cas =
+      reg_rel(w, "Owned", 0, WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE);
+  for (int i = 0; i < 4; i++)
+    l.hubs[i] = wt_spawn(w);
+  weft_component_t comps[] = {pos, 0};
+  for (int i = 0; i < 3000; i++)
+    wt_spawn_with(w, comps, NULL);
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "linker";
+  d.query.include[0] = pos;
+  d.batch = 64;
+  d.run = linker_run;
+  d.user = &l;
+  d.cmd_write[0] = l.rel;
+  d.cmd_write[1] = l.cas;
+  weft_system_t sys;
+  assert_int_equal(weft_system_register(w, &d, &sys), WEFT_OK);
+  for (int f = 0; f < 6; f++) {
+    int rc = weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.016);
+    if (rc)
+      fail_msg("frame %d: %s", f, weft_world_last_error(w));
+    if (f == 3) /* the cascade takes its Owned sources along */
+      assert_int_equal(weft_despawn(w, l.hubs[1]), WEFT_OK);
+  }
+  assert_true(weft_relation_edge_count(w) > 100);
+  uint64_t h = weft_world_digest(w);
+  weft_world_destroy(w);
+  weft_pool_destroy(pool);
+  return h;
+}
+
+static void test_relation_commands_same_digest_on_workers(void **state) {
+  (void)state;
+  uint64_t h0 = run_linked(0);
+  assert_int_equal(run_linked(1), h0);
+  assert_int_equal(run_linked(2), h0);
+}
+
+static void test_relation_digest_covers_edges(void **state) {
+  (void)state;
+  uint64_t h[4];
+  for (int v = 0; v < 4; v++) {
+    weft_world_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.world_tag = 7;
+    weft_world_t *w = wt_world_new(&cfg);
+    weft_component_t rel = reg_rel(w, "R", 4, 0);
+    weft_entity_t a = wt_spawn(w), b = wt_spawn(w), c = wt_spawn(w);
+    int32_t x = v == 3 ? 2 : 1;
+    /* v 0 and 1 add the same edges in different orders. */
+    if (v == 1) {
+      assert_int_equal(weft_relation_add(w, a, rel, c, &x), WEFT_OK);
+      assert_int_equal(weft_relation_add(w, a, rel, b, &x), WEFT_OK);
+    } else {
+      assert_int_equal(weft_relation_add(w, a, rel, b, &x), WEFT_OK);
+      assert_int_equal(weft_relation_add(w, a, rel, v == 2 ? a : c, &x),
+                       WEFT_OK);
+    }
+    h[v] = weft_world_digest(w);
+    weft_world_destroy(w);
+  }
+  assert_int_equal(h[0], h[1]);
+  assert_int_not_equal(h[0], h[2]); /* another target */
+  assert_int_not_equal(h[0], h[3]); /* another payload */
+}
+
+static void test_relation_clear_forgets_edges(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel = reg_rel(w, "R", 4, 0);
+  weft_entity_t a = wt_spawn(w), b = wt_spawn(w);
+  assert_int_equal(weft_relation_add(w, a, rel, b, NULL), WEFT_OK);
+  assert_int_equal(weft_world_clear(w), WEFT_OK);
+  assert_int_equal(weft_relation_edge_count(w), 0);
+  a = wt_spawn(w);
+  b = wt_spawn(w);
+  assert_int_equal(weft_relation_count(w, a, rel), 0);
+  assert_int_equal(weft_relation_add(w, a, rel, b, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_edge_count(w), 1);
+  weft_world_destroy(w);
+}
+
+/* Adding and removing edges every tick allocates nothing after warm-up,
+ * directly and through command buffers. */
+static void test_relation_steady_state_allocates_nothing(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rel = reg_rel(w, "R", sizeof(pay_t), 0);
+  weft_component_t ex = reg_rel(w, "X", 0, WEFT_RELATION_EXCLUSIVE);
+  weft_entity_t e[256];
+  for (int i = 0; i < 256; i++)
+    e[i] = wt_spawn(w);
+  weft_cmdbuf_t *buf = NULL;
+  assert_int_equal(weft_cmdbuf_create(w, &buf), WEFT_OK);
+  wt_alloc_probe_t probe;
+  for (int tick = 0; tick < 40; tick++) {
+    if (tick == 20)
+      probe = wt_alloc_probe(w);
+    for (int i = 0; i < 256; i++) {
+      pay_t p = {tick, i};
+      weft_entity_t t = e[(i * 5 + tick) % 256];
+      assert_int_equal(weft_relation_add(w, e[i], rel, t, &p), WEFT_OK);
+      assert_int_equal(weft_relation_add(w, e[i], ex, t, NULL), WEFT_OK);
+      assert_int_equal(
+          weft_cmd_relation_add(buf, e[(i + 1) % 256], rel, e[i], &p), WEFT_OK);
+    }
+    int rc = weft_world_apply(w, &buf, 1);
+    if (rc)
+      fail_msg("tick %d: %s", tick, weft_world_last_error(w));
+    seen_t s = {0};
+    rc = weft_relation_traverse(w, e[0], ex, on_visit, &s);
+    if (rc)
+      fail_msg("tick %d: %s", tick, weft_world_last_error(w));
+    for (int i = 0; i < 256; i++) {
+      weft_entity_t t = e[(i * 5 + tick) % 256];
+      assert_int_equal(weft_relation_remove(w, e[i], rel, t), WEFT_OK);
+      assert_int_equal(
+          weft_cmd_relation_remove(buf, e[(i + 1) % 256], rel, e[i]), WEFT_OK);
+    }
+    assert_int_equal(weft_world_apply(w, &buf, 1), WEFT_OK);
+  }
+  wt_assert_no_alloc(w, &probe, "20 ticks of adding and removing edges");
+  assert_int_equal(weft_relation_edge_count(w), 256); /* the exclusive ones */
+  assert_int_equal(weft_cmdbuf_destroy(buf), WEFT_OK);
+  weft_world_destroy(w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_relation_register_rejects_bad_input),
+      cmocka_unit_test(test_relation_add_has_first_each_sources),
+      cmocka_unit_test(test_relation_exclusive_replaces),
+      cmocka_unit_test(test_relation_plain_calls_are_refused),
+      cmocka_unit_test(test_relation_wildcard_queries),
+      cmocka_unit_test(test_relation_traverse_dag_once),
+      cmocka_unit_test(test_relation_walk_up_depth_and_cycle),
+      cmocka_unit_test(test_relation_stale_handles_are_misses),
+      cmocka_unit_test(test_relation_target_death_removes_incoming),
+      cmocka_unit_test(test_relation_cascade_three_levels),
+      cmocka_unit_test(test_relation_staged_in_scope),
+      cmocka_unit_test(test_relation_with_observers),
+      cmocka_unit_test(test_relation_commands_pending_ends),
+      cmocka_unit_test(test_relation_commands_same_digest_on_workers),
+      cmocka_unit_test(test_relation_digest_covers_edges),
+      cmocka_unit_test(test_relation_clear_forgets_edges),
+      cmocka_unit_test(test_relation_steady_state_allocates_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
