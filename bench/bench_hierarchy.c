@@ -38,8 +38,8 @@ typedef struct hier_state_t {
 static weft_transform2_t hier_local(uint32_t i) {
   /* A small rotation and a scale near 1 keep values finite at depth 8. */
   float a = (float)(i % 13) * 0.01f;
-  weft_transform2_t t = {(float)(i % 7), (float)(i % 5), 1.0f - a * a * 0.5f,
-                         a, 1.0f + (float)(i % 3) * 0.01f};
+  weft_transform2_t t = {(float)(i % 7), (float)(i % 5), 1.0f - a * a * 0.5f, a,
+                         1.0f + (float)(i % 3) * 0.01f};
   return t;
 }
 
@@ -124,9 +124,9 @@ void bench_hierarchy(bench_ctx_t *ctx) {
   bench_check(weft_spawn_batch(s.world, s.n, comps, hier_fill, &f, e),
               "weft_spawn_batch");
   for (uint32_t i = s.roots; i < s.n; i++)
-    bench_check(weft_relation_add(s.world, e[i], s.ids.child_of,
-                                  e[s.parent[i]], NULL),
-                "weft_relation_add");
+    bench_check(
+        weft_relation_add(s.world, e[i], s.ids.child_of, e[s.parent[i]], NULL),
+        "weft_relation_add");
   s.last = e[s.n - 1];
   bench_free(e);
   bench_check(weft_hierarchy_update(s.h), "weft_hierarchy_update");

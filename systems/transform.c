@@ -34,8 +34,8 @@
 
 /* One entity of the plan. */
 typedef struct xf_item_t {
-  weft_transform2_t *out;         /* its world transform */
-  const weft_transform2_t *local; /* its local transform */
+  weft_transform2_t *out;          /* its world transform */
+  const weft_transform2_t *local;  /* its local transform */
   const weft_transform2_t *parent; /* the parent's world; NULL: a root */
 } xf_item_t;
 
@@ -212,8 +212,7 @@ static void xf_levels(weft_hierarchy_t *h, weft_sysctx_t *ctx) {
 }
 
 static int xf_run(weft_hierarchy_t *h, weft_sysctx_t *ctx) {
-  if (!h->planned ||
-      h->version != weft_world_structure_version(h->world)) {
+  if (!h->planned || h->version != weft_world_structure_version(h->world)) {
     int rc = xf_plan(h);
     if (rc)
       return rc;

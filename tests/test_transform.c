@@ -24,8 +24,8 @@ typedef struct xf_fx_t {
   weft_hierarchy_t *h;
   weft_hierarchy_ids_t ids;
   weft_entity_t e[XF_NODES];
-  uint32_t parent[XF_NODES];  /* XF_NONE: a root */
-  bool plain[XF_NODES];       /* no transforms at all */
+  uint32_t parent[XF_NODES]; /* XF_NONE: a root */
+  bool plain[XF_NODES];      /* no transforms at all */
   weft_transform2_t local[XF_NODES];
   bool alive[XF_NODES];
 } xf_fx_t;
@@ -99,8 +99,9 @@ static void xf_build(xf_fx_t *f, uint32_t workers, uint64_t seed,
     }
     /* A forest: about 1 in 20 nodes is a root, others hang under an
      * earlier node, so depths reach past 8. */
-    f->parent[i] = i && !wt_chance(&r, 1, 20) ? i - 1 - wt_below(&r, i < 4 ? i : 4)
-                                              : XF_NONE;
+    f->parent[i] = i && !wt_chance(&r, 1, 20)
+                       ? i - 1 - wt_below(&r, i < 4 ? i : 4)
+                       : XF_NONE;
     if (f->parent[i] != XF_NONE)
       assert_int_equal(weft_relation_add(f->w, f->e[i], f->ids.child_of,
                                          f->e[f->parent[i]], NULL),
@@ -271,9 +272,9 @@ static void test_transform_same_on_workers(void **state) {
     assert_int_equal(weft_pipeline_configure(f->w, &pc), WEFT_OK);
     wt_rng_t r = wt_rng(5);
     for (uint32_t frame = 0; frame < 6; frame++) {
-      assert_int_equal(weft_world_run_phase(f->w, WEFT_PHASE_POST_FIXED_UPDATE,
-                                            1.0 / 60),
-                       WEFT_OK);
+      assert_int_equal(
+          weft_world_run_phase(f->w, WEFT_PHASE_POST_FIXED_UPDATE, 1.0 / 60),
+          WEFT_OK);
       xf_check(f, NULL);
       digests[run][frame] = weft_world_digest(f->w);
       for (uint32_t k = 0; k < 20; k++) {

@@ -120,13 +120,17 @@ typedef struct weft_std_t {
   weft_component_t boid;     /**< tag: takes part in flocking */
   weft_component_t dead;     /**< tag: added when health reaches 0 */
   weft_channel_t collisions; /**< weft_collision_t events */
+  /** Relation "weft.OwnedBy" (exclusive, sparse, cascading): from a
+   * projectile to the spawner that fired it, so that despawning the
+   * spawner despawns its projectiles in the same sync point. */
+  weft_component_t owned_by;
 } weft_std_t;
 
 /**
  * Registers the standard components ("weft.Position", "weft.Velocity",
- * ...) and the "weft.collisions" channel, or looks them up when a previous
- * call registered them. Owner thread. Returns 0 or the registration's
- * error (WEFT_ETOOMANY, WEFT_ENOMEM).
+ * ...), the "weft.OwnedBy" relation and the "weft.collisions" channel, or looks
+ * them up when a previous call registered them. Owner thread. Returns 0 or the
+ * registration's error (WEFT_ETOOMANY, WEFT_ENOMEM).
  */
 int weft_std_register(weft_world_t *world, weft_std_t *out);
 
