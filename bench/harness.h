@@ -164,6 +164,7 @@ void bench_create_destroy(bench_ctx_t *ctx);
 void bench_commands(bench_ctx_t *ctx);
 void bench_get(bench_ctx_t *ctx);
 void bench_dirty(bench_ctx_t *ctx);
+void bench_hierarchy(bench_ctx_t *ctx);
 void bench_memory(bench_ctx_t *ctx);
 void bench_jobs(bench_ctx_t *ctx);
 void bench_relation(bench_ctx_t *ctx);

@@ -38,6 +38,7 @@ static const bench_scenario_t bench_registry[] = {
     {"commands", bench_commands},
     {"get", bench_get},
     {"dirty", bench_dirty},
+    {"hierarchy", bench_hierarchy},
     {"memory", bench_memory},
     {"jobs", bench_jobs},
     {"schedule", bench_schedule},

@@ -358,6 +358,7 @@ static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
   in->sorted = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
   in->v[in->n++] = x;
   r->edges++;
+  w->version++; /* weft_world_structure_version(): edges changed */
   return 0;
 }
 
@@ -379,6 +380,7 @@ static int apply_remove(weft_world_t *w, weft_entity_t src, uint32_t rel,
   if (p == UINT32_MAX)
     return 0;
   edge_drop(r, src, p);
+  w->version++;
   return tag_if_last(w, src, rel);
 }
 
@@ -393,6 +395,7 @@ static int apply_remove_all(weft_world_t *w, weft_entity_t src, uint32_t rel) {
     return 0;
   while (p < out->n && out->v[p].rel == rel)
     edge_drop(r, src, p);
+  w->version++;
   return weft__tag_move(w, src, r->defs[rel].comp, false);
 }
 

@@ -230,6 +230,10 @@ uint32_t weft_world_count(const weft_world_t *w) {
   return w ? w->index.alive - w->txn.reserved : 0;
 }
 
+uint64_t weft_world_structure_version(const weft_world_t *w) {
+  return w ? w->version : 0;
+}
+
 void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
   if (!w || !out)
     return;

@@ -14,6 +14,7 @@
 
 #include <weft.h>
 #include <weft/builtin.h>
+#include <weft/relation.h>
 
 #include "builtin_internal.h"
 
@@ -54,6 +55,7 @@ enum { P_POS, P_VEL, P_LIFETIME, P_COLLIDER, P_DAMAGE, P_COUNT };
 
 typedef struct spawn_list_t {
   weft_component_t comps[P_COUNT + 1];
+  weft_component_t owned_by; /* projectile -> spawner; 0: no edge */
 } spawn_list_t;
 
 /* Records one burst of spawner @p s at (x, y) for entity @p e. */
@@ -76,6 +78,8 @@ static int burst(weft_sysctx_t *ctx, const spawn_list_t *l, weft_entity_t e,
     const void *values[P_COUNT] = {&pos, &vel, &lt, &col, &dmg};
     weft_entity_t p;
     int rc = weft_cmd_spawn(ctx->cmd, l->comps, values, &p);
+    if (!rc && l->owned_by)
+      rc = weft_cmd_relation_add(ctx->cmd, p, l->owned_by, e, NULL);
     if (rc)
       return rc;
   }
@@ -116,6 +120,7 @@ static int keep_list(weft_world_t *w, const weft_std_t *std,
   l.comps[P_LIFETIME] = std->lifetime;
   l.comps[P_COLLIDER] = std->collider;
   l.comps[P_DAMAGE] = std->damage;
+  l.owned_by = std->owned_by;
   char name[48];
   weft_resource_t r;
   for (uint32_t n = 0;; n++) {
@@ -154,6 +159,7 @@ int weft_sys_spawners(weft_world_t *w, const weft_std_t *std,
   d.term_access[1] = WEFT_ACCESS_READ;
   for (uint32_t i = 0; i < P_COUNT; i++)
     d.cmd_write[i] = l->comps[i];
+  d.cmd_write[P_COUNT] = l->owned_by;
   d.res_read[0] = res;
   return weft__builtin_register(w, &d, out);
 }

@@ -9,6 +9,7 @@
 
 #include <weft.h>
 #include <weft/builtin.h>
+#include <weft/relation.h>
 
 /* Registers a component or, when the name is taken, finds it. */
 static int comp(weft_world_t *w, const weft_component_desc_t *d,
@@ -65,6 +66,13 @@ int weft_std_register(weft_world_t *w, weft_std_t *out) {
     rc = plain(w, "weft.Boid", 0, 0, &s.boid);
   if (!rc)
     rc = plain(w, "weft.Dead", 0, 0, &s.dead);
+  if (!rc && weft_component_lookup(w, "weft.OwnedBy", &s.owned_by) != 0) {
+    weft_relation_desc_t rd = {.name = "weft.OwnedBy",
+                               .flags = WEFT_RELATION_EXCLUSIVE |
+                                        WEFT_RELATION_SPARSE |
+                                        WEFT_RELATION_CASCADE};
+    rc = weft_relation_register(w, &rd, &s.owned_by);
+  }
   if (!rc && weft_channel_lookup(w, "weft.collisions", &s.collisions) != 0)
     rc = weft_channel_register(w, "weft.collisions", sizeof(weft_collision_t),
                                &s.collisions);

@@ -8,7 +8,11 @@
  *   its neighbours;
  * - arena: units wandering a walled arena, turrets firing projectiles,
  *   collisions through the grid, damage and armor, deaths, projectile
- *   lifetimes — every kind of structural change, every tick.
+ *   lifetimes — every kind of structural change, every tick. Two
+ *   relations give it structure: each projectile is OwnedBy its turret
+ *   (cascading: a destroyed turret's projectiles vanish with it), and
+ *   units belong to squads of SQUAD_SIZE (MemberOf); a squad whose
+ *   members are all dead disbands, which removes their edges.
  *
  * Initial values are counter-based draws keyed by the seed and the spawn
  * index, so a scenario's world does not depend on how it is run.
@@ -16,6 +20,7 @@
 #include "sim_scenarios.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const names[] = {"arena", "boids", "particles"};
@@ -116,6 +121,129 @@ static int boids(sim_scene_t *s, uint32_t n, uint64_t seed) {
       fill_motion, &f, NULL);
 }
 
+/* ---- arena structure: wreckage and squads -------------------------------- */
+
+#define SQUAD_SIZE 64u
+
+/* A squad: its living members, counted each tick. */
+typedef struct sim_squad_t {
+  uint32_t members;
+  uint32_t ticks; /* ticks it has existed */
+} sim_squad_t;
+
+/* Despawns dead turrets; OwnedBy cascades to their projectiles. */
+static int wreckage_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  for (uint32_t i = 0; i < it->count; i++) {
+    int rc = weft_cmd_despawn(ctx->cmd, it->entities[i]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+/* What the squads system reads, kept in a world resource so that it lives
+ * as long as the system. */
+typedef struct squad_ids_t {
+  weft_component_t member_of, dead;
+} squad_ids_t;
+
+typedef struct squad_count_t {
+  const weft_world_t *world;
+  weft_component_t dead;
+  uint32_t alive;
+} squad_count_t;
+
+static bool squad_member(weft_entity_t source, weft_entity_t target,
+                         void *payload, void *user) {
+  (void)target;
+  (void)payload;
+  squad_count_t *c = user;
+  c->alive += !weft_has(c->world, source, c->dead);
+  return true;
+}
+
+/* Counts each squad's living members (ascending handle order through the
+ * reverse index); a squad with none disbands. */
+static int squads_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  const squad_ids_t *ids = ctx->user;
+  sim_squad_t *sq = it->columns[0];
+  for (uint32_t i = 0; i < it->count; i++) {
+    squad_count_t c = {ctx->world, ids->dead, 0};
+    int rc = weft_relation_sources(ctx->world, it->entities[i], ids->member_of,
+                                   squad_member, &c);
+    if (rc)
+      return rc;
+    sq[i].members = c.alive;
+    sq[i].ticks++;
+    if (!c.alive && (rc = weft_cmd_despawn(ctx->cmd, it->entities[i])))
+      return rc;
+  }
+  return 0;
+}
+
+static int arena_structure(sim_scene_t *s) {
+  weft_world_t *w = s->world;
+  weft_component_desc_t sd = {.name = "sim.Squad", .size = sizeof(sim_squad_t)};
+  int rc = weft_component_register(w, &sd, &s->squad);
+  weft_relation_desc_t md = {.name = "sim.MemberOf",
+                             .flags = WEFT_RELATION_EXCLUSIVE |
+                                      WEFT_RELATION_SPARSE};
+  if (!rc)
+    rc = weft_relation_register(w, &md, &s->member_of);
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "sim.wreckage";
+  d.phase = WEFT_PHASE_FIXED_UPDATE;
+  d.query.include[0] = s->std.spawner;
+  d.query.include[1] = s->std.dead;
+  d.term_access[0] = WEFT_ACCESS_NONE;
+  d.term_access[1] = WEFT_ACCESS_NONE;
+  d.flags = WEFT_SYSTEM_DESPAWNS;
+  d.after[0] = "weft.health";
+  d.run = wreckage_run;
+  weft_system_t id;
+  if (!rc)
+    rc = weft_system_register(w, &d, &id);
+  squad_ids_t ids = {s->member_of, s->std.dead};
+  weft_resource_t res;
+  if (!rc)
+    rc = weft_resource_register(w, "sim.squads", sizeof ids,
+                                _Alignof(squad_ids_t), &ids, &res);
+  memset(&d, 0, sizeof d);
+  d.name = "sim.squads";
+  d.phase = WEFT_PHASE_FIXED_UPDATE;
+  d.query.include[0] = s->squad;
+  d.term_access[0] = WEFT_ACCESS_WRITE;
+  d.read[0] = s->member_of;
+  d.read[1] = s->std.dead;
+  /* weft_relation_sources() is an owner-thread call. */
+  d.flags = WEFT_SYSTEM_DESPAWNS | WEFT_SYSTEM_MAIN_THREAD;
+  d.after[0] = "weft.health";
+  d.run = squads_run;
+  d.res_read[0] = res;
+  d.user = rc ? NULL : weft_resource_get(w, res);
+  return rc ? rc : weft_system_register(w, &d, &id);
+}
+
+/* Spawns one squad per SQUAD_SIZE units, in spawn order, and joins each
+ * unit to its squad. */
+static int arena_squads(sim_scene_t *s, const weft_entity_t *units,
+                        uint32_t n) {
+  int rc = 0;
+  weft_entity_t squad = 0;
+  for (uint32_t k = 0; !rc && k < n; k++) {
+    if (k % SQUAD_SIZE == 0) {
+      sim_squad_t v = {n - k < SQUAD_SIZE ? n - k : SQUAD_SIZE, 0};
+      weft_component_t c[] = {s->squad, 0};
+      const void *vals[] = {&v};
+      rc = weft_spawn_with(s->world, c, vals, &squad);
+    }
+    if (!rc)
+      rc = weft_relation_add(s->world, units[k], s->member_of, squad, NULL);
+  }
+  return rc;
+}
+
 /* Arena values for units and turrets, written after the motion fill. */
 typedef struct arena_vals_t {
   weft_collider_t unit_col, turret_col;
@@ -148,7 +276,13 @@ static int spawn_arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
       d->position, d->velocity, d->collider, d->health, d->armor, d->damage, 0};
   fill_t f = {s, seed, 3.0f, 0, 0};
   weft_entity_t e;
-  int rc = weft_spawn_batch(s->world, units, uc, fill_motion, &f, NULL);
+  weft_entity_t *spawned = malloc((units ? units : 1) * sizeof *spawned);
+  if (!spawned)
+    return WEFT_ENOMEM;
+  int rc = weft_spawn_batch(s->world, units, uc, fill_motion, &f, spawned);
+  if (!rc)
+    rc = arena_squads(s, spawned, units);
+  free(spawned);
   /* The batch zero-filled the rest: set it per entity, in spawn order. */
   weft_query_t *q = NULL;
   if (!rc)
@@ -208,6 +342,8 @@ static int arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
     rc = weft_sys_lifetime(s->world, &s->std, 0, &id);
   if (!rc)
     rc = weft_sys_spawners(s->world, &s->std, 0, &id);
+  if (!rc)
+    rc = arena_structure(s);
   return rc ? rc : spawn_arena(s, n, seed);
 }
 

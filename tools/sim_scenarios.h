@@ -19,6 +19,8 @@ typedef struct sim_scene_t {
   weft_grid_t *grid; /* owned; destroyed by sim_scene_free() */
   weft_std_t std;
   float side; /* the square arena is [0, side)^2 */
+  /* arena: the squad component and the unit -> squad relation */
+  weft_component_t squad, member_of;
 } sim_scene_t;
 
 /* The scenario's name ("arena", ...), or NULL for an unknown kind. */

@@ -120,13 +120,17 @@ typedef struct weft_std_t {
   weft_component_t boid;     /**< tag: takes part in flocking */
   weft_component_t dead;     /**< tag: added when health reaches 0 */
   weft_channel_t collisions; /**< weft_collision_t events */
+  /** Relation "weft.OwnedBy" (exclusive, sparse, cascading): from a
+   * projectile to the spawner that fired it, so that despawning the
+   * spawner despawns its projectiles in the same sync point. */
+  weft_component_t owned_by;
 } weft_std_t;
 
 /**
  * Registers the standard components ("weft.Position", "weft.Velocity",
- * ...) and the "weft.collisions" channel, or looks them up when a previous
- * call registered them. Owner thread. Returns 0 or the registration's
- * error (WEFT_ETOOMANY, WEFT_ENOMEM).
+ * ...), the "weft.OwnedBy" relation and the "weft.collisions" channel, or looks
+ * them up when a previous call registered them. Owner thread. Returns 0 or the
+ * registration's error (WEFT_ETOOMANY, WEFT_ENOMEM).
  */
 int weft_std_register(weft_world_t *world, weft_std_t *out);
 
@@ -426,6 +430,94 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
 weft_vec2_t weft_boids_steer(const weft_boids_config_t *config,
                              const weft_grid_item_t *self,
                              const weft_grid_item_t *nb, uint32_t n, float dt);
+
+/* ---- the transform hierarchy --------------------------------------------- */
+
+/**
+ * A 2D transform: rotation (c, s) = (cos a, sin a), uniform scale, then
+ * translation (x, y); a point p maps to (x, y) + scale * R(a) p. The
+ * LocalTransform of an entity is relative to its parent, its
+ * WorldTransform to the world. Fields are plain (AoS) floats.
+ */
+typedef struct weft_transform2_t {
+  float x, y;
+  float c, s;
+  float scale;
+} weft_transform2_t;
+
+/** An opaque transform hierarchy: the components, the child-of relation
+ * and the propagation plan its system keeps between runs. */
+typedef struct weft_hierarchy_t weft_hierarchy_t;
+
+/** Hierarchy settings; zero means default. */
+typedef struct weft_hierarchy_config_t {
+  weft_phase_t phase; /**< 0: WEFT_PHASE_POST_FIXED_UPDATE */
+  /** An exclusive relation (include/weft/relation.h) from child to parent;
+   * 0: "weft.ChildOf", registered exclusive, sparse and cascading (or
+   * looked up when registered already). */
+  weft_component_t child_of;
+  uint32_t grain; /**< entities per job within a level; 0: 4096 */
+} weft_hierarchy_config_t;
+
+/** The ids a hierarchy works with. */
+typedef struct weft_hierarchy_ids_t {
+  weft_component_t local;    /**< "weft.LocalTransform", weft_transform2_t */
+  weft_component_t world;    /**< "weft.WorldTransform", weft_transform2_t */
+  weft_component_t child_of; /**< the relation from child to parent */
+} weft_hierarchy_ids_t;
+
+/**
+ * Creates a hierarchy for @p world: registers (or looks up) the two
+ * transform components and the child-of relation, and a query of the
+ * entities that have both transforms. The caller owns it
+ * (weft_hierarchy_destroy()) and keeps it alive while its system is
+ * registered. Owner thread. WEFT_EINVAL (NULL, @p config's child_of is no
+ * exclusive relation), WEFT_ENOCOMP, WEFT_ENOMEM or a registration error.
+ */
+int weft_hierarchy_create(weft_world_t *world,
+                          const weft_hierarchy_config_t *config,
+                          weft_hierarchy_t **out);
+
+/** Frees a hierarchy and its query. Owner thread; NULL is a no-op.
+ * Destroy it before its world, after removing its system or running
+ * no further frame. */
+void weft_hierarchy_destroy(weft_hierarchy_t *hierarchy);
+
+/** Copies the ids of @p hierarchy into @p out. Any thread. */
+void weft_hierarchy_ids(const weft_hierarchy_t *hierarchy,
+                        weft_hierarchy_ids_t *out);
+
+/**
+ * Registers "weft.transform": a task on the driving thread that computes
+ * every WorldTransform from the LocalTransforms down the child-of edges,
+ * parents before children: roots (both transforms, no edge, or a parent
+ * without them) copy local to world; each deeper level composes its
+ * parent's world with its own local, one level after the other, each
+ * level split over the pool in ranges that do not depend on the number of
+ * workers, so the result is the same on any number. Entities with a
+ * disabled transform, their subtrees, and entities on a cycle of edges
+ * are left as they are. The plan (the breadth-first order and the
+ * addresses of the transforms) is rebuilt only when
+ * weft_world_structure_version() moved, reusing its memory. Owner thread.
+ * WEFT_EINVAL (NULL, a hierarchy of another world), WEFT_EEXIST (the
+ * hierarchy or the world has the system already) or a registration error.
+ */
+int weft_sys_transform(weft_world_t *world, weft_hierarchy_t *hierarchy,
+                       weft_system_t *out);
+
+/** Runs the propagation now on the calling thread, without the system:
+ * the same result. Owner thread, outside frames. 0, WEFT_EINVAL or
+ * WEFT_ENOMEM. */
+int weft_hierarchy_update(weft_hierarchy_t *hierarchy);
+
+/**
+ * The depth levels of the last propagation's plan: the number of levels,
+ * and in counts[d] (for d < @p cap) the entities at depth d (roots at
+ * 0). 0 before the first propagation. Owner thread; @p counts is the
+ * caller's.
+ */
+uint32_t weft_hierarchy_levels(const weft_hierarchy_t *hierarchy,
+                               uint32_t *counts, uint32_t cap);
 
 #ifdef __cplusplus
 }

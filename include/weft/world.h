@@ -186,6 +186,16 @@ uint32_t weft_world_count(const weft_world_t *world);
 void weft_world_stats(const weft_world_t *world, weft_world_stats_t *out);
 
 /**
+ * A number that changes whenever an entity is spawned or despawned, a row
+ * moves to another archetype or place, or a relationship edge is added or
+ * removed, and stays the same otherwise. While it stays the same, pointers
+ * from weft_get() and weft_get_mut() stay valid and edges stay as they
+ * were, so a system may cache both and rebuild its caches only when it
+ * moves. Reader threads; 0 for NULL.
+ */
+uint64_t weft_world_structure_version(const weft_world_t *world);
+
+/**
  * Describes the most recent failure on this world: the message and, in debug
  * builds, the file and line of the check that failed. The string is owned by
  * the world and valid until the next failing call on it. Owner thread.
