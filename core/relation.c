@@ -32,10 +32,17 @@ void weft__rel_fini(weft_world_t *w) {
     weft__free(r->defs[i].slab, 0, 16);
     weft__free(r->defs[i].free, 0, 16);
   }
+  /* Vectors past their pooled block own heap memory; blocks go with
+   * their slabs. */
   for (uint32_t s = 0; s < r->nslots; s++) {
-    weft__free(r->out[s].v, 0, 16);
-    weft__free(r->in[s].v, 0, 16);
+    if (r->out[s].cap > WEFT__REL_BLOCK)
+      weft__free(r->out[s].v, 0, 16);
+    if (r->in[s].cap > WEFT__REL_BLOCK)
+      weft__free(r->in[s].v, 0, 16);
   }
+  for (uint32_t i = 0; i < r->nslabs; i++)
+    weft__free(r->slabs[i], 0, 16);
+  weft__free(r->slabs, 0, 16);
   weft__free(r->defs, 0, 16);
   weft__free(r->out, 0, 16);
   weft__free(r->in, 0, 16);
@@ -52,8 +59,11 @@ void weft__rel_clear(weft_world_t *w) {
   weft__relations_t *r = w->rel;
   if (!r)
     return;
-  for (uint32_t s = 0; s < r->nslots; s++)
+  for (uint32_t s = 0; s < r->nslots; s++) {
     r->out[s].n = r->in[s].n = 0;
+    weft__rel_vec_settle(r, &r->out[s]);
+    weft__rel_vec_settle(r, &r->in[s]);
+  }
   for (uint32_t i = 0; i < r->ndefs; i++)
     r->defs[i].slab_n = r->defs[i].nfree = 0;
   r->edges = 0;
@@ -103,7 +113,62 @@ static uint32_t vec_find(const weft__rel_vec_t *v, uint32_t rel,
                                                                   : UINT32_MAX;
 }
 
+/* Takes a pooled block for an empty vector, carving a new slab when the
+ * pool is dry. */
+static int block_take(weft_world_t *w, weft__relations_t *r,
+                      weft__rel_vec_t *v) {
+  if (!r->free_blocks) {
+    if (weft__grow(&w->alloc, &r->slabs, &r->slabs_cap, r->nslabs + 1,
+                   sizeof(*r->slabs), 16))
+      return WEFT_ENOMEM;
+    weft__rel_edge_t *slab = weft__alloc(
+        &w->alloc, (size_t)WEFT__REL_SLAB * WEFT__REL_BLOCK * sizeof(*slab),
+        16);
+    if (!slab)
+      return WEFT_ENOMEM;
+    r->slabs[r->nslabs++] = slab;
+    for (uint32_t b = WEFT__REL_SLAB; b-- > 0;) {
+      weft__rel_edge_t *blk = slab + (size_t)b * WEFT__REL_BLOCK;
+      memcpy(blk, &r->free_blocks, sizeof(r->free_blocks));
+      r->free_blocks = blk;
+    }
+  }
+  weft__rel_edge_t *blk = r->free_blocks;
+  memcpy(&r->free_blocks, blk, sizeof(r->free_blocks));
+  v->v = blk;
+  v->cap = WEFT__REL_BLOCK;
+  return 0;
+}
+
+void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v) {
+  if (v->n || v->cap != WEFT__REL_BLOCK)
+    return;
+  memcpy(v->v, &r->free_blocks, sizeof(r->free_blocks));
+  r->free_blocks = v->v;
+  v->v = NULL;
+  v->cap = 0;
+  v->sorted = 0;
+}
+
+/* Room for one more edge in v: a pooled block first, then heap memory
+ * that the vector keeps (a popular target keeps its capacity). */
 static int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
+  if (v->n < v->cap)
+    return 0;
+  if (v->cap == 0)
+    return block_take(w, w->rel, v);
+  if (v->cap == WEFT__REL_BLOCK) {
+    weft__rel_edge_t *big =
+        weft__alloc(&w->alloc, 2u * WEFT__REL_BLOCK * sizeof(*big), 16);
+    if (!big)
+      return WEFT_ENOMEM;
+    memcpy(big, v->v, (size_t)v->n * sizeof(*big));
+    memcpy(v->v, &w->rel->free_blocks, sizeof(w->rel->free_blocks));
+    w->rel->free_blocks = v->v;
+    v->v = big;
+    v->cap = 2u * WEFT__REL_BLOCK;
+    return 0;
+  }
   return weft__grow(&w->alloc, &v->v, &v->cap, v->n + 1, sizeof(*v->v), 4)
              ? WEFT_ENOMEM
              : 0;
@@ -176,8 +241,10 @@ static void payload_give(weft__rel_def_t *d, uint32_t slot) {
 static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t pos) {
   weft__rel_vec_t *in = &r->in[(uint32_t)t];
   uint32_t last = --in->n;
-  if (pos == last)
+  if (pos == last) {
+    weft__rel_vec_settle(r, in);
     return;
+  }
   in->v[pos] = in->v[last];
   const weft__rel_edge_t *m = &in->v[pos];
   weft__rel_vec_t *o = &r->out[(uint32_t)m->other];
@@ -380,6 +447,7 @@ static int apply_remove(weft_world_t *w, weft_entity_t src, uint32_t rel,
   if (p == UINT32_MAX)
     return 0;
   edge_drop(r, src, p);
+  weft__rel_vec_settle(r, &r->out[s]);
   w->version++;
   return tag_if_last(w, src, rel);
 }
@@ -395,6 +463,7 @@ static int apply_remove_all(weft_world_t *w, weft_entity_t src, uint32_t rel) {
     return 0;
   while (p < out->n && out->v[p].rel == rel)
     edge_drop(r, src, p);
+  weft__rel_vec_settle(r, out);
   w->version++;
   return weft__tag_move(w, src, r->defs[rel].comp, false);
 }
@@ -528,6 +597,7 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
   }
   r->edges -= out->n;
   out->n = 0;
+  weft__rel_vec_settle(r, out);
   /* Incoming, from the back: each source loses its edge to e, and the
    * relation's archetype when that was its last one. */
   weft__rel_vec_t *in = &r->in[s];
@@ -539,11 +609,13 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
       continue;
     payload_give(&r->defs[x.rel], r->out[xs].v[p].slot);
     vec_erase(&r->out[xs], p);
+    weft__rel_vec_settle(r, &r->out[xs]);
     r->edges--;
     int rc = tag_if_last(w, x.other, x.rel);
     if (rc && !err)
       err = rc;
   }
+  weft__rel_vec_settle(r, in);
   return err;
 }
 

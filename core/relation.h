@@ -39,6 +39,10 @@ typedef struct weft__rel_edge_t {
 
 #define WEFT__REL_NOSLOT 0xffffffffu
 
+/* Edges in a vector's pooled first block, and blocks per pool slab. */
+#define WEFT__REL_BLOCK 4u
+#define WEFT__REL_SLAB 256u
+
 /* A slot's `out` is always sorted. Its `in` is sorted only when `sorted`
  * says so: reverse entries are appended and swap-removed (through the
  * out-edges' back positions), because a popular target (every unit's
@@ -112,6 +116,14 @@ typedef struct weft__relations_t {
   uint8_t *bytes;    /* staged values */
   uint32_t nbytes;
   uint32_t bytes_cap;
+  /* Pooled first blocks of vectors (WEFT__REL_BLOCK edges each), carved
+   * from slabs of WEFT__REL_SLAB blocks: a vector that empties gives its
+   * block back, so entities that come and go with an edge or two (every
+   * projectile's owner) reuse blocks instead of allocating per slot. */
+  weft__rel_edge_t *free_blocks; /* linked through their first entry */
+  void **slabs;
+  uint32_t nslabs;
+  uint32_t slabs_cap;
   uint64_t edges; /* live edges */
   uint32_t busy;  /* callbacks running: edge changes are refused */
   bool cascading; /* a cascade's kills run: their own cascades are done */
@@ -173,6 +185,10 @@ static inline bool weft__rel_visit(weft__relations_t *r, uint32_t s) {
 /* Sorts live target t's reverse entries (a no-op when they are), fixing
  * the back positions of the edges they mirror. Allocates nothing. */
 void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t);
+
+/* Gives an emptied vector's pooled block back (a no-op for a vector with
+ * edges or with heap memory). */
+void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v);
 
 /* Moves live e to the archetype with (add) or without tag c, along the
  * internal relation edges of the archetype graph (structural.c). */
