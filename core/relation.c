@@ -655,7 +655,7 @@ static int queue_op(weft_world_t *w, uint32_t op, weft_entity_t src,
 
 int weft__rel_queue(weft_world_t *w, uint32_t op, weft_entity_t src,
                     weft_component_t c, weft_entity_t tgt, const void *value) {
-  uint32_t rel;
+  uint32_t rel = 0;
   int rc = rel_of(w, c, &rel);
   return rc ? rc : queue_op(w, op, src, rel, tgt, value);
 }
@@ -669,7 +669,7 @@ static bool end_ok(const weft_world_t *w, weft_entity_t e) {
 static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
                   weft_component_t c, weft_entity_t tgt, const void *value) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
-  uint32_t rel;
+  uint32_t rel = 0;
   int rc = rel_of(w, c, &rel);
   if (rc)
     return rc;
