@@ -184,6 +184,15 @@ int weft_component_require(weft_world_t *w, weft_component_t comp,
   const char *name = w->registry.items[comp - 1].name;
   WEFT_CHECK(w, comp != required, WEFT_EINVAL,
              "component '%s' cannot require itself", name);
+  /* A relation's bit means "has an edge": an add cannot bring one along,
+   * and adding a relation is no add that could bring others. */
+  WEFT_CHECK(w,
+             !((w->registry.items[comp - 1].flags |
+                w->registry.items[required - 1].flags) &
+               WEFT_COMPONENT_RELATION),
+             WEFT_EINVAL,
+             "'%s' requires '%s': relations take no part in requirements",
+             name, w->registry.items[required - 1].name);
   WEFT_CHECK(w, !value || w->registry.items[required - 1].size, WEFT_ETAG,
              "'%s' requires tag '%s', which takes no value", name,
              w->registry.items[required - 1].name);

@@ -411,6 +411,13 @@ static void test_require_errors_change_nothing(void **state) {
   assert_int_equal(weft_component_require(r.w, r.a, 999, NULL), WEFT_ENOCOMP);
   assert_int_equal(weft_component_require(r.w, 0, r.a, NULL), WEFT_ENOCOMP);
   assert_int_equal(weft_component_require(r.w, r.d, r.t, &v), WEFT_ETAG);
+  /* Relations take no part, on either side. */
+  weft_relation_desc_t rd = {.name = "Rel"};
+  weft_component_t rel;
+  assert_int_equal(weft_relation_register(r.w, &rd, &rel), 0);
+  assert_int_equal(weft_component_require(r.w, r.d, rel, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_component_require(r.w, rel, r.d, NULL), WEFT_EINVAL);
+  assert_non_null(strstr(weft_world_last_error(r.w), "relations"));
   assert_int_equal(weft_component_requirements(r.w, 999, out, 8, &n),
                    WEFT_ENOCOMP);
   assert_int_equal(weft_component_requirements(r.w, r.a, out, 8, NULL),
