@@ -191,8 +191,8 @@ int weft_component_require(weft_world_t *w, weft_component_t comp,
                 w->registry.items[required - 1].flags) &
                WEFT_COMPONENT_RELATION),
              WEFT_EINVAL,
-             "'%s' requires '%s': relations take no part in requirements",
-             name, w->registry.items[required - 1].name);
+             "'%s' requires '%s': relations take no part in requirements", name,
+             w->registry.items[required - 1].name);
   WEFT_CHECK(w, !value || w->registry.items[required - 1].size, WEFT_ETAG,
              "'%s' requires tag '%s', which takes no value", name,
              w->registry.items[required - 1].name);
