@@ -150,11 +150,9 @@ void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v) {
   v->sorted = 0;
 }
 
-/* Room for one more edge in v: a pooled block first, then heap memory
- * that the vector keeps (a popular target keeps its capacity). */
-static int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
-  if (v->n < v->cap)
-    return 0;
+/* Grows full vector v by one edge: a pooled block first, then heap
+ * memory that the vector keeps (a popular target keeps its capacity). */
+static int vec_grow(weft_world_t *w, weft__rel_vec_t *v) {
   if (v->cap == 0)
     return block_take(w, w->rel, v);
   if (v->cap == WEFT__REL_BLOCK) {
@@ -174,15 +172,24 @@ static int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
              : 0;
 }
 
-/* Inserts at p; the room is there (vec_room). */
+/* Room for one more edge in v. Inline because it is almost always there:
+ * the call is kept for the growth. */
+static inline int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
+  return v->n < v->cap ? 0 : vec_grow(w, v);
+}
+
+/* Inserts at p; the room is there (vec_room). An append (the usual case:
+ * one edge per source) skips the memmove call. */
 static void vec_insert(weft__rel_vec_t *v, uint32_t p, weft__rel_edge_t e) {
-  memmove(&v->v[p + 1], &v->v[p], (size_t)(v->n - p) * sizeof(*v->v));
+  if (p < v->n)
+    memmove(&v->v[p + 1], &v->v[p], (size_t)(v->n - p) * sizeof(*v->v));
   v->v[p] = e;
   v->n++;
 }
 
 static void vec_erase(weft__rel_vec_t *v, uint32_t p) {
-  memmove(&v->v[p], &v->v[p + 1], (size_t)(v->n - p - 1) * sizeof(*v->v));
+  if (p + 1 < v->n)
+    memmove(&v->v[p], &v->v[p + 1], (size_t)(v->n - p - 1) * sizeof(*v->v));
   v->n--;
 }
 
@@ -382,8 +389,8 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
  */
 
 /* Adds edge (rel, tgt) to live src; both ends checked by the caller. */
-static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
-                     weft_entity_t tgt, const void *value) {
+static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
+                     uint32_t rel, weft_entity_t tgt, const void *value) {
   weft__relations_t *r = w->rel;
   weft__rel_def_t *d = &r->defs[rel];
   uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
@@ -408,7 +415,7 @@ static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
    * edges, which can move the staged values it points into. */
   uint32_t slot = payload_take(d, value);
   if (!had) {
-    rc = weft__tag_move(w, src, d->comp, true);
+    rc = weft__tag_move_at(w, src, at, d->comp, true);
     if (rc) {
       payload_give(d, slot);
       return rc;
@@ -437,8 +444,8 @@ static int tag_if_last(weft_world_t *w, weft_entity_t src, uint32_t rel) {
   return weft__tag_move(w, src, r->defs[rel].comp, false);
 }
 
-static int apply_remove(weft_world_t *w, weft_entity_t src, uint32_t rel,
-                        weft_entity_t tgt) {
+static int apply_remove(weft_world_t *w, weft_entity_t src, weft__where_t *at,
+                        uint32_t rel, weft_entity_t tgt) {
   weft__relations_t *r = w->rel;
   uint32_t s = (uint32_t)src;
   if (s >= r->nslots)
@@ -449,10 +456,14 @@ static int apply_remove(weft_world_t *w, weft_entity_t src, uint32_t rel,
   edge_drop(r, src, p);
   weft__rel_vec_settle(r, &r->out[s]);
   w->version++;
-  return tag_if_last(w, src, rel);
+  /* Dropping edges moves no row: src is still where it was located. */
+  if (vec_has_rel(&r->out[s], rel))
+    return 0;
+  return weft__tag_move_at(w, src, at, r->defs[rel].comp, false);
 }
 
-static int apply_remove_all(weft_world_t *w, weft_entity_t src, uint32_t rel) {
+static int apply_remove_all(weft_world_t *w, weft_entity_t src,
+                            weft__where_t *at, uint32_t rel) {
   weft__relations_t *r = w->rel;
   uint32_t s = (uint32_t)src;
   if (s >= r->nslots)
@@ -465,7 +476,7 @@ static int apply_remove_all(weft_world_t *w, weft_entity_t src, uint32_t rel) {
     edge_drop(r, src, p);
   weft__rel_vec_settle(r, out);
   w->version++;
-  return weft__tag_move(w, src, r->defs[rel].comp, false);
+  return weft__tag_move_at(w, src, at, r->defs[rel].comp, false);
 }
 
 /* ---- deaths ---------------------------------------------------------------
@@ -679,9 +690,12 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
   WEFT_CHECK(w, op == WEFT__RELOP_REMOVE_ALL || tgt != WEFT_ENTITY_NULL,
              WEFT_EINVAL, "the target of an edge must not be NULL");
   bool staged = weft__routing(w);
+  /* The direct path locates the source once and hands the row to the
+   * archetype move; the target only has to be live. */
+  weft__where_t at;
   bool ok = staged ? end_ok(w, src) &&
                          (op == WEFT__RELOP_REMOVE_ALL || end_ok(w, tgt))
-                   : weft__lookup(w, src) &&
+                   : weft__locate(w, src, &at) &&
                          (op == WEFT__RELOP_REMOVE_ALL || weft__lookup(w, tgt));
   if (!ok) {
     weft__count_stale(w);
@@ -698,13 +712,13 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
   }
   switch (op) {
   case WEFT__RELOP_ADD:
-    rc = apply_add(w, src, rel, tgt, value);
+    rc = apply_add(w, src, &at, rel, tgt, value);
     break;
   case WEFT__RELOP_REMOVE:
-    rc = apply_remove(w, src, rel, tgt);
+    rc = apply_remove(w, src, &at, rel, tgt);
     break;
   default:
-    rc = apply_remove_all(w, src, rel);
+    rc = apply_remove_all(w, src, &at, rel);
     break;
   }
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
@@ -732,19 +746,20 @@ int weft__rel_phase(weft_world_t *w) {
   int err = 0;
   for (uint32_t i = r->ops_from; i < end; i++) {
     weft__rel_op_t op = r->ops[i];
-    if (!weft__lookup(w, op.src) ||
+    weft__where_t at;
+    if (!weft__locate(w, op.src, &at) ||
         (op.op != WEFT__RELOP_REMOVE_ALL && !weft__lookup(w, op.tgt))) {
       weft__count_stale_cmd(w); /* an end died (or never was) */
       continue;
     }
     int rc;
     if (op.op == WEFT__RELOP_ADD)
-      rc = apply_add(w, op.src, op.rel, op.tgt,
+      rc = apply_add(w, op.src, &at, op.rel, op.tgt,
                      op.voff == WEFT__REL_NOVALUE ? NULL : r->bytes + op.voff);
     else if (op.op == WEFT__RELOP_REMOVE)
-      rc = apply_remove(w, op.src, op.rel, op.tgt);
+      rc = apply_remove(w, op.src, &at, op.rel, op.tgt);
     else
-      rc = apply_remove_all(w, op.src, op.rel);
+      rc = apply_remove_all(w, op.src, &at, op.rel);
     if (rc && !err)
       err = weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
                        "staged edge %#llx -> %#llx could not be applied",

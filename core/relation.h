@@ -195,6 +195,13 @@ void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v);
 int weft__tag_move(struct weft_world_t *w, weft_entity_t e, weft_component_t c,
                    bool add);
 
+/* weft__tag_move() for an entity the caller has just located at *where
+ * (nothing moved since): the relation paths look each end up once. */
+struct weft__where_t;
+int weft__tag_move_at(struct weft_world_t *w, weft_entity_t e,
+                      struct weft__where_t *where, weft_component_t c,
+                      bool add);
+
 /* Records a command with op, handle e, component c and data (command.c). */
 int weft__cmd_push(struct weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,
                    weft_component_t c, const void *data, uint32_t n);
