@@ -444,20 +444,26 @@ static int tag_if_last(weft_world_t *w, weft_entity_t src, uint32_t rel) {
   return weft__tag_move(w, src, r->defs[rel].comp, false);
 }
 
+/* apply_remove() found no such edge (not an error, but mutate() has to
+ * check the target it did not look up). */
+#define REL_NO_EDGE 1
+
 static int apply_remove(weft_world_t *w, weft_entity_t src, weft__where_t *at,
                         uint32_t rel, weft_entity_t tgt) {
   weft__relations_t *r = w->rel;
   uint32_t s = (uint32_t)src;
   if (s >= r->nslots)
-    return 0;
-  uint32_t p = vec_find(&r->out[s], rel, tgt);
+    return REL_NO_EDGE;
+  weft__rel_vec_t *out = &r->out[s];
+  uint32_t p = vec_find(out, rel, tgt);
   if (p == UINT32_MAX)
-    return 0;
+    return REL_NO_EDGE;
   edge_drop(r, src, p);
-  weft__rel_vec_settle(r, &r->out[s]);
+  weft__rel_vec_settle(r, out);
   w->version++;
-  /* Dropping edges moves no row: src is still where it was located. */
-  if (vec_has_rel(&r->out[s], rel))
+  /* Dropping edges moves no row: src is still where it was located. The
+   * only edge gone (the usual case), nothing is left to search. */
+  if (out->n && vec_has_rel(out, rel))
     return 0;
   return weft__tag_move_at(w, src, at, r->defs[rel].comp, false);
 }
@@ -677,6 +683,14 @@ static bool end_ok(const weft_world_t *w, weft_entity_t e) {
 }
 
 /* The shared body of the three mutating calls. */
+/* The error for an edge with an end that is not live. */
+static int stale_end(weft_world_t *w, weft_entity_t src, weft_entity_t tgt) {
+  weft__count_stale(w);
+  return weft__fail(w, WEFT_ESTALE, WEFT__FILE, WEFT__LINE,
+                    "edge %#llx -> %#llx: an end is not live in this world",
+                    (unsigned long long)src, (unsigned long long)tgt);
+}
+
 static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
                   weft_component_t c, weft_entity_t tgt, const void *value) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
@@ -693,16 +707,15 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
   /* The direct path locates the source once and hands the row to the
    * archetype move; the target only has to be live. */
   weft__where_t at;
+  /* A direct removal leaves the target unchecked while the edge is
+   * there: edges to a dead handle are dropped when it dies, so an edge
+   * found names a live target. */
   bool ok = staged ? end_ok(w, src) &&
                          (op == WEFT__RELOP_REMOVE_ALL || end_ok(w, tgt))
                    : weft__locate(w, src, &at) &&
-                         (op == WEFT__RELOP_REMOVE_ALL || weft__lookup(w, tgt));
-  if (!ok) {
-    weft__count_stale(w);
-    return weft__fail(w, WEFT_ESTALE, WEFT__FILE, WEFT__LINE,
-                      "edge %#llx -> %#llx: an end is not live in this world",
-                      (unsigned long long)src, (unsigned long long)tgt);
-  }
+                         (op != WEFT__RELOP_ADD || weft__lookup(w, tgt));
+  if (!ok)
+    return stale_end(w, src, tgt);
   if (staged) {
     rc = queue_op(w, op, src, rel, tgt, value);
     /* Routed only because observers exist: the call is its own scope. */
@@ -716,6 +729,8 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
     break;
   case WEFT__RELOP_REMOVE:
     rc = apply_remove(w, src, &at, rel, tgt);
+    if (rc == REL_NO_EDGE)
+      return weft__lookup(w, tgt) ? 0 : stale_end(w, src, tgt);
     break;
   default:
     rc = apply_remove_all(w, src, &at, rel);
@@ -756,9 +771,10 @@ int weft__rel_phase(weft_world_t *w) {
     if (op.op == WEFT__RELOP_ADD)
       rc = apply_add(w, op.src, &at, op.rel, op.tgt,
                      op.voff == WEFT__REL_NOVALUE ? NULL : r->bytes + op.voff);
-    else if (op.op == WEFT__RELOP_REMOVE)
+    else if (op.op == WEFT__RELOP_REMOVE) {
       rc = apply_remove(w, op.src, &at, op.rel, op.tgt);
-    else
+      rc = rc == REL_NO_EDGE ? 0 : rc; /* both ends were checked above */
+    } else
       rc = apply_remove_all(w, op.src, &at, op.rel);
     if (rc && !err)
       err = weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
