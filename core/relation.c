@@ -46,6 +46,7 @@ void weft__rel_fini(weft_world_t *w) {
   weft__free(r->defs, 0, 16);
   weft__free(r->out, 0, 16);
   weft__free(r->in, 0, 16);
+  weft__free(r->unsorted, 0, 16);
   weft__free(r->mark, 0, 16);
   weft__free(r->stack, 0, 16);
   weft__free(r->list, 0, 16);
@@ -61,12 +62,14 @@ void weft__rel_clear(weft_world_t *w) {
     return;
   for (uint32_t s = 0; s < r->nslots; s++) {
     r->out[s].n = r->in[s].n = 0;
+    r->in[s].queued = 0;
     weft__rel_vec_settle(r, &r->out[s]);
     weft__rel_vec_settle(r, &r->in[s]);
   }
   for (uint32_t i = 0; i < r->ndefs; i++)
     r->defs[i].slab_n = r->defs[i].nfree = 0;
   r->edges = 0;
+  r->nunsorted = 0;
   r->nops = r->ops_from = r->nbytes = 0;
 }
 
@@ -76,7 +79,9 @@ static int slots_cover(weft_world_t *w, weft__relations_t *r, uint32_t s) {
     return 0;
   uint32_t need = s + 1;
   if (weft__grow(&w->alloc, &r->out, &r->out_cap, need, sizeof(*r->out), 256) ||
-      weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256))
+      weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256) ||
+      weft__grow(&w->alloc, &r->unsorted, &r->unsorted_cap, need,
+                 sizeof(*r->unsorted), 256))
     return WEFT_ENOMEM;
   size_t fresh = (size_t)(need - r->nslots) * sizeof(weft__rel_vec_t);
   memset(r->out + r->nslots, 0, fresh);
@@ -245,6 +250,17 @@ static void payload_give(weft__rel_def_t *d, uint32_t slot) {
 
 /* Removes reverse entry pos of target t: the last entry takes its place
  * and the edge it mirrors learns its new position. */
+/* Marks target t's `in` unsorted, queueing it once for
+ * weft__rel_sort_pending(); the list has room for every slot. */
+static void in_unsorted(weft__relations_t *r, weft_entity_t t) {
+  weft__rel_vec_t *in = &r->in[(uint32_t)t];
+  in->sorted = 0;
+  if (!in->queued) {
+    in->queued = 1;
+    r->unsorted[r->nunsorted++] = t;
+  }
+}
+
 static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t pos) {
   weft__rel_vec_t *in = &r->in[(uint32_t)t];
   uint32_t last = --in->n;
@@ -256,7 +272,7 @@ static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t pos) {
   const weft__rel_edge_t *m = &in->v[pos];
   weft__rel_vec_t *o = &r->out[(uint32_t)m->other];
   o->v[vec_find(o, m->rel, t)].back = pos;
-  in->sorted = 0;
+  in_unsorted(r, t);
 }
 
 static bool in_less(const weft__rel_edge_t *a, const weft__rel_edge_t *b) {
@@ -302,6 +318,19 @@ void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t) {
     o->v[vec_find(o, v[j].rel, t)].back = j;
   }
   in->sorted = 1;
+}
+
+void weft__rel_sort_pending(weft__relations_t *r) {
+  for (uint32_t i = 0; i < r->nunsorted; i++) {
+    weft_entity_t t = r->unsorted[i];
+    weft__rel_vec_t *in = &r->in[(uint32_t)t];
+    in->queued = 0;
+    /* A target that died during the change has no entries left: its
+     * handle, stale now, is not needed. */
+    if (in->n)
+      weft__rel_in_sorted(r, t);
+  }
+  r->nunsorted = 0;
 }
 
 /* Removes out-edge p of source src (both sides, the payload). */
@@ -429,8 +458,12 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Appended: still sorted when it comes after the last entry. */
   weft__rel_edge_t x = {src, rel, WEFT__REL_NOSLOT, 0, 0};
-  in->sorted = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
+  bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
   in->v[in->n++] = x;
+  if (ordered)
+    in->sorted = 1;
+  else
+    in_unsorted(r, tgt);
   r->edges++;
   w->version++; /* weft_world_structure_version(): edges changed */
   return 0;
@@ -633,6 +666,7 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
       err = rc;
   }
   weft__rel_vec_settle(r, in);
+  weft__rel_sort_pending(r);
   return err;
 }
 
@@ -736,6 +770,8 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
     rc = apply_remove_all(w, src, &at, rel);
     break;
   }
+  if (r->nunsorted)
+    weft__rel_sort_pending(r);
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
              (unsigned long long)src, (unsigned long long)tgt);
   return 0;
@@ -781,6 +817,7 @@ int weft__rel_phase(weft_world_t *w) {
                        "staged edge %#llx -> %#llx could not be applied",
                        (unsigned long long)op.src, (unsigned long long)op.tgt);
   }
+  weft__rel_sort_pending(r);
   r->ops_from = end;
   if (r->ops_from == r->nops)
     r->nops = r->ops_from = r->nbytes = 0;

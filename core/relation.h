@@ -43,20 +43,21 @@ typedef struct weft__rel_edge_t {
 #define WEFT__REL_BLOCK 4u
 #define WEFT__REL_SLAB 256u
 
-/* A slot's `out` is always sorted. Its `in` is sorted only when `sorted`
- * says so: reverse entries are appended and swap-removed (through the
- * out-edges' back positions), because a popular target (every unit's
- * squad, every child's parent) has thousands of sources, and keeping them
- * sorted on every change would move them all. Readers that promise
- * ascending sources sort it first (weft__rel_in_sorted). The unsorted
- * order is still a function of the operations alone, so it is the same
- * on any number of workers. */
+/* A slot's `out` is always sorted. Its `in` is sorted whenever no change
+ * is in progress: during one, reverse entries are appended and
+ * swap-removed (through the out-edges' back positions), because a popular
+ * target (every unit's squad, every child's parent) has thousands of
+ * sources and keeping them sorted on every step would move them all. A
+ * target whose `in` loses its order is queued once (`queued`) on the
+ * store's `unsorted` list, and the change sorts the list's targets before
+ * it returns (weft__rel_sort_pending): readers then write nothing, so
+ * worker threads may read while the owner makes no structural change. */
 typedef struct weft__rel_vec_t {
   weft__rel_edge_t *v;
   uint32_t n;
   uint32_t cap;
   uint32_t sorted; /* `in` only: the entries are in (relation, source) order */
-  uint32_t pad;
+  uint32_t queued; /* `in` only: the slot is on the store's unsorted list */
 } weft__rel_vec_t;
 
 typedef struct weft__rel_def_t {
@@ -124,8 +125,14 @@ typedef struct weft__relations_t {
   void **slabs;
   uint32_t nslabs;
   uint32_t slabs_cap;
+  /* Targets whose `in` lost its order during the change in progress, each
+   * once; capacity follows the slots, so that a push never fails. */
+  weft_entity_t *unsorted;
+  uint32_t nunsorted;
+  uint32_t unsorted_cap;
   uint64_t edges; /* live edges */
-  uint32_t busy;  /* callbacks running: edge changes are refused */
+  uint32_t busy;  /* traversals running (owner thread): edge changes are
+                     refused */
   bool cascading; /* a cascade's kills run: their own cascades are done */
 } weft__relations_t;
 
@@ -185,6 +192,10 @@ static inline bool weft__rel_visit(weft__relations_t *r, uint32_t s) {
 /* Sorts live target t's reverse entries (a no-op when they are), fixing
  * the back positions of the edges they mirror. Allocates nothing. */
 void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t);
+
+/* Sorts the reverse entries of every target queued on r->unsorted and
+ * empties the list; called at the end of every change of edges. */
+void weft__rel_sort_pending(weft__relations_t *r);
 
 /* Gives an emptied vector's pooled block back (a no-op for a vector with
  * edges or with heap memory). */
