@@ -320,15 +320,30 @@ void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t) {
   in->sorted = 1;
 }
 
+void weft__rel_settle_order(weft_world_t *w) {
+  if (w->rel && w->rel->nunsorted)
+    weft__rel_sort_pending(w->rel);
+}
+
+/* The live handle of the target in slot t, read from the out-edge that
+ * mirrors its first reverse entry: the handle queued may be a dead
+ * occupant's, the slot reused since. */
+static weft_entity_t slot_target(const weft__relations_t *r, uint32_t t) {
+  const weft__rel_edge_t *x = &r->in[t].v[0];
+  const weft__rel_vec_t *o = &r->out[(uint32_t)x->other];
+  for (uint32_t j = 0; j < o->n; j++)
+    if (o->v[j].rel == x->rel && (uint32_t)o->v[j].other == t)
+      return o->v[j].other;
+  return WEFT_ENTITY_NULL; /* not reached: every entry has its edge */
+}
+
 void weft__rel_sort_pending(weft__relations_t *r) {
   for (uint32_t i = 0; i < r->nunsorted; i++) {
-    weft_entity_t t = r->unsorted[i];
-    weft__rel_vec_t *in = &r->in[(uint32_t)t];
+    uint32_t t = (uint32_t)r->unsorted[i];
+    weft__rel_vec_t *in = &r->in[t];
     in->queued = 0;
-    /* A target that died during the change has no entries left: its
-     * handle, stale now, is not needed. */
-    if (in->n)
-      weft__rel_in_sorted(r, t);
+    if (in->n > 1 && !in->sorted)
+      weft__rel_in_sorted(r, slot_target(r, t));
   }
   r->nunsorted = 0;
 }
@@ -666,7 +681,6 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
       err = rc;
   }
   weft__rel_vec_settle(r, in);
-  weft__rel_sort_pending(r);
   return err;
 }
 
@@ -770,8 +784,6 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
     rc = apply_remove_all(w, src, &at, rel);
     break;
   }
-  if (r->nunsorted)
-    weft__rel_sort_pending(r);
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
              (unsigned long long)src, (unsigned long long)tgt);
   return 0;

@@ -43,15 +43,18 @@ typedef struct weft__rel_edge_t {
 #define WEFT__REL_BLOCK 4u
 #define WEFT__REL_SLAB 256u
 
-/* A slot's `out` is always sorted. Its `in` is sorted whenever no change
- * is in progress: during one, reverse entries are appended and
- * swap-removed (through the out-edges' back positions), because a popular
- * target (every unit's squad, every child's parent) has thousands of
- * sources and keeping them sorted on every step would move them all. A
- * target whose `in` loses its order is queued once (`queued`) on the
- * store's `unsorted` list, and the change sorts the list's targets before
- * it returns (weft__rel_sort_pending): readers then write nothing, so
- * worker threads may read while the owner makes no structural change. */
+/* A slot's `out` is always sorted. Its `in` is sorted only when `sorted`
+ * says so: reverse entries are appended and swap-removed (through the
+ * out-edges' back positions), because a popular target (every unit's
+ * squad, every child's parent) has thousands of sources, and keeping them
+ * sorted on every change would move them all (a sort per direct removal
+ * from a 10k-source hub costs 1.5M instructions). A target whose `in`
+ * loses its order is queued once (`queued`) on the store's `unsorted`
+ * list; the list is sorted at the end of each drain's edge phase and
+ * before each segment of systems runs (weft__rel_settle_order), so systems
+ * on workers read sorted vectors and write nothing. Owner-thread readers
+ * outside phases sort a queued target on demand. The unsorted order is a
+ * function of the operations alone, the same on any number of workers. */
 typedef struct weft__rel_vec_t {
   weft__rel_edge_t *v;
   uint32_t n;
@@ -194,8 +197,11 @@ static inline bool weft__rel_visit(weft__relations_t *r, uint32_t s) {
 void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t);
 
 /* Sorts the reverse entries of every target queued on r->unsorted and
- * empties the list; called at the end of every change of edges. */
+ * empties the list: at the end of a drain's edge phase, and before the
+ * systems of a segment run (weft__rel_settle_order). */
 void weft__rel_sort_pending(weft__relations_t *r);
+
+/* weft__rel_settle_order() is declared in world_view.h (the scheduler's). */
 
 /* Gives an emptied vector's pooled block back (a no-op for a vector with
  * edges or with heap memory). */

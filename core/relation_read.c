@@ -162,7 +162,11 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
   uint32_t rel = r->by_comp[c] - 1u, s = (uint32_t)tgt, lo, hi;
   if (s >= r->nslots)
     return 0;
-  const weft__rel_vec_t *in = &r->in[s]; /* sorted: no change runs */
+  /* Unsorted only on the owner thread outside phases (systems run after
+   * weft__rel_settle_order): then sorting here is the owner's write. */
+  if (!r->in[s].sorted && r->in[s].n > 1)
+    weft__rel_in_sorted(r, tgt);
+  const weft__rel_vec_t *in = &r->in[s];
   rel_range(in, rel, &lo, &hi);
   for (uint32_t i = lo; i < hi; i++) {
     weft_entity_t src = in->v[i].other;
@@ -194,7 +198,9 @@ static int push_sources(weft_world_t *w, weft__relations_t *r, weft_entity_t t,
   uint32_t s = (uint32_t)t;
   if (s >= r->nslots)
     return 0;
-  const weft__rel_vec_t *in = &r->in[s]; /* sorted: no change runs */
+  if (!r->in[s].sorted && r->in[s].n > 1)
+    weft__rel_in_sorted(r, t);
+  const weft__rel_vec_t *in = &r->in[s];
   uint32_t lo, hi;
   rel_range(in, rel, &lo, &hi);
   if (weft__grow(&w->alloc, &r->stack, &r->stack_cap, *n + (hi - lo),
