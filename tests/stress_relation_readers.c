@@ -13,9 +13,11 @@
  * their read list run on the workers: one checks every source's
  * weft_relation_first/get/count/has/each against the model, the other
  * every hub's weft_relation_sources (ascending handles, the model's set,
- * the payloads). Mismatches and checks are counted with atomics; the test
- * asserts no mismatch and that every entity was checked every frame. Run
- * under TSan, the frame's reads and the owner's changes must not race.
+ * the payloads); the first also reads its hub's sources, so that all
+ * workers read the same hubs at once. Mismatches and checks are counted with
+ * atomics; the test asserts no mismatch and that every entity was checked every
+ * frame. Run under TSan, the frame's reads and the owner's changes must not
+ * race.
  *
  * Environment:
  *   WEFT_REL_SEED  PRNG seed (default 0x5eed0fed9e5)
@@ -99,6 +101,17 @@ static bool source_ok(readers_t *m, uint32_t i) {
     const int32_t *p = weft_relation_get(w, e, m->member, m->hub[h]);
     if (rc != 0 || t != m->hub[h] || !p || *p != m->pay[i] ||
         !weft_relation_has(w, e, m->member, m->hub[h]))
+      return false;
+    /* The hub's sources, read by every worker at once: a reader that
+     * wrote (sorting on demand) would race here. */
+    static _Thread_local seen_t c;
+    c.n = 0;
+    if (weft_relation_sources(w, m->hub[h], m->member, collect_source, &c))
+      return false;
+    bool found = false;
+    for (uint32_t j = 0; j < c.n && j < NSRC; j++)
+      found |= c.e[j] == e && c.pay[j] == m->pay[i];
+    if (!found)
       return false;
   }
   seen_t c = {.n = 0};
