@@ -46,6 +46,7 @@ void weft__rel_fini(weft_world_t *w) {
   weft__free(r->defs, 0, 16);
   weft__free(r->out, 0, 16);
   weft__free(r->in, 0, 16);
+  weft__free(r->unsorted, 0, 16);
   weft__free(r->mark, 0, 16);
   weft__free(r->stack, 0, 16);
   weft__free(r->list, 0, 16);
@@ -61,12 +62,14 @@ void weft__rel_clear(weft_world_t *w) {
     return;
   for (uint32_t s = 0; s < r->nslots; s++) {
     r->out[s].n = r->in[s].n = 0;
+    r->in[s].queued = 0;
     weft__rel_vec_settle(r, &r->out[s]);
     weft__rel_vec_settle(r, &r->in[s]);
   }
   for (uint32_t i = 0; i < r->ndefs; i++)
     r->defs[i].slab_n = r->defs[i].nfree = 0;
   r->edges = 0;
+  r->nunsorted = 0;
   r->nops = r->ops_from = r->nbytes = 0;
 }
 
@@ -76,7 +79,9 @@ static int slots_cover(weft_world_t *w, weft__relations_t *r, uint32_t s) {
     return 0;
   uint32_t need = s + 1;
   if (weft__grow(&w->alloc, &r->out, &r->out_cap, need, sizeof(*r->out), 256) ||
-      weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256))
+      weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256) ||
+      weft__grow(&w->alloc, &r->unsorted, &r->unsorted_cap, need,
+                 sizeof(*r->unsorted), 256))
     return WEFT_ENOMEM;
   size_t fresh = (size_t)(need - r->nslots) * sizeof(weft__rel_vec_t);
   memset(r->out + r->nslots, 0, fresh);
@@ -150,11 +155,9 @@ void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v) {
   v->sorted = 0;
 }
 
-/* Room for one more edge in v: a pooled block first, then heap memory
- * that the vector keeps (a popular target keeps its capacity). */
-static int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
-  if (v->n < v->cap)
-    return 0;
+/* Grows full vector v by one edge: a pooled block first, then heap
+ * memory that the vector keeps (a popular target keeps its capacity). */
+static int vec_grow(weft_world_t *w, weft__rel_vec_t *v) {
   if (v->cap == 0)
     return block_take(w, w->rel, v);
   if (v->cap == WEFT__REL_BLOCK) {
@@ -174,15 +177,24 @@ static int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
              : 0;
 }
 
-/* Inserts at p; the room is there (vec_room). */
+/* Room for one more edge in v. Inline because it is almost always there:
+ * the call is kept for the growth. */
+static inline int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
+  return v->n < v->cap ? 0 : vec_grow(w, v);
+}
+
+/* Inserts at p; the room is there (vec_room). An append (the usual case:
+ * one edge per source) skips the memmove call. */
 static void vec_insert(weft__rel_vec_t *v, uint32_t p, weft__rel_edge_t e) {
-  memmove(&v->v[p + 1], &v->v[p], (size_t)(v->n - p) * sizeof(*v->v));
+  if (p < v->n)
+    memmove(&v->v[p + 1], &v->v[p], (size_t)(v->n - p) * sizeof(*v->v));
   v->v[p] = e;
   v->n++;
 }
 
 static void vec_erase(weft__rel_vec_t *v, uint32_t p) {
-  memmove(&v->v[p], &v->v[p + 1], (size_t)(v->n - p - 1) * sizeof(*v->v));
+  if (p + 1 < v->n)
+    memmove(&v->v[p], &v->v[p + 1], (size_t)(v->n - p - 1) * sizeof(*v->v));
   v->n--;
 }
 
@@ -238,6 +250,17 @@ static void payload_give(weft__rel_def_t *d, uint32_t slot) {
 
 /* Removes reverse entry pos of target t: the last entry takes its place
  * and the edge it mirrors learns its new position. */
+/* Marks target t's `in` unsorted, queueing it once for
+ * weft__rel_sort_pending(); the list has room for every slot. */
+static void in_unsorted(weft__relations_t *r, weft_entity_t t) {
+  weft__rel_vec_t *in = &r->in[(uint32_t)t];
+  in->sorted = 0;
+  if (!in->queued) {
+    in->queued = 1;
+    r->unsorted[r->nunsorted++] = t;
+  }
+}
+
 static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t pos) {
   weft__rel_vec_t *in = &r->in[(uint32_t)t];
   uint32_t last = --in->n;
@@ -249,7 +272,7 @@ static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t pos) {
   const weft__rel_edge_t *m = &in->v[pos];
   weft__rel_vec_t *o = &r->out[(uint32_t)m->other];
   o->v[vec_find(o, m->rel, t)].back = pos;
-  in->sorted = 0;
+  in_unsorted(r, t);
 }
 
 static bool in_less(const weft__rel_edge_t *a, const weft__rel_edge_t *b) {
@@ -295,6 +318,34 @@ void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t) {
     o->v[vec_find(o, v[j].rel, t)].back = j;
   }
   in->sorted = 1;
+}
+
+void weft__rel_settle_order(weft_world_t *w) {
+  if (w->rel && w->rel->nunsorted)
+    weft__rel_sort_pending(w->rel);
+}
+
+/* The live handle of the target in slot t, read from the out-edge that
+ * mirrors its first reverse entry: the handle queued may be a dead
+ * occupant's, the slot reused since. */
+static weft_entity_t slot_target(const weft__relations_t *r, uint32_t t) {
+  const weft__rel_edge_t *x = &r->in[t].v[0];
+  const weft__rel_vec_t *o = &r->out[(uint32_t)x->other];
+  for (uint32_t j = 0; j < o->n; j++)
+    if (o->v[j].rel == x->rel && (uint32_t)o->v[j].other == t)
+      return o->v[j].other;
+  return WEFT_ENTITY_NULL; /* not reached: every entry has its edge */
+}
+
+void weft__rel_sort_pending(weft__relations_t *r) {
+  for (uint32_t i = 0; i < r->nunsorted; i++) {
+    uint32_t t = (uint32_t)r->unsorted[i];
+    weft__rel_vec_t *in = &r->in[t];
+    in->queued = 0;
+    if (in->n > 1 && !in->sorted)
+      weft__rel_in_sorted(r, slot_target(r, t));
+  }
+  r->nunsorted = 0;
 }
 
 /* Removes out-edge p of source src (both sides, the payload). */
@@ -382,8 +433,8 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
  */
 
 /* Adds edge (rel, tgt) to live src; both ends checked by the caller. */
-static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
-                     weft_entity_t tgt, const void *value) {
+static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
+                     uint32_t rel, weft_entity_t tgt, const void *value) {
   weft__relations_t *r = w->rel;
   weft__rel_def_t *d = &r->defs[rel];
   uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
@@ -408,7 +459,7 @@ static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
    * edges, which can move the staged values it points into. */
   uint32_t slot = payload_take(d, value);
   if (!had) {
-    rc = weft__tag_move(w, src, d->comp, true);
+    rc = weft__tag_move_at(w, src, at, d->comp, true);
     if (rc) {
       payload_give(d, slot);
       return rc;
@@ -422,8 +473,12 @@ static int apply_add(weft_world_t *w, weft_entity_t src, uint32_t rel,
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Appended: still sorted when it comes after the last entry. */
   weft__rel_edge_t x = {src, rel, WEFT__REL_NOSLOT, 0, 0};
-  in->sorted = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
+  bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
   in->v[in->n++] = x;
+  if (ordered)
+    in->sorted = 1;
+  else
+    in_unsorted(r, tgt);
   r->edges++;
   w->version++; /* weft_world_structure_version(): edges changed */
   return 0;
@@ -437,22 +492,32 @@ static int tag_if_last(weft_world_t *w, weft_entity_t src, uint32_t rel) {
   return weft__tag_move(w, src, r->defs[rel].comp, false);
 }
 
-static int apply_remove(weft_world_t *w, weft_entity_t src, uint32_t rel,
-                        weft_entity_t tgt) {
+/* apply_remove() found no such edge (not an error, but mutate() has to
+ * check the target it did not look up). */
+#define REL_NO_EDGE 1
+
+static int apply_remove(weft_world_t *w, weft_entity_t src, weft__where_t *at,
+                        uint32_t rel, weft_entity_t tgt) {
   weft__relations_t *r = w->rel;
   uint32_t s = (uint32_t)src;
   if (s >= r->nslots)
-    return 0;
-  uint32_t p = vec_find(&r->out[s], rel, tgt);
+    return REL_NO_EDGE;
+  weft__rel_vec_t *out = &r->out[s];
+  uint32_t p = vec_find(out, rel, tgt);
   if (p == UINT32_MAX)
-    return 0;
+    return REL_NO_EDGE;
   edge_drop(r, src, p);
-  weft__rel_vec_settle(r, &r->out[s]);
+  weft__rel_vec_settle(r, out);
   w->version++;
-  return tag_if_last(w, src, rel);
+  /* Dropping edges moves no row: src is still where it was located. The
+   * only edge gone (the usual case), nothing is left to search. */
+  if (out->n && vec_has_rel(out, rel))
+    return 0;
+  return weft__tag_move_at(w, src, at, r->defs[rel].comp, false);
 }
 
-static int apply_remove_all(weft_world_t *w, weft_entity_t src, uint32_t rel) {
+static int apply_remove_all(weft_world_t *w, weft_entity_t src,
+                            weft__where_t *at, uint32_t rel) {
   weft__relations_t *r = w->rel;
   uint32_t s = (uint32_t)src;
   if (s >= r->nslots)
@@ -465,7 +530,7 @@ static int apply_remove_all(weft_world_t *w, weft_entity_t src, uint32_t rel) {
     edge_drop(r, src, p);
   weft__rel_vec_settle(r, out);
   w->version++;
-  return weft__tag_move(w, src, r->defs[rel].comp, false);
+  return weft__tag_move_at(w, src, at, r->defs[rel].comp, false);
 }
 
 /* ---- deaths ---------------------------------------------------------------
@@ -666,6 +731,14 @@ static bool end_ok(const weft_world_t *w, weft_entity_t e) {
 }
 
 /* The shared body of the three mutating calls. */
+/* The error for an edge with an end that is not live. */
+static int stale_end(weft_world_t *w, weft_entity_t src, weft_entity_t tgt) {
+  weft__count_stale(w);
+  return weft__fail(w, WEFT_ESTALE, WEFT__FILE, WEFT__LINE,
+                    "edge %#llx -> %#llx: an end is not live in this world",
+                    (unsigned long long)src, (unsigned long long)tgt);
+}
+
 static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
                   weft_component_t c, weft_entity_t tgt, const void *value) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
@@ -679,16 +752,18 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
   WEFT_CHECK(w, op == WEFT__RELOP_REMOVE_ALL || tgt != WEFT_ENTITY_NULL,
              WEFT_EINVAL, "the target of an edge must not be NULL");
   bool staged = weft__routing(w);
+  /* The direct path locates the source once and hands the row to the
+   * archetype move; the target only has to be live. */
+  weft__where_t at;
+  /* A direct removal leaves the target unchecked while the edge is
+   * there: edges to a dead handle are dropped when it dies, so an edge
+   * found names a live target. */
   bool ok = staged ? end_ok(w, src) &&
                          (op == WEFT__RELOP_REMOVE_ALL || end_ok(w, tgt))
-                   : weft__lookup(w, src) &&
-                         (op == WEFT__RELOP_REMOVE_ALL || weft__lookup(w, tgt));
-  if (!ok) {
-    weft__count_stale(w);
-    return weft__fail(w, WEFT_ESTALE, WEFT__FILE, WEFT__LINE,
-                      "edge %#llx -> %#llx: an end is not live in this world",
-                      (unsigned long long)src, (unsigned long long)tgt);
-  }
+                   : weft__locate(w, src, &at) &&
+                         (op != WEFT__RELOP_ADD || weft__lookup(w, tgt));
+  if (!ok)
+    return stale_end(w, src, tgt);
   if (staged) {
     rc = queue_op(w, op, src, rel, tgt, value);
     /* Routed only because observers exist: the call is its own scope. */
@@ -698,13 +773,15 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
   }
   switch (op) {
   case WEFT__RELOP_ADD:
-    rc = apply_add(w, src, rel, tgt, value);
+    rc = apply_add(w, src, &at, rel, tgt, value);
     break;
   case WEFT__RELOP_REMOVE:
-    rc = apply_remove(w, src, rel, tgt);
+    rc = apply_remove(w, src, &at, rel, tgt);
+    if (rc == REL_NO_EDGE)
+      return weft__lookup(w, tgt) ? 0 : stale_end(w, src, tgt);
     break;
   default:
-    rc = apply_remove_all(w, src, rel);
+    rc = apply_remove_all(w, src, &at, rel);
     break;
   }
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
@@ -732,24 +809,27 @@ int weft__rel_phase(weft_world_t *w) {
   int err = 0;
   for (uint32_t i = r->ops_from; i < end; i++) {
     weft__rel_op_t op = r->ops[i];
-    if (!weft__lookup(w, op.src) ||
+    weft__where_t at;
+    if (!weft__locate(w, op.src, &at) ||
         (op.op != WEFT__RELOP_REMOVE_ALL && !weft__lookup(w, op.tgt))) {
       weft__count_stale_cmd(w); /* an end died (or never was) */
       continue;
     }
     int rc;
     if (op.op == WEFT__RELOP_ADD)
-      rc = apply_add(w, op.src, op.rel, op.tgt,
+      rc = apply_add(w, op.src, &at, op.rel, op.tgt,
                      op.voff == WEFT__REL_NOVALUE ? NULL : r->bytes + op.voff);
-    else if (op.op == WEFT__RELOP_REMOVE)
-      rc = apply_remove(w, op.src, op.rel, op.tgt);
-    else
-      rc = apply_remove_all(w, op.src, op.rel);
+    else if (op.op == WEFT__RELOP_REMOVE) {
+      rc = apply_remove(w, op.src, &at, op.rel, op.tgt);
+      rc = rc == REL_NO_EDGE ? 0 : rc; /* both ends were checked above */
+    } else
+      rc = apply_remove_all(w, op.src, &at, op.rel);
     if (rc && !err)
       err = weft__fail(w, rc, WEFT__FILE, WEFT__LINE,
                        "staged edge %#llx -> %#llx could not be applied",
                        (unsigned long long)op.src, (unsigned long long)op.tgt);
   }
+  weft__rel_sort_pending(r);
   r->ops_from = end;
   if (r->ops_from == r->nops)
     r->nops = r->ops_from = r->nbytes = 0;

@@ -47,16 +47,20 @@ typedef struct weft__rel_edge_t {
  * says so: reverse entries are appended and swap-removed (through the
  * out-edges' back positions), because a popular target (every unit's
  * squad, every child's parent) has thousands of sources, and keeping them
- * sorted on every change would move them all. Readers that promise
- * ascending sources sort it first (weft__rel_in_sorted). The unsorted
- * order is still a function of the operations alone, so it is the same
- * on any number of workers. */
+ * sorted on every change would move them all (a sort per direct removal
+ * from a 10k-source hub costs 1.5M instructions). A target whose `in`
+ * loses its order is queued once (`queued`) on the store's `unsorted`
+ * list; the list is sorted at the end of each drain's edge phase and
+ * before each segment of systems runs (weft__rel_settle_order), so systems
+ * on workers read sorted vectors and write nothing. Owner-thread readers
+ * outside phases sort a queued target on demand. The unsorted order is a
+ * function of the operations alone, the same on any number of workers. */
 typedef struct weft__rel_vec_t {
   weft__rel_edge_t *v;
   uint32_t n;
   uint32_t cap;
   uint32_t sorted; /* `in` only: the entries are in (relation, source) order */
-  uint32_t pad;
+  uint32_t queued; /* `in` only: the slot is on the store's unsorted list */
 } weft__rel_vec_t;
 
 typedef struct weft__rel_def_t {
@@ -124,8 +128,14 @@ typedef struct weft__relations_t {
   void **slabs;
   uint32_t nslabs;
   uint32_t slabs_cap;
+  /* Targets whose `in` lost its order during the change in progress, each
+   * once; capacity follows the slots, so that a push never fails. */
+  weft_entity_t *unsorted;
+  uint32_t nunsorted;
+  uint32_t unsorted_cap;
   uint64_t edges; /* live edges */
-  uint32_t busy;  /* callbacks running: edge changes are refused */
+  uint32_t busy;  /* traversals running (owner thread): edge changes are
+                     refused */
   bool cascading; /* a cascade's kills run: their own cascades are done */
 } weft__relations_t;
 
@@ -186,6 +196,13 @@ static inline bool weft__rel_visit(weft__relations_t *r, uint32_t s) {
  * the back positions of the edges they mirror. Allocates nothing. */
 void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t);
 
+/* Sorts the reverse entries of every target queued on r->unsorted and
+ * empties the list: at the end of a drain's edge phase, and before the
+ * systems of a segment run (weft__rel_settle_order). */
+void weft__rel_sort_pending(weft__relations_t *r);
+
+/* weft__rel_settle_order() is declared in world_view.h (the scheduler's). */
+
 /* Gives an emptied vector's pooled block back (a no-op for a vector with
  * edges or with heap memory). */
 void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v);
@@ -194,6 +211,13 @@ void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v);
  * internal relation edges of the archetype graph (structural.c). */
 int weft__tag_move(struct weft_world_t *w, weft_entity_t e, weft_component_t c,
                    bool add);
+
+/* weft__tag_move() for an entity the caller has just located at *where
+ * (nothing moved since): the relation paths look each end up once. */
+struct weft__where_t;
+int weft__tag_move_at(struct weft_world_t *w, weft_entity_t e,
+                      struct weft__where_t *where, weft_component_t c,
+                      bool add);
 
 /* Records a command with op, handle e, component c and data (command.c). */
 int weft__cmd_push(struct weft_cmdbuf_t *b, uint32_t op, weft_entity_t e,

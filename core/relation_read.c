@@ -144,12 +144,10 @@ int weft_relation_each(weft_world_t *w, weft_entity_t src, weft_component_t c,
   uint32_t rel, lo, hi;
   const weft__rel_vec_t *v = out_of(w, src, c, &rel);
   rel_range(v, rel, &lo, &hi);
-  weft__relations_t *r = w->rel;
-  r->busy++;
+  const weft__relations_t *r = w->rel;
   for (uint32_t i = lo; i < hi; i++)
     if (!fn(src, v->v[i].other, payload_of(r, &v->v[i]), user))
       break;
-  r->busy--;
   return 0;
 }
 
@@ -164,10 +162,12 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
   uint32_t rel = r->by_comp[c] - 1u, s = (uint32_t)tgt, lo, hi;
   if (s >= r->nslots)
     return 0;
-  weft__rel_in_sorted(r, tgt);
+  /* Unsorted only on the owner thread outside phases (systems run after
+   * weft__rel_settle_order): then sorting here is the owner's write. */
+  if (!r->in[s].sorted && r->in[s].n > 1)
+    weft__rel_in_sorted(r, tgt);
   const weft__rel_vec_t *in = &r->in[s];
   rel_range(in, rel, &lo, &hi);
-  r->busy++;
   for (uint32_t i = lo; i < hi; i++) {
     weft_entity_t src = in->v[i].other;
     /* The payload sits with the source's edge. */
@@ -188,7 +188,6 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
     if (!fn(src, tgt, payload, user))
       break;
   }
-  r->busy--;
   return 0;
 }
 
@@ -199,7 +198,8 @@ static int push_sources(weft_world_t *w, weft__relations_t *r, weft_entity_t t,
   uint32_t s = (uint32_t)t;
   if (s >= r->nslots)
     return 0;
-  weft__rel_in_sorted(r, t);
+  if (!r->in[s].sorted && r->in[s].n > 1)
+    weft__rel_in_sorted(r, t);
   const weft__rel_vec_t *in = &r->in[s];
   uint32_t lo, hi;
   rel_range(in, rel, &lo, &hi);

@@ -191,7 +191,16 @@ int weft_enable(weft_world_t *w, weft_entity_t e, weft_component_t c) {
 int weft__tag_move(weft_world_t *w, weft_entity_t e, weft_component_t c,
                    bool add) {
   weft__where_t at;
-  if (!weft__locate(w, e, &at) || weft__mask_test(&at.arch->present, c) == add)
+  if (!weft__locate(w, e, &at))
+    return 0;
+  return weft__tag_move_at(w, e, &at, c, add);
+}
+
+int weft__tag_move_at(weft_world_t *w, weft_entity_t e,
+                      struct weft__where_t *where, weft_component_t c,
+                      bool add) {
+  weft__where_t at = *where;
+  if (weft__mask_test(&at.arch->present, c) == add)
     return 0;
   uint32_t op = add ? WEFT__EDGE_REL_ADD : WEFT__EDGE_REL_REMOVE;
   const weft__edge_t *edge;

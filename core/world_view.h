@@ -136,4 +136,10 @@ static inline void weft__world_ext_set(weft_world_t *w, uint32_t slot,
   w->ext[slot].fini = fini;
 }
 
+/* Sorts the reverse edge indices that direct edge changes left unsorted
+ * (relation.c), when there are any. The scheduler calls it before a
+ * segment's systems run and after a mid-segment sync point, so that
+ * systems on workers read sorted indices and write nothing. Owner thread. */
+void weft__rel_settle_order(weft_world_t *w);
+
 #endif /* WEFT_CORE_WORLD_VIEW_H */

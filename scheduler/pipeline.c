@@ -918,6 +918,9 @@ static bool run_round(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
 
 static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
                        weft_phase_t ph, weft__sys_t **l, uint32_t n) {
+  /* Direct edge changes since the last sync leave reverse indices to
+   * sort: sorted now, the systems' relation reads write nothing. */
+  weft__rel_settle_order(w);
   if (l[0]->seg_plain && !s->pool && !s->cfg.time_inline && !s->tracing &&
       !p->sample_now) {
     prepare_plain(w, p, l, n);
@@ -934,7 +937,8 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
           !settle_holds(s, l, n))
         break;
       mid_sync(w, s, p, ph, &rc);
-      release_holds(l, n); /* run_plain() plans them again */
+      weft__rel_settle_order(w); /* its despawns may leave some */
+      release_holds(l, n);       /* run_plain() plans them again */
     }
     w->change_version++; /* later changes are newer than these runs */
     int src = sync_point(w, s, p, ph);
@@ -955,6 +959,7 @@ static int run_segment(weft_world_t *w, weft__sched_t *s, weft__phase_t *p,
     if (!again)
       break;
     mid_sync(w, s, p, ph, &rc);
+    weft__rel_settle_order(w); /* its despawns may leave some */
     release_holds(l, n);
     r = replan(w, s, l, n, &cost);
     if (r) {

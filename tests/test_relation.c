@@ -395,6 +395,15 @@ static void test_relation_stale_handles_are_misses(void **state) {
   assert_int_equal(weft_relation_add(w, dead, rel, a, NULL), WEFT_ESTALE);
   assert_int_equal(weft_relation_add(w, forged, rel, a, NULL), WEFT_ESTALE);
   assert_int_equal(weft_relation_remove(w, a, rel, forged), WEFT_ESTALE);
+  /* A removal checks the target only when the edge is missing: either way
+   * a dead end is reported, and a missing edge to a live one is not. */
+  assert_int_equal(weft_relation_add(w, a, rel, b, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_remove(w, a, rel, dead), WEFT_ESTALE);
+  assert_int_equal(weft_relation_remove(w, dead, rel, b), WEFT_ESTALE);
+  assert_int_equal(weft_relation_remove(w, b, rel, a), WEFT_OK);
+  assert_int_equal(weft_relation_remove(w, a, rel, b), WEFT_OK);
+  assert_false(weft_has(w, a, rel));
+  assert_int_equal(weft_relation_remove(w, a, rel, b), WEFT_OK);
   assert_false(weft_relation_has(w, dead, rel, a));
   assert_null(weft_relation_get(w, dead, rel, a));
   weft_entity_t t = 1;

@@ -216,8 +216,9 @@ static int arena_structure(sim_scene_t *s) {
   d.term_access[0] = WEFT_ACCESS_WRITE;
   d.read[0] = s->member_of;
   d.read[1] = s->std.dead;
-  /* weft_relation_sources() is an owner-thread call. */
-  d.flags = WEFT_SYSTEM_DESPAWNS | WEFT_SYSTEM_MAIN_THREAD;
+  /* weft_relation_sources() writes nothing: the chunks may run on workers,
+   * the relation being in the read list. */
+  d.flags = WEFT_SYSTEM_DESPAWNS;
   d.after[0] = "weft.health";
   d.run = squads_run;
   d.res_read[0] = res;

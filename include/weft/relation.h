@@ -71,8 +71,9 @@ typedef struct weft_relation_desc_t {
  * Called for each edge by weft_relation_each() and weft_relation_sources():
  * @p source and @p target are the edge's ends, @p payload its payload
  * (NULL for a relation without one; writable, valid during the call).
- * Return false to stop. The callback must not add or remove edges (those
- * calls fail with WEFT_EBUSY) nor despawn entities.
+ * Return false to stop. The callback must not add or remove edges nor
+ * despawn entities (not checked: the calls that take it keep no state, so
+ * that systems on workers may make them).
  */
 typedef bool (*weft_relation_edge_fn)(weft_entity_t source,
                                       weft_entity_t target, void *payload,
@@ -112,7 +113,8 @@ int weft_relation_register(weft_world_t *world,
  * Returns 0, WEFT_EINVAL (NULL world, @p rel not a relation, target
  * WEFT_ENTITY_NULL), WEFT_ESTALE (source or target not live; direct path
  * only: staged edges with a dead end are dropped and counted as stale),
- * WEFT_EBUSY (inside a relation callback) or WEFT_ENOMEM.
+ * WEFT_EBUSY (inside a weft_relation_traverse() or walk callback) or
+ * WEFT_ENOMEM.
  */
 int weft_relation_add(weft_world_t *world, weft_entity_t source,
                       weft_component_t rel, weft_entity_t target,
@@ -164,7 +166,9 @@ uint32_t weft_relation_count(const weft_world_t *world, weft_entity_t source,
 /**
  * Calls @p fn for each edge of @p rel of @p source, in ascending target
  * order, until it returns false. Returns 0, WEFT_ESTALE or WEFT_EINVAL.
- * Owner thread.
+ * Owner thread, or systems on workers that declare @p rel in their read
+ * list (they write nothing: the scheduler sorts the reverse indices before
+ * systems run), while the owner makes no structural change.
  */
 int weft_relation_each(weft_world_t *world, weft_entity_t source,
                        weft_component_t rel, weft_relation_edge_fn fn,
@@ -174,7 +178,8 @@ int weft_relation_each(weft_world_t *world, weft_entity_t source,
  * Calls @p fn for each source with an edge (@p rel, @p target), in
  * ascending source order, until it returns false. Costs the number of
  * sources (the reverse index), not a scan. Returns 0, WEFT_ESTALE or
- * WEFT_EINVAL. Owner thread.
+ * WEFT_EINVAL. Threads as weft_relation_each() (on the owner thread
+ * outside phases it may sort the target's reverse index first).
  */
 int weft_relation_sources(weft_world_t *world, weft_entity_t target,
                           weft_component_t rel, weft_relation_edge_fn fn,
