@@ -60,13 +60,10 @@ static void *payload_of(const weft__relations_t *r, const weft__rel_edge_t *x) {
                                      : d->slab + (size_t)x->slot * d->stride;
 }
 
-/* The out-edge (rel, tgt) of source e, or NULL. */
-static const weft__rel_edge_t *edge_of(const weft_world_t *w, weft_entity_t e,
-                                       weft_component_t c, weft_entity_t tgt) {
-  uint32_t rel, lo, hi;
-  const weft__rel_vec_t *v = out_of(w, e, c, &rel);
-  if (!v)
-    return NULL;
+/* The edge (rel, tgt) of out-vector v, or NULL. */
+static const weft__rel_edge_t *vec_edge(const weft__rel_vec_t *v, uint32_t rel,
+                                        weft_entity_t tgt) {
+  uint32_t lo, hi;
   rel_range(v, rel, &lo, &hi);
   while (lo < hi) {
     uint32_t m = lo + (hi - lo) / 2;
@@ -77,6 +74,31 @@ static const weft__rel_edge_t *edge_of(const weft_world_t *w, weft_entity_t e,
   }
   return lo < v->n && v->v[lo].rel == rel && v->v[lo].other == tgt ? &v->v[lo]
                                                                    : NULL;
+}
+
+/* The out-edge (rel, tgt) of source e, or NULL. */
+static const weft__rel_edge_t *edge_of(const weft_world_t *w, weft_entity_t e,
+                                       weft_component_t c, weft_entity_t tgt) {
+  uint32_t rel;
+  const weft__rel_vec_t *v = out_of(w, e, c, &rel);
+  return v ? vec_edge(v, rel, tgt) : NULL;
+}
+
+/* Target t's reverse entries of relation rel, [*lo, *hi) of the returned
+ * vector in ascending source order, or NULL when t's slot never held an
+ * edge. Sorts the vector first when a direct change left it unsorted:
+ * only the owner outside phases finds it so (systems run after
+ * weft__rel_settle_order), so the sort is the owner's write. */
+static const weft__rel_vec_t *sources_of(weft__relations_t *r, weft_entity_t t,
+                                         uint32_t rel, uint32_t *lo,
+                                         uint32_t *hi) {
+  uint32_t s = (uint32_t)t;
+  if (s >= r->nslots)
+    return NULL;
+  if (!r->in[s].sorted && r->in[s].n > 1)
+    weft__rel_in_sorted(r, t);
+  rel_range(&r->in[s], rel, lo, hi);
+  return &r->in[s];
 }
 
 bool weft_relation_has(const weft_world_t *w, weft_entity_t src,
@@ -159,32 +181,15 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
   if (rc)
     return rc;
   weft__relations_t *r = w->rel;
-  uint32_t rel = r->by_comp[c] - 1u, s = (uint32_t)tgt, lo, hi;
-  if (s >= r->nslots)
-    return 0;
-  /* Unsorted only on the owner thread outside phases (systems run after
-   * weft__rel_settle_order): then sorting here is the owner's write. */
-  if (!r->in[s].sorted && r->in[s].n > 1)
-    weft__rel_in_sorted(r, tgt);
-  const weft__rel_vec_t *in = &r->in[s];
-  rel_range(in, rel, &lo, &hi);
-  for (uint32_t i = lo; i < hi; i++) {
+  uint32_t rel = r->by_comp[c] - 1u, lo, hi;
+  const weft__rel_vec_t *in = sources_of(r, tgt, rel, &lo, &hi);
+  for (uint32_t i = lo; in && i < hi; i++) {
     weft_entity_t src = in->v[i].other;
     /* The payload sits with the source's edge. */
-    const weft__rel_vec_t *out = &r->out[(uint32_t)src];
-    void *payload = NULL;
-    if (r->defs[rel].size) {
-      uint32_t a = 0, b = out->n; /* the edge (rel, tgt): out is sorted */
-      while (a < b) {
-        uint32_t m = a + (b - a) / 2;
-        const weft__rel_edge_t *x = &out->v[m];
-        if (x->rel < rel || (x->rel == rel && x->other < tgt))
-          a = m + 1;
-        else
-          b = m;
-      }
-      payload = payload_of(r, &out->v[a]);
-    }
+    void *payload =
+        r->defs[rel].size
+            ? payload_of(r, vec_edge(&r->out[(uint32_t)src], rel, tgt))
+            : NULL;
     if (!fn(src, tgt, payload, user))
       break;
   }
@@ -195,14 +200,10 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
  * the stack pops them in ascending order. */
 static int push_sources(weft_world_t *w, weft__relations_t *r, weft_entity_t t,
                         uint32_t rel, uint32_t depth, uint32_t *n) {
-  uint32_t s = (uint32_t)t;
-  if (s >= r->nslots)
-    return 0;
-  if (!r->in[s].sorted && r->in[s].n > 1)
-    weft__rel_in_sorted(r, t);
-  const weft__rel_vec_t *in = &r->in[s];
   uint32_t lo, hi;
-  rel_range(in, rel, &lo, &hi);
+  const weft__rel_vec_t *in = sources_of(r, t, rel, &lo, &hi);
+  if (!in)
+    return 0;
   if (weft__grow(&w->alloc, &r->stack, &r->stack_cap, *n + (hi - lo),
                  sizeof(*r->stack), 64))
     return WEFT_ENOMEM;
