@@ -24,6 +24,11 @@ struct weft__chunk_t;
 void weft__tlog_push(struct weft_world_t *w, weft_entity_t e,
                      weft_component_t comp, uint32_t kind);
 
+/* Appends an EDGE_ADD or EDGE_REMOVE record of edge (rel, tgt) of src
+ * (transition.c); callers test WEFT__EVENT_LOG first. */
+void weft__tlog_edge(struct weft_world_t *w, weft_entity_t src,
+                     weft_component_t rel, weft_entity_t tgt, uint32_t kind);
+
 /* Frees the transition log's storage (world teardown, transition.c). */
 void weft__tlog_fini(struct weft_world_t *w);
 

@@ -12,6 +12,7 @@
 #include "core/relation.h"
 #include "core/stage.h"
 #include "core/world.h"
+#include "weft/transition.h"
 
 /* ---- the store ------------------------------------------------------------
  */
@@ -432,6 +433,14 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
 /* ---- direct mutations -----------------------------------------------------
  */
 
+/* Logs an edge transition when the transition log is on (it routes every
+ * edge change through the drain, so direct paths never log). */
+static inline void log_edge(weft_world_t *w, weft_entity_t src, uint32_t rel,
+                            weft_entity_t tgt, uint32_t kind) {
+  if (__builtin_expect((w->obs_events & WEFT__EVENT_LOG) != 0, 0))
+    weft__tlog_edge(w, src, w->rel->defs[rel].comp, tgt, kind);
+}
+
 /* Adds edge (rel, tgt) to live src; both ends checked by the caller. */
 static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
                      uint32_t rel, weft_entity_t tgt, const void *value) {
@@ -466,7 +475,9 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
     }
   }
   if (had && (d->flags & WEFT_RELATION_EXCLUSIVE)) {
-    edge_drop(r, src, lower_bound(out, rel, 0)); /* the one edge it had */
+    uint32_t old = lower_bound(out, rel, 0); /* the one edge it had */
+    log_edge(w, src, rel, out->v[old].other, WEFT_TRANSITION_EDGE_REMOVE);
+    edge_drop(r, src, old);
     p = lower_bound(out, rel, tgt);
   }
   weft__rel_vec_t *in = &r->in[t];
@@ -481,6 +492,7 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
     in_unsorted(r, tgt);
   r->edges++;
   w->version++; /* weft_world_structure_version(): edges changed */
+  log_edge(w, src, rel, tgt, WEFT_TRANSITION_EDGE_ADD);
   return 0;
 }
 
@@ -506,6 +518,7 @@ static int apply_remove(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   uint32_t p = vec_find(out, rel, tgt);
   if (p == UINT32_MAX)
     return REL_NO_EDGE;
+  log_edge(w, src, rel, tgt, WEFT_TRANSITION_EDGE_REMOVE);
   edge_drop(r, src, p);
   weft__rel_vec_settle(r, out);
   w->version++;
@@ -526,8 +539,10 @@ static int apply_remove_all(weft_world_t *w, weft_entity_t src,
   uint32_t p = lower_bound(out, rel, 0);
   if (p == out->n || out->v[p].rel != rel)
     return 0;
-  while (p < out->n && out->v[p].rel == rel)
+  while (p < out->n && out->v[p].rel == rel) {
+    log_edge(w, src, rel, out->v[p].other, WEFT_TRANSITION_EDGE_REMOVE);
     edge_drop(r, src, p);
+  }
   weft__rel_vec_settle(r, out);
   w->version++;
   return weft__tag_move_at(w, src, at, r->defs[rel].comp, false);
@@ -672,6 +687,7 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
     uint32_t p = vec_find(&r->out[xs], x.rel, e);
     if (p == UINT32_MAX)
       continue;
+    log_edge(w, x.other, x.rel, e, WEFT_TRANSITION_EDGE_REMOVE);
     payload_give(&r->defs[x.rel], r->out[xs].v[p].slot);
     vec_erase(&r->out[xs], p);
     weft__rel_vec_settle(r, &r->out[xs]);

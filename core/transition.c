@@ -24,8 +24,19 @@ void weft__tlog_push(weft_world_t *w, weft_entity_t e, weft_component_t comp,
     w->tlog_dropped++; /* reported in the view; the drain goes on */
     return;
   }
-  w->tlog[w->tlog_n++] = (weft_transition_t){
-      .entity = e, .tick = w->tick, .component = comp, .kind = kind};
+  w->tlog[w->tlog_n++] = (weft_transition_t){.entity = e,
+                                             .tick = w->tick,
+                                             .component = comp,
+                                             .kind = kind,
+                                             .target = WEFT_ENTITY_NULL};
+}
+
+void weft__tlog_edge(weft_world_t *w, weft_entity_t src, weft_component_t rel,
+                     weft_entity_t tgt, uint32_t kind) {
+  uint32_t n = w->tlog_n;
+  weft__tlog_push(w, src, rel, kind);
+  if (w->tlog_n != n)
+    w->tlog[n].target = tgt;
 }
 
 int weft_world_log_transitions(weft_world_t *w, bool on) {

@@ -220,6 +220,66 @@ static uint32_t churn_log(uint32_t workers, weft_transition_t *out,
   return n;
 }
 
+static void expect_edge(const weft_transitions_t *v, uint32_t i, uint32_t kind,
+                        weft_entity_t e, weft_component_t rel,
+                        weft_entity_t tgt) {
+  expect_rec(v, i, kind, e, rel);
+  if (v->items[i].target != tgt)
+    fail_msg("record %u: target %llx, expected %llx", i,
+             (unsigned long long)v->items[i].target, (unsigned long long)tgt);
+}
+
+/* Edges log EDGE_ADD / EDGE_REMOVE with their target, around the relation
+ * id's own ADD and REMOVE; an exclusive replacement logs the old edge's
+ * removal first; a target's death logs each living source's loss; plain
+ * component records carry no target. */
+static void test_transitions_records_edges(void **state) {
+  (void)state;
+  tx_t *x = tx_new(0, true);
+  weft_world_t *w = x->w;
+  weft_component_t likes, owner;
+  weft_relation_desc_t rd = {.name = "Likes"};
+  assert_int_equal(weft_relation_register(w, &rd, &likes), WEFT_OK);
+  rd = (weft_relation_desc_t){.name = "Owner",
+                              .size = sizeof(int32_t),
+                              .flags = WEFT_RELATION_EXCLUSIVE};
+  assert_int_equal(weft_relation_register(w, &rd, &owner), WEFT_OK);
+  weft_entity_t s = x->es[0], t1 = x->es[1], t2 = x->es[2], t3 = x->es[3];
+  assert_int_equal(weft_world_log_transitions(w, true), WEFT_OK);
+  int32_t pay = 7;
+  assert_int_equal(weft_relation_add(w, s, likes, t1, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, s, likes, t2, NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, s, owner, t1, &pay), WEFT_OK);
+  pay = 8; /* a payload change only: no record */
+  assert_int_equal(weft_relation_add(w, s, owner, t1, &pay), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, s, owner, t3, &pay), WEFT_OK);
+  assert_int_equal(weft_relation_remove(w, s, likes, t2), WEFT_OK);
+  assert_int_equal(weft_relation_remove(w, s, likes, t2), WEFT_OK); /* none */
+  assert_int_equal(weft_add(w, t2, x->tag, NULL), WEFT_OK);
+  assert_int_equal(weft_despawn(w, t1), WEFT_OK); /* s loses its Likes */
+  assert_int_equal(weft_remove(w, s, owner), WEFT_OK);
+  weft_transitions_t v = log_of(w);
+  uint32_t i = 0;
+  expect_rec(&v, i++, WEFT_TRANSITION_ADD, s, likes);
+  expect_edge(&v, i++, WEFT_TRANSITION_EDGE_ADD, s, likes, t1);
+  expect_edge(&v, i++, WEFT_TRANSITION_EDGE_ADD, s, likes, t2);
+  expect_rec(&v, i++, WEFT_TRANSITION_ADD, s, owner);
+  expect_edge(&v, i++, WEFT_TRANSITION_EDGE_ADD, s, owner, t1);
+  expect_edge(&v, i++, WEFT_TRANSITION_EDGE_REMOVE, s, owner, t1);
+  expect_edge(&v, i++, WEFT_TRANSITION_EDGE_ADD, s, owner, t3);
+  expect_edge(&v, i++, WEFT_TRANSITION_EDGE_REMOVE, s, likes, t2);
+  expect_edge(&v, i++, WEFT_TRANSITION_ADD, t2, x->tag, WEFT_ENTITY_NULL);
+  expect_rec(&v, i++, WEFT_TRANSITION_DESPAWN, t1, 0);
+  expect_edge(&v, i++, WEFT_TRANSITION_EDGE_REMOVE, s, likes, t1);
+  expect_rec(&v, i++, WEFT_TRANSITION_REMOVE, s, likes);
+  expect_edge(&v, i++, WEFT_TRANSITION_EDGE_REMOVE, s, owner, t3);
+  expect_rec(&v, i++, WEFT_TRANSITION_REMOVE, s, owner);
+  assert_int_equal(v.count, i);
+  int32_t *got = weft_relation_get(w, s, owner, t3);
+  assert_null(got);
+  tx_free(x);
+}
+
 static void test_transitions_same_log_on_one_and_two_workers(void **state) {
   (void)state;
   static weft_transition_t one[2 * N], two[2 * N];
@@ -275,6 +335,7 @@ static void test_transitions_steady_state_allocates_nothing(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_transitions_records_changes_in_order),
+      cmocka_unit_test(test_transitions_records_edges),
       cmocka_unit_test(test_transitions_batch_spawns_and_commands),
       cmocka_unit_test(test_transitions_same_log_on_one_and_two_workers),
       cmocka_unit_test(test_transitions_read_after_sync_and_cleared),

@@ -11,7 +11,14 @@
  * number of workers), the records of one change in ascending component
  * id. A spawn logs SPAWN and then ADD for each component it starts with; a
  * despawn logs DESPAWN only. Batch spawns log SPAWN and ADDs per entity
- * too.
+ * too. Relationship edges (weft/relation.h) log EDGE_ADD and EDGE_REMOVE
+ * with their target: a source's first edge of a relation logs the
+ * relation id's ADD first, its last edge's EDGE_REMOVE comes before the
+ * relation id's REMOVE, an exclusive add that replaces an edge logs the
+ * old edge's EDGE_REMOVE before the new one's EDGE_ADD, and a target's
+ * DESPAWN is followed by EDGE_REMOVE for each living source that loses an
+ * edge to it (a dying entity's own edges go with its DESPAWN, unlogged).
+ * Changing an existing edge's payload is a value write, not a transition.
  *
  * Systems read the log after the sync point that applied the changes
  * (weft_world_transitions() from a later segment, or a task). The log is
@@ -44,7 +51,12 @@ typedef enum weft_transition_kind_t {
   WEFT_TRANSITION_ADD,       /**< the component joined the entity */
   WEFT_TRANSITION_REMOVE,    /**< the component left the entity */
   WEFT_TRANSITION_ENABLE,    /**< the component was enabled */
-  WEFT_TRANSITION_DISABLE    /**< the component was disabled */
+  WEFT_TRANSITION_DISABLE,   /**< the component was disabled */
+  /** The entity gained the edge (component = the relation, target). */
+  WEFT_TRANSITION_EDGE_ADD,
+  /** The entity lost the edge (component = the relation, target): removed,
+   * replaced by an exclusive add, or gone with its target. */
+  WEFT_TRANSITION_EDGE_REMOVE
 } weft_transition_kind_t;
 
 /** One structural change. */
@@ -53,6 +65,9 @@ typedef struct weft_transition_t {
   uint64_t tick;              /**< weft_pipeline_state_t.tick at the time */
   weft_component_t component; /**< 0 for SPAWN and DESPAWN */
   uint32_t kind;              /**< a weft_transition_kind_t */
+  /** The edge's target for EDGE_ADD and EDGE_REMOVE, else
+   * WEFT_ENTITY_NULL (possibly stale once the target died). */
+  weft_entity_t target;
 } weft_transition_t;
 
 /** A view of the log. */
