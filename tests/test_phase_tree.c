@@ -92,13 +92,7 @@ static int pt_plain(weft_sysctx_t *ctx, const weft_iter_t *it) {
 
 static void pt_build(pt_run_t *r, uint32_t mode) {
   memset(r, 0, sizeof *r);
-  r->f = fx_new(mode == 2 ? 2 : 0, 0);
-  weft_pipeline_config_t pc;
-  memset(&pc, 0, sizeof pc);
-  pc.fixed_dt = FIXED;
-  pc.time_inline = mode == 1;
-  pc.inline_rows = mode == 2 ? 1 : 0;
-  assert_int_equal(weft_pipeline_configure(r->f.w, &pc), WEFT_OK);
+  r->f = fx_new_mode(mode);
   populate(&r->f, 10, 0);
   weft_world_t *w = r->f.w;
   weft_phase_t *ph = r->ph;

@@ -98,13 +98,7 @@ static int su_mark(weft_sysctx_t *ctx, const weft_iter_t *it) {
 
 static void su_build(su_run_t *r, uint32_t mode) {
   memset(r, 0, sizeof *r);
-  r->f = fx_new(mode == 2 ? 2 : 0, 0);
-  weft_pipeline_config_t pc;
-  memset(&pc, 0, sizeof pc);
-  pc.fixed_dt = FIXED;
-  pc.time_inline = mode == 1;
-  pc.inline_rows = mode == 2 ? 1 : 0;
-  assert_int_equal(weft_pipeline_configure(r->f.w, &pc), WEFT_OK);
+  r->f = fx_new_mode(mode);
   for (uint32_t i = 0; i < 4; i++)
     su_users[mode][i] = (su_user_t){r, i + 1};
   /* Registered in the reverse of their order: the graph orders them. */

@@ -70,6 +70,23 @@ static inline void fx_free(fx_t *f) {
   memset(f, 0, sizeof *f);
 }
 
+/*
+ * A fixture whose pipeline runs one of three ways, so that a test can
+ * check that every path gives the same result: mode 0 plain (no pool),
+ * 1 plain with every system timed, 2 two workers with systems dispatched
+ * to the pool from the first row. Fixed step FIXED.
+ */
+static inline fx_t fx_new_mode(uint32_t mode) {
+  fx_t f = fx_new(mode == 2 ? 2 : 0, 0);
+  weft_pipeline_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.fixed_dt = FIXED;
+  pc.time_inline = mode == 1;
+  pc.inline_rows = mode == 2 ? 1 : 0;
+  assert_int_equal(weft_pipeline_configure(f.w, &pc), WEFT_OK);
+  return f;
+}
+
 static inline void configure(weft_world_t *w, double fixed_dt,
                              uint32_t max_steps, weft_overload_t overload,
                              double net_dt, uint32_t inline_rows) {
