@@ -119,6 +119,18 @@ static uint32_t vec_find(const weft__rel_vec_t *v, uint32_t rel,
                                                                   : UINT32_MAX;
 }
 
+/* A free block's first bytes hold the next free block (memcpy: the block
+ * is edge storage, not a pointer's). */
+static inline void blk_link(weft__rel_edge_t *blk, weft__rel_edge_t *next) {
+  memcpy((void *)blk, &next, sizeof next);
+}
+
+static inline weft__rel_edge_t *blk_next(const weft__rel_edge_t *blk) {
+  weft__rel_edge_t *next;
+  memcpy(&next, (const void *)blk, sizeof next);
+  return next;
+}
+
 /* Takes a pooled block for an empty vector, carving a new slab when the
  * pool is dry. */
 static int block_take(weft_world_t *w, weft__relations_t *r,
@@ -135,12 +147,12 @@ static int block_take(weft_world_t *w, weft__relations_t *r,
     r->slabs[r->nslabs++] = slab;
     for (uint32_t b = WEFT__REL_SLAB; b-- > 0;) {
       weft__rel_edge_t *blk = slab + (size_t)b * WEFT__REL_BLOCK;
-      memcpy(blk, &r->free_blocks, sizeof(r->free_blocks));
+      blk_link(blk, r->free_blocks);
       r->free_blocks = blk;
     }
   }
   weft__rel_edge_t *blk = r->free_blocks;
-  memcpy(&r->free_blocks, blk, sizeof(r->free_blocks));
+  r->free_blocks = blk_next(blk);
   v->v = blk;
   v->cap = WEFT__REL_BLOCK;
   return 0;
@@ -149,7 +161,7 @@ static int block_take(weft_world_t *w, weft__relations_t *r,
 void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v) {
   if (v->n || v->cap != WEFT__REL_BLOCK)
     return;
-  memcpy(v->v, &r->free_blocks, sizeof(r->free_blocks));
+  blk_link(v->v, r->free_blocks);
   r->free_blocks = v->v;
   v->v = NULL;
   v->cap = 0;
@@ -167,7 +179,7 @@ static int vec_grow(weft_world_t *w, weft__rel_vec_t *v) {
     if (!big)
       return WEFT_ENOMEM;
     memcpy(big, v->v, (size_t)v->n * sizeof(*big));
-    memcpy(v->v, &w->rel->free_blocks, sizeof(w->rel->free_blocks));
+    blk_link(v->v, w->rel->free_blocks);
     w->rel->free_blocks = v->v;
     v->v = big;
     v->cap = 2u * WEFT__REL_BLOCK;

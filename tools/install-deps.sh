@@ -4,6 +4,9 @@
 # with, if any are missing. Idempotent: when everything is present it only
 # says so. Safe without a terminal (CI): it never prompts.
 #
+#   tools/install-deps.sh          # what the build and the test suite need
+#   tools/install-deps.sh fuzz     # also clang and libFuzzer (tools/fuzz.sh)
+#
 # Environment:
 #   WEFT_SKIP_DEPS=1   do nothing (for machines managed some other way)
 set -euo pipefail
@@ -21,6 +24,18 @@ fi
 # tools' pictures (weft-sim --frames).
 packages=(cmake pkg-config libjemalloc-dev libhwloc-dev libudev-dev hwloc
           libcmocka-dev libpng-dev)
+# Optional parts, named on the command line. fuzz: clang builds the fuzz
+# targets with -fsanitize=fuzzer, whose runtime (libclang_rt.fuzzer) is in
+# libclang-rt-14-dev; libfuzzer-14-dev is LLVM's libFuzzer library itself.
+for part in "$@"; do
+  case "$part" in
+    fuzz) packages+=(clang libfuzzer-14-dev libclang-rt-14-dev) ;;
+    *)
+      echo "install-deps: unknown part '$part' (known: fuzz)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install-deps: dpkg-query not found; this script knows Debian only." >&2

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tools/fuzz.sh: build weft's fuzz targets (tests/fuzz/fuzz_*.c) with
+# clang's libFuzzer under ASan+UBSan and run each for a bounded time,
+# starting from its seed corpus and the crash inputs kept so far.
+#
+#   tools/fuzz.sh                 # every target, WEFT_FUZZ_SECONDS each
+#   tools/fuzz.sh json            # only the named targets
+#
+# A target that crashes, leaks, times out or fails one of its checks ends
+# the run with a non-zero status; its input is copied to
+# tests/fuzz/regress/<target>/, where the normal suite's
+# fuzz_<target>_replay test runs it from then on: commit it with the fix.
+#
+# Environment:
+#   WEFT_FUZZ_SECONDS  time per target (default 60)
+#   WEFT_JOBS          build parallelism (default: all cores)
+#   WEFT_SKIP_DEPS=1   skip tools/install-deps.sh
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+"$root/tools/install-deps.sh" fuzz
+
+seconds=${WEFT_FUZZ_SECONDS:-60}
+jobs=${WEFT_JOBS:-$(nproc 2>/dev/null || echo 2)}
+build="$root/build/fuzz"
+
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  for f in tests/fuzz/fuzz_*.c; do
+    name=${f#tests/fuzz/fuzz_}
+    name=${name%.c}
+    [[ "$name" == replay ]] || targets+=("$name")
+  done
+fi
+
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" \
+  -DCMAKE_BUILD_TYPE=Debug \
+  -DWEFT_WERROR=ON \
+  -DWEFT_SANITIZE=address,undefined \
+  -DWEFT_FUZZ=ON \
+  -DWEFT_BUILD_TESTS=ON \
+  -DWEFT_BUILD_BENCH=OFF \
+  -DWEFT_BUILD_TOOLS=OFF >/dev/null
+for t in "${targets[@]}"; do
+  cmake --build "$build" --parallel "$jobs" --target "weft_fuzz_$t"
+done
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+
+failed=()
+for t in "${targets[@]}"; do
+  work="$build/corpus/$t"
+  artifacts="$build/artifacts/$t"
+  rm -rf "$artifacts"
+  mkdir -p "$work" "$artifacts"
+  echo "fuzz.sh: $t for ${seconds}s"
+  set +e
+  "$build/tests/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$artifacts/" \
+    "$work" "tests/fuzz/corpus/$t" "tests/fuzz/regress/$t"
+  rc=$?
+  set -e
+  if ((rc != 0)); then
+    failed+=("$t")
+    mkdir -p "tests/fuzz/regress/$t"
+    for a in "$artifacts"/*; do
+      [[ -f "$a" ]] || continue
+      cp "$a" "tests/fuzz/regress/$t/"
+      echo "fuzz.sh: $t: kept $(basename "$a") in tests/fuzz/regress/$t/"
+    done
+  fi
+done
+
+if ((${#failed[@]} != 0)); then
+  echo "fuzz.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz.sh: ${#targets[@]} target(s) ran ${seconds}s each without a failure"
