@@ -48,10 +48,10 @@ void weft__query_group_range(const weft_query_t *q, uint64_t g, uint32_t *lo,
   *hi = bound(q, g, true);
 }
 
-bool weft__query_group_drop(weft_query_t *q, uint32_t keep) {
+bool weft__query_group_drop(weft_query_t *q) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < q->nmatches; i++)
-    if (q->matches[i].arch->id < keep)
+    if (!q->matches[i].arch->gone)
       q->matches[n++] = q->matches[i];
   bool dropped = n != q->nmatches;
   q->nmatches = n;

@@ -92,30 +92,31 @@ typedef struct weft_world_config_t {
 
 /** Per-world counters and sizes, filled by weft_world_stats(). */
 typedef struct weft_world_stats_t {
-  uint32_t alive;            /**< live entities */
-  uint32_t retired;          /**< slots retired by generation rollover */
-  uint32_t remaining;        /**< capacity - alive - retired - staged_spawns */
-  uint32_t capacity;         /**< hard capacity */
-  uint32_t slots_used;       /**< slots ever handed out (high-water mark) */
-  uint32_t slots_reserved;   /**< slots with index memory allocated */
-  uint32_t components;       /**< registered components */
-  uint32_t archetypes;       /**< archetypes created, including the empty one */
-  uint32_t queries;          /**< live queries */
-  uint32_t chunks_live;      /**< chunks holding at least one row */
-  uint32_t chunks_spare;     /**< spare chunks: empty, kept by their
-                                  archetypes for reuse */
-  uint32_t chunk_size;       /**< bytes per chunk */
-  uint64_t chunk_bytes;      /**< bytes of chunk memory owned (live + spare,
-                                  headers included) */
-  uint64_t index_bytes;      /**< bytes of the entity index: its pages
-                                  (4 bytes per slot) and free stack */
-  uint64_t spawns;           /**< entities spawned since creation */
-  uint64_t despawns;         /**< entities despawned since creation */
-  uint64_t moves;            /**< archetype moves since creation */
-  uint64_t stale;            /**< calls rejected for a stale/forged handle */
-  uint32_t staged_spawns;    /**< slots held by spawns not yet applied */
-  uint64_t commands;         /**< commands and staged calls applied */
-  uint64_t commands_stale;   /**< commands dropped for a stale handle */
+  uint32_t alive;          /**< live entities */
+  uint32_t retired;        /**< slots retired by generation rollover */
+  uint32_t remaining;      /**< capacity - alive - retired - staged_spawns */
+  uint32_t capacity;       /**< hard capacity */
+  uint32_t slots_used;     /**< slots ever handed out (high-water mark) */
+  uint32_t slots_reserved; /**< slots with index memory allocated */
+  uint32_t components;     /**< registered components */
+  uint32_t archetypes;     /**< archetypes registered (created and not pruned by
+                              weft_world_compact()), the empty one included */
+  uint32_t queries;        /**< live queries */
+  uint32_t chunks_live;    /**< chunks holding at least one row */
+  uint32_t chunks_spare;   /**< spare chunks: empty, kept by their
+                                archetypes for reuse */
+  uint32_t chunk_size;     /**< bytes per chunk */
+  uint64_t chunk_bytes;    /**< bytes of chunk memory owned (live + spare,
+                                headers included) */
+  uint64_t index_bytes;    /**< bytes of the entity index: its pages
+                                (4 bytes per slot) and free stack */
+  uint64_t spawns;         /**< entities spawned since creation */
+  uint64_t despawns;       /**< entities despawned since creation */
+  uint64_t moves;          /**< archetype moves since creation */
+  uint64_t stale;          /**< calls rejected for a stale/forged handle */
+  uint32_t staged_spawns;  /**< slots held by spawns not yet applied */
+  uint64_t commands;       /**< commands and staged calls applied */
+  uint64_t commands_stale; /**< commands dropped for a stale handle */
   uint64_t commands_dropped; /**< staged changes dropped (cascade, full) */
   uint64_t drain_waves;      /**< drain waves run */
   uint64_t allocs;           /**< heap allocations made by the world */
