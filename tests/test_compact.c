@@ -734,6 +734,91 @@ static void test_compact_digest_unchanged(void **state) {
   assert_int_equal(plain, compacted);
 }
 
+static int scale_b(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)ctx;
+  const uint32_t *a = weft_iter_column(chunk, 0);
+  uint64_t *b = weft_iter_column(chunk, 1);
+  for (uint32_t r = 0; r < chunk->count; r++)
+    b[r] = b[r] * 31u + a[r];
+  return 0;
+}
+
+/*
+ * Frames on a pool of @p workers (0: inline) with systems over many
+ * signatures, direct despawns and spawns between frames and, when
+ * @p compacting, a compaction every few frames: the final digest.
+ */
+static uint64_t run_frames(uint32_t workers, bool compacting) {
+  weft_pool_t *pool = NULL;
+  weft_world_t *w = wt_world_pooled(workers, WEFT_CHUNK_SIZE_MIN, &pool);
+  if (workers)
+    wt_dispatch_everything(w);
+  const weft_component_t a = wt_register(w, "a", sizeof(uint32_t), 0);
+  const weft_component_t b = wt_register(w, "b", sizeof(uint64_t), 0);
+  weft_component_t tags[6];
+  char name[8];
+  for (uint32_t i = 0; i < 6; i++) {
+    snprintf(name, sizeof name, "t%u", i);
+    tags[i] = wt_register_tag(w, name);
+  }
+  weft_system_t id = 0;
+  assert_int_equal(weft_system_register(
+                       w,
+                       &(weft_system_desc_t){
+                           .name = "inc", .query.include = {a}, .run = add_one},
+                       &id),
+                   WEFT_OK);
+  assert_int_equal(weft_system_register(
+                       w,
+                       &(weft_system_desc_t){.name = "scale",
+                                             .query.include = {a, b},
+                                             .term_access = {WEFT_ACCESS_READ},
+                                             .run = scale_b},
+                       &id),
+                   WEFT_OK);
+  enum { N = 4000 };
+  static weft_entity_t es[N];
+  wt_rng_t r = wt_rng(5);
+  for (uint32_t i = 0; i < N; i++) {
+    weft_component_t l[9] = {a, b};
+    uint32_t k = 2;
+    for (uint32_t t = 0; t < 6; t++)
+      if (wt_chance(&r, 1, 3))
+        l[k++] = tags[t];
+    l[k] = 0;
+    es[i] = wt_spawn_with(w, l, NULL);
+  }
+  for (uint32_t frame = 0; frame < 12; frame++) {
+    assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.0),
+                     WEFT_OK);
+    /* A third of the survivors go; their signatures empty out. */
+    for (uint32_t i = 0; i < N; i++)
+      if (weft_is_alive(w, es[i]) && wt_chance(&r, 1, 3))
+        assert_int_equal(weft_despawn(w, es[i]), WEFT_OK);
+    if (frame % 4 == 3) {
+      for (uint32_t i = 0; i < 50; i++)
+        wt_spawn_with(w, (const weft_component_t[]){a, b, tags[i % 6], 0},
+                      NULL);
+    }
+    if (compacting && frame % 3 == 2)
+      compact(w, &prune_all);
+  }
+  uint64_t d = weft_world_digest(w);
+  weft_world_destroy(w);
+  if (pool)
+    weft_pool_destroy(pool);
+  return d;
+}
+
+/* Results do not depend on compaction nor on the worker count. */
+static void test_compact_pooled_frames(void **state) {
+  (void)state;
+  const uint64_t plain = run_frames(0, false);
+  assert_int_equal(run_frames(0, true), plain);
+  assert_int_equal(run_frames(3, true), plain);
+  assert_int_equal(run_frames(3, false), plain);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compact_prunes_empty_archetypes_with_flag),
@@ -748,6 +833,7 @@ int main(void) {
       cmocka_unit_test(test_compact_values_and_dirty_survive),
       cmocka_unit_test(test_compact_shrink_releases_memory),
       cmocka_unit_test(test_compact_digest_unchanged),
+      cmocka_unit_test(test_compact_pooled_frames),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
