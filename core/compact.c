@@ -88,16 +88,21 @@ static bool shrinkable(const weft__archetype_t *a, uint32_t pct) {
          (uint64_t)a->nchunks * 100u <= (uint64_t)a->chunk_total * pct;
 }
 
-/* Rebuilds every shrinkable chunk list; stops at the first failure. */
+/* Shrinks every shrinkable chunk list: trailing spare segments are freed
+ * first, and rows move only when the list still holds too many spares
+ * (they sit in a segment that also holds rows). Stops at the first
+ * failure. */
 static int shrink(weft_world_t *w, uint32_t pct, uint32_t *rebuilt) {
   for (uint32_t id = 0; id < w->arch_count; id++) {
     weft__archetype_t *a = w->archs[id];
     if (!shrinkable(a, pct))
       continue;
-    uint64_t freed;
-    int rc = weft__archetype_rebuild(w, a, &freed);
-    if (rc)
-      return rc;
+    uint64_t freed = weft__archetype_trim(w, a);
+    if (shrinkable(a, pct)) {
+      int rc = weft__archetype_rebuild(w, a, &freed);
+      if (rc)
+        return rc;
+    }
     (*rebuilt)++;
   }
   return 0;

@@ -573,8 +573,12 @@ static void test_compact_values_and_dirty_survive(void **state) {
   const weft_component_t l[] = {f.a, tr, 0};
   enum { N = 5000 };
   static weft_entity_t es[N];
-  for (uint32_t i = 0; i < N; i++)
-    es[i] = spawn_v(&f, l, i);
+  /* One segment for all: the survivors' rows must move to shrink it. */
+  assert_int_equal(weft_spawn_batch(f.w, N, l, NULL, NULL, es), WEFT_OK);
+  for (uint32_t i = 0; i < N; i++) {
+    assert_int_equal(weft_set(f.w, es[i], f.a, &i), WEFT_OK);
+    assert_int_equal(weft_set(f.w, es[i], tr, &i), WEFT_OK);
+  }
   assert_int_equal(weft_world_clear_dirty(f.w), WEFT_OK);
   wt_rng_t r = wt_rng(7);
   static bool alive[N], dirty[N];
@@ -590,10 +594,16 @@ static void test_compact_values_and_dirty_survive(void **state) {
       assert_int_equal(weft_set(f.w, es[i], tr, &v), WEFT_OK);
   }
   const uint64_t digest = weft_world_digest(f.w);
+  uint32_t k = 0;
+  while (!alive[k])
+    k++;
+  const void *at = weft_get(f.w, es[k], f.a);
+  assert_non_null(at);
   weft_compact_stats_t st = compact(f.w, NULL);
   assert_int_equal(st.pruned, 0);
   assert_int_equal(st.rebuilt, 1);
   assert_int_equal(weft_world_digest(f.w), digest);
+  assert_ptr_not_equal(weft_get(f.w, es[k], f.a), at); /* rows moved */
   for (uint32_t i = 0; i < N; i++) {
     assert_int_equal(weft_is_alive(f.w, es[i]), alive[i]);
     if (!alive[i])
