@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Grouped queries: a query with group_by keeps its matches sorted by
- * (group, archetype id). Everything that walks a query's matches in order
+ * (group, creation order). Everything that walks a query's matches in order
  * (the flat cache, the walk over the matches, a system's visits and their
  * command keys, query-wide commands) then goes group by group without
  * knowing about groups, and a query without group_by pays nothing: its

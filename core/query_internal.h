@@ -52,7 +52,7 @@ struct weft_query_t {
   weft__match_t *matches;
   uint32_t nmatches;
   uint32_t cap;
-  /* group_by: matches are kept sorted by (group, archetype id), so every
+  /* group_by: matches are kept sorted by (group, creation order), so every
    * walk over them (iteration, the flat cache, a system's visits,
    * query-wide commands) goes group by group (query_group.c). */
   weft_group_fn group_by;

@@ -58,7 +58,7 @@ struct weft_world_t {
   weft__alloc_stats_t alloc;
   weft__registry_t registry;
 
-  weft__archetype_t **archs; /* by id, creation order */
+  weft__archetype_t **archs; /* by id (creation order until ids are reused) */
   uint32_t arch_count;
   uint32_t arch_cap;
   uint32_t *arch_table; /* open addressing: archetype id + 1, 0 empty */
