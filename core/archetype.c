@@ -271,7 +271,7 @@ static void release_chunks(weft_world_t *w, weft__archetype_t *a) {
   for (uint32_t i = 0; i < a->nsegs; i++) {
     const weft__segment_t *s = &a->segs[i];
     for (uint32_t k = 0; k < s->nchunks; k++)
-      w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){0};
+      weft__chunks_release(&w->chunks, s->headers[k].id);
     w->chunk_bytes -= s->bytes + segment_header_bytes(a, s->nchunks);
   }
   w->chunks_spare -= a->chunk_total;
@@ -732,7 +732,7 @@ uint64_t weft__archetype_trim(weft_world_t *w, weft__archetype_t *a) {
     if (a->chunk_total - s->nchunks < a->nchunks)
       break; /* some chunk of the last segment holds rows */
     for (uint32_t k = 0; k < s->nchunks; k++)
-      w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){0};
+      weft__chunks_release(&w->chunks, s->headers[k].id);
     uint64_t hdr = segment_header_bytes(a, s->nchunks);
     freed += s->bytes + hdr;
     free_segment_mem(s->pool, s->mem, s->bytes);
@@ -828,7 +828,7 @@ int weft__archetype_rebuild(weft_world_t *w, weft__archetype_t *a,
     weft__segment_t *s = &a->segs[i];
     for (uint32_t k = 0; k < s->nchunks; k++)
       if (s->headers[k].index >= n)
-        w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){0};
+        weft__chunks_release(&w->chunks, s->headers[k].id);
     uint64_t h = segment_header_bytes(a, s->nchunks);
     gone += s->bytes + h;
     free_segment_mem(s->pool, s->mem, s->bytes);
@@ -856,8 +856,8 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
   /* One segment for the whole shortfall: a batch gets consecutive chunks
    * and no slack beyond what it asked for. */
   uint64_t fresh = need - spare;
-  WEFT_CHECK(w, w->chunks.count + fresh <= w->chunks.id_max, WEFT_ELIMIT,
-             "%llu more chunks would exceed the %u chunk ids",
+  WEFT_CHECK(w, weft__chunks_used(&w->chunks) + fresh <= w->chunks.id_max,
+             WEFT_ELIMIT, "%llu more chunks would exceed the %u chunk ids",
              (unsigned long long)fresh, w->chunks.id_max);
   return add_segment(w, a, (uint32_t)fresh);
 }

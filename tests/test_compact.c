@@ -671,6 +671,38 @@ static void test_compact_shrink_releases_memory(void **state) {
   weft_world_destroy(f.w);
 }
 
+/* Freed chunk ids are issued again: a world that grows and shrinks in
+ * cycles, compacting each time, keeps within the ids of one cycle. */
+static void test_compact_chunk_ids_reused(void **state) {
+  (void)state;
+  cw_t f = cw_new(WEFT_CHUNK_SIZE_MIN);
+  const weft_component_t l[] = {f.a, f.b, 0}, keep[] = {f.a, 0};
+  enum { N = 20000 };
+  static weft_entity_t es[N];
+  weft_entity_t k = spawn_v(&f, keep, 77);
+  uint32_t issued = 0;
+  for (uint32_t cycle = 0; cycle < 12; cycle++) {
+    assert_int_equal(weft_spawn_batch(f.w, N, l, NULL, NULL, es), WEFT_OK);
+    /* Half of the cycles keep a few rows: rows move, not just trim. */
+    const uint32_t kept = cycle % 2 ? 500 : 0;
+    for (uint32_t i = kept; i < N; i++)
+      assert_int_equal(weft_despawn(f.w, es[i]), WEFT_OK);
+    weft_compact_stats_t st = compact(f.w, NULL);
+    assert_true(st.chunks_released > 0);
+    if (cycle == 1)
+      issued = f.w->chunks.count;
+    if (cycle > 1)
+      assert_int_equal(f.w->chunks.count, issued);
+    for (uint32_t i = 0; i < kept; i++)
+      assert_int_equal(weft_despawn(f.w, es[i]), WEFT_OK);
+  }
+  uint32_t v = 0;
+  assert_int_equal(weft_read(f.w, k, f.a, &v), WEFT_OK);
+  assert_int_equal(v, 77);
+  wt_check_slot_invariant(f.w);
+  weft_world_destroy(f.w);
+}
+
 /*
  * A random program of spawns, adds, removes and despawns over many
  * signatures, with or without compactions in the middle: the digest at
@@ -842,6 +874,7 @@ int main(void) {
       cmocka_unit_test(test_compact_observer_events),
       cmocka_unit_test(test_compact_values_and_dirty_survive),
       cmocka_unit_test(test_compact_shrink_releases_memory),
+      cmocka_unit_test(test_compact_chunk_ids_reused),
       cmocka_unit_test(test_compact_digest_unchanged),
       cmocka_unit_test(test_compact_pooled_frames),
   };
