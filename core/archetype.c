@@ -781,9 +781,15 @@ int weft__archetype_rebuild(weft_world_t *w, weft__archetype_t *a,
   uint32_t node = 0;
   uint8_t *mem;
   if (pool) {
+    /* The NUMA group of the node the first rows live on now. */
     const weft__pool_hooks_t *hk = weft__pool_hooks(pool);
-    node = hk->group_node(pool, 0);
-    mem = hk->alloc_on(pool, 0, &w->alloc, bytes, align);
+    uint32_t g = 0, groups = hk->node_groups(pool);
+    while (g + 1 < groups && hk->group_node(pool, g) != a->chunks[0]->node)
+      g++;
+    if (hk->group_node(pool, g) != a->chunks[0]->node)
+      g = 0;
+    node = hk->group_node(pool, g);
+    mem = hk->alloc_on(pool, g, &w->alloc, bytes, align);
   } else {
     mem = weft__alloc(&w->alloc, bytes, align);
   }

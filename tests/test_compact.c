@@ -818,18 +818,21 @@ static uint64_t run_frames(uint32_t workers, bool compacting) {
                                              .run = scale_b},
                        &id),
                    WEFT_OK);
-  enum { N = 4000 };
+  /* Batches: one segment per signature, which a shrink must rebuild. */
+  enum { KINDS = 16, PER = 256, N = KINDS * PER };
   static weft_entity_t es[N];
   wt_rng_t r = wt_rng(5);
-  for (uint32_t i = 0; i < N; i++) {
+  for (uint32_t i = 0; i < KINDS; i++) {
     weft_component_t l[9] = {a, b};
     uint32_t k = 2;
-    for (uint32_t t = 0; t < 6; t++)
-      if (wt_chance(&r, 1, 3))
+    for (uint32_t t = 0; t < 4; t++)
+      if (i >> t & 1)
         l[k++] = tags[t];
     l[k] = 0;
-    es[i] = wt_spawn_with(w, l, NULL);
+    assert_int_equal(weft_spawn_batch(w, PER, l, NULL, NULL, es + i * PER),
+                     WEFT_OK);
   }
+  uint32_t rebuilt = 0;
   for (uint32_t frame = 0; frame < 12; frame++) {
     assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.0),
                      WEFT_OK);
@@ -839,12 +842,13 @@ static uint64_t run_frames(uint32_t workers, bool compacting) {
         assert_int_equal(weft_despawn(w, es[i]), WEFT_OK);
     if (frame % 4 == 3) {
       for (uint32_t i = 0; i < 50; i++)
-        wt_spawn_with(w, (const weft_component_t[]){a, b, tags[i % 6], 0},
+        wt_spawn_with(w, (const weft_component_t[]){a, b, tags[4 + i % 2], 0},
                       NULL);
     }
     if (compacting && frame % 3 == 2)
-      compact(w, &prune_all);
+      rebuilt += compact(w, &prune_all).rebuilt;
   }
+  assert_true(!compacting || rebuilt > 0);
   uint64_t d = weft_world_digest(w);
   weft_world_destroy(w);
   if (pool)
