@@ -221,10 +221,11 @@ int weft_world_fail(weft_world_t *world, int code, const char *fmt, ...)
 
 /** Parts of a world's state weft_world_digest_ex() hashes. */
 enum {
-  /** The components registered (names, sizes), every archetype's
-   * signature and rows in order (handles and component bytes, disabled
-   * components included) and the entity index (generations, free order,
-   * retirement). */
+  /** The components registered (names, sizes), the signature and rows in
+   * order (handles and component bytes, disabled components included) of
+   * every archetype that holds rows, whatever its id, and the entity index
+   * (generations, free order, retirement; not which chunk a row sits in),
+   * so that weft_world_compact() leaves it as it was. */
   WEFT_DIGEST_ENTITIES = 1u << 0,
   /** Every resource's name, size and bytes, in id order; a resource
    * marked WEFT_RESOURCE_SCRATCH (resource.h) counts by name and size
