@@ -35,8 +35,13 @@
  * temporary query (weft_query_create_temp()) drops the pruned archetypes
  * from its frozen list (they were empty: it reads the same rows) and never
  * adopts an archetype that reuses their ids. A pruned archetype that is
- * needed again (only possible with WEFT_COMPACT_EMPTY_ARCHETYPES) is
- * created anew, after the others in query order.
+ * needed again (only possible with WEFT_COMPACT_EMPTY_ARCHETYPES: a dense
+ * archetype whose target died is never needed again) is created anew,
+ * after the others in query order. Its rows then come later in
+ * iterations than they would have without the compaction: the digest
+ * does not see it, but a program whose results follow iteration order
+ * (commands keyed by chunk, sums of floats) may then differ from one
+ * that did not compact.
  */
 #ifndef WEFT_COMPACT_H
 #define WEFT_COMPACT_H
