@@ -706,17 +706,53 @@ static void test_compact_chunk_ids_reused(void **state) {
 /*
  * A random program of spawns, adds, removes and despawns over many
  * signatures, with or without compactions in the middle: the digest at
- * each step matches, and so does the end.
+ * each step matches, and so does the end; components, values and a
+ * query's count agree with a simple oracle at every compaction.
  */
+enum { ORACLE_CAP = 60 };
+
+/* The oracle of run_program(): per live entity its components (bit j for
+ * ids[j]) and its value of a. */
+typedef struct oracle_t {
+  weft_entity_t es[ORACLE_CAP];
+  uint8_t mask[ORACLE_CAP];
+  uint32_t va[ORACLE_CAP];
+  uint32_t n;
+} oracle_t;
+
+/* The world agrees with the oracle: components, values of a, and the
+ * count of a query over b made before any compaction. */
+static void check_oracle(const cw_t *f, const weft_component_t *ids,
+                         const oracle_t *o, const weft_query_t *qb) {
+  uint32_t with_b = 0;
+  for (uint32_t i = 0; i < o->n; i++) {
+    for (uint32_t j = 0; j < 5; j++)
+      assert_int_equal(weft_has(f->w, o->es[i], ids[j]), o->mask[i] >> j & 1);
+    with_b += o->mask[i] >> 1 & 1;
+    uint32_t v = 0;
+    if (o->mask[i] & 1) {
+      assert_int_equal(weft_read(f->w, o->es[i], f->a, &v), WEFT_OK);
+      assert_int_equal(v, o->va[i]);
+    }
+  }
+  assert_int_equal(weft_query_count(qb), with_b);
+}
+
 static uint64_t run_program(bool compacting, uint64_t *mid) {
   cw_t f = cw_new(WEFT_CHUNK_SIZE_MIN);
   const weft_component_t ids[] = {f.a, f.b, f.c, f.d, f.t};
   /* Few entities over 32 signatures: many archetypes empty out. */
-  enum { CAP = 60, BULK = 3000 };
-  static weft_entity_t es[CAP], bulk[BULK];
+  enum { CAP = ORACLE_CAP, BULK = 3000 };
+  static oracle_t o;
+  static weft_entity_t bulk[BULK];
+  weft_entity_t *es = o.es;
   const weft_component_t ac[] = {f.a, f.c, 0};
   uint32_t n = 0;
   wt_rng_t r = wt_rng(99);
+  weft_query_t *qb = NULL;
+  assert_int_equal(
+      weft_query_create(f.w, &(weft_query_desc_t){.include = {f.b}}, &qb),
+      WEFT_OK);
   *mid = 0;
   for (uint32_t step = 0; step < 20000; step++) {
     /* A crowd that mostly goes again: chunk lists for the shrink. */
@@ -735,19 +771,31 @@ static uint64_t run_program(bool compacting, uint64_t *mid) {
         if (wt_chance(&r, 1, 2))
           l[k++] = ids[j];
       l[k] = 0;
+      o.mask[n] = 0;
+      for (uint32_t j = 0; j < k; j++)
+        for (uint32_t b = 0; b < 5; b++)
+          o.mask[n] |= (uint8_t)((l[j] == ids[b]) << b);
+      o.va[n] = step;
       es[n++] = spawn_v(&f, l, step);
     } else if (op < 7 && n) {
-      weft_entity_t e = es[wt_below(&r, n)];
-      weft_component_t c = ids[wt_below(&r, 5)];
-      if (weft_has(f.w, e, c))
-        assert_int_equal(weft_remove(f.w, e, c), WEFT_OK);
-      else
-        assert_int_equal(weft_add(f.w, e, c, NULL), WEFT_OK);
+      uint32_t i = wt_below(&r, n), j = wt_below(&r, 5);
+      if (o.mask[i] >> j & 1) {
+        assert_int_equal(weft_remove(f.w, es[i], ids[j]), WEFT_OK);
+      } else {
+        assert_int_equal(weft_add(f.w, es[i], ids[j], NULL), WEFT_OK);
+        if (j == 0)
+          o.va[i] = 0;
+      }
+      o.mask[i] ^= (uint8_t)(1u << j);
     } else if (n) {
       uint32_t i = wt_below(&r, n);
       assert_int_equal(weft_despawn(f.w, es[i]), WEFT_OK);
-      es[i] = es[--n];
+      n--;
+      es[i] = es[n];
+      o.mask[i] = o.mask[n];
+      o.va[i] = o.va[n];
     }
+    o.n = n;
     if (step % 5000 == 4999) {
       uint64_t before = weft_world_digest(f.w);
       *mid ^= before;
@@ -760,8 +808,10 @@ static uint64_t run_program(bool compacting, uint64_t *mid) {
         assert_true(st.rebuilt > 0);
         assert_int_equal(weft_world_digest(f.w), before);
       }
+      check_oracle(&f, ids, &o, qb);
     }
   }
+  check_oracle(&f, ids, &o, qb);
   uint64_t d = weft_world_digest(f.w);
   weft_world_destroy(f.w);
   return d;
