@@ -18,7 +18,8 @@
 #include "weft/compact.h"
 
 #define WEFT__COMPACT_FLAGS                                                    \
-  (WEFT_COMPACT_EMPTY_ARCHETYPES | WEFT_COMPACT_NO_SHRINK)
+  (WEFT_COMPACT_EMPTY_ARCHETYPES | WEFT_COMPACT_NO_SHRINK |                    \
+   WEFT_COMPACT_KEEP_PAGES)
 #define WEFT__SHRINK_DEFAULT 50u
 
 /*
@@ -133,6 +134,8 @@ int weft_world_compact(weft_world_t *w, const weft_compact_config_t *cfg,
     rc = shrink(w, pct, &rebuilt);
   if (npruned || rebuilt)
     w->version++; /* chunks and match lists moved: caches rebuild */
+  if (w->chunk_bytes < bytes0 && !(c.flags & WEFT_COMPACT_KEEP_PAGES))
+    weft__alloc_heap_purge(&w->alloc); /* the pages go back too */
   if (out) {
     out->pruned = npruned;
     out->rebuilt = rebuilt;

@@ -28,6 +28,9 @@
  *   segments are freed. Rows keep their chunk and row numbers, so handles
  *   and values are untouched, but column pointers and iterator views taken
  *   before are not valid after (reacquire them).
+ * - Pages. With weft's jemalloc a world keeps the pages it frees; when the
+ *   compaction freed chunk memory it hands them back to the kernel as
+ *   weft_world_trim() does, unless WEFT_COMPACT_KEEP_PAGES.
  *
  * Values, dirty bits, change versions, systems and queries survive; a
  * query's matches keep their order, and one created later walks the
@@ -60,7 +63,10 @@ enum {
    * signature's: for worlds that pass through many signatures once. */
   WEFT_COMPACT_EMPTY_ARCHETYPES = 1u << 0,
   /** Prune only: leave every chunk list as it is. */
-  WEFT_COMPACT_NO_SHRINK = 1u << 1
+  WEFT_COMPACT_NO_SHRINK = 1u << 1,
+  /** Keep the freed pages resident with the world, for its next growth,
+   * instead of handing them back to the kernel (weft_world_trim()). */
+  WEFT_COMPACT_KEEP_PAGES = 1u << 2
 };
 
 /** What weft_world_compact() does. Zero-initialise: zero means default. */
