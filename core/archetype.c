@@ -190,10 +190,14 @@ static int table_grow(weft_world_t *w) {
   return 0;
 }
 
-/* Makes room for one more archetype in the list and the table. */
+/* Makes room for one more archetype in the list and the table, and for
+ * every id in the free list, so that removing archetypes cannot fail. */
 static int reserve_one(weft_world_t *w) {
   if (weft__grow(&w->alloc, &w->archs, &w->arch_cap, w->arch_count + 1,
                  sizeof(*w->archs), 32))
+    return WEFT_ENOMEM;
+  if (weft__grow(&w->alloc, &w->arch_free, &w->arch_free_cap, w->arch_count + 1,
+                 sizeof(*w->arch_free), 32))
     return WEFT_ENOMEM;
   if ((w->arch_count + 1) * 2 > w->arch_table_cap)
     return table_grow(w);
@@ -225,33 +229,94 @@ static void edge_delete(weft__archetype_t *a, uint32_t i) {
 }
 
 void weft__archetypes_rollback(weft_world_t *w, uint32_t mark) {
-  uint32_t keep = w->arch_count;
-  while (keep > mark && keep > 1 && droppable(w->archs[keep - 1]))
-    keep--;
-  if (keep == w->arch_count)
-    return;
-  weft__queries_drop_archetypes(w, keep);
-  for (uint32_t id = 0; id < keep; id++) {
+  if (w->arch_born == mark)
+    return; /* nothing was created since: the common case, one test */
+  bool any = false;
+  for (;;) {
+    /* The newest archetype made since mark and not yet marked: reused ids
+     * put new archetypes anywhere in the list, so their stamps decide. */
+    weft__archetype_t *newest = NULL;
+    for (uint32_t id = 1; id < w->arch_count; id++) {
+      weft__archetype_t *a = w->archs[id];
+      if (a->born >= mark && !a->gone && a != &w->arch_vacant &&
+          (!newest || a->born > newest->born))
+        newest = a;
+    }
+    if (!newest || !droppable(newest))
+      break;
+    newest->gone = true;
+    any = true;
+  }
+  if (any)
+    weft__archetypes_remove(w, true);
+}
+
+/* Puts id on the free list, kept descending (room was reserved when the
+ * id was issued: see reserve_one). */
+static void free_id_push(weft_world_t *w, uint32_t id) {
+  uint32_t i = w->arch_free_n;
+  while (i > 0 && w->arch_free[i - 1] < id) {
+    w->arch_free[i] = w->arch_free[i - 1];
+    i--;
+  }
+  w->arch_free[i] = id;
+  w->arch_free_n++;
+}
+
+static size_t segment_header_bytes(const weft__archetype_t *a, uint32_t n);
+
+/* Gives back the chunk ids and memory of a removed archetype's chunks (all
+ * spares: it holds no row). */
+static void release_chunks(weft_world_t *w, weft__archetype_t *a) {
+  for (uint32_t i = 0; i < a->nsegs; i++) {
+    const weft__segment_t *s = &a->segs[i];
+    for (uint32_t k = 0; k < s->nchunks; k++)
+      weft__chunks_release(&w->chunks, s->headers[k].id);
+    w->chunk_bytes -= s->bytes + segment_header_bytes(a, s->nchunks);
+  }
+  w->chunks_spare -= a->chunk_total;
+}
+
+void weft__archetypes_remove(weft_world_t *w, bool free_them) {
+  weft__queries_drop_archetypes(w);
+  for (uint32_t id = 0; id < w->arch_count; id++) {
     weft__archetype_t *a = w->archs[id];
-    for (uint32_t i = 0; i < a->edge_cap;)
-      if (a->edges[i].key && a->edges[i].to->id >= keep)
+    for (uint32_t i = 0; !a->gone && i < a->edge_cap;)
+      if (a->edges[i].key && a->edges[i].to->gone)
         edge_delete(a, i); /* slot i may hold a moved entry now */
       else
         i++;
   }
   for (uint32_t i = 0; i < WEFT__SPAWN_CACHE; i++)
-    if (w->spawn_cache[i].arch && w->spawn_cache[i].arch->id >= keep)
+    if (w->spawn_cache[i].arch && w->spawn_cache[i].arch->gone)
       memset(&w->spawn_cache[i], 0, sizeof(w->spawn_cache[i]));
   if (w->spawn_last && !w->spawn_last->arch)
     w->spawn_last = NULL;
-  for (uint32_t id = keep; id < w->arch_count; id++)
-    weft__archetype_free(w->archs[id]);
-  w->arch_count = keep;
+  w->arch_vacant.id = UINT32_MAX;
+  for (uint32_t id = 1; id < w->arch_count; id++) {
+    weft__archetype_t *a = w->archs[id];
+    if (!a->gone)
+      continue;
+    release_chunks(w, a);
+    w->archs[id] = &w->arch_vacant;
+    free_id_push(w, id);
+    if (free_them)
+      weft__archetype_free(a);
+  }
+  /* Free ids at the top leave the list: a rollback of appended archetypes
+   * restores the count it found. The highest free id is the first. */
+  while (w->arch_free_n && w->arch_free[0] == w->arch_count - 1) {
+    memmove(w->arch_free, w->arch_free + 1,
+            (w->arch_free_n - 1) * sizeof(*w->arch_free));
+    w->arch_free_n--;
+    w->arch_count--;
+  }
   /* The signature table keeps its size: refill it with the survivors. */
   memset(w->arch_table, 0, w->arch_table_cap * sizeof(*w->arch_table));
-  for (uint32_t id = 0; id < keep; id++) {
+  for (uint32_t id = 0; id < w->arch_count; id++) {
     const weft__archetype_t *a = w->archs[id];
-    w->arch_table[table_slot(w, &a->present, &a->disabled)] = id + 1;
+    if (a != &w->arch_vacant)
+      w->arch_table[table_slot(w, &a->present, &a->disabled)] = id + 1;
   }
 }
 
@@ -270,8 +335,11 @@ int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
   WEFT_CHECK(w, a, WEFT_ENOMEM, "out of memory creating an archetype");
   rc = layout(w, a);
   if (rc == 0) {
-    a->id = w->arch_count;
-    w->archs[w->arch_count++] = a;
+    /* The lowest free id first, so that ids follow from the program alone;
+     * none free: the next one. */
+    a->id = w->arch_free_n ? w->arch_free[--w->arch_free_n] : w->arch_count++;
+    a->born = w->arch_born++;
+    w->archs[a->id] = a;
     w->arch_table[table_slot(w, present, disabled)] = a->id + 1;
     rc = weft__queries_on_archetype(w, a);
     /* A query that failed to record the archetype would miss its rows:
@@ -281,7 +349,7 @@ int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
       weft__obs_archetype_created(w, a);
       return 0;
     }
-    weft__archetypes_rollback(w, a->id);
+    weft__archetypes_rollback(w, a->born);
     return rc;
   }
   weft__archetype_free(a);
@@ -664,7 +732,7 @@ uint64_t weft__archetype_trim(weft_world_t *w, weft__archetype_t *a) {
     if (a->chunk_total - s->nchunks < a->nchunks)
       break; /* some chunk of the last segment holds rows */
     for (uint32_t k = 0; k < s->nchunks; k++)
-      w->chunks.table[s->headers[k].id] = (weft__chunk_slot_t){0};
+      weft__chunks_release(&w->chunks, s->headers[k].id);
     uint64_t hdr = segment_header_bytes(a, s->nchunks);
     freed += s->bytes + hdr;
     free_segment_mem(s->pool, s->mem, s->bytes);
@@ -675,6 +743,111 @@ uint64_t weft__archetype_trim(weft_world_t *w, weft__archetype_t *a) {
     a->nsegs--;
   }
   return freed;
+}
+
+/* Copies used chunk o into fresh chunk c of the same archetype: rows,
+ * stamps and id; the chunk table entry of the id then names c. */
+static void move_chunk(weft_world_t *w, const weft__archetype_t *a,
+                       const weft__chunk_t *o, weft__chunk_t *c) {
+  memcpy(c->entities, o->entities, (size_t)o->count * sizeof(weft_entity_t));
+  for (uint32_t i = 0; i < a->narrays; i++)
+    memcpy(c->bases[i], o->bases[i], (size_t)o->count * a->arrays[i].elem);
+  memcpy(c->versions, o->versions, a->ncols * sizeof(*c->versions));
+  if (a->ndirty)
+    memcpy(c->ticks, o->ticks, a->ndirty * sizeof(*c->ticks));
+  c->count = o->count;
+  c->sversion = o->sversion;
+  c->id = o->id;
+  weft__chunk_slot_t *slot = &w->chunks.table[c->id];
+  *slot = (weft__chunk_slot_t){
+      .entities = c->entities, .arch = (weft__archetype_t *)a, .chunk = c};
+  for (uint32_t k = 0; k < a->narrays && k < WEFT__SLOT_BASES; k++)
+    slot->base[k] = c->bases[k];
+}
+
+int weft__archetype_rebuild(weft_world_t *w, weft__archetype_t *a,
+                            uint64_t *freed) {
+  const uint32_t n = a->nchunks;
+  *freed = 0;
+  if (n == 0 || n == a->chunk_total) {
+    *freed = weft__archetype_trim(w, a); /* nothing to move */
+    return 0;
+  }
+  /* Everything that can fail first: the segment list keeps one entry. */
+  size_t bytes = segment_bytes(a, n);
+  size_t hdr = segment_header_bytes(a, n);
+  size_t align = bytes >= WEFT__HUGE_PAGE ? WEFT__HUGE_PAGE : 64;
+  struct weft_pool_t *pool = w->pool;
+  uint32_t node = 0;
+  uint8_t *mem;
+  if (pool) {
+    /* The NUMA group of the node the first rows live on now. */
+    const weft__pool_hooks_t *hk = weft__pool_hooks(pool);
+    uint32_t g = 0, groups = hk->node_groups(pool);
+    while (g + 1 < groups && hk->group_node(pool, g) != a->chunks[0]->node)
+      g++;
+    if (hk->group_node(pool, g) != a->chunks[0]->node)
+      g = 0;
+    node = hk->group_node(pool, g);
+    mem = hk->alloc_on(pool, g, &w->alloc, bytes, align);
+  } else {
+    mem = weft__alloc(&w->alloc, bytes, align);
+  }
+  weft__chunk_t *headers = weft__alloc(&w->alloc, hdr, 64);
+  if (!mem || !headers) {
+    if (mem)
+      free_segment_mem(pool, mem, bytes);
+    weft__free(headers, hdr, 64);
+    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                      "out of memory rebuilding %u chunks", n);
+  }
+  weft__advise_huge(mem, bytes);
+  memset(headers, 0, hdr);
+  /* Laid out as add_segment lays out a new segment (carve_segment files
+   * the chunks from chunk_total on: from 0 here). */
+  const size_t nhdr = (size_t)n * sizeof(weft__chunk_t);
+  uint8_t **bases = (uint8_t **)((uint8_t *)headers + nhdr);
+  uint64_t *ticks =
+      (uint64_t *)(bases + (size_t)n * (a->narrays ? a->narrays : 1));
+  uint32_t *vers = (uint32_t *)(ticks + (size_t)n * a->ndirty);
+  weft__chunk_t **old = weft__alloc(&w->alloc, n * sizeof(*old), 16);
+  if (!old) {
+    free_segment_mem(pool, mem, bytes);
+    weft__free(headers, hdr, 64);
+    return weft__fail(w, WEFT_ENOMEM, WEFT__FILE, WEFT__LINE,
+                      "out of memory rebuilding %u chunks", n);
+  }
+  memcpy(old, a->chunks, n * sizeof(*old));
+  const uint32_t total = a->chunk_total;
+  a->chunk_total = 0;
+  carve_segment(a, mem, headers, bases, n);
+  for (uint32_t k = 0; k < n; k++) {
+    headers[k].node = node;
+    headers[k].versions = vers + (size_t)k * a->ncols;
+    headers[k].ticks = a->ndirty ? ticks + (size_t)k * a->ndirty : NULL;
+    move_chunk(w, a, old[k], &headers[k]);
+  }
+  weft__free(old, n * sizeof(*old), 16);
+  /* The old segments go; their spare chunks' ids leave the table. */
+  uint64_t gone = 0;
+  for (uint32_t i = 0; i < a->nsegs; i++) {
+    weft__segment_t *s = &a->segs[i];
+    for (uint32_t k = 0; k < s->nchunks; k++)
+      if (s->headers[k].index >= n)
+        weft__chunks_release(&w->chunks, s->headers[k].id);
+    uint64_t h = segment_header_bytes(a, s->nchunks);
+    gone += s->bytes + h;
+    free_segment_mem(s->pool, s->mem, s->bytes);
+    weft__free(s->headers, (size_t)h, 64);
+  }
+  a->segs[0] = (weft__segment_t){mem, bytes, pool, headers, bases, n};
+  a->nsegs = 1;
+  a->chunk_total = n;
+  a->tail = a->chunks[n - 1];
+  w->chunks_spare -= total - n;
+  w->chunk_bytes = w->chunk_bytes - gone + bytes + hdr;
+  *freed = gone > bytes + hdr ? gone - bytes - hdr : 0;
+  return 0;
 }
 
 int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
@@ -689,8 +862,8 @@ int weft__archetype_reserve_rows(weft_world_t *w, weft__archetype_t *a,
   /* One segment for the whole shortfall: a batch gets consecutive chunks
    * and no slack beyond what it asked for. */
   uint64_t fresh = need - spare;
-  WEFT_CHECK(w, w->chunks.count + fresh <= w->chunks.id_max, WEFT_ELIMIT,
-             "%llu more chunks would exceed the %u chunk ids",
+  WEFT_CHECK(w, weft__chunks_used(&w->chunks) + fresh <= w->chunks.id_max,
+             WEFT_ELIMIT, "%llu more chunks would exceed the %u chunk ids",
              (unsigned long long)fresh, w->chunks.id_max);
   return add_segment(w, a, (uint32_t)fresh);
 }

@@ -110,6 +110,11 @@ typedef struct weft__archetype_t {
    * address too: the inline weft_get() indexes it directly. */
   weft__getcol_t getmap[WEFT_MAX_COMPONENTS + 1];
   uint32_t id;
+  /* Creation stamp (weft_world_t.arch_born when made): creation order,
+   * which ids no longer follow once freed ids are reused. */
+  uint32_t born;
+  /* Marked for removal (weft__archetypes_remove()). */
+  bool gone;
   uint32_t row_cap; /* rows per chunk */
   uint32_t count;   /* rows in all chunks */
   uint32_t ncols;
@@ -151,14 +156,36 @@ int weft__archetype_get(struct weft_world_t *w, const weft__mask_t *present,
                         const weft__mask_t *disabled, weft__archetype_t **out);
 
 /*
- * Undoes the archetypes created since the world had @p mark of them, when
- * the call that created them failed before any row landed there: they
- * leave the signature table, the queries' matches, the edges and spawn
- * memos that lead to them, and are freed, so that the failed call leaves
- * nothing observable behind (the digest, archetype counts). Only the
- * newest archetypes that hold no row and own no chunk go. Owner thread.
+ * Undoes the archetypes created since @p mark (weft__archetypes_mark()),
+ * when the call that created them failed before any row landed there:
+ * they are removed as weft__archetypes_remove() does, so that the failed
+ * call leaves nothing observable behind (the digest, archetype counts).
+ * Only the newest archetypes that hold no row and own no chunk go. Owner
+ * thread.
  */
 void weft__archetypes_rollback(struct weft_world_t *w, uint32_t mark);
+
+/*
+ * Removes every archetype marked `gone` (none of them the empty
+ * signature): they leave the signature table, the queries' matches
+ * (temporary queries' too), the edges of the others that lead to them and
+ * the spawn memos; their chunk ids leave the chunk table; their ids go to
+ * the free list that weft__archetype_get() takes the lowest of, and the
+ * other archetypes keep theirs. The marked archetypes are detached, not
+ * freed: the caller frees them (weft__archetype_free()). Cannot fail.
+ * Owner thread.
+ */
+void weft__archetypes_remove(struct weft_world_t *w, bool free_them);
+
+/*
+ * Rebuilds archetype a's chunk list into one segment of exactly the chunks
+ * its rows use, rows in place: each used chunk keeps its id, count and
+ * stamps, so that entity records stay valid. The old segments are freed;
+ * *freed gets the bytes released (net). WEFT_ENOMEM leaves a as it was.
+ * Owner thread, outside iterations and drains.
+ */
+int weft__archetype_rebuild(struct weft_world_t *w, weft__archetype_t *a,
+                            uint64_t *freed);
 
 /* Creates the transition edge op/comp from a (cold path of the lookup). */
 int weft__archetype_edge_slow(struct weft_world_t *w, weft__archetype_t *a,

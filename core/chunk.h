@@ -111,6 +111,13 @@ typedef struct weft__chunk_store_t {
   uint32_t cap;
   uint32_t chunk_size;
   uint32_t id_max; /* ids an entity record can name */
+  /* Ids of freed chunks (trimmed, pruned, rebuilt away), reissued before
+   * new ones so that a world that grows and shrinks again and again does
+   * not run out of ids. A stack with room for every id issued, so that
+   * releasing never allocates. */
+  uint32_t *free;
+  uint32_t nfree;
+  uint32_t free_cap;
 } weft__chunk_store_t;
 
 void weft__chunks_init(weft__chunk_store_t *cs, uint32_t chunk_size);
@@ -118,12 +125,21 @@ void weft__chunks_fini(weft__chunk_store_t *cs);
 
 /*
  * Issues ids for n new chunks of archetype a (headers at chunks[0..n),
- * their bases set: the table entries copy the first narrays of them).
- * WEFT_ELIMIT when the id space is exhausted, WEFT_ENOMEM; nothing is
- * issued on failure.
+ * their bases set: the table entries copy the first narrays of them),
+ * freed ids first. WEFT_ELIMIT when the id space is exhausted,
+ * WEFT_ENOMEM; nothing is issued on failure.
  */
 int weft__chunks_register(weft__chunk_store_t *cs, weft__alloc_stats_t *st,
                           struct weft__archetype_t *a, uint32_t narrays,
                           weft__chunk_t *chunks, uint32_t n);
+
+/* Ids in use: issued and not freed. */
+static inline uint32_t weft__chunks_used(const weft__chunk_store_t *cs) {
+  return cs->count - cs->nfree;
+}
+
+/* Chunk @p id was freed: its table entry is cleared and the id is issued
+ * again later. Cannot fail. */
+void weft__chunks_release(weft__chunk_store_t *cs, uint32_t id);
 
 #endif /* WEFT_CORE_CHUNK_H */

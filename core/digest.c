@@ -6,11 +6,12 @@
  * components, resources, event channels and random streams, each part
  * selectable through weft_world_digest_ex().
  *
- * The walk is in a fixed order (archetypes by id, chunks in order, rows in
- * order, arrays in layout order, then the entity index; resources and
- * channels by id), so equal states hash equal. Component and resource
- * bytes are hashed raw: padding inside a struct counts, so programs that
- * want equal digests write their values with padding zeroed (as a
+ * The walk is in a fixed order (chunks in order, rows in order, arrays in
+ * layout order, then the entity index; resources and channels by id), so
+ * equal states hash equal; the archetypes that hold rows are summed, in no
+ * order, and live entity records count without their chunk ids. Component and
+ * resource bytes are hashed raw: padding inside a struct counts, so programs
+ * that want equal digests write their values with padding zeroed (as a
  * zero-initialised struct is). What does not depend on the state but on
  * where or how it was made is left out or summed over in an order-free
  * way: scratch resources' bytes (addresses), the worker slot an event was
@@ -76,6 +77,27 @@ static uint64_t archetype_hash(uint64_t h, const weft__archetype_t *a) {
   return h;
 }
 
+/*
+ * The records of slots [base, base + n) of one page. A live record names
+ * where its row is (chunk id and row), which depends on how chunks were
+ * allocated, trimmed and rebuilt, not on the state: the archetypes' rows
+ * already say where each entity is, so a live record counts as live only.
+ */
+static uint64_t records_hash(uint64_t h, const weft__record_t *page,
+                             uint32_t n) {
+  enum { BLOCK = 512 };
+  uint32_t buf[BLOCK];
+  for (uint32_t i = 0; i < n; i += BLOCK) {
+    uint32_t k = n - i < BLOCK ? n - i : BLOCK;
+    for (uint32_t j = 0; j < k; j++) {
+      uint32_t v = page[i + j].v;
+      buf[j] = (v & WEFT__REC_LOC) ? WEFT__REC_LOC : v;
+    }
+    h = mix_bytes(h, buf, (size_t)k * sizeof(*buf));
+  }
+  return h;
+}
+
 static uint64_t index_hash(uint64_t h, const weft__index_t *ix) {
   h = mix(h, ix->hwm);
   h = mix(h, ix->alive);
@@ -87,8 +109,7 @@ static uint64_t index_hash(uint64_t h, const weft__index_t *ix) {
   for (uint32_t base = 0; base < ix->hwm; base += WEFT__PAGE_SIZE) {
     uint32_t n =
         ix->hwm - base < WEFT__PAGE_SIZE ? ix->hwm - base : WEFT__PAGE_SIZE;
-    h = mix_bytes(h, ix->pages[base >> WEFT__PAGE_BITS],
-                  (size_t)n * sizeof(weft__record_t));
+    h = records_hash(h, ix->pages[base >> WEFT__PAGE_BITS], n);
   }
   return h;
 }
@@ -100,9 +121,16 @@ static uint64_t entities_hash(uint64_t h, const weft_world_t *w) {
     h = mix_bytes(h, comp->name, strlen(comp->name));
     h = mix(h, comp->size);
   }
-  h = mix(h, w->arch_count);
+  /* Archetypes that hold rows, summed in no order: ids and creation
+   * order depend on history (compaction frees ids, later archetypes reuse
+   * them), and an empty archetype holds no state. */
+  uint64_t sum = 0, held = 0;
   for (uint32_t i = 0; i < w->arch_count; i++)
-    h = archetype_hash(h, w->archs[i]);
+    if (w->archs[i]->count) {
+      sum += archetype_hash(DIGEST_K, w->archs[i]);
+      held++;
+    }
+  h = mix(mix(h, held), sum);
   /* Edges are entity state too; a world that never registered a relation
    * hashes as it did before relations existed. */
   if (w->rel)

@@ -23,7 +23,7 @@ int weft_observer_create(weft_world_t *w, const weft_observer_desc_t *d,
                        WEFT_EVENT_REMOVE | WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE |
                        WEFT_EVENT_ARCHETYPE_CREATED |
                        WEFT_EVENT_ARCHETYPE_ENTER | WEFT_EVENT_ARCHETYPE_LEAVE |
-                       WEFT_EVENT_ARCHETYPE_MOVE;
+                       WEFT_EVENT_ARCHETYPE_MOVE | WEFT_EVENT_ARCHETYPE_DELETED;
   WEFT_CHECK(w, d->fn && d->events && !(d->events & ~all), WEFT_EINVAL,
              "an observer needs a callback and a valid event mask");
   bool membership = d->events & (WEFT_EVENT_ENTER | WEFT_EVENT_LEAVE);
@@ -227,6 +227,28 @@ void weft__obs_archetype_created(weft_world_t *w, const weft__archetype_t *a) {
   for (uint32_t i = 0; i < w->nobs; i++)
     if (w->obs[i]->desc.events & WEFT_EVENT_ARCHETYPE_CREATED)
       w->obs[i]->desc.fn(w, &ev, w->obs[i]->desc.user);
+}
+
+void weft__obs_archetype_deleted(weft_world_t *w, const weft__archetype_t *a,
+                                 uint32_t id) {
+  if (!(w->obs_events & WEFT_EVENT_ARCHETYPE_DELETED))
+    return;
+  weft_event_t ev = {
+      .kind = WEFT_EVENT_ARCHETYPE_DELETED,
+      .count = 1,
+      .archetype = id + 1,
+      .components = a->comps,
+      .ncomponents = a->ncomps,
+  };
+  for (uint32_t i = 0; i < w->nobs; i++)
+    if (w->obs[i]->desc.events & WEFT_EVENT_ARCHETYPE_DELETED)
+      w->obs[i]->desc.fn(w, &ev, w->obs[i]->desc.user);
+}
+
+void weft__obs_retire_archetype(weft_world_t *w, uint32_t id) {
+  for (uint32_t i = 0; i < w->nobs; i++)
+    if (w->obs[i]->desc.archetype == id + 1)
+      w->obs[i]->desc.archetype = UINT32_MAX;
 }
 
 /* Logs a spawn of rows [row, row + n) of c: SPAWN and ADD per component. */

@@ -36,6 +36,16 @@ void weft__tlog_fini(struct weft_world_t *w);
 void weft__obs_archetype_created(struct weft_world_t *w,
                                  const struct weft__archetype_t *a);
 
+/* After weft_world_compact() pruned archetype a, whose id was @p id (a is
+ * detached, not yet freed): ARCHETYPE_DELETED. */
+void weft__obs_archetype_deleted(struct weft_world_t *w,
+                                 const struct weft__archetype_t *a,
+                                 uint32_t id);
+
+/* Archetype id @p id was pruned: observers filtering on it never fire
+ * again, not for an archetype that reuses the id either. */
+void weft__obs_retire_archetype(struct weft_world_t *w, uint32_t id);
+
 /* Recomputes the world's event mask (observers' and internal bits) and its
  * routing. */
 void weft__obs_recompute(struct weft_world_t *w);

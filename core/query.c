@@ -97,30 +97,19 @@ int weft__queries_on_archetype(weft_world_t *w, weft__archetype_t *a) {
   return 0;
 }
 
-/* Forgets q's matches of archetypes with ids from keep on. */
-static void drop_matches(weft_query_t *q, uint32_t keep) {
-  if (q->group_by) { /* sorted by group: they may sit anywhere */
-    if (weft__query_group_drop(q, keep))
-      invalidate_flat(q);
-    return;
-  }
-  uint32_t n = q->nmatches;
-  /* Archetypes are matched in creation order: theirs are the last. */
-  while (n && q->matches[n - 1].arch->id >= keep)
-    n--;
-  if (n != q->nmatches) {
-    q->nmatches = n;
+/* Forgets q's matches of archetypes marked gone. */
+static void drop_matches(weft_query_t *q) {
+  if (weft__query_group_drop(q))
     invalidate_flat(q);
-  }
 }
 
-void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep) {
+void weft__queries_drop_archetypes(weft_world_t *w) {
   for (uint32_t i = 0; i < w->query_count; i++)
-    drop_matches(w->queries[i], keep);
+    drop_matches(w->queries[i]);
   /* A temporary query froze its archetypes, but one that is freed must
    * leave it too: this is the one event temporary queries hear of. */
   for (weft_query_t *q = w->temps; q; q = q->temp_next)
-    drop_matches(q, keep);
+    drop_matches(q);
 }
 
 void weft__queries_on_chunks(weft_world_t *w, const weft__archetype_t *a,
@@ -178,6 +167,12 @@ static int parse_desc(weft_world_t *w, const weft_query_desc_t *d,
   return 0;
 }
 
+/* Whether match m goes before match p: by group, then creation. */
+static bool match_before(const weft__match_t *m, const weft__match_t *p) {
+  return m->group < p->group ||
+         (m->group == p->group && m->arch->born < p->arch->born);
+}
+
 /* Matches every archetype the world has now, in creation order. */
 static int match_all(weft_world_t *w, weft_query_t *q) {
   for (uint32_t i = 0; i < w->arch_count; i++) {
@@ -186,6 +181,17 @@ static int match_all(weft_world_t *w, weft_query_t *q) {
       if (rc)
         return rc;
     }
+  }
+  /* Ids follow creation order until compaction frees some and new
+   * archetypes reuse them: the matches then go back to the order they
+   * would have joined in one by one, so that a query made after a
+   * compaction walks as one made before it. Nearly sorted: insertion. */
+  for (uint32_t i = 1; i < q->nmatches; i++) {
+    weft__match_t m = q->matches[i];
+    uint32_t j = i;
+    for (; j > 0 && match_before(&m, &q->matches[j - 1]); j--)
+      q->matches[j] = q->matches[j - 1];
+    q->matches[j] = m;
   }
   return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Grouped queries: a query with group_by keeps its matches sorted by
- * (group, archetype id). Everything that walks a query's matches in order
+ * (group, creation order). Everything that walks a query's matches in order
  * (the flat cache, the walk over the matches, a system's visits and their
  * command keys, query-wide commands) then goes group by group without
  * knowing about groups, and a query without group_by pays nothing: its
@@ -48,10 +48,10 @@ void weft__query_group_range(const weft_query_t *q, uint64_t g, uint32_t *lo,
   *hi = bound(q, g, true);
 }
 
-bool weft__query_group_drop(weft_query_t *q, uint32_t keep) {
+bool weft__query_group_drop(weft_query_t *q) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < q->nmatches; i++)
-    if (q->matches[i].arch->id < keep)
+    if (!q->matches[i].arch->gone)
       q->matches[n++] = q->matches[i];
   bool dropped = n != q->nmatches;
   q->nmatches = n;

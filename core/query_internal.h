@@ -52,7 +52,7 @@ struct weft_query_t {
   weft__match_t *matches;
   uint32_t nmatches;
   uint32_t cap;
-  /* group_by: matches are kept sorted by (group, archetype id), so every
+  /* group_by: matches are kept sorted by (group, creation order), so every
    * walk over them (iteration, the flat cache, a system's visits,
    * query-wide commands) goes group by group (query_group.c). */
   weft_group_fn group_by;
@@ -149,8 +149,9 @@ uint32_t weft__query_group_end(const weft_query_t *q, uint64_t g);
 void weft__query_group_range(const weft_query_t *q, uint64_t g, uint32_t *lo,
                              uint32_t *hi);
 
-/* Drops the matches of archetypes with ids from @p keep on, wherever
- * they sit in the list; true if any went. */
-bool weft__query_group_drop(weft_query_t *q, uint32_t keep);
+/* Drops the matches of archetypes marked gone (removed, archetype.c),
+ * wherever they sit in the list, keeping the others' order; true if any
+ * went. Grouped or not. */
+bool weft__query_group_drop(weft_query_t *q);
 
 #endif /* WEFT_CORE_QUERY_INTERNAL_H */

@@ -195,7 +195,7 @@ static WEFT__NOINLINE int spawn_general(weft_world_t *w,
                                         weft_entity_t *out) {
   weft__archetype_t *a;
   const weft__spawn_memo_t *memo;
-  uint32_t n, mark = w->arch_count;
+  uint32_t n, mark = weft__archetypes_mark(w);
   int rc = spawn_archetype(w, comps, WEFT__SPAWN_MAX, &a, &n, &memo);
   if (rc)
     return rc;
@@ -329,7 +329,7 @@ int weft_spawn_batch(weft_world_t *w, uint32_t n, const weft_component_t *comps,
   if (!comps)
     comps = no_components;
   weft__archetype_t *a;
-  uint32_t ncomps, mark = w->arch_count;
+  uint32_t ncomps, mark = weft__archetypes_mark(w);
   const weft__spawn_memo_t *memo;
   int rc = spawn_archetype(w, comps, WEFT_QUERY_MAX_TERMS, &a, &ncomps, &memo);
   if (rc || n == 0)

@@ -219,7 +219,7 @@ int weft_spawn_batch_at(weft_world_t *w, uint32_t n,
   if (!comps)
     comps = none;
   weft__archetype_t *a;
-  uint32_t ncomps, mark = w->arch_count;
+  uint32_t ncomps, mark = weft__archetypes_mark(w);
   int rc = list_archetype(w, comps, &a, &ncomps);
   if (rc == 0)
     rc = prepare(w, n, handles);

@@ -219,7 +219,7 @@ int weft__txn_place_fast(weft_world_t *w) {
     while (j < t->nfast && same_list(t->fast[j].run, t->fast[i].run))
       rows += t->fast[j++].got;
     weft__archetype_t *a = NULL;
-    const uint32_t mark = w->arch_count;
+    const uint32_t mark = weft__archetypes_mark(w);
     int rc = list_archetype(w, t->fast[i].run, &a);
     if (rc == 0)
       rc = weft__archetype_reserve_rows(w, a, rows);

@@ -63,7 +63,7 @@ static inline __attribute__((always_inline)) int
 move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
            weft_component_t c, const weft__edge_t **taken) {
   const weft__edge_t *edge;
-  const uint32_t mark = w->arch_count;
+  const uint32_t mark = weft__archetypes_mark(w);
   int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
   if (rc)
     return weft__rolled_back(w, mark, rc);
@@ -207,7 +207,7 @@ int weft__tag_move_at(weft_world_t *w, weft_entity_t e,
   if (!w->obs_events)
     return move_along(w, e, &at, op, c, &edge);
   /* Inside a drain, with observers: they see the move like any other. */
-  const uint32_t mark = w->arch_count;
+  const uint32_t mark = weft__archetypes_mark(w);
   int rc = weft__archetype_edge(w, at.arch, op, c, &edge);
   if (rc)
     return weft__rolled_back(w, mark, rc);

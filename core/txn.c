@@ -173,7 +173,7 @@ static int mutate_entity(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
     return 0;
   }
   weft__archetype_t *base = at.arch, *target;
-  const uint32_t mark = w->arch_count;
+  const uint32_t mark = weft__archetypes_mark(w);
   int rc = fold_ops(w, base, first, &target);
   if (rc) {
     weft__archetypes_rollback(w, mark); /* those made on the way go */
@@ -267,7 +267,7 @@ static int spawn_target(weft_world_t *w, weft__op_t *first,
 
 static int place_spawn(weft_world_t *w, weft_entity_t e, weft__op_t *first) {
   weft__archetype_t *target;
-  const uint32_t mark = w->arch_count;
+  const uint32_t mark = weft__archetypes_mark(w);
   int rc = spawn_target(w, first, &target);
   if (rc == 1)
     rc = fold_ops(w, w->root, first, &target);
@@ -461,7 +461,7 @@ static uint32_t group_moves(weft_world_t *w, uint32_t i, uint32_t s1,
   if (!weft__locate(w, t->stages[i].e, &at))
     return 0;
   weft__archetype_t *a = at.arch, *b;
-  const uint32_t mark = w->arch_count;
+  const uint32_t mark = weft__archetypes_mark(w);
   /* Decide before collecting: trying again from every stage of a run
    * must not cost a scan of the whole run. */
   if (fold_ops(w, a, &t->stages[i].op0, &b)) {

@@ -161,8 +161,10 @@ void weft_world_destroy(weft_world_t *w) {
     weft__query_free(w->temps);
   weft__free(w->queries, 0, 16);
   for (uint32_t i = 0; i < w->arch_count; i++)
-    weft__archetype_free(w->archs[i]);
+    if (w->archs[i] != &w->arch_vacant)
+      weft__archetype_free(w->archs[i]);
   weft__free(w->archs, 0, 16);
+  weft__free(w->arch_free, 0, 16);
   weft__free(w->arch_table, 0, 16);
   weft__chunks_fini(&w->chunks);
   weft__index_fini(&w->index);
@@ -249,7 +251,7 @@ void weft_world_stats(const weft_world_t *w, weft_world_stats_t *out) {
   out->slots_reserved =
       (uint32_t)(reserved < ix->capacity ? reserved : ix->capacity);
   out->components = w->registry.count;
-  out->archetypes = w->arch_count;
+  out->archetypes = w->arch_count - w->arch_free_n;
   out->queries = w->query_count;
   out->chunk_size = w->chunk_size;
   out->chunks_live = w->chunks_live;

@@ -194,10 +194,16 @@ void weft__query_free(weft_query_t *q);
  * the iterators it orphaned no longer count (query.c). */
 void weft__queries_unwound(weft_world_t *w);
 
-/* Forgets archetypes with ids from @p keep on (rolled back, archetype.c):
- * they leave every query's matches, the temporary queries' too. Cannot
- * fail. */
-void weft__queries_drop_archetypes(weft_world_t *w, uint32_t keep);
+/* Forgets the archetypes marked `gone` (rolled back or pruned,
+ * archetype.c): they leave every query's matches, the temporary queries'
+ * too. Cannot fail. */
+void weft__queries_drop_archetypes(weft_world_t *w);
+
+/* The mark a call takes before it may create archetypes, for
+ * weft__archetypes_rollback() should it fail: the creation count. */
+static inline uint32_t weft__archetypes_mark(const weft_world_t *w) {
+  return w->arch_born;
+}
 
 /* Archetype a gained n chunks: the queries that match it make room for
  * them in their flat caches (query.c). Cannot fail: a query short of room

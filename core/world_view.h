@@ -58,12 +58,21 @@ struct weft_world_t {
   weft__alloc_stats_t alloc;
   weft__registry_t registry;
 
-  weft__archetype_t **archs; /* by id, creation order */
+  weft__archetype_t **archs; /* by id (creation order until ids are reused) */
   uint32_t arch_count;
   uint32_t arch_cap;
   uint32_t *arch_table; /* open addressing: archetype id + 1, 0 empty */
   uint32_t arch_table_cap;
   weft__archetype_t *root; /* the empty signature */
+  /* Ids of removed archetypes (core/compact.c, rollbacks), descending, so
+   * that the lowest is taken first from the end; their archs slots hold
+   * &arch_vacant. */
+  uint32_t *arch_free;
+  uint32_t arch_free_n;
+  uint32_t arch_free_cap;
+  /* Archetypes ever created: the next one's creation stamp (born). Names
+   * the archetype set for plans and rollbacks, as ids no longer do. */
+  uint32_t arch_born;
 
   /* Spawn lists seen recently -> their archetype; see spawn_cache_find. */
   weft__spawn_memo_t spawn_cache[WEFT__SPAWN_CACHE];
@@ -122,10 +131,18 @@ struct weft_world_t {
   uint32_t tlog_cap;
 
   bool checked;
+  /* A frame or phase runs (set by the scheduler), weft_world_compact()
+   * runs: compaction refuses inside either. */
+  bool dispatching;
+  bool compacting;
   uint8_t tag;
   weft_panic_fn panic;
   void *panic_user;
   char errbuf[320];
+  /* What an archs slot of a free id points at: an archetype with no
+   * component, no row and no chunk, which every walk over the archetypes
+   * passes over without a test and no query matches. Last: it is large. */
+  weft__archetype_t arch_vacant;
 };
 
 /* Sets extension slot @p slot (below WEFT__WORLD_EXTS) to @p state, freed

@@ -15,6 +15,7 @@
 
 #include "weft/error.h"
 #include "weft/world.h"
+#include "weft/compact.h"
 #include "weft/component.h"
 #include "weft/require.h"
 #include "weft/entity.h"

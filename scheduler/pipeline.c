@@ -713,10 +713,10 @@ static int run_plain(weft_world_t *w, weft__sched_t *s, weft__sys_t **l,
     if (!y->active)
       continue;
     /* The plan holds while the world's structure and its archetype set
-     * are those it was made for (archetypes are never removed, so the
-     * count names the set). */
+     * are those it was made for (removing archetypes moves the structure
+     * version, so the creation count names the set). */
     if (WEFT__UNLIKELY(y->plan_version != w->version ||
-                       y->plan_archs != w->arch_count) &&
+                       y->plan_archs != w->arch_born) &&
         weft__visits_plan(w, y)) {
       for (uint32_t j = i; j < n; j++)
         l[j]->active = false; /* not run: not counted */
@@ -1076,6 +1076,7 @@ static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
       s->state.frames % 64 == 0)
     weft__clock_refresh(&s->clock);
   s->running = true;
+  w->dispatching = true; /* weft_world_compact() refuses meanwhile */
   *out = s;
   return 0;
 }
@@ -1083,6 +1084,7 @@ static int enter(weft_world_t *w, weft__sched_t **out, double dt) {
 /* Leaves a dispatch: systems whose after() condition fired go now. */
 static void leave(weft_world_t *w, weft__sched_t *s) {
   s->running = false;
+  w->dispatching = false;
   if (!s->retiring)
     return;
   s->retiring = false;
@@ -1183,6 +1185,7 @@ int weft_world_run_phase(weft_world_t *w, weft_phase_t phase, double dt) {
     return rc;
   if (phase < 1 || phase > s->nphases) {
     s->running = false;
+    w->dispatching = false;
     return weft__fail(w, WEFT_ENONAME, WEFT__FILE, WEFT__LINE, "no phase %u",
                       phase);
   }

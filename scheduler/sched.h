@@ -72,7 +72,7 @@ typedef struct weft__sys_t {
   WEFT__LINE_ALIGNED weft_system_t id; /* index + 1 into sched->sys */
   uint32_t version;                    /* of the current run */
   uint32_t last_run;                   /* change version of the previous run */
-  uint32_t plan_archs; /* the world's archetype count at the plan */
+  uint32_t plan_archs; /* the world's archetypes created at the plan */
   weft_system_fn run;
   void *user;
   /* The iterator each visit hands its callback, made with the plan when

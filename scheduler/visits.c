@@ -145,7 +145,7 @@ int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y) {
     return WEFT_ENOMEM;
   y->njobs = 1;
   y->plan_version = w->version;
-  y->plan_archs = w->arch_count;
+  y->plan_archs = w->arch_born;
   return 0;
 }
 
@@ -251,8 +251,8 @@ static int make_views(weft_world_t *w, weft__sys_t *y) {
 int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
   stamp_write_list(w, y);
   if (weft__visits_plan_holds(w, y)) {
-    y->njobs = y->nplanned;        /* drop last run's splits */
-    y->plan_archs = w->arch_count; /* no new archetype matched */
+    y->njobs = y->nplanned;       /* drop last run's splits */
+    y->plan_archs = w->arch_born; /* no new archetype matched */
     stamp_at_plan(y);
     return 0;
   }
@@ -304,7 +304,7 @@ int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y) {
   y->key0 = y->key_base | WEFT_CMD_KEY(0, y->nvisits ? y->visits[0].seq : 0, 0);
   y->nplanned = y->njobs;
   y->plan_version = w->version;
-  y->plan_archs = w->arch_count;
+  y->plan_archs = w->arch_born;
   y->plan_matches = q->nmatches;
   y->planned = true;
   stamp_at_plan(y);

@@ -130,8 +130,8 @@ static inline bool weft__visits_plan_holds(const weft_world_t *w,
  */
 static inline int weft__visits_plan(weft_world_t *w, weft__sys_t *y) {
   if (y->query && !y->list_stamps && weft__visits_plan_holds(w, y)) {
-    y->njobs = y->nplanned;        /* drop last run's splits */
-    y->plan_archs = w->arch_count; /* no new archetype matched */
+    y->njobs = y->nplanned;       /* drop last run's splits */
+    y->plan_archs = w->arch_born; /* no new archetype matched */
     if (y->nwcols && !y->stamp_late)
       weft__visits_stamp_range(y, 0, y->nvisits);
     return 0;

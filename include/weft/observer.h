@@ -40,6 +40,12 @@
  * - WEFT_EVENT_ARCHETYPE_MOVE: a row moved from `other_archetype` into
  *   `archetype` (an add, remove, enable or disable): one event per move,
  *   after it, for observers that follow migrations and not spawns.
+ * - WEFT_EVENT_ARCHETYPE_DELETED: weft_world_compact() pruned `archetype`
+ *   (weft/compact.h), with `components` as for CREATED; delivered at the
+ *   end of the compaction, to every observer of the event whatever its
+ *   filter. The id may be reused by a later archetype; an observer whose
+ *   ENTER/LEAVE/MOVE filter named it has its filter retired (it never
+ *   fires again). Archetypes a failed call drops again report nothing.
  *
  * For one change, events come in this order: LEAVE, then ENTER and MOVE;
  * observers in registration order. Like every observer, archetype
@@ -71,7 +77,8 @@ enum {
   WEFT_EVENT_ARCHETYPE_CREATED = 1u << 6,
   WEFT_EVENT_ARCHETYPE_ENTER = 1u << 7,
   WEFT_EVENT_ARCHETYPE_LEAVE = 1u << 8,
-  WEFT_EVENT_ARCHETYPE_MOVE = 1u << 9
+  WEFT_EVENT_ARCHETYPE_MOVE = 1u << 9,
+  WEFT_EVENT_ARCHETYPE_DELETED = 1u << 10
 };
 
 /** An opaque observer owned by its world. */
@@ -94,13 +101,15 @@ typedef struct weft_event_t {
   uint32_t count;             /**< rows in the range (>= 1; 1 if no rows) */
   const weft_iter_t *rows;    /**< the rows, or NULL */
   const weft_query_t *query;  /**< ENTER/LEAVE: the observer's query */
-  /** ARCHETYPE_*: the archetype created, entered, left or moved into. */
+  /** ARCHETYPE_*: the archetype created, entered, left, moved into or
+   * deleted. */
   uint32_t archetype;
   /** ARCHETYPE_ENTER/LEAVE/MOVE: where the rows come from or go to; 0 for
    * a spawn or a despawn. */
   uint32_t other_archetype;
-  /** ARCHETYPE_CREATED: the archetype's component ids, ascending; owned by
-   * the world, valid for the archetype's life. */
+  /** ARCHETYPE_CREATED/DELETED: the archetype's component ids, ascending;
+   * owned by the world, valid for the archetype's life (DELETED: for the
+   * callback). */
   const weft_component_t *components;
   uint32_t ncomponents; /**< entries in components */
 } weft_event_t;

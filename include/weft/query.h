@@ -50,7 +50,8 @@ typedef struct weft_query_t weft_query_t;
  * It lives on the caller's stack for the duration of the callback.
  */
 typedef struct weft_archetype_view_t {
-  uint32_t id;          /**< the archetype's id (creation order; 0: empty) */
+  uint32_t id;          /**< the archetype's id (0: the empty signature; an id
+                             weft_world_compact() freed is reused) */
   uint32_t ncomponents; /**< present components, tags included */
   const weft_component_t *components; /**< their ids, ascending */
 } weft_archetype_view_t;
@@ -179,11 +180,12 @@ int weft_query_destroy(weft_query_t *query);
  * observer. group_by applies as for a cached query.
  *
  * An archetype is freed only when the call that created it failed before
- * any row landed in it (the rollback of core/archetype.c); the world
- * tells its temporary queries then too, so they forget it and never
- * dangle. Owner thread. *out belongs to the world and lives until
- * weft_query_destroy() or the world's destruction. Same errors as
- * weft_query_create().
+ * any row landed in it (the rollback of core/archetype.c) or when
+ * weft_world_compact() prunes it (it is empty); the world tells its
+ * temporary queries then too, so they forget it and never dangle, and
+ * they never adopt an archetype that later reuses its id. Owner thread. *out
+ * belongs to the world and lives until weft_query_destroy() or the world's
+ * destruction. Same errors as weft_query_create().
  */
 int weft_query_create_temp(weft_world_t *world, const weft_query_desc_t *desc,
                            weft_query_t **out);

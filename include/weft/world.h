@@ -92,30 +92,31 @@ typedef struct weft_world_config_t {
 
 /** Per-world counters and sizes, filled by weft_world_stats(). */
 typedef struct weft_world_stats_t {
-  uint32_t alive;            /**< live entities */
-  uint32_t retired;          /**< slots retired by generation rollover */
-  uint32_t remaining;        /**< capacity - alive - retired - staged_spawns */
-  uint32_t capacity;         /**< hard capacity */
-  uint32_t slots_used;       /**< slots ever handed out (high-water mark) */
-  uint32_t slots_reserved;   /**< slots with index memory allocated */
-  uint32_t components;       /**< registered components */
-  uint32_t archetypes;       /**< archetypes created, including the empty one */
-  uint32_t queries;          /**< live queries */
-  uint32_t chunks_live;      /**< chunks holding at least one row */
-  uint32_t chunks_spare;     /**< spare chunks: empty, kept by their
-                                  archetypes for reuse */
-  uint32_t chunk_size;       /**< bytes per chunk */
-  uint64_t chunk_bytes;      /**< bytes of chunk memory owned (live + spare,
-                                  headers included) */
-  uint64_t index_bytes;      /**< bytes of the entity index: its pages
-                                  (4 bytes per slot) and free stack */
-  uint64_t spawns;           /**< entities spawned since creation */
-  uint64_t despawns;         /**< entities despawned since creation */
-  uint64_t moves;            /**< archetype moves since creation */
-  uint64_t stale;            /**< calls rejected for a stale/forged handle */
-  uint32_t staged_spawns;    /**< slots held by spawns not yet applied */
-  uint64_t commands;         /**< commands and staged calls applied */
-  uint64_t commands_stale;   /**< commands dropped for a stale handle */
+  uint32_t alive;          /**< live entities */
+  uint32_t retired;        /**< slots retired by generation rollover */
+  uint32_t remaining;      /**< capacity - alive - retired - staged_spawns */
+  uint32_t capacity;       /**< hard capacity */
+  uint32_t slots_used;     /**< slots ever handed out (high-water mark) */
+  uint32_t slots_reserved; /**< slots with index memory allocated */
+  uint32_t components;     /**< registered components */
+  uint32_t archetypes;     /**< archetypes registered (created and not pruned by
+                              weft_world_compact()), the empty one included */
+  uint32_t queries;        /**< live queries */
+  uint32_t chunks_live;    /**< chunks holding at least one row */
+  uint32_t chunks_spare;   /**< spare chunks: empty, kept by their
+                                archetypes for reuse */
+  uint32_t chunk_size;     /**< bytes per chunk */
+  uint64_t chunk_bytes;    /**< bytes of chunk memory owned (live + spare,
+                                headers included) */
+  uint64_t index_bytes;    /**< bytes of the entity index: its pages
+                                (4 bytes per slot) and free stack */
+  uint64_t spawns;         /**< entities spawned since creation */
+  uint64_t despawns;       /**< entities despawned since creation */
+  uint64_t moves;          /**< archetype moves since creation */
+  uint64_t stale;          /**< calls rejected for a stale/forged handle */
+  uint32_t staged_spawns;  /**< slots held by spawns not yet applied */
+  uint64_t commands;       /**< commands and staged calls applied */
+  uint64_t commands_stale; /**< commands dropped for a stale handle */
   uint64_t commands_dropped; /**< staged changes dropped (cascade, full) */
   uint64_t drain_waves;      /**< drain waves run */
   uint64_t allocs;           /**< heap allocations made by the world */
@@ -220,10 +221,11 @@ int weft_world_fail(weft_world_t *world, int code, const char *fmt, ...)
 
 /** Parts of a world's state weft_world_digest_ex() hashes. */
 enum {
-  /** The components registered (names, sizes), every archetype's
-   * signature and rows in order (handles and component bytes, disabled
-   * components included) and the entity index (generations, free order,
-   * retirement). */
+  /** The components registered (names, sizes), the signature and rows in
+   * order (handles and component bytes, disabled components included) of
+   * every archetype that holds rows, whatever its id, and the entity index
+   * (generations, free order, retirement; not which chunk a row sits in),
+   * so that weft_world_compact() leaves it as it was. */
   WEFT_DIGEST_ENTITIES = 1u << 0,
   /** Every resource's name, size and bytes, in id order; a resource
    * marked WEFT_RESOURCE_SCRATCH (resource.h) counts by name and size
