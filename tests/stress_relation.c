@@ -319,7 +319,7 @@ static void test_relation_oracle(void **state) {
   m->rng = seed;
   m->w = wt_world_new(NULL);
   weft_relation_desc_t d[NREL] = {
-      {.name = "Pay", .size = 4},
+      {.name = "Pay", .size = 4, .flags = WEFT_RELATION_SPARSE},
       {.name = "Excl", .flags = WEFT_RELATION_EXCLUSIVE},
       {.name = "Cascade",
        .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE}};
@@ -418,7 +418,7 @@ static uint64_t run_program(uint32_t workers, uint64_t seed) {
   p.seed = seed;
   p.pos = wt_register(w, "Pos", 4, 4);
   weft_relation_desc_t d[NREL] = {
-      {.name = "Pay", .size = 4},
+      {.name = "Pay", .size = 4, .flags = WEFT_RELATION_SPARSE},
       {.name = "Excl", .flags = WEFT_RELATION_EXCLUSIVE},
       {.name = "Cascade",
        .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE}};

@@ -301,7 +301,7 @@ static void test_structure_oracle(void **state) {
       WEFT_OK);
   weft_relation_desc_t d[NREL] = {
       {.name = "R", .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE},
-      {.name = "P", .size = 4}};
+      {.name = "P", .size = 4, .flags = WEFT_RELATION_SPARSE}};
   for (uint32_t r = 0; r < NREL; r++)
     assert_int_equal(weft_relation_register(m->w, &d[r], &m->rel[r]), WEFT_OK);
   uint64_t with_c = 0, edge_sum = 0, checks = 0;
@@ -397,7 +397,7 @@ static uint64_t st_run_program(uint32_t workers, uint64_t seed) {
       weft_component_require(w, p.comp[CC], p.comp[CA], &st_default_a), 0);
   weft_relation_desc_t d[NREL] = {
       {.name = "R", .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE},
-      {.name = "P", .size = 4}};
+      {.name = "P", .size = 4, .flags = WEFT_RELATION_SPARSE}};
   for (uint32_t r = 0; r < NREL; r++)
     assert_int_equal(weft_relation_register(w, &d[r], &p.rel[r]), WEFT_OK);
   weft_component_t comps[] = {p.pos, 0};
