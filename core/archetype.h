@@ -216,9 +216,11 @@ bool weft__archetype_has_pair(const weft__archetype_t *a, weft_component_t rel,
 weft_entity_t weft__archetype_pair_first(const weft__archetype_t *a,
                                          weft_component_t rel);
 
-/* True when some pair of a names a target that is not live: such an
- * archetype holds no row (a target's death moves its sources out) and
- * never will again, so weft_world_compact() may prune it. */
+/* True when some pair of a names a target that is not live: no row can
+ * enter such an archetype again (an edge needs a live target), and a
+ * target's death moves its sources out, so weft_world_compact() may
+ * prune it once it holds no row (a death whose move ran out of memory
+ * may have left one behind: check a->count too). */
 bool weft__archetype_pair_target_dead(const struct weft_world_t *w,
                                       const weft__archetype_t *a);
 

@@ -251,7 +251,11 @@ static void test_relation_dense_payload_column(void **state) {
   p = weft_relation_get(w, s[2], slot, t2);
   assert_int_equal(p->a, 0);
   assert_int_equal(p->b, 0);
-  /* each() and sources() hand out the same cell. */
+  /* A direct weft_set() writes the cell; without the edge it is refused. */
+  slot_t z = {42, 43};
+  assert_int_equal(weft_set(w, s[3], slot, &z), WEFT_OK);
+  assert_int_equal(((slot_t *)weft_relation_get(w, s[3], slot, t1))->a, 42);
+  assert_int_equal(weft_set(w, t1, slot, &z), WEFT_EINVAL);
   assert_int_equal(weft_relation_edge_count(w), 5);
   weft_world_destroy(w);
 }

@@ -26,8 +26,10 @@
  * A dense relation with a payload must be EXCLUSIVE: its payload is a
  * column of the relation's id in the source's archetype (one cell per
  * source), which queries read like any column (include the relation id)
- * and weft_relation_get() returns; weft_get() and weft_set() of the
- * relation id read and write that cell too. Each target makes its own
+ * and weft_relation_get() returns; weft_get() of the relation id reads
+ * that cell too, and a direct weft_set() of it on a source that has the
+ * edge writes it (staged, weft_set() of a relation id stays refused, and
+ * without the edge it is WEFT_EINVAL). Each target makes its own
  * archetypes, which stay, empty, after the target dies (until
  * weft_world_compact()): relations with many or short-lived targets
  * (every unit's squad of thousands, every projectile's owner) should be
