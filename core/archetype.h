@@ -231,6 +231,16 @@ uint64_t weft__pairs_hash(const weft__pair_t *pairs, uint32_t n);
  * (an archetype rollback), and frees them all when keep is 0. */
 void weft__archetype_pair_edges_drop(weft__archetype_t *a, uint32_t keep);
 
+/* Whether archetype `to` is going away (weft__archetype_pair_edges_drop_if). */
+typedef bool (*weft__archetype_gone_fn)(const weft__archetype_t *to, void *ctx);
+
+/* Forgets a's pair transitions into archetypes for which gone() is true:
+ * for weft_world_compact(), which prunes archetypes anywhere in the list
+ * (a rollback drops the newest ones with weft__archetype_pair_edges_drop). */
+void weft__archetype_pair_edges_drop_if(weft__archetype_t *a,
+                                        weft__archetype_gone_fn gone,
+                                        void *ctx);
+
 /*
  * Undoes the archetypes created since the world had @p mark of them, when
  * the call that created them failed before any row landed there: they

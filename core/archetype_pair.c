@@ -123,6 +123,16 @@ static void pedge_delete(weft__archetype_t *a, uint32_t i) {
   a->pedge_count--;
 }
 
+void weft__archetype_pair_edges_drop_if(weft__archetype_t *a,
+                                        weft__archetype_gone_fn gone,
+                                        void *ctx) {
+  for (uint32_t i = 0; i < a->pedge_cap;)
+    if (a->pedges[i].e.key && gone(a->pedges[i].e.to, ctx))
+      pedge_delete(a, i); /* slot i may hold a moved entry now */
+    else
+      i++;
+}
+
 void weft__archetype_pair_edges_drop(weft__archetype_t *a, uint32_t keep) {
   if (keep == 0) {
     for (uint32_t i = 0; i < a->pedge_cap; i++)

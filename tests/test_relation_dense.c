@@ -601,6 +601,38 @@ static void test_relation_dense_steady_state_allocates_nothing(void **state) {
   weft_world_destroy(w);
 }
 
+/* weft__archetype_pair_edges_drop_if (for compaction) forgets exactly the
+ * transitions into the archetypes it is told are going; a move along a
+ * forgotten one builds it again. */
+static bool is_arch(const weft__archetype_t *to, void *ctx) {
+  return to == ctx;
+}
+
+static void test_relation_dense_pair_edges_drop_if(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t child = reg_rel(w, "ChildOf", 0, WEFT_RELATION_EXCLUSIVE);
+  weft_entity_t t[3], s = wt_spawn(w);
+  for (int i = 0; i < 3; i++)
+    t[i] = wt_spawn(w);
+  assert_int_equal(weft_relation_add(w, s, child, t[0], NULL), WEFT_OK);
+  weft__archetype_t *a0 = w->archs[weft_archetype_of(w, s) - 1];
+  for (int i = 1; i < 3; i++) { /* two transitions out of a0 */
+    assert_int_equal(weft_relation_add(w, s, child, t[i], NULL), WEFT_OK);
+    if (i == 1)
+      assert_int_equal(weft_relation_add(w, s, child, t[0], NULL), WEFT_OK);
+  }
+  weft__archetype_t *a2 = w->archs[weft_archetype_of(w, s) - 1];
+  assert_int_equal(a0->pedge_count, 2);
+  weft__archetype_pair_edges_drop_if(a0, is_arch, a2);
+  assert_int_equal(a0->pedge_count, 1);
+  assert_int_equal(weft_relation_add(w, s, child, t[0], NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, s, child, t[2], NULL), WEFT_OK);
+  assert_int_equal(a0->pedge_count, 2);
+  assert_ptr_equal(w->archs[weft_archetype_of(w, s) - 1], a2);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_relation_dense_register_rules),
@@ -614,6 +646,7 @@ int main(void) {
       cmocka_unit_test(test_relation_dense_commands_same_digest_on_workers),
       cmocka_unit_test(test_relation_dense_clear),
       cmocka_unit_test(test_relation_dense_steady_state_allocates_nothing),
+      cmocka_unit_test(test_relation_dense_pair_edges_drop_if),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
