@@ -358,6 +358,8 @@ static void test_relation_dense_target_death_and_cascade(void **state) {
 typedef struct counts_t {
   uint32_t enter;
   uint32_t leave;
+  uint32_t created;
+  uint32_t moved;
 } counts_t;
 
 static void on_event(weft_world_t *w, const weft_event_t *ev, void *user) {
@@ -367,6 +369,10 @@ static void on_event(weft_world_t *w, const weft_event_t *ev, void *user) {
     c->enter += ev->count;
   else if (ev->kind == WEFT_EVENT_LEAVE)
     c->leave += ev->count;
+  else if (ev->kind == WEFT_EVENT_ARCHETYPE_CREATED)
+    c->created++;
+  else if (ev->kind == WEFT_EVENT_ARCHETYPE_MOVE)
+    c->moved += ev->count;
 }
 
 static void test_relation_dense_staged_and_observed(void **state) {
@@ -383,6 +389,13 @@ static void test_relation_dense_staged_and_observed(void **state) {
                              .fn = on_event,
                              .user = &c};
   assert_int_equal(weft_observer_create(w, &od, &obs), WEFT_OK);
+  counts_t ac = {0};
+  weft_observer_t *aobs = NULL;
+  weft_observer_desc_t ad = {.events = WEFT_EVENT_ARCHETYPE_CREATED |
+                                       WEFT_EVENT_ARCHETYPE_MOVE,
+                             .fn = on_event,
+                             .user = &ac};
+  assert_int_equal(weft_observer_create(w, &ad, &aobs), WEFT_OK);
   weft_entity_t s[4];
   for (int i = 0; i < 4; i++)
     s[i] = wt_spawn(w);
@@ -395,13 +408,18 @@ static void test_relation_dense_staged_and_observed(void **state) {
   assert_int_equal(weft_world_defer_end(w), WEFT_OK);
   assert_int_equal(rows_of(q1, slot, t1, NULL), 4);
   assert_int_equal(c.enter, 4);
+  assert_int_equal(ac.created, 1); /* the (Slot, t1) archetype */
+  assert_int_equal(ac.moved, 4);
   slot_t v = {9, 9};
   assert_int_equal(weft_relation_add(w, s[0], slot, t2, &v), WEFT_OK);
   assert_int_equal(c.leave, 1);
+  assert_int_equal(ac.created, 2); /* (Slot, t2) */
+  assert_int_equal(ac.moved, 5);
   assert_int_equal(((slot_t *)weft_relation_get(w, s[0], slot, t2))->a, 9);
   for (int i = 1; i < 4; i++)
     assert_int_equal(((slot_t *)weft_relation_get(w, s[i], slot, t1))->a, i);
   weft_observer_destroy(obs);
+  weft_observer_destroy(aobs);
   weft_world_destroy(w);
 }
 
