@@ -17,6 +17,15 @@
  *   relation/cascade/100k     despawn the root of a 100k-entity CASCADE
  *                             subtree, vs despawning 100k plain entities
  *                             one by one
+ *   relation/dense_add_remove_pair
+ *                             add_remove_pair with a dense relation (each
+ *                             change a row move between pair archetypes),
+ *                             vs the same plain tag baseline
+ *   relation/query_pair       iterate a pair query (dense relation, one
+ *                             target of two) and sum its payload column,
+ *                             vs a raw C loop over as many values
+ *
+ * The other rows' relations are SPARSE: they measure the edge store.
  */
 #include <stdint.h>
 #include <string.h>
@@ -29,6 +38,7 @@ typedef struct rel_state_t {
   uint32_t n;
   weft_world_t *world;
   weft_component_t pos, tag, child, link;
+  weft_component_t dense, dlink; /* dense: plain; dlink: exclusive payload */
   weft_entity_t *e;
   weft_entity_t hub;
   float *raw;     /* the baselines' values */
@@ -39,18 +49,28 @@ typedef struct rel_state_t {
 
 /* --- add_remove_pair ----------------------------------------------------- */
 
-static uint64_t pair_weft(void *p, uint64_t reps) {
-  rel_state_t *s = p;
+static uint64_t pair_edges(rel_state_t *s, weft_component_t rel,
+                           uint64_t reps) {
   for (uint64_t r = 0; r < reps; r++) {
     for (uint32_t i = 0; i < s->n; i++)
-      bench_check(weft_relation_add(s->world, s->e[i], s->child, s->hub, NULL),
+      bench_check(weft_relation_add(s->world, s->e[i], rel, s->hub, NULL),
                   "weft_relation_add");
     for (uint32_t i = 0; i < s->n; i++)
-      bench_check(weft_relation_remove(s->world, s->e[i], s->child, s->hub),
+      bench_check(weft_relation_remove(s->world, s->e[i], rel, s->hub),
                   "weft_relation_remove");
     bench_clobber();
   }
   return weft_world_count(s->world);
+}
+
+static uint64_t pair_weft(void *p, uint64_t reps) {
+  rel_state_t *s = p;
+  return pair_edges(s, s->child, reps);
+}
+
+static uint64_t pair_dense(void *p, uint64_t reps) {
+  rel_state_t *s = p;
+  return pair_edges(s, s->dense, reps);
 }
 
 static uint64_t pair_tag(void *p, uint64_t reps) {
@@ -88,6 +108,18 @@ static uint64_t raw_sum(void *p, uint64_t reps) {
   float sum = 0;
   for (uint64_t r = 0; r < reps; r++) {
     for (uint32_t i = 0; i < s->n; i++)
+      sum += s->raw[i];
+    bench_clobber();
+  }
+  return (uint64_t)sum;
+}
+
+/* The sum of n / 2 values: the selected half of query_pair. */
+static uint64_t raw_half(void *p, uint64_t reps) {
+  rel_state_t *s = p;
+  float sum = 0;
+  for (uint64_t r = 0; r < reps; r++) {
+    for (uint32_t i = 0; i < s->n / 2; i++)
       sum += s->raw[i];
     bench_clobber();
   }
@@ -227,10 +259,17 @@ static void state_init(rel_state_t *s, uint32_t n) {
   bench_check(weft_component_register(s->world, &d, &s->tag), "Tag");
   weft_relation_desc_t rd = {.name = "ChildOf",
                              .flags = WEFT_RELATION_EXCLUSIVE |
-                                      WEFT_RELATION_CASCADE};
+                                      WEFT_RELATION_CASCADE |
+                                      WEFT_RELATION_SPARSE};
   bench_check(weft_relation_register(s->world, &rd, &s->child), "ChildOf");
-  rd = (weft_relation_desc_t){.name = "Link", .size = 4};
+  rd = (weft_relation_desc_t){
+      .name = "Link", .size = 4, .flags = WEFT_RELATION_SPARSE};
   bench_check(weft_relation_register(s->world, &rd, &s->link), "Link");
+  rd = (weft_relation_desc_t){.name = "Dense"};
+  bench_check(weft_relation_register(s->world, &rd, &s->dense), "Dense");
+  rd = (weft_relation_desc_t){
+      .name = "DLink", .size = 4, .flags = WEFT_RELATION_EXCLUSIVE};
+  bench_check(weft_relation_register(s->world, &rd, &s->dlink), "DLink");
   s->e = bench_alloc((size_t)n * sizeof *s->e);
   s->raw = bench_alloc((size_t)n * 2 * sizeof(float));
   s->kids = bench_alloc((size_t)n * sizeof(uint32_t));
@@ -310,6 +349,44 @@ void bench_relation(bench_ctx_t *ctx) {
                       .n = n,
                       .work = {"weft_traverse", trav_weft, &s, n - 1, false},
                       .base = {"c_dfs", trav_raw, &s, n - 1, false}};
+    bench_compare(ctx, &c);
+    state_free(&s);
+  }
+  if (bench_selected(ctx, "relation/dense_add_remove_pair")) {
+    state_init(&s, n);
+    bench_case_t c = {
+        .name = "relation/dense_add_remove_pair",
+        .unit = "ns/op",
+        .n = n,
+        .work = {"weft_dense_edge", pair_dense, &s, 2.0 * n, false},
+        .base = {"weft_tag", pair_tag, &s, 2.0 * n, false}};
+    bench_compare(ctx, &c);
+    state_free(&s);
+  }
+  if (bench_selected(ctx, "relation/query_pair")) {
+    state_init(&s, n);
+    weft_entity_t other;
+    bench_check(weft_spawn(s.world, &other), "spawn");
+    /* Even rows link to the hub, odd ones to another target: the pair
+     * query selects the first half of raw's values, the baseline's. */
+    for (uint32_t i = 0; i < n; i++) {
+      float v = i % 2 ? 0.0f : s.raw[i / 2];
+      bench_check(weft_relation_add(s.world, s.e[i], s.dlink,
+                                    i % 2 ? other : s.hub, &v),
+                  "weft_relation_add");
+    }
+    weft_query_desc_t qd;
+    memset(&qd, 0, sizeof qd);
+    qd.include[0] = s.dlink;
+    qd.pairs[0] = (weft_pair_t){.rel = s.dlink, .target = s.hub};
+    bench_check(weft_query_create(s.world, &qd, &s.q), "weft_query_create");
+    if (weft_query_count(s.q) != n / 2)
+      bench_die("the pair query selects the wrong rows", -1);
+    bench_case_t c = {.name = "relation/query_pair",
+                      .unit = "ns/row",
+                      .n = n / 2,
+                      .work = {"weft_pair_query", wild_weft, &s, n / 2, false},
+                      .base = {"c_loop", raw_half, &s, n / 2, false}};
     bench_compare(ctx, &c);
     state_free(&s);
   }

@@ -131,15 +131,28 @@ void weft__archetype_free(weft__archetype_t *a) {
   weft__free(a->cols, 0, 16);
   weft__free(a->arrays, 0, 16);
   weft__free(a->comps, 0, 16);
+  weft__archetype_pair_edges_drop(a, 0);
+  weft__free(a->pairs, 0, 16);
   weft__free(a, sizeof(*a), 64);
 }
 
 static weft__archetype_t *archetype_new(weft_world_t *w,
                                         const weft__mask_t *present,
-                                        const weft__mask_t *disabled) {
+                                        const weft__mask_t *disabled,
+                                        const weft__pair_t *pairs,
+                                        uint32_t npairs) {
   weft__archetype_t *a = weft__calloc(&w->alloc, sizeof(*a), 64);
   if (!a)
     return NULL;
+  if (npairs) {
+    a->pairs = weft__alloc(&w->alloc, npairs * sizeof(*pairs), 16);
+    if (!a->pairs) {
+      weft__free(a, sizeof(*a), 64);
+      return NULL;
+    }
+    memcpy(a->pairs, pairs, npairs * sizeof(*pairs));
+    a->npairs = npairs;
+  }
   a->present = *present;
   a->disabled = *disabled;
   a->change_version = &w->change_version;
@@ -159,18 +172,30 @@ static weft__archetype_t *archetype_new(weft_world_t *w,
   return a;
 }
 
-/* Slot of a signature in the open-addressing table (found or empty). */
+/* Whether a's pairs are exactly these. */
+static bool pairs_eq(const weft__archetype_t *a, const weft__pair_t *pairs,
+                     uint32_t npairs) {
+  return a->npairs == npairs &&
+         (!npairs || memcmp(a->pairs, pairs, npairs * sizeof(*pairs)) == 0);
+}
+
+/* Slot of a signature in the open-addressing table (found or empty). A
+ * signature without pairs hashes as it always did. */
 static uint32_t table_slot(const weft_world_t *w, const weft__mask_t *present,
-                           const weft__mask_t *disabled) {
+                           const weft__mask_t *disabled,
+                           const weft__pair_t *pairs, uint32_t npairs) {
   uint32_t mask = w->arch_table_cap - 1;
-  uint32_t i = (uint32_t)weft__mask_hash2(present, disabled) & mask;
+  uint64_t h = weft__mask_hash2(present, disabled);
+  if (WEFT__UNLIKELY(npairs != 0))
+    h ^= weft__pairs_hash(pairs, npairs);
+  uint32_t i = (uint32_t)h & mask;
   for (;; i = (i + 1) & mask) {
     uint32_t id = w->arch_table[i];
     if (!id)
       return i;
     const weft__archetype_t *a = w->archs[id - 1];
     if (weft__mask_eq(&a->present, present) &&
-        weft__mask_eq(&a->disabled, disabled))
+        weft__mask_eq(&a->disabled, disabled) && pairs_eq(a, pairs, npairs))
       return i;
   }
 }
@@ -185,7 +210,8 @@ static int table_grow(weft_world_t *w) {
   w->arch_table_cap = n;
   for (uint32_t id = 0; id < w->arch_count; id++) {
     const weft__archetype_t *a = w->archs[id];
-    w->arch_table[table_slot(w, &a->present, &a->disabled)] = id + 1;
+    w->arch_table[table_slot(w, &a->present, &a->disabled, a->pairs,
+                             a->npairs)] = id + 1;
   }
   return 0;
 }
@@ -277,6 +303,12 @@ static void release_chunks(weft_world_t *w, weft__archetype_t *a) {
   w->chunks_spare -= a->chunk_total;
 }
 
+/* Whether a transition's target is being removed (pair transitions). */
+static bool to_gone(const weft__archetype_t *to, void *ctx) {
+  (void)ctx;
+  return to->gone;
+}
+
 void weft__archetypes_remove(weft_world_t *w, bool free_them) {
   weft__queries_drop_archetypes(w);
   for (uint32_t id = 0; id < w->arch_count; id++) {
@@ -286,6 +318,8 @@ void weft__archetypes_remove(weft_world_t *w, bool free_them) {
         edge_delete(a, i); /* slot i may hold a moved entry now */
       else
         i++;
+    if (!a->gone && a->pedge_count)
+      weft__archetype_pair_edges_drop_if(a, to_gone, NULL);
   }
   for (uint32_t i = 0; i < WEFT__SPAWN_CACHE; i++)
     if (w->spawn_cache[i].arch && w->spawn_cache[i].arch->gone)
@@ -316,14 +350,23 @@ void weft__archetypes_remove(weft_world_t *w, bool free_them) {
   for (uint32_t id = 0; id < w->arch_count; id++) {
     const weft__archetype_t *a = w->archs[id];
     if (a != &w->arch_vacant)
-      w->arch_table[table_slot(w, &a->present, &a->disabled)] = id + 1;
+      w->arch_table[table_slot(w, &a->present, &a->disabled, a->pairs,
+                               a->npairs)] = id + 1;
   }
 }
 
 int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
                         const weft__mask_t *disabled, weft__archetype_t **out) {
+  return weft__archetype_get_pairs(w, present, disabled, NULL, 0, out);
+}
+
+int weft__archetype_get_pairs(weft_world_t *w, const weft__mask_t *present,
+                              const weft__mask_t *disabled,
+                              const weft__pair_t *pairs, uint32_t npairs,
+                              weft__archetype_t **out) {
   if (w->arch_table_cap) {
-    uint32_t id = w->arch_table[table_slot(w, present, disabled)];
+    uint32_t id =
+        w->arch_table[table_slot(w, present, disabled, pairs, npairs)];
     if (id) {
       *out = w->archs[id - 1];
       return 0;
@@ -331,7 +374,7 @@ int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
   }
   int rc = reserve_one(w);
   WEFT_CHECK(w, rc == 0, rc, "out of memory growing the archetype table");
-  weft__archetype_t *a = archetype_new(w, present, disabled);
+  weft__archetype_t *a = archetype_new(w, present, disabled, pairs, npairs);
   WEFT_CHECK(w, a, WEFT_ENOMEM, "out of memory creating an archetype");
   rc = layout(w, a);
   if (rc == 0) {
@@ -340,7 +383,7 @@ int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
     a->id = w->arch_free_n ? w->arch_free[--w->arch_free_n] : w->arch_count++;
     a->born = w->arch_born++;
     w->archs[a->id] = a;
-    w->arch_table[table_slot(w, present, disabled)] = a->id + 1;
+    w->arch_table[table_slot(w, present, disabled, pairs, npairs)] = a->id + 1;
     rc = weft__queries_on_archetype(w, a);
     /* A query that failed to record the archetype would miss its rows:
      * the archetype goes again, and the failure is reported. */
@@ -388,9 +431,9 @@ static void edge_signature(const weft_world_t *w, const weft__archetype_t *a,
  * tracked in every archetype); for an ADD edge of a component with
  * requirements, then the default writes of the components it brings along
  * (after the copies, see weft__edge_defaults()). */
-static int make_plan(weft_world_t *w, const weft__archetype_t *a,
-                     const weft__archetype_t *b, weft__edge_t *e,
-                     weft_component_t added) {
+int weft__archetype_plan(weft_world_t *w, const weft__archetype_t *a,
+                         const weft__archetype_t *b, weft__edge_t *e,
+                         weft_component_t added) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < b->ncols; i++)
     if (weft__archetype_col(a, b->cols[i].comp))
@@ -484,13 +527,15 @@ int weft__archetype_edge_slow(weft_world_t *w, weft__archetype_t *a,
   weft__mask_t present, disabled;
   edge_signature(w, a, op, comp, &present, &disabled);
   weft__archetype_t *b;
-  int rc = weft__archetype_get(w, &present, &disabled, &b);
+  /* The pairs of dense relations ride along every component move. */
+  int rc = weft__archetype_get_pairs(w, &present, &disabled, a->pairs,
+                                     a->npairs, &b);
   if (rc)
     return rc;
   weft__edge_t tmp = {.key = key, .to = b};
   if (op == WEFT__EDGE_ADD)
     tmp.col = weft__archetype_col(b, comp);
-  rc = make_plan(w, a, b, &tmp, op == WEFT__EDGE_ADD ? comp : 0);
+  rc = weft__archetype_plan(w, a, b, &tmp, op == WEFT__EDGE_ADD ? comp : 0);
   WEFT_CHECK(w, rc == 0, rc, "out of memory building a move plan");
   e = edge_find(a, key);
   *e = tmp;

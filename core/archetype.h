@@ -74,6 +74,25 @@ enum {
 struct weft__archetype_t;
 struct weft__column_t;
 
+/* One (relation, target) pair of a dense relation in an archetype's
+ * signature (core/archetype_pair.c). Pairs are kept sorted by (rel,
+ * target); the relation's own bit in `present` stays the wildcard. */
+typedef struct weft__pair_t {
+  weft_entity_t target;
+  uint32_t rel; /* the relation's component id */
+  uint32_t pad;
+} weft__pair_t;
+
+/* Pair transitions (core/archetype_pair.c): add (rel, target); replace
+ * every pair of rel with (rel, target) (an exclusive relation's new
+ * target); remove (rel, target); remove every pair of rel. */
+enum {
+  WEFT__PAIR_ADD = 1,
+  WEFT__PAIR_SET,
+  WEFT__PAIR_REMOVE,
+  WEFT__PAIR_REMOVE_ALL
+};
+
 typedef struct weft__edge_t {
   uint32_t key; /* op << 16 | component; 0 = empty slot */
   uint16_t plan_len;
@@ -149,11 +168,83 @@ typedef struct weft__archetype_t {
   /* The world's change version, stamped on chunks that receive rows. */
   const uint32_t *change_version;
   uint16_t colmap[WEFT_MAX_COMPONENTS + 1]; /* id -> column + 1, 0: none */
+  /* Dense relation pairs, part of the signature (core/archetype_pair.c):
+   * npairs entries sorted by (rel, target); NULL and 0 for most. */
+  weft__pair_t *pairs;
+  uint32_t npairs;
+  /* The cached pair transitions, keyed by (op, rel, target): open
+   * addressing kept apart from `edges`, so that the component graph's
+   * lookup stays as it is. */
+  uint32_t pedge_cap;
+  uint32_t pedge_count;
+  struct weft__pair_edge_t *pedges;
 } weft__archetype_t;
+
+/* A cached pair transition: the target handle, then an ordinary edge
+ * whose key is op << 16 | rel (never 0). */
+typedef struct weft__pair_edge_t {
+  weft_entity_t target;
+  weft__edge_t e;
+} weft__pair_edge_t;
 
 /* The archetype with exactly this signature, created if needed. */
 int weft__archetype_get(struct weft_world_t *w, const weft__mask_t *present,
                         const weft__mask_t *disabled, weft__archetype_t **out);
+
+/* weft__archetype_get() for a signature with dense relation pairs (n
+ * sorted pairs, copied). */
+int weft__archetype_get_pairs(struct weft_world_t *w,
+                              const weft__mask_t *present,
+                              const weft__mask_t *disabled,
+                              const weft__pair_t *pairs, uint32_t npairs,
+                              weft__archetype_t **out);
+
+/* Builds edge e's copy plan from a to b (and, for an ADD of component
+ * `added`, the defaults of its requirements); archetype.c's, shared with
+ * the pair transitions. */
+int weft__archetype_plan(struct weft_world_t *w, const weft__archetype_t *a,
+                         const weft__archetype_t *b, weft__edge_t *e,
+                         weft_component_t added);
+
+/* Follows (or creates) the pair transition op (rel, target) from a
+ * (core/archetype_pair.c). The edge's `col` is rel's column in the
+ * target archetype for ADD and SET (a dense payload), else NULL. */
+int weft__archetype_pair_edge(struct weft_world_t *w, weft__archetype_t *a,
+                              uint32_t op, weft_component_t rel,
+                              weft_entity_t target, const weft__edge_t **out);
+
+/* Whether a's signature holds the pair (rel, target). */
+bool weft__archetype_has_pair(const weft__archetype_t *a, weft_component_t rel,
+                              weft_entity_t target);
+
+/* The first target (ascending) of a's pairs of rel, or WEFT_ENTITY_NULL. */
+weft_entity_t weft__archetype_pair_first(const weft__archetype_t *a,
+                                         weft_component_t rel);
+
+/* True when some pair of a names a target that is not live: no row can
+ * enter such an archetype again (an edge needs a live target), and a
+ * target's death moves its sources out, so weft_world_compact() may
+ * prune it once it holds no row (a death whose move ran out of memory
+ * may have left one behind: check a->count too). */
+bool weft__archetype_pair_target_dead(const struct weft_world_t *w,
+                                      const weft__archetype_t *a);
+
+/* A hash of a's pairs (0 without pairs), mixed into the signature's. */
+uint64_t weft__pairs_hash(const weft__pair_t *pairs, uint32_t n);
+
+/* Forgets a's pair transitions into archetypes with ids from keep on
+ * (an archetype rollback), and frees them all when keep is 0. */
+void weft__archetype_pair_edges_drop(weft__archetype_t *a, uint32_t keep);
+
+/* Whether archetype `to` is going away (weft__archetype_pair_edges_drop_if). */
+typedef bool (*weft__archetype_gone_fn)(const weft__archetype_t *to, void *ctx);
+
+/* Forgets a's pair transitions into archetypes for which gone() is true:
+ * for weft_world_compact(), which prunes archetypes anywhere in the list
+ * (a rollback drops the newest ones with weft__archetype_pair_edges_drop). */
+void weft__archetype_pair_edges_drop_if(weft__archetype_t *a,
+                                        weft__archetype_gone_fn gone,
+                                        void *ctx);
 
 /*
  * Undoes the archetypes created since @p mark (weft__archetypes_mark()),

@@ -22,17 +22,12 @@
    WEFT_COMPACT_KEEP_PAGES)
 #define WEFT__SHRINK_DEFAULT 50u
 
-/*
- * The dense relationship criterion: a per-(relation, target) archetype
- * whose target is dead can never receive a row again. Dense pair storage
- * lands on another branch; when it does, this returns
- * weft__archetype_pair_target_dead(w, a).
- */
+/* The dense relationship criterion: a per-(relation, target) archetype
+ * whose target is dead can never receive a row again (handles are never
+ * reissued), so it goes even without WEFT_COMPACT_EMPTY_ARCHETYPES. */
 static bool dense_target_dead(const weft_world_t *w,
                               const weft__archetype_t *a) {
-  (void)w;
-  (void)a;
-  return false;
+  return a->npairs && weft__archetype_pair_target_dead(w, a);
 }
 
 /* Whether archetype a goes: it holds no row, it is not the empty

@@ -65,6 +65,9 @@ static uint64_t mask_hash(uint64_t h, const weft__mask_t *m) {
 static uint64_t archetype_hash(uint64_t h, const weft__archetype_t *a) {
   h = mask_hash(h, &a->present);
   h = mask_hash(h, &a->disabled);
+  /* Dense relation pairs (handles, not ids); none adds nothing. */
+  for (uint32_t i = 0; i < a->npairs; i++)
+    h = mix(mix(h, a->pairs[i].rel), a->pairs[i].target);
   h = mix(h, a->count);
   for (uint32_t c = 0; c < a->nchunks; c++) {
     const weft__chunk_t *ch = a->chunks[c];

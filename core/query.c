@@ -18,7 +18,9 @@ bool weft__query_matches(const weft_query_t *q, const weft__archetype_t *a) {
     return false;
   if (!weft__mask_empty(&q->any) && !weft__mask_intersects(have, &q->any))
     return false;
-  return weft__mask_contains(&a->disabled, &q->disabled);
+  if (!weft__mask_contains(&a->disabled, &q->disabled))
+    return false;
+  return !(q->npairs | q->nxpairs) || weft__query_pairs_match(q, a);
 }
 
 static int add_match(weft_query_t *q, const weft__archetype_t *a) {
@@ -150,9 +152,11 @@ static int parse_desc(weft_world_t *w, const weft_query_desc_t *d,
     rc = read_terms(w, d->any, &q->any, &na);
   if (!rc)
     rc = read_terms(w, d->disabled, &q->disabled, &nd);
+  if (!rc)
+    rc = weft__query_pairs_parse(w, d, q);
   if (rc)
     return rc;
-  WEFT_CHECK(w, ni + na + nd > 0, WEFT_EINVAL,
+  WEFT_CHECK(w, ni + na + nd + q->npairs > 0, WEFT_EINVAL,
              "a query needs an include, any or disabled term");
   WEFT_CHECK(w, !weft__mask_intersects(&q->include, &q->exclude), WEFT_EINVAL,
              "a component is both included and excluded");

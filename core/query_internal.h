@@ -46,6 +46,12 @@ struct weft_query_t {
   weft__mask_t exclude;
   weft__mask_t any;
   weft__mask_t disabled;
+  /* Pair terms (core/relation_dense.c): each relation's bit is in
+   * `include` too, so the masks reject most archetypes first. */
+  uint32_t npairs;
+  uint32_t nxpairs;
+  weft__pair_t pairs[WEFT_QUERY_MAX_TERMS];
+  weft__pair_t xpairs[WEFT_QUERY_MAX_TERMS];
   uint32_t flags;
   uint32_t nterms;
   weft_component_t terms[WEFT_QUERY_MAX_TERMS];
@@ -130,6 +136,13 @@ static inline void *weft__iter_chunk(const weft_iter_t *it) {
 void weft__iter_view(const weft_world_t *w, weft__chunk_t *c, uint32_t row0,
                      uint32_t k, const weft_component_t *terms, uint32_t nterms,
                      weft_iter_t *v);
+
+/* Reads a descriptor's pair terms into q (core/relation_dense.c). */
+int weft__query_pairs_parse(weft_world_t *w, const weft_query_desc_t *d,
+                            weft_query_t *q);
+
+/* Whether a holds every pair q includes and none it excludes. */
+bool weft__query_pairs_match(const weft_query_t *q, const weft__archetype_t *a);
 
 /* True if archetype a satisfies the query's terms. */
 bool weft__query_matches(const weft_query_t *q, const weft__archetype_t *a);

@@ -53,6 +53,7 @@ void weft__rel_fini(weft_world_t *w) {
   weft__free(r->list, 0, 16);
   weft__free(r->ops, 0, 16);
   weft__free(r->bytes, 0, 16);
+  weft__free(r->dval, 0, 16);
   weft__free(r, sizeof(*r), 16);
   w->rel = NULL;
 }
@@ -219,7 +220,7 @@ static bool vec_has_rel(const weft__rel_vec_t *v, uint32_t rel) {
 
 /* Makes sure one more payload slot of d can be taken without failing. */
 static int slab_room(weft_world_t *w, weft__rel_def_t *d) {
-  if (!d->size || d->nfree)
+  if (!d->stride || d->nfree)
     return 0;
   uint8_t *slab = d->slab;
   uint32_t cap = d->slab_cap;
@@ -249,7 +250,7 @@ static void payload_write(weft__rel_def_t *d, uint32_t slot,
 }
 
 static uint32_t payload_take(weft__rel_def_t *d, const void *value) {
-  if (!d->size)
+  if (!d->stride)
     return WEFT__REL_NOSLOT;
   uint32_t slot = d->nfree ? d->free[--d->nfree] : d->slab_n++;
   payload_write(d, slot, value);
@@ -405,6 +406,15 @@ static int check_rel_desc(weft_world_t *w, const weft_relation_desc_t *d,
   WEFT_CHECK(w, d->size <= 65536u, WEFT_ELAYOUT,
              "relation '%s': payload of %u bytes is above 64 KiB", d->name,
              d->size);
+  /* A dense payload is a column of the source's archetype: one cell per
+   * source, so one edge per source. */
+  WEFT_CHECK(w,
+             !d->size ||
+                 (d->flags & (WEFT_RELATION_SPARSE | WEFT_RELATION_EXCLUSIVE)),
+             WEFT_EINVAL,
+             "relation '%s': a dense relation with a payload must be "
+             "EXCLUSIVE (or SPARSE)",
+             d->name);
   *align = a;
   return 0;
 }
@@ -421,11 +431,21 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
   rc = weft__grow(&w->alloc, &r->defs, &r->defs_cap, r->ndefs + 1,
                   sizeof(*r->defs), 8);
   WEFT_CHECK(w, rc == 0, WEFT_ENOMEM, "out of memory registering a relation");
-  /* The relation's bit in archetype masks is a tag component: the name
-   * checks (valid, unique) are the registry's. */
+  bool column = d->size && !(d->flags & WEFT_RELATION_SPARSE);
+  if (column && d->size > r->dval_cap) {
+    rc = weft__grow(&w->alloc, &r->dval, &r->dval_cap, d->size, 1, 16);
+    WEFT_CHECK(w, rc == 0, WEFT_ENOMEM, "out of memory registering a relation");
+  }
+  /* The relation's bit in archetype masks is a tag component (a dense
+   * payload's column): the name checks (valid, unique) are the
+   * registry's. */
   weft_component_t c;
-  rc =
-      weft_component_register(w, &(weft_component_desc_t){.name = d->name}, &c);
+  rc = weft_component_register(
+      w,
+      &(weft_component_desc_t){.name = d->name,
+                               .size = column ? d->size : 0,
+                               .alignment = column ? align : 0},
+      &c);
   if (rc)
     return rc;
   w->registry.items[c - 1].flags |= WEFT_COMPONENT_RELATION;
@@ -433,7 +453,7 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
   memset(def, 0, sizeof(*def));
   def->comp = c;
   def->size = d->size;
-  def->stride = d->size ? (d->size + align - 1) / align * align : 0;
+  def->stride = d->size && !column ? (d->size + align - 1) / align * align : 0;
   def->flags = d->flags;
   r->by_comp[c] = (uint16_t)(++r->ndefs);
   if (d->flags & WEFT_RELATION_CASCADE)
@@ -465,8 +485,10 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   weft__rel_vec_t *out = &r->out[s];
   uint32_t p = lower_bound(out, rel, tgt);
   if (p < out->n && out->v[p].rel == rel && out->v[p].other == tgt) {
-    if (d->size)
+    if (d->stride)
       payload_write(d, out->v[p].slot, value);
+    else if (d->size)
+      weft__write_dense(w, src, d->comp, value);
     return 0;
   }
   bool had = p < out->n && out->v[p].rel == rel;
@@ -479,7 +501,15 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   /* The value is copied before the move: observers of the move may stage
    * edges, which can move the staged values it points into. */
   uint32_t slot = payload_take(d, value);
-  if (!had) {
+  if (weft__rel_dense(d)) {
+    /* Every edge is a pair of the signature: the move comes each time. */
+    const void *v = value && d->size ? memcpy(r->dval, value, d->size) : NULL;
+    uint32_t op = had && (d->flags & WEFT_RELATION_EXCLUSIVE) ? WEFT__PAIR_SET
+                                                              : WEFT__PAIR_ADD;
+    rc = weft__dense_move(w, src, at, op, d->comp, tgt, v);
+    if (rc)
+      return rc;
+  } else if (!had) {
     rc = weft__tag_move_at(w, src, at, d->comp, true);
     if (rc) {
       payload_give(d, slot);
@@ -508,9 +538,14 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   return 0;
 }
 
-/* Leaves the relation's archetype when src has no edge of rel left. */
-static int tag_if_last(weft_world_t *w, weft_entity_t src, uint32_t rel) {
+/* Leaves the relation's archetype when src has no edge of rel left (a
+ * dense relation's pair (rel, tgt) in any case). */
+static int tag_if_last(weft_world_t *w, weft_entity_t src, uint32_t rel,
+                       weft_entity_t tgt) {
   weft__relations_t *r = w->rel;
+  if (weft__rel_dense(&r->defs[rel]))
+    return weft__dense_move(w, src, NULL, WEFT__PAIR_REMOVE, r->defs[rel].comp,
+                            tgt, NULL);
   if (vec_has_rel(&r->out[(uint32_t)src], rel))
     return 0;
   return weft__tag_move(w, src, r->defs[rel].comp, false);
@@ -530,7 +565,23 @@ static int apply_remove(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   uint32_t p = vec_find(out, rel, tgt);
   if (p == UINT32_MAX)
     return REL_NO_EDGE;
+  /* Logged before the relation id's REMOVE that the move may log; taken
+   * back when the move fails. */
+  uint32_t logged = w->tlog_n;
   log_edge(w, src, rel, tgt, WEFT_TRANSITION_EDGE_REMOVE);
+  if (weft__rel_dense(&r->defs[rel])) {
+    /* The move first: when it fails, the edge stays with its pair. */
+    int rc = weft__dense_move(w, src, at, WEFT__PAIR_REMOVE, r->defs[rel].comp,
+                              tgt, NULL);
+    if (rc) {
+      w->tlog_n = logged;
+      return rc;
+    }
+    edge_drop(r, src, vec_find(out, rel, tgt));
+    weft__rel_vec_settle(r, out);
+    w->version++;
+    return 0;
+  }
   edge_drop(r, src, p);
   weft__rel_vec_settle(r, out);
   w->version++;
@@ -551,13 +602,23 @@ static int apply_remove_all(weft_world_t *w, weft_entity_t src,
   uint32_t p = lower_bound(out, rel, 0);
   if (p == out->n || out->v[p].rel != rel)
     return 0;
-  while (p < out->n && out->v[p].rel == rel) {
-    log_edge(w, src, rel, out->v[p].other, WEFT_TRANSITION_EDGE_REMOVE);
-    edge_drop(r, src, p);
+  uint32_t logged = w->tlog_n;
+  for (uint32_t q = p; q < out->n && out->v[q].rel == rel; q++)
+    log_edge(w, src, rel, out->v[q].other, WEFT_TRANSITION_EDGE_REMOVE);
+  if (weft__rel_dense(&r->defs[rel])) {
+    int rc = weft__dense_move(w, src, at, WEFT__PAIR_REMOVE_ALL,
+                              r->defs[rel].comp, WEFT_ENTITY_NULL, NULL);
+    if (rc) {
+      w->tlog_n = logged;
+      return rc;
+    }
+    at = NULL; /* moved already: the tag move below finds nothing to do */
   }
+  while (p < out->n && out->v[p].rel == rel)
+    edge_drop(r, src, p);
   weft__rel_vec_settle(r, out);
   w->version++;
-  return weft__tag_move_at(w, src, at, r->defs[rel].comp, false);
+  return at ? weft__tag_move_at(w, src, at, r->defs[rel].comp, false) : 0;
 }
 
 /* ---- deaths ---------------------------------------------------------------
@@ -704,7 +765,7 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
     vec_erase(&r->out[xs], p);
     weft__rel_vec_settle(r, &r->out[xs]);
     r->edges--;
-    int rc = tag_if_last(w, x.other, x.rel);
+    int rc = tag_if_last(w, x.other, x.rel, e);
     if (rc && !err)
       err = rc;
   }

@@ -66,7 +66,8 @@ typedef struct weft__rel_vec_t {
 typedef struct weft__rel_def_t {
   weft_component_t comp;
   uint32_t size;   /* payload bytes, 0: none */
-  uint32_t stride; /* slab bytes per payload */
+  uint32_t stride; /* slab bytes per payload; 0: none, or a dense payload,
+                      which is the relation's column (relation_dense.c) */
   uint32_t flags;  /* WEFT_RELATION_* */
   uint8_t *slab;   /* payloads, stride bytes each */
   uint32_t slab_n; /* slots handed out (live or free) */
@@ -133,6 +134,11 @@ typedef struct weft__relations_t {
   weft_entity_t *unsorted;
   uint32_t nunsorted;
   uint32_t unsorted_cap;
+  /* A dense payload's value, copied before the move that places it:
+   * observers of the move may stage edges, which can move the staged
+   * value (sized at registration to the largest dense payload). */
+  uint8_t *dval;
+  uint32_t dval_cap;
   uint64_t edges; /* live edges */
   uint32_t busy;  /* traversals running (owner thread): edge changes are
                      refused */
@@ -146,6 +152,33 @@ static inline const weft__rel_def_t *weft__rel_def(const weft__relations_t *r,
     return 0;
   return &r->defs[r->by_comp[c] - 1];
 }
+
+/* Whether d is dense: its sources are placed by (relation, target) pairs
+ * (core/relation_dense.c). */
+static inline bool weft__rel_dense(const weft__rel_def_t *d) {
+  return !(d->flags & WEFT_RELATION_SPARSE);
+}
+
+/* Moves live e (located at *at, or looked up when at is NULL; *at follows
+ * the row) along the pair transition op (rel, tgt), observers told as for
+ * any move. For ADD and SET of a relation with a payload column, the
+ * column takes value (zeros for NULL). Owner thread. 0 or an error, with
+ * nothing changed and archetypes created for it rolled back. */
+struct weft__where_t;
+int weft__dense_move(struct weft_world_t *w, weft_entity_t e,
+                     struct weft__where_t *at, uint32_t op,
+                     weft_component_t rel, weft_entity_t tgt,
+                     const void *value);
+
+/* The payload cell of dense relation rel (with a payload column) of live
+ * source src, or NULL. */
+void *weft__dense_payload(const struct weft_world_t *w, weft_entity_t src,
+                          weft_component_t rel);
+
+/* Writes value (zeros for NULL) into live source src's payload cell of
+ * dense relation rel, marking the write (change versions, dirty bits). */
+void weft__write_dense(struct weft_world_t *w, weft_entity_t src,
+                       weft_component_t rel, const void *value);
 
 /* Whether relation operations wait for the drain. */
 static inline bool weft__rel_pending(const struct weft__relations_t *r) {

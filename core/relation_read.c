@@ -53,11 +53,14 @@ static void rel_range(const weft__rel_vec_t *v, uint32_t rel, uint32_t *lo,
   *hi = a;
 }
 
-/* The payload of out-edge x, or NULL. */
-static void *payload_of(const weft__relations_t *r, const weft__rel_edge_t *x) {
-  const weft__rel_def_t *d = &r->defs[x->rel];
-  return x->slot == WEFT__REL_NOSLOT ? NULL
-                                     : d->slab + (size_t)x->slot * d->stride;
+/* The payload of out-edge x of source src, or NULL: a slab cell, or a
+ * dense payload's cell in src's row (relation_dense.c). */
+static void *payload_of(const weft_world_t *w, weft_entity_t src,
+                        const weft__rel_edge_t *x) {
+  const weft__rel_def_t *d = &w->rel->defs[x->rel];
+  if (x->slot != WEFT__REL_NOSLOT)
+    return d->slab + (size_t)x->slot * d->stride;
+  return d->size ? weft__dense_payload(w, src, d->comp) : NULL;
 }
 
 /* The edge (rel, tgt) of out-vector v, or NULL. */
@@ -109,7 +112,7 @@ bool weft_relation_has(const weft_world_t *w, weft_entity_t src,
 void *weft_relation_get(const weft_world_t *w, weft_entity_t src,
                         weft_component_t c, weft_entity_t tgt) {
   const weft__rel_edge_t *x = edge_of(w, src, c, tgt);
-  return x ? payload_of(w->rel, x) : NULL;
+  return x ? payload_of(w, src, x) : NULL;
 }
 
 uint32_t weft_relation_count(const weft_world_t *w, weft_entity_t src,
@@ -166,9 +169,8 @@ int weft_relation_each(weft_world_t *w, weft_entity_t src, weft_component_t c,
   uint32_t rel, lo, hi;
   const weft__rel_vec_t *v = out_of(w, src, c, &rel);
   rel_range(v, rel, &lo, &hi);
-  const weft__relations_t *r = w->rel;
   for (uint32_t i = lo; i < hi; i++)
-    if (!fn(src, v->v[i].other, payload_of(r, &v->v[i]), user))
+    if (!fn(src, v->v[i].other, payload_of(w, src, &v->v[i]), user))
       break;
   return 0;
 }
@@ -188,7 +190,7 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
     /* The payload sits with the source's edge. */
     void *payload =
         r->defs[rel].size
-            ? payload_of(r, vec_edge(&r->out[(uint32_t)src], rel, tgt))
+            ? payload_of(w, src, vec_edge(&r->out[(uint32_t)src], rel, tgt))
             : NULL;
     if (!fn(src, tgt, payload, user))
       break;
@@ -363,7 +365,9 @@ uint64_t weft__rel_digest(const weft_world_t *w) {
     for (uint32_t j = 0; j < v->n; j++) {
       const weft__rel_edge_t *x = &v->v[j];
       h = mix(mix(h, x->rel), x->other);
-      const uint8_t *p = payload_of(r, x);
+      /* Slab payloads; a dense one is its column's, hashed with its row. */
+      const uint8_t *p =
+          x->slot != WEFT__REL_NOSLOT ? payload_of(w, WEFT_ENTITY_NULL, x) : 0;
       for (uint32_t k = 0; p && k < r->defs[x->rel].size; k++)
         h = mix(h, p[k]);
     }

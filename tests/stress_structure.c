@@ -300,8 +300,10 @@ static void test_structure_oracle(void **state) {
       weft_component_require(m->w, m->comp[CC], m->comp[CA], &st_default_a),
       WEFT_OK);
   weft_relation_desc_t d[NREL] = {
-      {.name = "R", .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE},
-      {.name = "P", .size = 4}};
+      {.name = "R",
+       .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE |
+                WEFT_RELATION_SPARSE},
+      {.name = "P", .size = 4, .flags = WEFT_RELATION_SPARSE}};
   for (uint32_t r = 0; r < NREL; r++)
     assert_int_equal(weft_relation_register(m->w, &d[r], &m->rel[r]), WEFT_OK);
   uint64_t with_c = 0, edge_sum = 0, checks = 0;
@@ -396,8 +398,10 @@ static uint64_t st_run_program(uint32_t workers, uint64_t seed) {
   assert_int_equal(
       weft_component_require(w, p.comp[CC], p.comp[CA], &st_default_a), 0);
   weft_relation_desc_t d[NREL] = {
-      {.name = "R", .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE},
-      {.name = "P", .size = 4}};
+      {.name = "R",
+       .flags = WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE |
+                WEFT_RELATION_SPARSE},
+      {.name = "P", .size = 4, .flags = WEFT_RELATION_SPARSE}};
   for (uint32_t r = 0; r < NREL; r++)
     assert_int_equal(weft_relation_register(w, &d[r], &p.rel[r]), WEFT_OK);
   weft_component_t comps[] = {p.pos, 0};

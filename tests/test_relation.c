@@ -10,6 +10,11 @@ typedef struct pay_t {
 
 static weft_component_t reg_rel(weft_world_t *w, const char *name,
                                 uint32_t size, uint32_t flags) {
+  /* A dense relation's payload is a column, one per source: the tests of
+   * payloads on non-exclusive relations run them sparse. Every other
+   * relation here is dense (the default). */
+  if (size && !(flags & WEFT_RELATION_EXCLUSIVE))
+    flags |= WEFT_RELATION_SPARSE;
   weft_relation_desc_t d = {.name = name, .size = size, .flags = flags};
   weft_component_t r = 0;
   assert_int_equal(weft_relation_register(w, &d, &r), WEFT_OK);
@@ -98,6 +103,9 @@ static void test_relation_register_rejects_bad_input(void **state) {
   assert_int_equal(weft_relation_register(w, &d, &r), WEFT_EINVAL);
   assert_int_equal(weft_component_count(w), 0); /* nothing registered */
   d.name = "R";
+  /* A dense payload is a column: one edge per source. */
+  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_EINVAL);
+  d.flags = WEFT_RELATION_EXCLUSIVE;
   assert_int_equal(weft_relation_register(w, &d, &r), WEFT_OK);
   assert_int_equal(weft_relation_register(w, &d, &r), WEFT_EEXIST);
   wt_register(w, "Plain", 4, 4);

@@ -68,14 +68,40 @@ typedef uint64_t (*weft_group_fn)(weft_world_t *world,
                                   const weft_archetype_view_t *arch, void *ctx);
 
 /**
+ * A (relation, target) pair term of a query: entities with the edge
+ * (@p rel, @p target) of a dense relation (weft/relation.h). A list of
+ * pairs ends at the first entry whose @p rel is 0.
+ */
+typedef struct weft_pair_t {
+  weft_component_t rel; /**< a dense relation's id; 0 ends the list */
+  uint32_t pad_;        /**< zero */
+  weft_entity_t target; /**< a live entity when the query is created */
+} weft_pair_t;
+
+/**
  * Query terms. Each list is zero-terminated (component ids start at 1), so
  * `{.include = {pos, vel}}` is a complete descriptor.
+ *
+ * Pair terms select by edge: `pairs` lists (relation, target) pairs an
+ * entity must have, `exclude_pairs` pairs it must not have. They work
+ * for dense relations only, whose sources are placed in archetypes by
+ * their pairs, so a pair term costs nothing per entity: it matches whole
+ * archetypes. A pair term on a relation registered WEFT_RELATION_SPARSE,
+ * or on an id that is not a relation, fails the query's creation with
+ * WEFT_EINVAL; a target that is not live fails it with WEFT_ESTALE (a
+ * counted stale handle). A target that dies later leaves the query
+ * matching nothing through that term (its sources lost their edges).
+ * The payload of an exclusive dense relation is a column: include the
+ * relation id among `include` (or read it with weft_iter_column_of()),
+ * and weft_iter_target() names the target of the chunk's pair.
  */
 typedef struct weft_query_desc_t {
   weft_component_t include[WEFT_QUERY_MAX_TERMS + 1];  /**< all required */
   weft_component_t exclude[WEFT_QUERY_MAX_TERMS + 1];  /**< none allowed */
   weft_component_t any[WEFT_QUERY_MAX_TERMS + 1];      /**< at least one */
   weft_component_t disabled[WEFT_QUERY_MAX_TERMS + 1]; /**< present, disabled */
+  weft_pair_t pairs[WEFT_QUERY_MAX_TERMS + 1];         /**< edges required */
+  weft_pair_t exclude_pairs[WEFT_QUERY_MAX_TERMS + 1]; /**< edges refused */
   uint32_t flags; /**< WEFT_QUERY_MATCH_DISABLED, WEFT_QUERY_CHUNK_RUNS */
   /**
    * NULL: one group, 0. Otherwise each matching archetype's group, asked
@@ -378,6 +404,15 @@ static inline uint32_t weft_iter_fields(const weft_iter_t *it, uint32_t term,
  * is current.
  */
 void *weft_iter_column_of(const weft_iter_t *it, weft_component_t c);
+
+/**
+ * The target of dense relation @p rel that every entity of the current
+ * chunk has an edge to (its archetype's pair): the first in ascending
+ * handle order when they have several, WEFT_ENTITY_NULL when they have
+ * none, @p rel is not a dense relation or no chunk is current. Same
+ * thread as the iteration.
+ */
+weft_entity_t weft_iter_target(const weft_iter_t *it, weft_component_t rel);
 
 /** True if the current chunk's entities have @p c enabled. Same thread as
  * the iteration. */

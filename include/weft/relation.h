@@ -16,6 +16,26 @@
  * incoming edges (or, for a CASCADE relation, despawns its sources) without
  * a scan. An edge may carry a payload of the size the relation declares.
  *
+ * Storage. A relation is dense by default: each source also lives in an
+ * archetype whose signature holds the (relation, target) pair of each of
+ * its edges, so that sources of different targets are in different
+ * archetypes and a query's pair term (weft_query_desc_t.pairs, and
+ * exclude_pairs) selects one target's sources as whole chunks, with
+ * weft_iter_target() naming the chunk's target. Every edge change of a
+ * dense relation is a row move (one cached transition plus the copies).
+ * A dense relation with a payload must be EXCLUSIVE: its payload is a
+ * column of the relation's id in the source's archetype (one cell per
+ * source), which queries read like any column (include the relation id)
+ * and weft_relation_get() returns; weft_get() of the relation id reads
+ * that cell too, and a direct weft_set() of it on a source that has the
+ * edge writes it (staged, weft_set() of a relation id stays refused, and
+ * without the edge it is WEFT_EINVAL). Each target makes its own
+ * archetypes, which stay, empty, after the target dies (until
+ * weft_world_compact()): relations with many or short-lived targets
+ * (every unit's squad of thousands, every projectile's owner) should be
+ * WEFT_RELATION_SPARSE, where edges live in the store only and the
+ * relation's archetype bit (the wildcard) is the only placement.
+ *
  * Mutations follow weft_add(): direct on the owner thread outside scopes,
  * staged inside a deferred or iteration scope or a drain (applied at the
  * drain, in call order, after the wave's spawns, despawns and moves), and
@@ -46,9 +66,10 @@ extern "C" {
 /** A source holds at most one edge of the relation: adding one replaces
  * the previous edge (its payload too). */
 #define WEFT_RELATION_EXCLUSIVE 0x1u
-/** Edges stored per entity only; fixed-target archetypes are never made
- * (the default, dense, is reserved for them; both store edges the same
- * way today, see ARCHITECTURE.md). */
+/** Edges stored in the edge store only: no (relation, target) archetypes
+ * are made, pair query terms refuse the relation, and payloads of
+ * non-exclusive relations are allowed. Without it a relation is dense
+ * (see the file's description). */
 #define WEFT_RELATION_SPARSE 0x2u
 /** Despawning a target despawns its sources, recursively, in the same
  * sync point. Requires WEFT_RELATION_EXCLUSIVE. */
@@ -92,7 +113,8 @@ typedef bool (*weft_relation_visit_fn)(weft_entity_t e, uint32_t depth,
  * (like weft_component_register()).
  *
  * Fails, changing nothing, with WEFT_EINVAL (NULL argument, bad or long
- * name, unknown flags, CASCADE without EXCLUSIVE), WEFT_EEXIST (the name
+ * name, unknown flags, CASCADE without EXCLUSIVE, a payload on a dense
+ * relation that is not EXCLUSIVE), WEFT_EEXIST (the name
  * is taken by a component or relation), WEFT_ELAYOUT (alignment not a
  * power of two or above WEFT_ALIGN_MAX, size not a multiple of it, size
  * above 64 KiB), WEFT_ETOOMANY (the component registry is full) or
@@ -106,7 +128,9 @@ int weft_relation_register(weft_world_t *world,
  * Adds the edge (@p rel, @p target) to @p source, with payload @p value
  * (copied; NULL zero-fills). An existing edge to the same target keeps its
  * place and takes the new payload; for an EXCLUSIVE relation, an edge to
- * another target is replaced. A source may target itself.
+ * another target is replaced. A source may target itself. For a dense
+ * relation the source moves to the archetype with the new pair (and
+ * without the replaced one).
  *
  * Owner thread. Direct outside scopes; staged (applied at the drain)
  * inside a deferred or iteration scope, a drain or while observers exist.
@@ -151,7 +175,9 @@ int weft_relation_first(const weft_world_t *world, weft_entity_t source,
  * The payload of edge (@p rel, @p target) of @p source, writable, or NULL
  * when there is no such edge, the relation has no payload or a handle is
  * stale. The pointer stays valid until the next edge is added in the
- * world or the edge goes. Threads as weft_relation_has().
+ * world or the edge goes; for a dense relation it is the source's cell of
+ * the payload column, valid until the next structural change. Threads as
+ * weft_relation_has().
  */
 void *weft_relation_get(const weft_world_t *world, weft_entity_t source,
                         weft_component_t rel, weft_entity_t target);
