@@ -131,6 +131,76 @@ static void test_compact_prunes_empty_archetypes_with_flag(void **state) {
   weft_world_destroy(f.w);
 }
 
+/* Dense relations: by default a compaction prunes exactly the empty
+ * (relation, target) archetypes whose target died, a pair query made
+ * before keeps working (and matches a new target's archetype at a reused
+ * id), and re-parenting afterwards follows fresh transitions. */
+static void test_compact_prunes_dead_target_pairs(void **state) {
+  (void)state;
+  cw_t f = cw_new(0);
+  weft_component_t child_of;
+  weft_relation_desc_t rd = {.name = "ChildOf",
+                             .flags = WEFT_RELATION_EXCLUSIVE};
+  assert_int_equal(weft_relation_register(f.w, &rd, &child_of), WEFT_OK);
+  const weft_component_t a[] = {f.a, 0};
+  enum { P = 6, K = 4 };
+  weft_entity_t parents[P], kids[P][K];
+  for (uint32_t p = 0; p < P; p++) {
+    parents[p] = spawn_v(&f, a, 100 + p);
+    for (uint32_t k = 0; k < K; k++) {
+      kids[p][k] = spawn_v(&f, a, p * K + k);
+      assert_int_equal(
+          weft_relation_add(f.w, kids[p][k], child_of, parents[p], NULL),
+          WEFT_OK);
+    }
+  }
+  weft_query_desc_t qd;
+  memset(&qd, 0, sizeof qd);
+  qd.include[0] = f.a;
+  qd.pairs[0] = (weft_pair_t){.rel = child_of, .target = parents[1]};
+  weft_query_t *q1 = NULL;
+  assert_int_equal(weft_query_create(f.w, &qd, &q1), WEFT_OK);
+  const uint32_t before = wt_stats(f.w).archetypes;
+  /* Parents 0, 2 and 4 die: their children lose the edge and move out. */
+  for (uint32_t p = 0; p < P; p += 2)
+    assert_int_equal(weft_despawn(f.w, parents[p]), WEFT_OK);
+  assert_int_equal(wt_stats(f.w).archetypes, before);
+  uint64_t d0 = weft_world_digest(f.w);
+  weft_compact_stats_t st = compact(f.w, NULL);
+  assert_int_equal(st.pruned, 3);
+  assert_int_equal(wt_stats(f.w).archetypes, before - 3);
+  assert_int_equal(weft_world_digest(f.w), d0);
+  /* Nothing else goes, even empty: a second call prunes nothing. */
+  assert_int_equal(compact(f.w, NULL).pruned, 0);
+  uint32_t rows = 0;
+  assert_int_equal(sum_a(q1, &rows), 1 * K + 0 + 1 * K + 1 + 1 * K + 2 +
+                                          1 * K + 3);
+  assert_int_equal(rows, K);
+  /* A new parent's archetype takes a freed id; the survivors' kids move
+   * there and back. */
+  weft_entity_t np = spawn_v(&f, a, 999);
+  for (uint32_t k = 0; k < K; k++) {
+    assert_int_equal(weft_relation_add(f.w, kids[1][k], child_of, np, NULL),
+                     WEFT_OK);
+    weft_entity_t t = WEFT_ENTITY_NULL;
+    assert_int_equal(weft_relation_first(f.w, kids[1][k], child_of, &t),
+                     WEFT_OK);
+    assert_true(t == np);
+  }
+  assert_int_equal(sum_a(q1, &rows), 0);
+  assert_int_equal(rows, 0);
+  for (uint32_t k = 0; k < K; k++)
+    assert_int_equal(
+        weft_relation_add(f.w, kids[1][k], child_of, parents[1], NULL),
+        WEFT_OK);
+  assert_int_equal(sum_a(q1, &rows), 4 * K + 6);
+  assert_int_equal(rows, K);
+  /* The orphans (kids of dead parents) are where plain moves put them. */
+  for (uint32_t k = 0; k < K; k++)
+    assert_false(weft_has(f.w, kids[0][k], child_of));
+  weft_world_destroy(f.w);
+}
+
 /* Freed ids are reused lowest first; survivors keep theirs. */
 static void test_compact_reuses_ids_lowest_first(void **state) {
   (void)state;
@@ -921,6 +991,7 @@ static void test_compact_pooled_frames(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compact_prunes_empty_archetypes_with_flag),
+      cmocka_unit_test(test_compact_prunes_dead_target_pairs),
       cmocka_unit_test(test_compact_reuses_ids_lowest_first),
       cmocka_unit_test(test_compact_rollback_returns_reused_id),
       cmocka_unit_test(test_compact_queries_survive_and_adopt),
