@@ -173,8 +173,8 @@ static void test_compact_prunes_dead_target_pairs(void **state) {
   /* Nothing else goes, even empty: a second call prunes nothing. */
   assert_int_equal(compact(f.w, NULL).pruned, 0);
   uint32_t rows = 0;
-  assert_int_equal(sum_a(q1, &rows), 1 * K + 0 + 1 * K + 1 + 1 * K + 2 +
-                                          1 * K + 3);
+  assert_int_equal(sum_a(q1, &rows),
+                   1 * K + 0 + 1 * K + 1 + 1 * K + 2 + 1 * K + 3);
   assert_int_equal(rows, K);
   /* A new parent's archetype takes a freed id; the survivors' kids move
    * there and back. */
