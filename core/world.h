@@ -86,6 +86,10 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
   weft__chunk_t *last = a->tail;
   uint32_t lrow = last->count - 1;
   if (last != chunk || lrow != row) {
+    if (__builtin_expect(a->ndirty != 0, 0)) {
+      weft__dirty_settle(last);  /* its last row's bytes move */
+      weft__dirty_settle(chunk); /* a row that may be clean moves in */
+    }
     /* Locals, because every byte store may alias the archetype and the
      * headers: read through them, the loop would reload all four each
      * round. */
