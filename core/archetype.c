@@ -704,6 +704,7 @@ static int add_segment(weft_world_t *w, weft__archetype_t *a, uint32_t n) {
     headers[k].node = node;
     headers[k].versions = vers + (size_t)k * a->ncols;
     headers[k].ticks = a->ndirty ? ticks + (size_t)k * a->ndirty : NULL;
+    memset(headers[k].all_dirty, 0, sizeof(headers[k].all_dirty));
   }
   a->segs[a->nsegs++] = (weft__segment_t){mem, bytes, pool, headers, bases, n};
   a->chunk_total += n;

@@ -355,6 +355,24 @@ int weft__archetype_push_slow(struct weft_world_t *w, weft__archetype_t *a,
 void weft__dirty_arrive(struct weft_world_t *w, weft__archetype_t *a,
                         weft__chunk_t *c, uint32_t row0, uint32_t n);
 
+/* Writes chunk c's all-rows-dirty flags into its dirty bytes and drops
+ * them (core/dirty.c). Any thread that may read the chunk. */
+void weft__dirty_expand(weft__chunk_t *c);
+
+/*
+ * Before rows of chunk c are copied out or overwritten (a swap-remove, a
+ * move, a hole fill): its dirty bytes must say what its flags say. One
+ * test of the header's flag word for a chunk without flags. Owner thread,
+ * while no system runs.
+ */
+static inline void weft__dirty_settle(weft__chunk_t *c) {
+  uint32_t any = 0;
+  for (uint32_t k = 0; k < WEFT__ALL_DIRTY_COLS; k++)
+    any |= c->all_dirty[k];
+  if (__builtin_expect(any != 0, 0))
+    weft__dirty_expand(c);
+}
+
 static inline int weft__archetype_push(struct weft_world_t *w,
                                        weft__archetype_t *a, weft_entity_t e,
                                        weft__chunk_t **chunk, uint32_t *row) {

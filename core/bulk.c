@@ -28,7 +28,11 @@ void weft__copy_rows(const weft__archetype_t *a, const weft__archetype_t *b,
   /* A tracked column the rows had keeps their dirty bytes; a new one stays
    * dirty, as the rows arrived (weft__dirty_arrive()). One test per call
    * for archetypes that track nothing. */
-  if (WEFT__UNLIKELY(b->ndirty))
+  if (WEFT__UNLIKELY(b->ndirty)) {
+    /* The source's all-dirty flags become bytes first: expanding writes
+     * sc's dirty bytes and header, which the copy itself only reads. */
+    if (a->ndirty)
+      weft__dirty_settle((weft__chunk_t *)sc);
     for (uint32_t j = 0; j < b->ncols; j++) {
       const weft__column_t *dcol = &b->cols[j];
       const weft__column_t *scol = weft__archetype_col(a, dcol->comp);
@@ -36,6 +40,7 @@ void weft__copy_rows(const weft__archetype_t *a, const weft__archetype_t *b,
         memcpy(weft__chunk_at(dc, weft__dirty_array(b, dcol), 1, dr),
                weft__chunk_at(sc, weft__dirty_array(a, scol), 1, sr), run);
     }
+  }
 }
 
 /* Writes the group's values for rows [m0, m0 + n) of the group, which
@@ -110,6 +115,10 @@ static void append_rows(weft_world_t *w, const weft__archetype_t *a,
 /* Copies row (sc, sr) of a over row (dc, dr) of a. */
 static void copy_row(const weft__archetype_t *a, const weft__chunk_t *sc,
                      uint32_t sr, weft__chunk_t *dc, uint32_t dr) {
+  if (WEFT__UNLIKELY(a->ndirty)) {
+    weft__dirty_settle((weft__chunk_t *)sc); /* as in weft__copy_rows() */
+    weft__dirty_settle(dc);
+  }
   for (uint32_t i = 0; i < a->narrays; i++) {
     uint32_t n = a->arrays[i].elem;
     weft__copy_elem(weft__chunk_at(dc, i, n, dr), weft__chunk_at(sc, i, n, sr),

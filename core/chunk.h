@@ -56,8 +56,18 @@ typedef struct weft__chunk_t {
   uint32_t index;    /* position in the archetype's chunk list */
   uint32_t node;     /* home NUMA node of the memory */
   uint32_t sversion; /* change version of the last structural change */
-  uint8_t pad_[64 - 5 * sizeof(void *) - 5 * sizeof(uint32_t)];
+  /* Per tracked column k below WEFT__ALL_DIRTY_COLS (core/dirty.c): every
+   * row of the chunk is dirty whatever its byte says (WEFT__ALL_DIRTY), or
+   * a reader is writing that into the bytes (WEFT__ALL_EXPANDING). What
+   * fills the header line to 64 bytes. */
+  uint8_t all_dirty[64 - 5 * sizeof(void *) - 5 * sizeof(uint32_t)];
 } weft__chunk_t;
+
+/* Tracked columns with an all-rows-dirty flag in the chunk header; the
+ * others are always marked row by row. */
+#define WEFT__ALL_DIRTY_COLS                                                   \
+  (64u - 5u * (uint32_t)sizeof(void *) - 5u * (uint32_t)sizeof(uint32_t))
+enum { WEFT__ALL_DIRTY = 1, WEFT__ALL_EXPANDING = 2 };
 
 _Static_assert(sizeof(weft__chunk_t) == 64, "a chunk header is one cache line");
 

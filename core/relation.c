@@ -878,14 +878,136 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
   return 0;
 }
 
+/* ---- the direct fast paths -----------------------------------------------
+ *
+ * The usual direct change is a source's first edge going in or its only
+ * edge going out (every child's ChildOf, every unit's squad). These paths
+ * do that with the fewest loads and calls, and decline (REL_SLOW) anything
+ * else: errors, staging, payload growth, a source with other edges, a
+ * vector or pool that needs memory. mutate() then does the general work,
+ * checks and error reports included, from the start: a declined call has
+ * changed nothing.
+ */
+
+/* A fast path declined; mutate() takes over. */
+#define REL_SLOW 2
+
+/* The store's def for relation c when the direct paths may run, or NULL. */
+static inline weft__rel_def_t *fast_def(weft_world_t *w, weft_component_t c,
+                                        weft_entity_t tgt) {
+  weft__relations_t *r = w->rel;
+  if (!r || r->busy || tgt == WEFT_ENTITY_NULL || weft__routing(w) ||
+      c > WEFT_MAX_COMPONENTS || !r->by_comp[c])
+    return NULL;
+  return &r->defs[r->by_comp[c] - 1];
+}
+
+/* Pops a pooled block into empty vector v; false when the pool is dry. */
+static inline bool block_pop(weft__relations_t *r, weft__rel_vec_t *v) {
+  weft__rel_edge_t *blk = r->free_blocks;
+  if (!blk)
+    return false;
+  memcpy(&r->free_blocks, blk, sizeof(r->free_blocks));
+  v->v = blk;
+  v->cap = WEFT__REL_BLOCK;
+  return true;
+}
+
+/* The first edge of src, to tgt: apply_add() for a source without edges,
+ * with room at the target and, for a payload, in the slab. */
+static inline __attribute__((always_inline)) int
+add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
+          weft_entity_t tgt, const void *value) {
+  weft__rel_def_t *d = fast_def(w, c, tgt);
+  weft__where_t at;
+  if (!d || !weft__locate(w, src, &at) || !weft__lookup(w, tgt))
+    return REL_SLOW;
+  weft__relations_t *r = w->rel;
+  uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
+  if (s >= r->nslots || t >= r->nslots)
+    return REL_SLOW;
+  weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
+  if (out->n || in->n == in->cap ||
+      (d->size && !d->nfree && d->slab_n == d->slab_cap))
+    return REL_SLOW;
+  if (!out->cap && !block_pop(r, out))
+    return REL_SLOW;
+  uint32_t rel = (uint32_t)(d - r->defs);
+  uint32_t slot = payload_take(d, value);
+  int rc = weft__tag_move_at(w, src, &at, d->comp, true);
+  if (rc) {
+    payload_give(d, slot);
+    weft__rel_vec_settle(r, out);
+    return REL_SLOW; /* mutate() fails the same way and says why */
+  }
+  out->v[0] = (weft__rel_edge_t){tgt, rel, slot, in->n, 0};
+  out->n = 1;
+  /* Appended: still sorted when it comes after the last entry. */
+  weft__rel_edge_t x = {src, rel, WEFT__REL_NOSLOT, 0, 0};
+  bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
+  in->v[in->n++] = x;
+  if (ordered)
+    in->sorted = 1;
+  else
+    in_unsorted(r, tgt);
+  r->edges++;
+  w->version++; /* weft_world_structure_version(): edges changed */
+  return 0;
+}
+
+/* Removes the only edge of src, when it is (rel of c, tgt): apply_remove()
+ * for a source with one edge. */
+static inline __attribute__((always_inline)) int
+remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
+            weft_entity_t tgt) {
+  weft__rel_def_t *d = fast_def(w, c, tgt);
+  weft__where_t at;
+  if (!d || !weft__locate(w, src, &at))
+    return REL_SLOW;
+  weft__relations_t *r = w->rel;
+  uint32_t s = (uint32_t)src;
+  if (s >= r->nslots)
+    return REL_SLOW;
+  weft__rel_vec_t *out = &r->out[s];
+  const uint32_t rel = (uint32_t)(d - r->defs);
+  if (out->n != 1 || out->v[0].rel != rel || out->v[0].other != tgt)
+    return REL_SLOW;
+  weft__rel_edge_t e = out->v[0];
+  weft__rel_vec_t *in = &r->in[(uint32_t)tgt];
+  uint32_t last = --in->n;
+  if (e.back != last) {
+    /* The last reverse entry fills the hole; the edge it mirrors learns
+     * where it went (found at once when its source has one edge). */
+    const weft__rel_edge_t m = in->v[e.back] = in->v[last];
+    weft__rel_vec_t *o = &r->out[(uint32_t)m.other];
+    uint32_t p = o->n == 1 ? 0 : vec_find(o, m.rel, tgt);
+    o->v[p].back = e.back;
+    in_unsorted(r, tgt);
+  } else if (!last) {
+    weft__rel_vec_settle(r, in);
+  }
+  payload_give(d, e.slot);
+  out->n = 0;
+  weft__rel_vec_settle(r, out);
+  r->edges--;
+  w->version++;
+  int rc = weft__tag_move_at(w, src, &at, d->comp, false);
+  WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
+             (unsigned long long)src, (unsigned long long)tgt);
+  return 0;
+}
+
 int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t rel,
                       weft_entity_t tgt, const void *value) {
-  return mutate(w, WEFT__RELOP_ADD, src, rel, tgt, value);
+  int rc = w ? add_first(w, src, rel, tgt, value) : REL_SLOW;
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, rel, tgt, value);
 }
 
 int weft_relation_remove(weft_world_t *w, weft_entity_t src,
                          weft_component_t rel, weft_entity_t tgt) {
-  return mutate(w, WEFT__RELOP_REMOVE, src, rel, tgt, NULL);
+  int rc = w ? remove_only(w, src, rel, tgt) : REL_SLOW;
+  return rc != REL_SLOW ? rc
+                        : mutate(w, WEFT__RELOP_REMOVE, src, rel, tgt, NULL);
 }
 
 int weft__rel_remove_all(weft_world_t *w, weft_entity_t e, weft_component_t c) {

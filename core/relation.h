@@ -39,8 +39,12 @@ typedef struct weft__rel_edge_t {
 
 #define WEFT__REL_NOSLOT 0xffffffffu
 
-/* Edges in a vector's pooled first block, and blocks per pool slab. */
-#define WEFT__REL_BLOCK 4u
+/* Edges in a vector's pooled first block, and blocks per pool slab. One:
+ * most sources hold one edge, and a block that holds only what is used
+ * makes the blocks of successive sources touch (a 4-edge block pulled a
+ * 96-byte stride of lines through the cache for the 24 bytes an add
+ * uses). A second edge moves the vector to heap memory its slot keeps. */
+#define WEFT__REL_BLOCK 1u
 #define WEFT__REL_SLAB 256u
 
 /* A slot's `out` is always sorted. Its `in` is sorted only when `sorted`

@@ -73,6 +73,8 @@ move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
   rc = weft__archetype_push(w, b, e, &dc, &dr);
   if (rc)
     return weft__rolled_back(w, mark, rc);
+  if (WEFT__UNLIKELY(at->arch->ndirty)) /* the plan copies its dirty bytes */
+    weft__dirty_settle(at->chunk);
   for (uint32_t i = 0; i < edge->plan_len; i++) {
     const weft__copy_t *p = &edge->plan[i];
     weft__copy_elem(weft__chunk_at(dc, p->dst, p->elem, dr),

@@ -86,6 +86,10 @@ static inline void weft__row_remove(weft_world_t *w, weft__archetype_t *a,
   weft__chunk_t *last = a->tail;
   uint32_t lrow = last->count - 1;
   if (last != chunk || lrow != row) {
+    if (__builtin_expect(a->ndirty != 0, 0)) {
+      weft__dirty_settle(last);  /* its last row's bytes move */
+      weft__dirty_settle(chunk); /* a row that may be clean moves in */
+    }
     /* Locals, because every byte store may alias the archetype and the
      * headers: read through them, the loop would reload all four each
      * round. */
@@ -152,9 +156,22 @@ static inline void weft__dirty_mark(const weft_world_t *w, weft__chunk_t *c,
  */
 static inline void weft__mark_write(const weft_world_t *w, weft__chunk_t *c,
                                     const weft__column_t *col, uint32_t row) {
+  if (__builtin_expect(col->dirty != 0, 0)) {
+    /* Every load before the first store, as in weft__dirty_mark(): after
+     * the version stamp's store the compiler would load the archetype and
+     * the column again (two of the sixteen instructions a tracked
+     * weft_set() added, measured with callgrind). */
+    const weft__archetype_t *a = c->arch;
+    uint8_t *bits = c->bases[weft__dirty_array(a, col)] + row;
+    uint64_t *t = &c->ticks[col->dirty - 1u];
+    const uint64_t tick = w->tick;
+    weft__chunk_stamp(c, (uint32_t)(col - a->cols), w->change_version);
+    __atomic_store_n(bits, (uint8_t)1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(t, __ATOMIC_RELAXED) != tick)
+      __atomic_store_n(t, tick, __ATOMIC_RELAXED);
+    return;
+  }
   weft__stamp_write(w, c, col);
-  if (__builtin_expect(col->dirty != 0, 0))
-    weft__dirty_mark(w, c, col, row);
 }
 
 /*

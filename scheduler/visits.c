@@ -91,7 +91,13 @@ void weft__visits_mark_dirty(const weft__sys_t *y, const weft__visit_t *vi) {
     weft__chunk_t *ch = a->chunks[vi->chunk->index + c];
     for (uint32_t i = 0; i < ai->ndirty; i++) {
       uint32_t k = ai->dirty[i];
-      memset(ch->bases[first + k], 1, ch->count);
+      /* The chunk's all-rows-dirty flag, not a byte per row (core/dirty.c);
+       * no reader or other writer of the column runs meanwhile. */
+      if (k < WEFT__ALL_DIRTY_COLS)
+        __atomic_store_n(&ch->all_dirty[k], (uint8_t)WEFT__ALL_DIRTY,
+                         __ATOMIC_RELAXED);
+      else
+        memset(ch->bases[first + k], 1, ch->count);
       /* Relaxed: a callback's weft_get_mut() may stamp it too. */
       if (__atomic_load_n(&ch->ticks[k], __ATOMIC_RELAXED) != tick)
         __atomic_store_n(&ch->ticks[k], tick, __ATOMIC_RELAXED);

@@ -62,7 +62,8 @@ int weft__visits_plan_task(weft_world_t *w, weft__sys_t *y);
 int weft__visits_plan_system(weft_world_t *w, weft__sys_t *y);
 
 /* Marks every row of the chunks of visit vi dirty for the tracked columns
- * the system writes (weft/dirty.h): one memset per chunk and column. */
+ * the system writes (weft/dirty.h): a chunk's all-rows-dirty flag per
+ * column (core/dirty.c), a memset for columns past the flags. */
 void weft__visits_mark_dirty(const weft__sys_t *y, const weft__visit_t *vi);
 
 /* Stamps the columns the system writes, in the chunks of visit vi, with

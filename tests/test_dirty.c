@@ -448,6 +448,275 @@ static void test_dirty_steady_frames_allocate_nothing(void **state) {
   dx_free(x);
 }
 
+/* --- the all-rows-dirty flag --------------------------------------------- */
+
+#define CAP 4096u /* entity index slots the oracle follows */
+
+/* What the oracle knows: which entity index is alive with T, its handle,
+ * whether T is dirty, whether it has the tag. */
+typedef struct flag_model_t {
+  weft_entity_t h[CAP];
+  bool alive[CAP], dirty[CAP], tagged[CAP];
+} flag_model_t;
+
+static void model_spawned(flag_model_t *m, weft_entity_t e) {
+  uint32_t i = weft_entity_index(e);
+  assert_true(i < CAP);
+  m->h[i] = e;
+  m->alive[i] = m->dirty[i] = true; /* a spawn's components are new */
+  m->tagged[i] = false;
+}
+
+/* A live entity index picked at random, or CAP when none is. */
+static uint32_t model_pick(const flag_model_t *m, uint64_t *rng) {
+  for (int tries = 0; tries < 64; tries++) {
+    uint32_t i = wt_draw_below(rng, CAP);
+    if (m->alive[i])
+      return i;
+  }
+  for (uint32_t i = 0; i < CAP; i++)
+    if (m->alive[i])
+      return i;
+  return CAP;
+}
+
+/* Every live entity's is_dirty, and with `iterate` both queries' bytes
+ * (chunk by chunk and in runs of chunks), against the oracle. */
+static void model_check(const dx_t *x, const flag_model_t *m,
+                        weft_query_t *const *qs, bool iterate, int op) {
+  for (uint32_t i = 0; i < CAP; i++)
+    if (m->alive[i] && weft_is_dirty(x->w, m->h[i], x->t) != m->dirty[i])
+      fail_msg("op %d: entity %u dirty %d, expected %d", op, i, !m->dirty[i],
+               m->dirty[i]);
+  /* Either query first: the first reader expands what it reads. */
+  for (uint32_t j = 0; iterate && j < 2; j++) {
+    const uint32_t k = j ^ ((uint32_t)op / 8u & 1u);
+    weft_iter_t it;
+    uint32_t rows = 0, live = 0;
+    weft_query_iter(qs[k], &it);
+    while (weft_iter_next(&it)) {
+      const uint8_t *d = weft_iter_dirty(&it, 0);
+      assert_non_null(d);
+      for (uint32_t r = 0; r < it.count; r++) {
+        uint32_t i = weft_entity_index(it.entities[r]);
+        if ((d[r] != 0) != m->dirty[i])
+          fail_msg("op %d, query %u: entity %u byte %u, expected %d", op, k, i,
+                   d[r], m->dirty[i]);
+      }
+      rows += it.count;
+    }
+    for (uint32_t i = 0; i < CAP; i++)
+      live += m->alive[i];
+    assert_int_equal(rows, live);
+  }
+}
+
+/* Adds (or removes) the tag on up to 40 entities through a command
+ * buffer: the drain moves them as groups (core/bulk.c). */
+static void model_group_move(dx_t *x, flag_model_t *m, uint64_t *rng,
+                             bool add) {
+  weft_cmdbuf_t *b;
+  assert_int_equal(weft_cmdbuf_create(x->w, &b), WEFT_OK);
+  for (uint32_t n = 0; n < 40; n++) {
+    uint32_t i = model_pick(m, rng);
+    if (i == CAP || m->tagged[i] == add)
+      continue;
+    m->tagged[i] = add;
+    assert_int_equal(add ? weft_cmd_add(b, m->h[i], x->tag, NULL)
+                         : weft_cmd_remove(b, m->h[i], x->tag),
+                     WEFT_OK);
+  }
+  assert_int_equal(weft_world_apply(x->w, &b, 1), WEFT_OK);
+  assert_int_equal(weft_cmdbuf_destroy(b), WEFT_OK);
+}
+
+/*
+ * A system's whole-chunk mark sets the chunks' all-dirty flags instead of
+ * writing bytes; then row writes, clears, despawns (rows swapped out of
+ * and into flagged chunks), archetype moves one by one and in groups,
+ * spawns, and reads through weft_is_dirty() and weft_iter_dirty() (chunk
+ * by chunk and over runs of chunks, which expand the flags) all agree with
+ * an oracle that marks every row the system visits.
+ */
+static void test_dirty_all_rows_flag_against_oracle(void **state) {
+  (void)state;
+  dx_t *x = dx_new(0);
+  dx_pipeline(x, true);
+  weft_world_t *w = x->w;
+  add_system(x, "dirty.all", WEFT_PHASE_FIXED_UPDATE, x->t, 0,
+             WEFT_ACCESS_WRITE, write_nothing, NULL);
+  add_system(x, "dirty.tagged", WEFT_PHASE_POST_FIXED_UPDATE, x->t, x->tag,
+             WEFT_ACCESS_WRITE, write_nothing, NULL);
+  weft_query_t *qs[2];
+  weft_query_desc_t qd;
+  memset(&qd, 0, sizeof qd);
+  qd.include[0] = x->t;
+  assert_int_equal(weft_query_create(w, &qd, &qs[0]), WEFT_OK);
+  qd.flags = WEFT_QUERY_CHUNK_RUNS;
+  assert_int_equal(weft_query_create(w, &qd, &qs[1]), WEFT_OK);
+  flag_model_t *m = calloc(1, sizeof *m);
+  assert_non_null(m);
+  for (uint32_t i = 0; i < N; i++) {
+    model_spawned(m, x->es[i]);
+    m->dirty[weft_entity_index(x->es[i])] = false; /* dx_new() cleared */
+  }
+  uint64_t rng = 0xa11d1e7;
+  const weft_component_t tu[] = {x->t, x->u, 0};
+  for (int op = 0; op < 600; op++) {
+    uint32_t i = model_pick(m, &rng);
+    switch (wt_draw_below(&rng, 10)) {
+    case 0: /* every row of T, in every chunk */
+      assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, FIXED),
+                       WEFT_OK);
+      for (uint32_t k = 0; k < CAP; k++)
+        m->dirty[k] |= m->alive[k];
+      break;
+    case 1: /* the tagged rows' chunks only */
+      assert_int_equal(
+          weft_world_run_phase(w, WEFT_PHASE_POST_FIXED_UPDATE, FIXED),
+          WEFT_OK);
+      for (uint32_t k = 0; k < CAP; k++)
+        m->dirty[k] |= m->alive[k] && m->tagged[k];
+      break;
+    case 2: { /* one row */
+      pair_t v = {op, 0};
+      if (i < CAP) {
+        assert_int_equal(weft_set(w, m->h[i], x->t, &v), WEFT_OK);
+        m->dirty[i] = true;
+      }
+      break;
+    }
+    case 3:
+      if (wt_draw_below(&rng, 3) == 0) {
+        assert_int_equal(weft_world_clear_dirty(w), WEFT_OK);
+        memset(m->dirty, 0, sizeof m->dirty);
+      }
+      break;
+    case 4: /* the archetype's last row fills the hole */
+      if (i < CAP) {
+        assert_int_equal(weft_despawn(w, m->h[i]), WEFT_OK);
+        m->alive[i] = false;
+      }
+      break;
+    case 5:
+      model_spawned(m, wt_spawn_with(w, tu, NULL));
+      break;
+    case 6: /* a move that carries T's bit */
+      if (i < CAP) {
+        assert_int_equal(m->tagged[i] ? weft_remove(w, m->h[i], x->tag)
+                                      : weft_add(w, m->h[i], x->tag, NULL),
+                         WEFT_OK);
+        m->tagged[i] = !m->tagged[i];
+      }
+      break;
+    case 7:
+      model_group_move(x, m, &rng, wt_draw_below(&rng, 2) == 0);
+      break;
+    default:
+      break; /* reads only */
+    }
+    model_check(x, m, qs, op % 8 == 0 || op == 599, op);
+  }
+  free(m);
+  weft_query_destroy(qs[0]);
+  weft_query_destroy(qs[1]);
+  dx_free(x);
+}
+
+/*
+ * A clean row moving into a flagged chunk stays clean, and a flagged
+ * chunk's rows moving out stay dirty: a despawn's swap-remove and a
+ * group's hole filling (core/bulk.c) both take the archetype's last rows,
+ * which here are clean, into flagged chunks.
+ */
+static void test_dirty_clean_rows_into_flagged_chunks(void **state) {
+  (void)state;
+  dx_t *x = dx_new(0);
+  dx_pipeline(x, true);
+  weft_world_t *w = x->w;
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "dirty.untagged";
+  d.phase = WEFT_PHASE_FIXED_UPDATE;
+  d.query.include[0] = x->t;
+  d.query.exclude[0] = x->tag;
+  d.term_access[0] = WEFT_ACCESS_WRITE;
+  d.run = write_nothing;
+  weft_system_t id;
+  assert_int_equal(weft_system_register(w, &d, &id), WEFT_OK);
+  /* Ten entities wait, clean, in the tagged archetype while the writer
+   * flags every chunk of the untagged one. */
+  for (uint32_t i = 0; i < 10; i++)
+    assert_int_equal(weft_add(w, x->es[N - 1 - i], x->tag, NULL), WEFT_OK);
+  assert_int_equal(weft_world_clear_dirty(w), WEFT_OK);
+  assert_int_equal(weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, FIXED),
+                   WEFT_OK);
+  /* Back untagged: they arrive at the tail, clean. */
+  for (uint32_t i = 0; i < 10; i++)
+    assert_int_equal(weft_remove(w, x->es[N - 1 - i], x->tag), WEFT_OK);
+  /* A despawn in the first chunk takes the tail's last row. */
+  assert_int_equal(weft_despawn(w, x->es[0]), WEFT_OK);
+  /* A group leaves the first chunk: the tail's rows fill the holes. */
+  weft_cmdbuf_t *b;
+  assert_int_equal(weft_cmdbuf_create(w, &b), WEFT_OK);
+  for (uint32_t i = 1; i < 9; i++)
+    assert_int_equal(weft_cmd_add(b, x->es[i], x->tag, NULL), WEFT_OK);
+  assert_int_equal(weft_world_apply(w, &b, 1), WEFT_OK);
+  assert_int_equal(weft_cmdbuf_destroy(b), WEFT_OK);
+  for (uint32_t i = 1; i < N; i++) {
+    bool clean = i >= N - 10;
+    if (weft_is_dirty(w, x->es[i], x->t) == clean)
+      fail_msg("entity %u: dirty %d", i, clean);
+  }
+  weft_iter_t it;
+  uint32_t dirty = 0;
+  weft_query_iter(x->q, &it);
+  while (weft_iter_next(&it)) {
+    const uint8_t *bytes = weft_iter_dirty(&it, 0);
+    for (uint32_t r = 0; r < it.count; r++) {
+      assert_int_equal(bytes[r] != 0, weft_is_dirty(w, it.entities[r], x->t));
+      dirty += bytes[r] != 0;
+    }
+  }
+  assert_int_equal(dirty, N - 11);
+  dx_free(x);
+}
+
+/* Readers of T on the pool expanding the writer's flags at once, chunk by
+ * chunk and in runs: each sees every row dirty, every frame. */
+static void test_dirty_readers_expand_flags_on_workers(void **state) {
+  (void)state;
+  dx_t *x = dx_new(3);
+  sys_count_t seen[3];
+  add_system(x, "dirty.writer", WEFT_PHASE_FIXED_UPDATE, x->t, 0,
+             WEFT_ACCESS_WRITE, write_nothing, NULL);
+  for (uint32_t k = 0; k < 3; k++) {
+    seen[k] = (sys_count_t){x, 0, 0, 0};
+    weft_system_desc_t d;
+    memset(&d, 0, sizeof d);
+    d.name = k == 0 ? "dirty.r0" : k == 1 ? "dirty.r1" : "dirty.r2";
+    d.phase = WEFT_PHASE_POST_FIXED_UPDATE;
+    d.query.include[0] = x->t;
+    d.query.flags = k == 2 ? WEFT_QUERY_CHUNK_RUNS : 0;
+    d.term_access[0] = WEFT_ACCESS_READ;
+    d.batch = 32; /* a job per chunk or so */
+    d.run = count_dirty;
+    d.user = &seen[k];
+    weft_system_t id;
+    assert_int_equal(weft_system_register(x->w, &d, &id), WEFT_OK);
+  }
+  const uint32_t frames = 20;
+  for (uint32_t f = 0; f < frames; f++)
+    progress_ok(x->w);
+  for (uint32_t k = 0; k < 3; k++) {
+    assert_int_equal(atomic_load(&seen[k].bad), 0);
+    assert_int_equal(atomic_load(&seen[k].rows), frames * N);
+    assert_int_equal(atomic_load(&seen[k].dirty), frames * N);
+  }
+  assert_int_equal(dirty_count(x, x->t), 0); /* each step's end cleared */
+  dx_free(x);
+}
+
 static void test_dirty_rejects_bad_input(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
@@ -472,6 +741,9 @@ int main(void) {
       cmocka_unit_test(test_dirty_pipeline_clears_after_each_fixed_step),
       cmocka_unit_test(test_dirty_same_bits_on_one_and_two_workers),
       cmocka_unit_test(test_dirty_steady_frames_allocate_nothing),
+      cmocka_unit_test(test_dirty_all_rows_flag_against_oracle),
+      cmocka_unit_test(test_dirty_clean_rows_into_flagged_chunks),
+      cmocka_unit_test(test_dirty_readers_expand_flags_on_workers),
       cmocka_unit_test(test_dirty_rejects_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -796,11 +796,91 @@ static void test_relation_steady_state_allocates_nothing(void **state) {
   weft_world_destroy(w);
 }
 
+/* Sources of t under rel, ascending, into out; returns how many. */
+static uint32_t sources_of(weft_world_t *w, weft_entity_t t,
+                           weft_component_t rel, weft_entity_t *out) {
+  seen_t s = {0};
+  assert_int_equal(weft_relation_sources(w, t, rel, on_source, &s), WEFT_OK);
+  assert_true(s.n <= 64);
+  memcpy(out, s.e, s.n * sizeof *out);
+  return s.n;
+}
+
+/*
+ * The direct first-edge add and only-edge remove (relation.c's fast
+ * paths) against the general ones: a hub's sources swap-removed in an
+ * order that moves entries of one-edge and many-edge sources, a self
+ * edge, payloads reused, a source with other edges taking the general
+ * path, and the archetype bit following the edges.
+ */
+static void test_relation_first_and_only_edges(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t likes = reg_rel(w, "Likes", sizeof(pay_t), 0);
+  weft_component_t tag = reg_rel(w, "Tagged", 0, 0);
+  /* other below hub: e[7]'s edge to hub is its second. */
+  weft_entity_t other = wt_spawn(w), hub = wt_spawn(w), e[8];
+  for (int i = 0; i < 8; i++)
+    e[i] = wt_spawn(w);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 8; i++) {
+      pay_t p = {round * 100 + i, i};
+      assert_int_equal(weft_relation_add(w, e[i], likes, hub, &p), WEFT_OK);
+      assert_true(weft_has(w, e[i], likes));
+    }
+    /* e[7] has a second edge: its hub entry is found by search when the
+     * hub's last entry moves. */
+    assert_int_equal(weft_relation_add(w, e[7], likes, other, NULL), WEFT_OK);
+    /* e[0] goes: e[7]'s entry fills its hole, and e[7]'s edge learns its
+     * new place, which the general removal that follows (no read between:
+     * a read sorts the entries and fixes every place) relies on. */
+    assert_int_equal(weft_relation_remove(w, e[0], likes, hub), WEFT_OK);
+    assert_int_equal(weft_relation_remove(w, e[7], likes, hub), WEFT_OK);
+    assert_true(weft_has(w, e[7], likes));
+    assert_true(weft_relation_has(w, e[7], likes, other));
+    for (int i = 0; i < 7; i += 2) {
+      if (i)
+        assert_int_equal(weft_relation_remove(w, e[i], likes, hub), WEFT_OK);
+      assert_false(weft_relation_has(w, e[i], likes, hub));
+      assert_false(weft_has(w, e[i], likes));
+    }
+    weft_entity_t got[64];
+    assert_int_equal(sources_of(w, hub, likes, got), 3);
+    for (int k = 0; k < 3; k++) {
+      assert_int_equal(got[k], e[2 * k + 1]);
+      pay_t *p = weft_relation_get(w, e[2 * k + 1], likes, hub);
+      assert_non_null(p);
+      assert_int_equal(p->a, round * 100 + 2 * k + 1);
+    }
+    assert_int_equal(weft_relation_remove(w, e[7], likes, other), WEFT_OK);
+    assert_false(weft_has(w, e[7], likes));
+    for (int i = 1; i < 7; i += 2)
+      assert_int_equal(weft_relation_remove(w, e[i], likes, hub), WEFT_OK);
+    assert_int_equal(sources_of(w, hub, likes, got), 0);
+    /* A self edge, removed by its only-edge path. */
+    assert_int_equal(weft_relation_add(w, hub, tag, hub, NULL), WEFT_OK);
+    assert_true(weft_relation_has(w, hub, tag, hub));
+    assert_int_equal(sources_of(w, hub, tag, got), 1);
+    assert_int_equal(got[0], hub);
+    assert_int_equal(weft_relation_remove(w, hub, tag, hub), WEFT_OK);
+    assert_false(weft_has(w, hub, tag));
+    assert_int_equal(weft_relation_edge_count(w), 0);
+  }
+  /* A removal of a missing edge, with a dead target, is still refused. */
+  weft_entity_t dead = wt_spawn(w);
+  assert_int_equal(weft_despawn(w, dead), WEFT_OK);
+  assert_int_equal(weft_relation_remove(w, e[0], likes, dead), WEFT_ESTALE);
+  assert_int_equal(weft_relation_add(w, e[0], likes, dead, NULL), WEFT_ESTALE);
+  assert_int_equal(weft_relation_edge_count(w), 0);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_relation_register_rejects_bad_input),
       cmocka_unit_test(test_relation_add_has_first_each_sources),
       cmocka_unit_test(test_relation_exclusive_replaces),
+      cmocka_unit_test(test_relation_first_and_only_edges),
       cmocka_unit_test(test_relation_plain_calls_are_refused),
       cmocka_unit_test(test_relation_wildcard_queries),
       cmocka_unit_test(test_relation_traverse_dag_once),

@@ -13,9 +13,10 @@
  * systems that declare write access to the component (an include term
  * with write or default access, or the `write` list unless the system
  * declares WEFT_SYSTEM_TRACKED_WRITES): the scheduler marks every row of
- * every chunk such a system visits, one memset per chunk. Bits move with
- * their rows (archetype moves and swap-removes). Components without the
- * flag cost nothing.
+ * every chunk such a system visits, with one all-rows-dirty flag per chunk
+ * that the first weft_iter_dirty() of the chunk (or a row copy out of or
+ * into it) writes into the bytes. Bits move with their rows (archetype
+ * moves and swap-removes). Components without the flag cost nothing.
  *
  * Writes through pointers these paths do not hand out (weft_get() cast to
  * non-const, a query iterated by hand, a system's writes outside the
@@ -57,7 +58,9 @@ bool weft_is_dirty(const weft_world_t *world, weft_entity_t e,
  * The dirty bytes of include term @p term for the rows of the iterator's
  * current chunk: it->count bytes, byte i for row i (nonzero: dirty), or
  * NULL when the term's component is not tracked (or a tag), the iterator
- * is on no chunk or was invalidated. The pointer is into the chunk and
+ * is on no chunk or was invalidated. A chunk a system marked whole gets
+ * its bytes written here, once (concurrent callers wait for the first).
+ * The pointer is into the chunk and
  * lives as long as the iterator's chunk does (until the next structural
  * change); the caller must not write through it. Any thread that may read
  * the chunk (a system's callback, the iterating thread).
