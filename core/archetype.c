@@ -804,6 +804,9 @@ static void move_chunk(weft_world_t *w, const weft__archetype_t *a,
   c->count = o->count;
   c->sversion = o->sversion;
   c->id = o->id;
+  /* The dirty bytes came along as arrays; the all-rows flags with them
+   * (owner thread, no reader running: a plain copy). */
+  memcpy(c->all_dirty, o->all_dirty, sizeof(c->all_dirty));
   weft__chunk_slot_t *slot = &w->chunks.table[c->id];
   *slot = (weft__chunk_slot_t){
       .entities = c->entities, .arch = (weft__archetype_t *)a, .chunk = c};

@@ -899,7 +899,9 @@ static inline weft__rel_def_t *fast_def(weft_world_t *w, weft_component_t c,
   if (!r || r->busy || tgt == WEFT_ENTITY_NULL || weft__routing(w) ||
       c > WEFT_MAX_COMPONENTS || !r->by_comp[c])
     return NULL;
-  return &r->defs[r->by_comp[c] - 1];
+  weft__rel_def_t *d = &r->defs[r->by_comp[c] - 1];
+  /* A dense edge is a pair move (relation_dense.c): the general path. */
+  return weft__rel_dense(d) ? NULL : d;
 }
 
 /* Pops a pooled block into empty vector v; false when the pool is dry. */
@@ -907,7 +909,7 @@ static inline bool block_pop(weft__relations_t *r, weft__rel_vec_t *v) {
   weft__rel_edge_t *blk = r->free_blocks;
   if (!blk)
     return false;
-  memcpy(&r->free_blocks, blk, sizeof(r->free_blocks));
+  r->free_blocks = blk_next(blk);
   v->v = blk;
   v->cap = WEFT__REL_BLOCK;
   return true;

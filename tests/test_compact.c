@@ -688,6 +688,54 @@ static void test_compact_values_and_dirty_survive(void **state) {
   weft_world_destroy(f.w);
 }
 
+static int touch_tracked(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)ctx;
+  (void)chunk; /* the declared write marks every row it visits */
+  return 0;
+}
+
+/* Rows a system marked dirty as whole chunks (one flag per chunk, not a
+ * byte per row) stay dirty when a shrink moves their chunks. */
+static void test_compact_chunk_dirty_flags_survive(void **state) {
+  (void)state;
+  cw_t f = cw_new(WEFT_CHUNK_SIZE_MIN);
+  weft_component_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "tracked";
+  d.size = sizeof(uint32_t);
+  d.flags = WEFT_COMPONENT_TRACK_DIRTY;
+  weft_component_t tr = 0;
+  assert_int_equal(weft_component_register(f.w, &d, &tr), WEFT_OK);
+  weft_system_desc_t sd;
+  memset(&sd, 0, sizeof sd);
+  sd.name = "touch";
+  sd.phase = WEFT_PHASE_PRE_UPDATE;
+  sd.query.include[0] = tr;
+  sd.term_access[0] = WEFT_ACCESS_WRITE;
+  sd.run = touch_tracked;
+  weft_system_t id = 0;
+  assert_int_equal(weft_system_register(f.w, &sd, &id), WEFT_OK);
+  const weft_component_t l[] = {f.a, tr, 0};
+  enum { N = 5000, KEEP = N / 10 };
+  static weft_entity_t es[N];
+  assert_int_equal(weft_spawn_batch(f.w, N, l, NULL, NULL, es), WEFT_OK);
+  assert_int_equal(weft_world_clear_dirty(f.w), WEFT_OK);
+  assert_false(weft_is_dirty(f.w, es[0], tr));
+  assert_int_equal(weft_world_run_phase(f.w, WEFT_PHASE_PRE_UPDATE, 0.0),
+                   WEFT_OK);
+  /* From the back: the first chunks keep their rows and their flags. */
+  for (uint32_t i = N; i-- > KEEP;)
+    assert_int_equal(weft_despawn(f.w, es[i]), WEFT_OK);
+  weft_compact_stats_t st = compact(f.w, NULL);
+  assert_int_equal(st.rebuilt, 1);
+  for (uint32_t i = 0; i < KEEP; i++)
+    assert_true(weft_is_dirty(f.w, es[i], tr));
+  assert_int_equal(weft_world_clear_dirty(f.w), WEFT_OK);
+  for (uint32_t i = 0; i < KEEP; i++)
+    assert_false(weft_is_dirty(f.w, es[i], tr));
+  weft_world_destroy(f.w);
+}
+
 /* After a mass despawn a shrink releases chunk memory; the world keeps
  * working (spawns, reads, queries) and grows again. */
 static void test_compact_shrink_releases_memory(void **state) {
@@ -1001,6 +1049,7 @@ int main(void) {
       cmocka_unit_test(test_compact_systems_survive),
       cmocka_unit_test(test_compact_observer_events),
       cmocka_unit_test(test_compact_values_and_dirty_survive),
+      cmocka_unit_test(test_compact_chunk_dirty_flags_survive),
       cmocka_unit_test(test_compact_shrink_releases_memory),
       cmocka_unit_test(test_compact_chunk_ids_reused),
       cmocka_unit_test(test_compact_digest_unchanged),
