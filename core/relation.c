@@ -428,6 +428,8 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
   def->stride = d->size && !column ? (d->size + align - 1) / align * align : 0;
   def->flags = d->flags;
   r->by_comp[c] = (uint16_t)(++r->ndefs);
+  if (d->flags & WEFT_RELATION_SPARSE)
+    r->sparse_by_comp[c] = r->by_comp[c];
   if (d->flags & WEFT_RELATION_CASCADE)
     r->cascades++;
   *out = c;
@@ -873,10 +875,9 @@ static inline uint32_t fast_rel(const weft_world_t *w,
                                 const weft__relations_t *r,
                                 weft_component_t c) {
   if (!r || r->busy || weft__routing(w) || w->obs_events ||
-      c > WEFT_MAX_COMPONENTS || !r->by_comp[c])
+      c > WEFT_MAX_COMPONENTS)
     return UINT32_MAX;
-  uint32_t rel = r->by_comp[c] - 1u;
-  return weft__rel_dense(&r->defs[rel]) ? UINT32_MAX : rel;
+  return r->sparse_by_comp[c] - 1u; /* UINT32_MAX when 0 */
 }
 
 /* weft__tag_move_at() inlined for the fast paths, which run only where
@@ -926,7 +927,7 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   const bool ordered = back == 0 || (in->sorted && edge_less(x - 1, rel, src));
   *x = (weft__rel_edge_t){src, rel, WEFT__REL_NOSLOT, 0, 0};
   in->n = back + 1;
-  if (__builtin_expect(fast_move(w, src, &at, d->comp, true) != 0, 0)) {
+  if (__builtin_expect(fast_move(w, src, &at, c, true) != 0, 0)) {
     in->n = back;
     out->n = 0;
     payload_give(d, slot);
@@ -971,11 +972,10 @@ remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
     o->v[p].back = pos;
     in_unsorted(r, tgt);
   }
-  weft__rel_def_t *d = &r->defs[rel];
-  payload_give(d, slot);
+  payload_give(&r->defs[rel], slot);
   r->edges--;
   w->version++;
-  int rc = fast_move(w, src, &at, d->comp, false);
+  int rc = fast_move(w, src, &at, c, false);
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
              (unsigned long long)src, (unsigned long long)tgt);
   return 0;

@@ -107,8 +107,11 @@ typedef struct weft__relations_t {
   uint32_t ndefs;
   uint32_t defs_cap;
   uint16_t by_comp[WEFT_MAX_COMPONENTS + 1]; /* component -> def + 1 */
-  uint32_t cascades;                         /* CASCADE relations */
-  weft__rel_vec_t *out;                      /* by slot, nslots entries */
+  /* component -> def + 1 for SPARSE relations only: the direct fast
+   * paths' one lookup (dense edges are pair moves). */
+  uint16_t sparse_by_comp[WEFT_MAX_COMPONENTS + 1];
+  uint32_t cascades;    /* CASCADE relations */
+  weft__rel_vec_t *out; /* by slot, nslots entries */
   weft__rel_vec_t *in;
   uint32_t nslots;
   uint32_t out_cap;
