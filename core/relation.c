@@ -72,6 +72,9 @@ void weft__rel_clear(weft_world_t *w) {
   r->nops = r->ops_from = r->nbytes = 0;
 }
 
+_Static_assert(sizeof(weft__rel_vec_t) == 40,
+               "a vector header is a pointer, two words and one edge");
+
 /* Points the inline vectors of a[0..n) at their own edge again: the
  * array has moved. */
 static void vecs_rebase(weft__rel_vec_t *a, uint32_t n) {
@@ -158,9 +161,12 @@ static int vec_grow(weft_world_t *w, weft__rel_vec_t *v) {
     v->cap = 4u;
     return 0;
   }
-  return weft__grow(&w->alloc, &v->v, &v->cap, v->n + 1, sizeof(*v->v), 4)
-             ? WEFT_ENOMEM
-             : 0;
+  uint32_t cap = v->cap; /* a bit field has no address */
+  if (v->n >= WEFT__REL_CAP_MAX ||
+      weft__grow(&w->alloc, &v->v, &cap, v->n + 1, sizeof(*v->v), 4))
+    return WEFT_ENOMEM;
+  v->cap = cap > WEFT__REL_CAP_MAX ? WEFT__REL_CAP_MAX : cap;
+  return 0;
 }
 
 /* Room for one more edge in v. Inline because it is almost always there:
