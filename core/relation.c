@@ -899,10 +899,22 @@ fast_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
       w, e, at, add ? WEFT__EDGE_REL_ADD : WEFT__EDGE_REL_REMOVE, comp, &edge);
 }
 
+/* Takes back the edge add_first() put in when its move failed: every
+ * value it needs is in the store, so none lives across the move. */
+static __attribute__((noinline, cold)) void
+add_first_undo(weft__relations_t *r, weft_entity_t src, weft_entity_t tgt) {
+  weft__rel_vec_t *out = &r->out[(uint32_t)src];
+  const weft__rel_edge_t e = out->v[0];
+  out->n = 0;
+  r->in[(uint32_t)tgt].n--;
+  payload_give(&r->defs[e.rel], e.slot);
+  r->edges--;
+}
+
 /* The first edge of src, to tgt: apply_add() for a source without edges,
  * with room at the target and, for a payload, in the slab. The edge goes
  * in before the move into the relation's archetype, so that little has
- * to live across the call, and comes out again when the move fails. */
+ * to live across it, and comes out again when the move fails. */
 static inline __attribute__((always_inline)) int
 add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
           weft_entity_t tgt, const void *value) {
@@ -928,23 +940,23 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   }
   out->v[0] = (weft__rel_edge_t){tgt, rel, slot, back, 0};
   out->n = 1;
-  /* Appended: still sorted when it comes after the last entry. */
+  /* Appended: still sorted when it comes after the last entry. The flag
+   * stays right if the move fails: the entries before stay as they were,
+   * and a queued target is only sorted again. */
   weft__rel_edge_t *x = &in->v[back];
-  const bool ordered = back == 0 || (in->sorted && edge_less(x - 1, rel, src));
-  *x = (weft__rel_edge_t){src, rel, WEFT__REL_NOSLOT, 0, 0};
-  in->n = back + 1;
-  if (__builtin_expect(fast_move(w, src, &at, c, true) != 0, 0)) {
-    in->n = back;
-    out->n = 0;
-    payload_give(d, slot);
-    return REL_SLOW; /* mutate() fails the same way and says why */
-  }
-  if (ordered)
+  if (back == 0 || (in->sorted && edge_less(x - 1, rel, src)))
     in->sorted = 1;
   else
     in_unsorted(r, tgt);
+  *x = (weft__rel_edge_t){src, rel, WEFT__REL_NOSLOT, 0, 0};
+  in->n = back + 1;
   r->edges++;
-  w->version++; /* weft_world_structure_version(): edges changed */
+  /* The move also moves weft_world_structure_version(), as every edge
+   * change must. */
+  if (__builtin_expect(fast_move(w, src, &at, c, true) != 0, 0)) {
+    add_first_undo(w->rel, src, tgt);
+    return REL_SLOW; /* mutate() fails the same way and says why */
+  }
   return 0;
 }
 
@@ -980,8 +992,7 @@ remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
   }
   payload_give(&r->defs[rel], slot);
   r->edges--;
-  w->version++;
-  int rc = fast_move(w, src, &at, c, false);
+  int rc = fast_move(w, src, &at, c, false); /* moves the version too */
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
              (unsigned long long)src, (unsigned long long)tgt);
   return 0;
