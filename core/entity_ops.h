@@ -52,4 +52,47 @@ static inline int weft__rolled_back(weft_world_t *w, uint32_t mark, int rc) {
   return rc;
 }
 
+/*
+ * Moves resolved entity e along the edge op/c; at is updated to the new row
+ * and *taken to the edge followed. Observers are not told (callers that
+ * have them do that around it). Inline: structural.c's calls and the
+ * relation fast paths (relation.c) sit on per-entity hot paths.
+ */
+static inline __attribute__((always_inline)) int
+weft__move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at,
+                 uint32_t op, weft_component_t c, const weft__edge_t **taken) {
+  const weft__edge_t *edge;
+  const uint32_t mark = weft__archetypes_mark(w);
+  int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
+  if (rc)
+    return weft__rolled_back(w, mark, rc);
+  weft__archetype_t *b = edge->to;
+  weft__chunk_t *dc;
+  uint32_t dr;
+  rc = weft__archetype_push(w, b, e, &dc, &dr);
+  if (rc)
+    return weft__rolled_back(w, mark, rc);
+  if (WEFT__UNLIKELY(at->arch->ndirty)) /* the plan copies its dirty bytes */
+    weft__dirty_settle(at->chunk);
+  for (uint32_t i = 0; i < edge->plan_len; i++) {
+    const weft__copy_t *p = &edge->plan[i];
+    weft__copy_elem(weft__chunk_at(dc, p->dst, p->elem, dr),
+                    weft__chunk_at(at->chunk, p->src, p->elem, at->row),
+                    p->elem);
+  }
+  /* An add that brings requirements along writes their defaults. */
+  if (WEFT__UNLIKELY(edge->ndefaults))
+    weft__req_write_defaults(b, weft__edge_defaults(edge), edge->ndefaults, dc,
+                             dr);
+  weft__rec_set_loc(&w->index, at->rec, dc->id, dr);
+  weft__row_remove(w, at->arch, at->chunk, at->row);
+  at->chunk = dc;
+  at->row = dr;
+  at->arch = b;
+  w->moves++;
+  w->version++;
+  *taken = edge;
+  return 0;
+}
+
 #endif /* WEFT_CORE_ENTITY_OPS_H */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/entity_ops.h"
 #include "core/observer.h"
 #include "core/relation.h"
 #include "core/stage.h"
@@ -33,17 +34,13 @@ void weft__rel_fini(weft_world_t *w) {
     weft__free(r->defs[i].slab, 0, 16);
     weft__free(r->defs[i].free, 0, 16);
   }
-  /* Vectors past their pooled block own heap memory; blocks go with
-   * their slabs. */
+  /* Vectors past their inline edge own heap memory. */
   for (uint32_t s = 0; s < r->nslots; s++) {
-    if (r->out[s].cap > WEFT__REL_BLOCK)
+    if (r->out[s].cap > WEFT__REL_INLINE)
       weft__free(r->out[s].v, 0, 16);
-    if (r->in[s].cap > WEFT__REL_BLOCK)
+    if (r->in[s].cap > WEFT__REL_INLINE)
       weft__free(r->in[s].v, 0, 16);
   }
-  for (uint32_t i = 0; i < r->nslabs; i++)
-    weft__free(r->slabs[i], 0, 16);
-  weft__free(r->slabs, 0, 16);
   weft__free(r->defs, 0, 16);
   weft__free(r->out, 0, 16);
   weft__free(r->in, 0, 16);
@@ -75,19 +72,46 @@ void weft__rel_clear(weft_world_t *w) {
   r->nops = r->ops_from = r->nbytes = 0;
 }
 
-/* Makes the per-slot vectors cover slot s. */
+_Static_assert(sizeof(weft__rel_vec_t) == 40,
+               "a vector header is a pointer, two words and one edge");
+
+/* Points the inline vectors of a[0..n) at their own edge again: the
+ * array has moved. */
+static void vecs_rebase(weft__rel_vec_t *a, uint32_t n) {
+  for (uint32_t s = 0; s < n; s++)
+    if (a[s].cap == WEFT__REL_INLINE)
+      a[s].v = &a[s].one;
+}
+
+/* Empty vectors a[from..to), each with its inline edge as storage. */
+static void vecs_init(weft__rel_vec_t *a, uint32_t from, uint32_t to) {
+  memset(a + from, 0, (size_t)(to - from) * sizeof(*a));
+  for (uint32_t s = from; s < to; s++) {
+    a[s].v = &a[s].one;
+    a[s].cap = WEFT__REL_INLINE;
+  }
+}
+
+/* Makes the per-slot vectors cover slot s. A failure leaves the vectors
+ * that were there as they were (re-pointed if their array moved). */
 static int slots_cover(weft_world_t *w, weft__relations_t *r, uint32_t s) {
   if (s < r->nslots)
     return 0;
-  uint32_t need = s + 1;
-  if (weft__grow(&w->alloc, &r->out, &r->out_cap, need, sizeof(*r->out), 256) ||
-      weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256) ||
-      weft__grow(&w->alloc, &r->unsorted, &r->unsorted_cap, need,
-                 sizeof(*r->unsorted), 256))
+  uint32_t need = s + 1, out_cap = r->out_cap, in_cap = r->in_cap;
+  int rc =
+      weft__grow(&w->alloc, &r->out, &r->out_cap, need, sizeof(*r->out), 256);
+  if (r->out_cap != out_cap)
+    vecs_rebase(r->out, r->nslots);
+  rc =
+      rc ? rc
+         : weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256);
+  if (r->in_cap != in_cap)
+    vecs_rebase(r->in, r->nslots);
+  if (rc || weft__grow(&w->alloc, &r->unsorted, &r->unsorted_cap, need,
+                       sizeof(*r->unsorted), 256))
     return WEFT_ENOMEM;
-  size_t fresh = (size_t)(need - r->nslots) * sizeof(weft__rel_vec_t);
-  memset(r->out + r->nslots, 0, fresh);
-  memset(r->in + r->nslots, 0, fresh);
+  vecs_init(r->out, r->nslots, need);
+  vecs_init(r->in, r->nslots, need);
   r->nslots = need;
   return 0;
 }
@@ -120,75 +144,29 @@ static uint32_t vec_find(const weft__rel_vec_t *v, uint32_t rel,
                                                                   : UINT32_MAX;
 }
 
-/* A free block's first bytes hold the next free block (memcpy: the block
- * is edge storage, not a pointer's). */
-static inline void blk_link(weft__rel_edge_t *blk, weft__rel_edge_t *next) {
-  memcpy((void *)blk, &next, sizeof next);
-}
-
-static inline weft__rel_edge_t *blk_next(const weft__rel_edge_t *blk) {
-  weft__rel_edge_t *next;
-  memcpy(&next, (const void *)blk, sizeof next);
-  return next;
-}
-
-/* Takes a pooled block for an empty vector, carving a new slab when the
- * pool is dry. */
-static int block_take(weft_world_t *w, weft__relations_t *r,
-                      weft__rel_vec_t *v) {
-  if (!r->free_blocks) {
-    if (weft__grow(&w->alloc, &r->slabs, &r->slabs_cap, r->nslabs + 1,
-                   sizeof(*r->slabs), 16))
-      return WEFT_ENOMEM;
-    weft__rel_edge_t *slab = weft__alloc(
-        &w->alloc, (size_t)WEFT__REL_SLAB * WEFT__REL_BLOCK * sizeof(*slab),
-        16);
-    if (!slab)
-      return WEFT_ENOMEM;
-    r->slabs[r->nslabs++] = slab;
-    for (uint32_t b = WEFT__REL_SLAB; b-- > 0;) {
-      weft__rel_edge_t *blk = slab + (size_t)b * WEFT__REL_BLOCK;
-      blk_link(blk, r->free_blocks);
-      r->free_blocks = blk;
-    }
-  }
-  weft__rel_edge_t *blk = r->free_blocks;
-  r->free_blocks = blk_next(blk);
-  v->v = blk;
-  v->cap = WEFT__REL_BLOCK;
-  return 0;
-}
-
 void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v) {
-  if (v->n || v->cap != WEFT__REL_BLOCK)
-    return;
-  blk_link(v->v, r->free_blocks);
-  r->free_blocks = v->v;
-  v->v = NULL;
-  v->cap = 0;
-  v->sorted = 0;
+  (void)r;
+  (void)v;
 }
 
-/* Grows full vector v by one edge: a pooled block first, then heap
- * memory that the vector keeps (a popular target keeps its capacity). */
+/* Grows full vector v by one edge: past its inline edge, to heap memory
+ * that the vector keeps (a popular target keeps its capacity). */
 static int vec_grow(weft_world_t *w, weft__rel_vec_t *v) {
-  if (v->cap == 0)
-    return block_take(w, w->rel, v);
-  if (v->cap == WEFT__REL_BLOCK) {
-    weft__rel_edge_t *big =
-        weft__alloc(&w->alloc, 2u * WEFT__REL_BLOCK * sizeof(*big), 16);
+  if (v->cap == WEFT__REL_INLINE) {
+    weft__rel_edge_t *big = weft__alloc(&w->alloc, 4u * sizeof(*big), 16);
     if (!big)
       return WEFT_ENOMEM;
     memcpy(big, v->v, (size_t)v->n * sizeof(*big));
-    blk_link(v->v, w->rel->free_blocks);
-    w->rel->free_blocks = v->v;
     v->v = big;
-    v->cap = 2u * WEFT__REL_BLOCK;
+    v->cap = 4u;
     return 0;
   }
-  return weft__grow(&w->alloc, &v->v, &v->cap, v->n + 1, sizeof(*v->v), 4)
-             ? WEFT_ENOMEM
-             : 0;
+  uint32_t cap = v->cap; /* a bit field has no address */
+  if (v->n >= WEFT__REL_CAP_MAX ||
+      weft__grow(&w->alloc, &v->v, &cap, v->n + 1, sizeof(*v->v), 4))
+    return WEFT_ENOMEM;
+  v->cap = cap > WEFT__REL_CAP_MAX ? WEFT__REL_CAP_MAX : cap;
+  return 0;
 }
 
 /* Room for one more edge in v. Inline because it is almost always there:
@@ -456,6 +434,8 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
   def->stride = d->size && !column ? (d->size + align - 1) / align * align : 0;
   def->flags = d->flags;
   r->by_comp[c] = (uint16_t)(++r->ndefs);
+  if (d->flags & WEFT_RELATION_SPARSE)
+    r->sparse_by_comp[c] = r->by_comp[c];
   if (d->flags & WEFT_RELATION_CASCADE)
     r->cascades++;
   *out = c;
@@ -892,68 +872,91 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
 /* A fast path declined; mutate() takes over. */
 #define REL_SLOW 2
 
-/* The store's def for relation c when the direct paths may run, or NULL. */
-static inline weft__rel_def_t *fast_def(weft_world_t *w, weft_component_t c,
-                                        weft_entity_t tgt) {
-  weft__relations_t *r = w->rel;
-  if (!r || r->busy || tgt == WEFT_ENTITY_NULL || weft__routing(w) ||
-      c > WEFT_MAX_COMPONENTS || !r->by_comp[c])
-    return NULL;
-  weft__rel_def_t *d = &r->defs[r->by_comp[c] - 1];
-  /* A dense edge is a pair move (relation_dense.c): the general path. */
-  return weft__rel_dense(d) ? NULL : d;
+/* The store index of relation c when the direct paths may run, or
+ * UINT32_MAX: no store, a traversal running, calls routed, not a
+ * relation, or a dense one (its edges are pair moves: relation_dense.c).
+ * Observer events (the transition log) decline too: fast_move() tells
+ * nobody. */
+static inline uint32_t fast_rel(const weft_world_t *w,
+                                const weft__relations_t *r,
+                                weft_component_t c) {
+  if (!r || r->busy || weft__routing(w) || w->obs_events ||
+      c > WEFT_MAX_COMPONENTS)
+    return UINT32_MAX;
+  return r->sparse_by_comp[c] - 1u; /* UINT32_MAX when 0 */
 }
 
-/* Pops a pooled block into empty vector v; false when the pool is dry. */
-static inline bool block_pop(weft__relations_t *r, weft__rel_vec_t *v) {
-  weft__rel_edge_t *blk = r->free_blocks;
-  if (!blk)
-    return false;
-  r->free_blocks = blk_next(blk);
-  v->v = blk;
-  v->cap = WEFT__REL_BLOCK;
-  return true;
+/* weft__tag_move_at() inlined for the fast paths, which run only where
+ * there are no observer events to tell (fast_rel()): the tag of relation
+ * comp goes on (add) or off live e, located at *at. */
+static inline __attribute__((always_inline)) int
+fast_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
+          weft_component_t comp, bool add) {
+  if (weft__mask_test(&at->arch->present, comp) == add)
+    return 0;
+  const weft__edge_t *edge;
+  return weft__move_along(
+      w, e, at, add ? WEFT__EDGE_REL_ADD : WEFT__EDGE_REL_REMOVE, comp, &edge);
+}
+
+/* Takes back the edge add_first() put in when its move failed: every
+ * value it needs is in the store, so none lives across the move. */
+static __attribute__((noinline, cold)) void
+add_first_undo(weft__relations_t *r, weft_entity_t src, weft_entity_t tgt) {
+  weft__rel_vec_t *out = &r->out[(uint32_t)src];
+  const weft__rel_edge_t e = out->v[0];
+  out->n = 0;
+  r->in[(uint32_t)tgt].n--;
+  payload_give(&r->defs[e.rel], e.slot);
+  r->edges--;
 }
 
 /* The first edge of src, to tgt: apply_add() for a source without edges,
- * with room at the target and, for a payload, in the slab. */
+ * with room at the target and, for a payload, in the slab. The edge goes
+ * in before the move into the relation's archetype, so that little has
+ * to live across it, and comes out again when the move fails. */
 static inline __attribute__((always_inline)) int
 add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
           weft_entity_t tgt, const void *value) {
-  weft__rel_def_t *d = fast_def(w, c, tgt);
-  weft__where_t at;
-  if (!d || !weft__locate(w, src, &at) || !weft__lookup(w, tgt))
-    return REL_SLOW;
   weft__relations_t *r = w->rel;
-  uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
-  if (s >= r->nslots || t >= r->nslots)
+  const uint32_t rel = fast_rel(w, r, c);
+  weft__where_t at;
+  if (rel == UINT32_MAX || tgt == WEFT_ENTITY_NULL ||
+      !weft__locate(w, src, &at) || !weft__lookup(w, tgt))
+    return REL_SLOW;
+  const uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
+  if ((s > t ? s : t) >= r->nslots)
     return REL_SLOW;
   weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
-  if (out->n || in->n == in->cap ||
-      (d->size && !d->nfree && d->slab_n == d->slab_cap))
+  const uint32_t back = in->n;
+  if (out->n || back == in->cap)
     return REL_SLOW;
-  if (!out->cap && !block_pop(r, out))
-    return REL_SLOW;
-  uint32_t rel = (uint32_t)(d - r->defs);
-  uint32_t slot = payload_take(d, value);
-  int rc = weft__tag_move_at(w, src, &at, d->comp, true);
-  if (rc) {
-    payload_give(d, slot);
-    weft__rel_vec_settle(r, out);
-    return REL_SLOW; /* mutate() fails the same way and says why */
+  weft__rel_def_t *d = &r->defs[rel];
+  uint32_t slot = WEFT__REL_NOSLOT;
+  if (__builtin_expect(d->stride != 0, 0)) {
+    if (!d->nfree && d->slab_n == d->slab_cap)
+      return REL_SLOW;
+    slot = payload_take(d, value);
   }
-  out->v[0] = (weft__rel_edge_t){tgt, rel, slot, in->n, 0};
+  out->v[0] = (weft__rel_edge_t){tgt, rel, slot, back, 0};
   out->n = 1;
-  /* Appended: still sorted when it comes after the last entry. */
-  weft__rel_edge_t x = {src, rel, WEFT__REL_NOSLOT, 0, 0};
-  bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
-  in->v[in->n++] = x;
-  if (ordered)
+  /* Appended: still sorted when it comes after the last entry. The flag
+   * stays right if the move fails: the entries before stay as they were,
+   * and a queued target is only sorted again. */
+  weft__rel_edge_t *x = &in->v[back];
+  if (back == 0 || (in->sorted && edge_less(x - 1, rel, src)))
     in->sorted = 1;
   else
     in_unsorted(r, tgt);
+  *x = (weft__rel_edge_t){src, rel, WEFT__REL_NOSLOT, 0, 0};
+  in->n = back + 1;
   r->edges++;
-  w->version++; /* weft_world_structure_version(): edges changed */
+  /* The move also moves weft_world_structure_version(), as every edge
+   * change must. */
+  if (__builtin_expect(fast_move(w, src, &at, c, true) != 0, 0)) {
+    add_first_undo(w->rel, src, tgt);
+    return REL_SLOW; /* mutate() fails the same way and says why */
+  }
   return 0;
 }
 
@@ -962,38 +965,34 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
 static inline __attribute__((always_inline)) int
 remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
             weft_entity_t tgt) {
-  weft__rel_def_t *d = fast_def(w, c, tgt);
-  weft__where_t at;
-  if (!d || !weft__locate(w, src, &at))
-    return REL_SLOW;
   weft__relations_t *r = w->rel;
-  uint32_t s = (uint32_t)src;
+  const uint32_t rel = fast_rel(w, r, c);
+  weft__where_t at;
+  if (rel == UINT32_MAX || !weft__locate(w, src, &at))
+    return REL_SLOW;
+  const uint32_t s = (uint32_t)src;
   if (s >= r->nslots)
     return REL_SLOW;
   weft__rel_vec_t *out = &r->out[s];
-  const uint32_t rel = (uint32_t)(d - r->defs);
-  if (out->n != 1 || out->v[0].rel != rel || out->v[0].other != tgt)
+  const weft__rel_edge_t *e = &out->v[0];
+  if (out->n != 1 || e->rel != rel || e->other != tgt)
     return REL_SLOW;
-  weft__rel_edge_t e = out->v[0];
+  const uint32_t pos = e->back, slot = e->slot;
+  out->n = 0;
   weft__rel_vec_t *in = &r->in[(uint32_t)tgt];
-  uint32_t last = --in->n;
-  if (e.back != last) {
+  const uint32_t last = --in->n;
+  if (pos != last) {
     /* The last reverse entry fills the hole; the edge it mirrors learns
      * where it went (found at once when its source has one edge). */
-    const weft__rel_edge_t m = in->v[e.back] = in->v[last];
+    const weft__rel_edge_t m = in->v[pos] = in->v[last];
     weft__rel_vec_t *o = &r->out[(uint32_t)m.other];
     uint32_t p = o->n == 1 ? 0 : vec_find(o, m.rel, tgt);
-    o->v[p].back = e.back;
+    o->v[p].back = pos;
     in_unsorted(r, tgt);
-  } else if (!last) {
-    weft__rel_vec_settle(r, in);
   }
-  payload_give(d, e.slot);
-  out->n = 0;
-  weft__rel_vec_settle(r, out);
+  payload_give(&r->defs[rel], slot);
   r->edges--;
-  w->version++;
-  int rc = weft__tag_move_at(w, src, &at, d->comp, false);
+  int rc = fast_move(w, src, &at, c, false); /* moves the version too */
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
              (unsigned long long)src, (unsigned long long)tgt);
   return 0;

@@ -39,13 +39,17 @@ typedef struct weft__rel_edge_t {
 
 #define WEFT__REL_NOSLOT 0xffffffffu
 
-/* Edges in a vector's pooled first block, and blocks per pool slab. One:
- * most sources hold one edge, and a block that holds only what is used
- * makes the blocks of successive sources touch (a 4-edge block pulled a
- * 96-byte stride of lines through the cache for the 24 bytes an add
- * uses). A second edge moves the vector to heap memory its slot keeps. */
-#define WEFT__REL_BLOCK 1u
-#define WEFT__REL_SLAB 256u
+/* A vector's first edge lives inside its header (`one`, with cap 1 and
+ * `v` pointing at it): most sources hold one edge and most targets one
+ * source, and an edge that shares its header's cache line costs one miss
+ * where a separate block cost two. A second edge moves the vector to heap
+ * memory its slot keeps. The per-slot arrays grow (slots_cover), so `v`
+ * of an inline vector is re-pointed after every growth; code that only
+ * reads v[0..n) need not know where the edges are. */
+#define WEFT__REL_INLINE 1u
+/* Bits of a vector's capacity: at most 2^30 - 1 edges per slot. */
+#define WEFT__REL_CAP_BITS 30
+#define WEFT__REL_CAP_MAX ((1u << WEFT__REL_CAP_BITS) - 1u)
 
 /* A slot's `out` is always sorted. Its `in` is sorted only when `sorted`
  * says so: reverse entries are appended and swap-removed (through the
@@ -62,9 +66,14 @@ typedef struct weft__rel_edge_t {
 typedef struct weft__rel_vec_t {
   weft__rel_edge_t *v;
   uint32_t n;
-  uint32_t cap;
-  uint32_t sorted; /* `in` only: the entries are in (relation, source) order */
-  uint32_t queued; /* `in` only: the slot is on the store's unsorted list */
+  /* Bit fields keep the header at 40 bytes, so that a slot's two headers
+   * cost as little as they can of the cache for reads that touch many
+   * slots (traversals): 48-byte headers made weft_relation_traverse miss
+   * the last-level cache half as often again as 24-byte ones. */
+  uint32_t cap : WEFT__REL_CAP_BITS;
+  uint32_t sorted : 1;  /* `in` only: entries in (relation, source) order */
+  uint32_t queued : 1;  /* `in` only: the slot is on the unsorted list */
+  weft__rel_edge_t one; /* the edges while cap is WEFT__REL_INLINE */
 } weft__rel_vec_t;
 
 typedef struct weft__rel_def_t {
@@ -105,8 +114,11 @@ typedef struct weft__relations_t {
   uint32_t ndefs;
   uint32_t defs_cap;
   uint16_t by_comp[WEFT_MAX_COMPONENTS + 1]; /* component -> def + 1 */
-  uint32_t cascades;                         /* CASCADE relations */
-  weft__rel_vec_t *out;                      /* by slot, nslots entries */
+  /* component -> def + 1 for SPARSE relations only: the direct fast
+   * paths' one lookup (dense edges are pair moves). */
+  uint16_t sparse_by_comp[WEFT_MAX_COMPONENTS + 1];
+  uint32_t cascades;    /* CASCADE relations */
+  weft__rel_vec_t *out; /* by slot, nslots entries */
   weft__rel_vec_t *in;
   uint32_t nslots;
   uint32_t out_cap;
@@ -125,14 +137,6 @@ typedef struct weft__relations_t {
   uint8_t *bytes;    /* staged values */
   uint32_t nbytes;
   uint32_t bytes_cap;
-  /* Pooled first blocks of vectors (WEFT__REL_BLOCK edges each), carved
-   * from slabs of WEFT__REL_SLAB blocks: a vector that empties gives its
-   * block back, so entities that come and go with an edge or two (every
-   * projectile's owner) reuse blocks instead of allocating per slot. */
-  weft__rel_edge_t *free_blocks; /* linked through their first entry */
-  void **slabs;
-  uint32_t nslabs;
-  uint32_t slabs_cap;
   /* Targets whose `in` lost its order during the change in progress, each
    * once; capacity follows the slots, so that a push never fails. */
   weft_entity_t *unsorted;
@@ -240,8 +244,9 @@ void weft__rel_sort_pending(weft__relations_t *r);
 
 /* weft__rel_settle_order() is declared in world_view.h (the scheduler's). */
 
-/* Gives an emptied vector's pooled block back (a no-op for a vector with
- * edges or with heap memory). */
+/* Called where a vector may have emptied. Nothing is handed back any
+ * more (the first edge is inline, heap memory is kept): a no-op kept for
+ * its callers. */
 void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v);
 
 /* Moves live e to the archetype with (add) or without tag c, along the

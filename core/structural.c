@@ -55,47 +55,6 @@ int weft_despawn(weft_world_t *w, weft_entity_t e) {
   return 0;
 }
 
-/*
- * Moves resolved entity e along the edge op/c; at is updated to the new row
- * and *taken to the edge followed.
- */
-static inline __attribute__((always_inline)) int
-move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at, uint32_t op,
-           weft_component_t c, const weft__edge_t **taken) {
-  const weft__edge_t *edge;
-  const uint32_t mark = weft__archetypes_mark(w);
-  int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
-  if (rc)
-    return weft__rolled_back(w, mark, rc);
-  weft__archetype_t *b = edge->to;
-  weft__chunk_t *dc;
-  uint32_t dr;
-  rc = weft__archetype_push(w, b, e, &dc, &dr);
-  if (rc)
-    return weft__rolled_back(w, mark, rc);
-  if (WEFT__UNLIKELY(at->arch->ndirty)) /* the plan copies its dirty bytes */
-    weft__dirty_settle(at->chunk);
-  for (uint32_t i = 0; i < edge->plan_len; i++) {
-    const weft__copy_t *p = &edge->plan[i];
-    weft__copy_elem(weft__chunk_at(dc, p->dst, p->elem, dr),
-                    weft__chunk_at(at->chunk, p->src, p->elem, at->row),
-                    p->elem);
-  }
-  /* An add that brings requirements along writes their defaults. */
-  if (WEFT__UNLIKELY(edge->ndefaults))
-    weft__req_write_defaults(b, weft__edge_defaults(edge), edge->ndefaults, dc,
-                             dr);
-  weft__rec_set_loc(&w->index, at->rec, dc->id, dr);
-  weft__row_remove(w, at->arch, at->chunk, at->row);
-  at->chunk = dc;
-  at->row = dr;
-  at->arch = b;
-  w->moves++;
-  w->version++;
-  *taken = edge;
-  return 0;
-}
-
 int weft_add(weft_world_t *w, weft_entity_t e, weft_component_t c,
              const void *value) {
   WEFT_CHECK(w, w, WEFT_EINVAL, "world is NULL");
@@ -111,7 +70,7 @@ int weft_add(weft_world_t *w, weft_entity_t e, weft_component_t c,
     return 0;
   }
   const weft__edge_t *edge;
-  int rc = move_along(w, e, &at, WEFT__EDGE_ADD, c, &edge);
+  int rc = weft__move_along(w, e, &at, WEFT__EDGE_ADD, c, &edge);
   if (rc)
     return rc;
   if (edge->col)
@@ -132,7 +91,7 @@ int weft_remove(weft_world_t *w, weft_entity_t e, weft_component_t c) {
   if (!weft__mask_test(&at.arch->present, c))
     return 0;
   const weft__edge_t *edge;
-  int rc = move_along(w, e, &at, WEFT__EDGE_REMOVE, c, &edge);
+  int rc = weft__move_along(w, e, &at, WEFT__EDGE_REMOVE, c, &edge);
   /* The archetype graph refuses to remove a relation's bit (see
    * weft__archetype_edge_slow): removing the relation removes its edges. */
   if (WEFT__UNLIKELY(rc) && is_relation(w, c))
@@ -178,8 +137,8 @@ static int toggle(weft_world_t *w, weft_entity_t e, weft_component_t c,
   if (weft__mask_test(&at.arch->enabled, c) == enable)
     return 0;
   const weft__edge_t *edge;
-  return move_along(w, e, &at, enable ? WEFT__EDGE_ENABLE : WEFT__EDGE_DISABLE,
-                    c, &edge);
+  return weft__move_along(
+      w, e, &at, enable ? WEFT__EDGE_ENABLE : WEFT__EDGE_DISABLE, c, &edge);
 }
 
 int weft_disable(weft_world_t *w, weft_entity_t e, weft_component_t c) {
@@ -207,7 +166,7 @@ int weft__tag_move_at(weft_world_t *w, weft_entity_t e,
   uint32_t op = add ? WEFT__EDGE_REL_ADD : WEFT__EDGE_REL_REMOVE;
   const weft__edge_t *edge;
   if (!w->obs_events)
-    return move_along(w, e, &at, op, c, &edge);
+    return weft__move_along(w, e, &at, op, c, &edge);
   /* Inside a drain, with observers: they see the move like any other. */
   const uint32_t mark = weft__archetypes_mark(w);
   int rc = weft__archetype_edge(w, at.arch, op, c, &edge);
@@ -217,7 +176,7 @@ int weft__tag_move_at(weft_world_t *w, weft_entity_t e,
   weft__obs_move_out(w, from, to, at.chunk, at.row);
   if (!weft__locate(w, e, &at))
     return 0;
-  rc = move_along(w, e, &at, op, c, &edge);
+  rc = weft__move_along(w, e, &at, op, c, &edge);
   if (rc == 0)
     weft__obs_move_in(w, from, to, at.chunk, at.row);
   return rc;

@@ -561,6 +561,61 @@ static void test_alloc_every_failure_point_is_clean(void **state) {
   free(batch);
 }
 
+/* Counts a target's sources. */
+static bool count_sources(weft_entity_t src, weft_entity_t tgt, void *payload,
+                          void *user) {
+  (void)src;
+  (void)tgt;
+  (void)payload;
+  (*(uint32_t *)user)++;
+  return true;
+}
+
+/* A source's first edge whose move into the relation's archetype cannot
+ * get memory (a new archetype, its transition, a chunk): the direct fast
+ * path takes its edge back and hands the call to the general path, which
+ * (the one injected failure spent) adds it. With each allocation failing
+ * in turn, in a fresh world each time, the world ends with exactly that
+ * one edge: one reverse entry, its payload, the relation's bit. */
+static void test_alloc_relation_first_edge_move_failure(void **state) {
+  (void)state;
+  uint32_t k = 1;
+  for (;; k++) {
+    fail_world_t f = fail_world_new();
+    weft_relation_desc_t rd = {
+        .name = "Owner", .size = 8, .flags = WEFT_RELATION_SPARSE};
+    weft_component_t rel = 0;
+    assert_int_equal(weft_relation_register(f.w, &rd, &rel), WEFT_OK);
+    const weft_component_t ab[] = {f.a, f.b, 0};
+    weft_entity_t x = wt_spawn_with(f.w, ab, NULL);
+    /* Cover x's slot (an edge to it, removed): the fast path then
+     * needs memory only for x's move into a new archetype. */
+    assert_int_equal(weft_relation_add(f.w, f.es[0], rel, x, NULL), WEFT_OK);
+    assert_int_equal(weft_relation_remove(f.w, f.es[0], rel, x), WEFT_OK);
+    uint64_t v = 77;
+    f.w->alloc.fail_in = k;
+    assert_int_equal(weft_relation_add(f.w, x, rel, f.es[1], &v), WEFT_OK);
+    bool done = fail_never_came(f.w);
+    assert_int_equal(weft_relation_edge_count(f.w), 1);
+    assert_int_equal(weft_relation_count(f.w, x, rel), 1);
+    assert_true(weft_has(f.w, x, rel));
+    const uint64_t *p = weft_relation_get(f.w, x, rel, f.es[1]);
+    assert_non_null(p);
+    assert_int_equal(*p, 77);
+    uint32_t n = 0;
+    assert_int_equal(
+        weft_relation_sources(f.w, f.es[1], rel, count_sources, &n), WEFT_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(weft_relation_remove(f.w, x, rel, f.es[1]), WEFT_OK);
+    assert_false(weft_has(f.w, x, rel));
+    assert_int_equal(weft_relation_edge_count(f.w), 0);
+    fail_world_check_free(&f, 10);
+    if (done)
+      break;
+  }
+  assert_true(k > 1); /* the move did allocate */
+}
+
 /* Runs call `op` of test_alloc_failure_leaves_no_archetype on fail world
  * f (with its query q over b): each would create archetype {a, b} or
  * {a disabled}. */
@@ -1082,6 +1137,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_free_stack_failure_retires_slot),
       cmocka_unit_test(test_alloc_every_failure_point_is_clean),
       cmocka_unit_test(test_alloc_failure_leaves_no_archetype),
+      cmocka_unit_test(test_alloc_relation_first_edge_move_failure),
       cmocka_unit_test(test_alloc_apply_failure_keeps_world_consistent),
       cmocka_unit_test(test_alloc_recording_failure_records_nothing),
       cmocka_unit_test(test_alloc_deferred_failure_keeps_world_consistent),

@@ -875,12 +875,89 @@ static void test_relation_first_and_only_edges(void **state) {
   weft_world_destroy(w);
 }
 
+/* Counts the sources of a target (no cap, unlike sources_of). */
+static bool count_source(weft_entity_t src, weft_entity_t tgt, void *payload,
+                         void *user) {
+  (void)src;
+  (void)tgt;
+  (void)payload;
+  (*(uint32_t *)user)++;
+  return true;
+}
+
+/*
+ * A vector's first edge lives inside its header, and the headers' arrays
+ * grow with the slots: edges held inline by the first entities (at both
+ * ends, with payloads, and a vector that went to heap memory and back to
+ * one edge) must read the same after every growth, checked against an
+ * array of expected targets and payloads.
+ */
+static void test_relation_inline_edges_survive_slot_growth(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t link =
+      reg_rel(w, "Link", sizeof(pay_t), WEFT_RELATION_SPARSE);
+  weft_component_t owns = reg_rel(w, "Owns", 0, WEFT_RELATION_SPARSE);
+  static weft_entity_t e[N];
+  static uint32_t want[N]; /* index of e[i]'s Link target, or N: none */
+  for (uint32_t i = 0; i < N; i++) {
+    e[i] = wt_spawn(w);
+    want[i] = N;
+  }
+  /* A two-edge source (heap memory) going back to one edge. */
+  assert_int_equal(weft_relation_add(w, e[2], owns, e[0], NULL), WEFT_OK);
+  assert_int_equal(weft_relation_add(w, e[2], owns, e[1], NULL), WEFT_OK);
+  assert_int_equal(weft_relation_remove(w, e[2], owns, e[0]), WEFT_OK);
+  /* Ascending sources: each add reaches a slot the store has not
+   * covered, so the per-slot arrays grow many times on the way. */
+  for (uint32_t i = 1; i < N; i++) {
+    uint32_t t = (uint32_t)(((uint64_t)i * 2654435761u >> 7) % i); /* earlier */
+    pay_t p = {(int32_t)i, (int32_t)t};
+    assert_int_equal(weft_relation_add(w, e[i], link, e[t], &p), WEFT_OK);
+    want[i] = t;
+    if (i % 97 == 0) { /* every edge so far, through the inline vectors */
+      for (uint32_t j = 1; j <= i; j++) {
+        weft_entity_t got = WEFT_ENTITY_NULL;
+        assert_int_equal(weft_relation_first(w, e[j], link, &got), WEFT_OK);
+        assert_int_equal(got, e[want[j]]);
+        pay_t *q = weft_relation_get(w, e[j], link, e[want[j]]);
+        assert_non_null(q);
+        assert_int_equal(q->a, (int32_t)j);
+      }
+    }
+  }
+  assert_true(weft_relation_has(w, e[2], owns, e[1]));
+  assert_int_equal(weft_relation_count(w, e[2], owns), 1);
+  /* The reverse index agrees with the oracle. */
+  static uint32_t nsrc[N];
+  memset(nsrc, 0, sizeof nsrc);
+  for (uint32_t i = 1; i < N; i++)
+    nsrc[want[i]]++;
+  for (uint32_t t = 0; t < N; t += 61) {
+    uint32_t n = 0;
+    assert_int_equal(weft_relation_sources(w, e[t], link, count_source, &n),
+                     WEFT_OK);
+    assert_int_equal(n, nsrc[t]);
+  }
+  /* Every other edge goes, then the rest: the bit follows. */
+  for (uint32_t pass = 0; pass < 2; pass++)
+    for (uint32_t i = 1 + pass; i < N; i += 2) {
+      assert_int_equal(weft_relation_remove(w, e[i], link, e[want[i]]),
+                       WEFT_OK);
+      assert_false(weft_has(w, e[i], link));
+    }
+  assert_int_equal(weft_relation_edge_count(w), 1);
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_relation_register_rejects_bad_input),
       cmocka_unit_test(test_relation_add_has_first_each_sources),
       cmocka_unit_test(test_relation_exclusive_replaces),
       cmocka_unit_test(test_relation_first_and_only_edges),
+      cmocka_unit_test(test_relation_inline_edges_survive_slot_growth),
       cmocka_unit_test(test_relation_plain_calls_are_refused),
       cmocka_unit_test(test_relation_wildcard_queries),
       cmocka_unit_test(test_relation_traverse_dag_once),
