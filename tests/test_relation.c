@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for relations: the edge store, queries on the relation's bit,
  * traversals, deaths and cascades, staging, commands and the digest. */
-#include "support/weft_test.h"
+#include "support/relation_test.h"
 
 typedef struct pay_t {
   int32_t a;
@@ -15,11 +15,7 @@ static weft_component_t reg_rel(weft_world_t *w, const char *name,
    * relation here is dense (the default). */
   if (size && !(flags & WEFT_RELATION_EXCLUSIVE))
     flags |= WEFT_RELATION_SPARSE;
-  weft_relation_desc_t d = {.name = name, .size = size, .flags = flags};
-  weft_component_t r = 0;
-  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_OK);
-  assert_int_not_equal(r, 0);
-  return r;
+  return wt_rel(w, name, size, flags);
 }
 
 /* Collects callback arguments. */
@@ -633,71 +629,35 @@ static void test_relation_commands_pending_ends(void **state) {
 
 /* --- commands from systems on several workers -------------------------- */
 
-typedef struct linker_t {
-  weft_component_t rel;
-  weft_component_t cas;
-  weft_entity_t hubs[4];
-  uint64_t frame;
-} linker_t;
-
 /* Each row links itself to a hub chosen by its index and the frame, or
- * unlinks, through commands; every 5th row of frame 3 despawns a hub. */
+ * unlinks, through commands. */
 static int linker_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
-  linker_t *l = ctx->user;
+  wt_linker_t *l = ctx->user;
   for (uint32_t i = 0; i < chunk->count; i++) {
     weft_entity_t e = chunk->entities[i];
     uint64_t k = (weft_entity_index(e) * 7u + ctx->tick * 3u) % 11u;
     weft_entity_t hub = l->hubs[k % 4];
     int32_t v = (int32_t)(k * 100 + ctx->tick);
     if (k < 6)
-      weft_cmd_relation_add(ctx->cmd, e, l->rel, hub, &v);
+      weft_cmd_relation_add(ctx->cmd, e, l->rels[0], hub, &v);
     else if (k < 9)
-      weft_cmd_relation_remove(ctx->cmd, e, l->rel, hub);
+      weft_cmd_relation_remove(ctx->cmd, e, l->rels[0], hub);
     else
-      weft_cmd_relation_add(ctx->cmd, e, l->cas, hub, NULL);
+      weft_cmd_relation_add(ctx->cmd, e, l->rels[1], hub, NULL);
   }
   return 0;
 }
 
 static uint64_t run_linked(uint32_t workers) {
-  weft_pool_t *pool = NULL;
-  weft_world_t *w = wt_world_pooled(workers, 4096, &pool);
-  if (workers)
-    wt_dispatch_everything(w);
-  linker_t l;
-  memset(&l, 0, sizeof l);
-  weft_component_t pos = wt_register(w, "Pos", 4, 4);
-  l.rel = reg_rel(w, "Near", 4, 0);
-  l.cas =
-      reg_rel(w, "Owned", 0, WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE);
-  for (int i = 0; i < 4; i++)
-    l.hubs[i] = wt_spawn(w);
-  weft_component_t comps[] = {pos, 0};
-  for (int i = 0; i < 3000; i++)
-    wt_spawn_with(w, comps, NULL);
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "linker";
-  d.query.include[0] = pos;
-  d.batch = 64;
-  d.run = linker_run;
-  d.user = &l;
-  d.cmd_write[0] = l.rel;
-  d.cmd_write[1] = l.cas;
-  weft_system_t sys;
-  assert_int_equal(weft_system_register(w, &d, &sys), WEFT_OK);
-  for (int f = 0; f < 6; f++) {
-    int rc = weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.016);
-    if (rc)
-      fail_msg("frame %d: %s", f, weft_world_last_error(w));
-    if (f == 3) /* the cascade takes its Owned sources along */
-      assert_int_equal(weft_despawn(w, l.hubs[1]), WEFT_OK);
-  }
-  assert_true(weft_relation_edge_count(w) > 100);
-  uint64_t h = weft_world_digest(w);
-  weft_world_destroy(w);
-  weft_pool_destroy(pool);
-  return h;
+  wt_linker_t l;
+  wt_linker_open(&l, workers);
+  l.rels[0] = reg_rel(l.w, "Near", 4, 0);
+  l.rels[1] =
+      reg_rel(l.w, "Owned", 0, WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE);
+  wt_linker_start(&l, linker_run);
+  wt_linker_frames(&l);
+  assert_true(weft_relation_edge_count(l.w) > 100);
+  return wt_linker_close(&l);
 }
 
 static void test_relation_commands_same_digest_on_workers(void **state) {

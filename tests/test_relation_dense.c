@@ -2,7 +2,7 @@
 /* Unit tests for dense relations: sources placed in archetypes by their
  * (relation, target) pairs, pair query terms, the payload column, moves
  * on re-parenting, deaths, cascades, commands, rollback and clear. */
-#include "support/weft_test.h"
+#include "support/relation_test.h"
 
 #include "core/archetype.h" /* weft__archetype_pair_target_dead */
 #include "core/world.h"     /* w->alloc.fail_in, w->archs */
@@ -11,14 +11,6 @@ typedef struct slot_t {
   int32_t a;
   int32_t b;
 } slot_t;
-
-static weft_component_t reg_rel(weft_world_t *w, const char *name,
-                                uint32_t size, uint32_t flags) {
-  weft_relation_desc_t d = {.name = name, .size = size, .flags = flags};
-  weft_component_t r = 0;
-  assert_int_equal(weft_relation_register(w, &d, &r), WEFT_OK);
-  return r;
-}
 
 /* A query over one pair (and optionally one excluded pair). */
 static weft_query_t *pair_query(weft_world_t *w, weft_component_t rel,
@@ -80,8 +72,8 @@ static void test_relation_dense_pair_queries(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
   weft_component_t pos = wt_register(w, "Pos", 4, 4);
-  weft_component_t child = reg_rel(w, "ChildOf", 0, WEFT_RELATION_EXCLUSIVE);
-  weft_component_t likes = reg_rel(w, "Likes", 0, 0);
+  weft_component_t child = wt_rel(w, "ChildOf", 0, WEFT_RELATION_EXCLUSIVE);
+  weft_component_t likes = wt_rel(w, "Likes", 0, 0);
   weft_entity_t p1 = wt_spawn(w), p2 = wt_spawn(w);
   weft_query_t *q1 = pair_query(w, child, p1, 0, 0);
   weft_query_t *q2 = pair_query(w, child, p2, 0, 0);
@@ -151,7 +143,7 @@ static void test_relation_dense_reparent_moves(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
   weft_component_t pos = wt_register(w, "Pos", 4, 4);
-  weft_component_t child = reg_rel(w, "ChildOf", 0, WEFT_RELATION_EXCLUSIVE);
+  weft_component_t child = wt_rel(w, "ChildOf", 0, WEFT_RELATION_EXCLUSIVE);
   weft_entity_t p1 = wt_spawn(w), p2 = wt_spawn(w);
   weft_query_t *q1 = pair_query(w, child, p1, 0, 0);
   weft_query_t *q2 = pair_query(w, child, p2, 0, 0);
@@ -192,7 +184,7 @@ static void test_relation_dense_payload_column(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
   weft_component_t slot =
-      reg_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
+      wt_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
   weft_entity_t t1 = wt_spawn(w), t2 = wt_spawn(w);
   weft_entity_t s[5];
   for (int i = 0; i < 5; i++) {
@@ -266,8 +258,8 @@ static void test_relation_dense_bad_terms_and_stale(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
   weft_component_t pos = wt_register(w, "Pos", 4, 4);
-  weft_component_t sp = reg_rel(w, "Sp", 0, WEFT_RELATION_SPARSE);
-  weft_component_t dn = reg_rel(w, "Dn", 0, 0);
+  weft_component_t sp = wt_rel(w, "Sp", 0, WEFT_RELATION_SPARSE);
+  weft_component_t dn = wt_rel(w, "Dn", 0, 0);
   weft_entity_t t = wt_spawn(w), dead = wt_spawn(w), s = wt_spawn(w);
   assert_int_equal(weft_despawn(w, dead), WEFT_OK);
   weft_query_desc_t d;
@@ -309,9 +301,9 @@ static void test_relation_dense_target_death_and_cascade(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
   weft_component_t pos = wt_register(w, "Pos", 4, 4);
-  weft_component_t likes = reg_rel(w, "Likes", 0, 0);
+  weft_component_t likes = wt_rel(w, "Likes", 0, 0);
   weft_component_t owned =
-      reg_rel(w, "Owned", 0, WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE);
+      wt_rel(w, "Owned", 0, WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE);
   weft_component_t comps[] = {pos, 0};
   weft_entity_t hub = wt_spawn(w), other = wt_spawn(w);
   weft_entity_t s[6];
@@ -379,7 +371,7 @@ static void test_relation_dense_staged_and_observed(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
   weft_component_t slot =
-      reg_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
+      wt_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
   weft_entity_t t1 = wt_spawn(w), t2 = wt_spawn(w);
   weft_query_t *q1 = pair_query(w, slot, t1, 0, 0);
   counts_t c = {0};
@@ -435,7 +427,7 @@ static void test_relation_dense_rollback_on_failure(void **state) {
       weft_world_t *w = wt_world_new(NULL);
       weft_component_t pos = wt_register(w, "Pos", 4, 4);
       weft_component_t slot =
-          reg_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
+          wt_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
       weft_component_t comps[] = {pos, 0};
       weft_entity_t t1 = wt_spawn(w), t2 = wt_spawn(w);
       weft_entity_t s = wt_spawn_with(w, comps, NULL);
@@ -474,79 +466,44 @@ static void test_relation_dense_rollback_on_failure(void **state) {
 }
 
 /* Commands from systems on any number of workers: the same world. */
-typedef struct linker_t {
-  weft_component_t slot;
-  weft_component_t owned;
-  weft_entity_t hubs[4];
-} linker_t;
-
 static int linker_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
-  linker_t *l = ctx->user;
+  wt_linker_t *l = ctx->user;
   for (uint32_t i = 0; i < chunk->count; i++) {
     weft_entity_t e = chunk->entities[i];
     uint64_t k = (weft_entity_index(e) * 7u + ctx->tick * 3u) % 11u;
     weft_entity_t hub = l->hubs[k % 4];
     slot_t v = {(int32_t)k, (int32_t)ctx->tick};
     if (k < 6)
-      weft_cmd_relation_add(ctx->cmd, e, l->slot, hub, &v);
+      weft_cmd_relation_add(ctx->cmd, e, l->rels[0], hub, &v);
     else if (k < 8)
-      weft_cmd_relation_remove(ctx->cmd, e, l->slot, hub);
+      weft_cmd_relation_remove(ctx->cmd, e, l->rels[0], hub);
     else
-      weft_cmd_relation_add(ctx->cmd, e, l->owned, hub, NULL);
+      weft_cmd_relation_add(ctx->cmd, e, l->rels[1], hub, NULL);
   }
   return 0;
 }
 
 static uint64_t run_linked(uint32_t workers, uint32_t *rows) {
-  weft_pool_t *pool = NULL;
-  weft_world_t *w = wt_world_pooled(workers, 4096, &pool);
-  if (workers)
-    wt_dispatch_everything(w);
-  linker_t l;
-  memset(&l, 0, sizeof l);
-  weft_component_t pos = wt_register(w, "Pos", 4, 4);
-  l.slot = reg_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
-  l.owned =
-      reg_rel(w, "Owned", 0, WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE);
-  for (int i = 0; i < 4; i++)
-    l.hubs[i] = wt_spawn(w);
-  weft_component_t comps[] = {pos, 0};
-  for (int i = 0; i < 3000; i++)
-    wt_spawn_with(w, comps, NULL);
-  weft_system_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "linker";
-  d.query.include[0] = pos;
-  d.batch = 64;
-  d.run = linker_run;
-  d.user = &l;
-  d.cmd_write[0] = l.slot;
-  d.cmd_write[1] = l.owned;
-  weft_system_t sys;
-  assert_int_equal(weft_system_register(w, &d, &sys), WEFT_OK);
-  weft_query_t *q0 = pair_query(w, l.slot, l.hubs[0], 0, 0);
-  for (int f = 0; f < 6; f++) {
-    int rc = weft_world_run_phase(w, WEFT_PHASE_FIXED_UPDATE, 0.016);
-    if (rc)
-      fail_msg("frame %d: %s", f, weft_world_last_error(w));
-    if (f == 3)
-      assert_int_equal(weft_despawn(w, l.hubs[1]), WEFT_OK);
-  }
+  wt_linker_t l;
+  wt_linker_open(&l, workers);
+  l.rels[0] = wt_rel(l.w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
+  l.rels[1] =
+      wt_rel(l.w, "Owned", 0, WEFT_RELATION_EXCLUSIVE | WEFT_RELATION_CASCADE);
+  wt_linker_start(&l, linker_run);
+  weft_query_t *q0 = pair_query(l.w, l.rels[0], l.hubs[0], 0, 0);
+  wt_linker_frames(&l);
   /* The pair query agrees with the reverse index. */
-  uint32_t n = rows_of(q0, l.slot, l.hubs[0], NULL);
+  uint32_t n = rows_of(q0, l.rels[0], l.hubs[0], NULL);
   uint32_t srcs = 0;
   weft_iter_t it;
   weft_query_iter(q0, &it);
   while (weft_iter_next(&it))
     for (uint32_t i = 0; i < it.count; i++)
-      srcs += weft_relation_has(w, it.entities[i], l.slot, l.hubs[0]);
+      srcs += weft_relation_has(l.w, it.entities[i], l.rels[0], l.hubs[0]);
   assert_int_equal(n, srcs);
   assert_true(n > 0);
   *rows = n;
-  uint64_t h = weft_world_digest(w);
-  weft_world_destroy(w);
-  weft_pool_destroy(pool);
-  return h;
+  return wt_linker_close(&l);
 }
 
 static void test_relation_dense_commands_same_digest_on_workers(void **state) {
@@ -563,7 +520,7 @@ static void test_relation_dense_commands_same_digest_on_workers(void **state) {
 static void test_relation_dense_clear(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
-  weft_component_t rel = reg_rel(w, "R", 0, 0);
+  weft_component_t rel = wt_rel(w, "R", 0, 0);
   weft_entity_t a = wt_spawn(w), b = wt_spawn(w);
   assert_int_equal(weft_relation_add(w, a, rel, b, NULL), WEFT_OK);
   weft_query_t *q = pair_query(w, rel, b, 0, 0);
@@ -584,8 +541,8 @@ static void test_relation_dense_steady_state_allocates_nothing(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
   weft_component_t slot =
-      reg_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
-  weft_component_t likes = reg_rel(w, "Likes", 0, 0);
+      wt_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
+  weft_component_t likes = wt_rel(w, "Likes", 0, 0);
   weft_entity_t hub[8], e[256];
   for (int i = 0; i < 8; i++)
     hub[i] = wt_spawn(w);
@@ -629,7 +586,7 @@ static bool is_arch(const weft__archetype_t *to, void *ctx) {
 static void test_relation_dense_pair_edges_drop_if(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
-  weft_component_t child = reg_rel(w, "ChildOf", 0, WEFT_RELATION_EXCLUSIVE);
+  weft_component_t child = wt_rel(w, "ChildOf", 0, WEFT_RELATION_EXCLUSIVE);
   weft_entity_t t[3], s = wt_spawn(w);
   for (int i = 0; i < 3; i++)
     t[i] = wt_spawn(w);
