@@ -53,25 +53,21 @@ static inline int weft__rolled_back(weft_world_t *w, uint32_t mark, int rc) {
 }
 
 /*
- * Moves resolved entity e along the edge op/c; at is updated to the new row
- * and *taken to the edge followed. Observers are not told (callers that
- * have them do that around it). Inline: structural.c's calls and the
- * relation fast paths (relation.c) sit on per-entity hot paths.
+ * Moves resolved entity e's row along @p edge, found by the caller: a row
+ * in the edge's archetype, the copies of its plan and its default writes;
+ * at is updated to the new row. Observers are not told. Every row move of
+ * the world goes through here, so that each settles its chunk's
+ * all-rows-dirty flags before the plan copies the dirty bytes.
  */
 static inline __attribute__((always_inline)) int
-weft__move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at,
-                 uint32_t op, weft_component_t c, const weft__edge_t **taken) {
-  const weft__edge_t *edge;
-  const uint32_t mark = weft__archetypes_mark(w);
-  int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
-  if (rc)
-    return weft__rolled_back(w, mark, rc);
+weft__move_row(weft_world_t *w, weft_entity_t e, weft__where_t *at,
+               const weft__edge_t *edge) {
   weft__archetype_t *b = edge->to;
   weft__chunk_t *dc;
   uint32_t dr;
-  rc = weft__archetype_push(w, b, e, &dc, &dr);
+  int rc = weft__archetype_push(w, b, e, &dc, &dr);
   if (rc)
-    return weft__rolled_back(w, mark, rc);
+    return rc;
   if (WEFT__UNLIKELY(at->arch->ndirty)) /* the plan copies its dirty bytes */
     weft__dirty_settle(at->chunk);
   for (uint32_t i = 0; i < edge->plan_len; i++) {
@@ -91,6 +87,25 @@ weft__move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at,
   at->arch = b;
   w->moves++;
   w->version++;
+  return 0;
+}
+
+/*
+ * Moves resolved entity e along the edge op/c; at is updated to the new row
+ * and *taken to the edge followed. Observers are not told (callers that
+ * have them do that around it). Inline: structural.c's calls and the
+ * relation fast paths (relation.c) sit on per-entity hot paths.
+ */
+static inline __attribute__((always_inline)) int
+weft__move_along(weft_world_t *w, weft_entity_t e, weft__where_t *at,
+                 uint32_t op, weft_component_t c, const weft__edge_t **taken) {
+  const weft__edge_t *edge;
+  const uint32_t mark = weft__archetypes_mark(w);
+  int rc = weft__archetype_edge(w, at->arch, op, c, &edge);
+  if (!rc)
+    rc = weft__move_row(w, e, at, edge);
+  if (rc)
+    return weft__rolled_back(w, mark, rc);
   *taken = edge;
   return 0;
 }

@@ -22,35 +22,6 @@
 #include "core/relation.h"
 #include "core/world.h"
 
-/* Moves the row at *at along edge (no observers): as structural.c's
- * move_along, for an edge found elsewhere. */
-static int row_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
-                    const weft__edge_t *edge) {
-  weft__archetype_t *b = edge->to;
-  weft__chunk_t *dc;
-  uint32_t dr;
-  int rc = weft__archetype_push(w, b, e, &dc, &dr);
-  if (rc)
-    return rc;
-  for (uint32_t i = 0; i < edge->plan_len; i++) {
-    const weft__copy_t *p = &edge->plan[i];
-    weft__copy_elem(weft__chunk_at(dc, p->dst, p->elem, dr),
-                    weft__chunk_at(at->chunk, p->src, p->elem, at->row),
-                    p->elem);
-  }
-  if (edge->ndefaults)
-    weft__req_write_defaults(b, weft__edge_defaults(edge), edge->ndefaults, dc,
-                             dr);
-  weft__rec_set_loc(&w->index, at->rec, dc->id, dr);
-  weft__row_remove(w, at->arch, at->chunk, at->row);
-  at->chunk = dc;
-  at->row = dr;
-  at->arch = b;
-  w->moves++;
-  w->version++;
-  return 0;
-}
-
 int weft__dense_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
                      uint32_t op, weft_component_t rel, weft_entity_t tgt,
                      const void *value) {
@@ -78,7 +49,7 @@ int weft__dense_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
         return weft__rolled_back(w, mark, rc);
     }
   }
-  rc = row_move(w, e, at, edge);
+  rc = weft__move_row(w, e, at, edge);
   if (rc)
     return weft__rolled_back(w, mark, rc);
   if (edge->col) {
