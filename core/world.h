@@ -16,6 +16,7 @@
  * part was never created. */
 void weft__random_fini(weft_world_t *w);
 void weft__resources_fini(weft_world_t *w);
+void weft__snapshot_fini(weft_world_t *w);
 
 /* A hash of the world seed and the named streams' states (random.c), for
  * the digest. */

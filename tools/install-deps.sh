@@ -18,9 +18,10 @@ fi
 # Libraries and tools; the compiler toolchain is checked separately below.
 # libudev-dev: hwloc's private dependency, which `pkg-config --static --libs
 # weft` names (-ludev); libhwloc-dev does not pull it in. libpng-dev: the
-# tools' pictures (weft-sim --frames).
+# tools' pictures (weft-sim --frames). libxxhash-dev: snapshot checksums
+# (header-only use; weft's users need nothing of it).
 packages=(cmake pkg-config libjemalloc-dev libhwloc-dev libudev-dev hwloc
-          libcmocka-dev libpng-dev)
+          libcmocka-dev libpng-dev libxxhash-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install-deps: dpkg-query not found; this script knows Debian only." >&2
