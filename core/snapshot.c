@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "core/check.h"
-#include "core/snapshot_format.h"
+#include "core/snapshot_state.h"
 #include "core/world.h"
 
 /* ---- section registry --------------------------------------------------- */
@@ -345,6 +345,9 @@ static int apply(weft_world_t *w, const weft__snap_plan_t *pl) {
     rc = f.value ? fill_archetypes(&f) : WEFT_ENOMEM;
     free(f.value);
   }
+  for (uint32_t i = 0; !rc && i < WEFT__SNAP_NSTATE; i++)
+    rc = weft__snap_state_load(w, weft__snap_state_tags[i], pl, pl->state[i].p,
+                               pl->state[i].n);
   if (rc) {
     /* Out of memory half-way: an empty world is better than a torn one.
      * The index counts no live entity that has no row. */

@@ -11,9 +11,10 @@
  *   section: u32 tag, u32 0, u64 length, length bytes of payload, zero
  *            padding to 8 bytes, u64 XXH3 of tag + length + payload
  *
- * Sections come in a fixed order: META, COMP, ARCH, INDX, ROWS, any
- * number of SECT (registered sections: a name, then its bytes), END.
- * Their payloads are described where they are written (snapshot_write.c).
+ * Sections come in a fixed order: META, COMP, ARCH, INDX, ROWS, EDGE,
+ * RESO, RAND, EVNT (snapshot_state.c), any number of SECT (registered sections:
+ * a name, then its bytes), END. Their payloads are described where they are
+ * written (snapshot_write.c).
  */
 #ifndef WEFT_CORE_SNAPSHOT_FORMAT_H
 #define WEFT_CORE_SNAPSHOT_FORMAT_H
@@ -42,6 +43,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define WEFT__SNAP_ARCH WEFT__FOURCC('A', 'R', 'C', 'H')
 #define WEFT__SNAP_INDX WEFT__FOURCC('I', 'N', 'D', 'X')
 #define WEFT__SNAP_ROWS WEFT__FOURCC('R', 'O', 'W', 'S')
+#define WEFT__SNAP_EDGE WEFT__FOURCC('E', 'D', 'G', 'E')
+#define WEFT__SNAP_RESO WEFT__FOURCC('R', 'E', 'S', 'O')
+#define WEFT__SNAP_RAND WEFT__FOURCC('R', 'A', 'N', 'D')
+#define WEFT__SNAP_EVNT WEFT__FOURCC('E', 'V', 'N', 'T')
 #define WEFT__SNAP_SECT WEFT__FOURCC('S', 'E', 'C', 'T')
 #define WEFT__SNAP_END WEFT__FOURCC('E', 'N', 'D', ' ')
 
@@ -135,6 +140,10 @@ typedef struct weft__snap_plan_t {
   uint32_t free_n;
   const uint8_t *free; /* free_n u32 */
   const uint8_t *recs; /* hwm u32: dead records, or WEFT__REC_LOC */
+  struct {
+    const uint8_t *p;
+    size_t n;
+  } state[4]; /* EDGE, RESO, RAND, EVNT payloads */
   uint32_t next_ext;
   weft__snap_ext_t ext[WEFT__SNAP_MAX_SECTIONS];
 } weft__snap_plan_t;

@@ -17,7 +17,7 @@
 #include <xxhash.h>
 
 #include "core/check.h"
-#include "core/snapshot_format.h"
+#include "core/snapshot_state.h"
 #include "core/world.h"
 
 typedef struct rd_t {
@@ -509,7 +509,7 @@ static int check_records(rd_t *r, const weft__snap_plan_t *pl, uint8_t *live) {
   return 0;
 }
 
-static int read_index(rd_t *r, weft__snap_plan_t *pl, uint8_t **live) {
+static int read_index(rd_t *r, weft__snap_plan_t *pl, weft__snap_live_t *lv) {
   int rc = open_section(r, WEFT__SNAP_INDX);
   if (rc)
     return rc;
@@ -541,17 +541,17 @@ static int read_index(rd_t *r, weft__snap_plan_t *pl, uint8_t **live) {
   if (rows != pl->alive)
     return BAD(r, "%u live slots but %llu rows", pl->alive,
                (unsigned long long)rows);
-  *live = calloc(pl->hwm ? pl->hwm : 1, 1);
-  if (!*live)
+  lv->state = calloc(pl->hwm ? pl->hwm : 1, 1);
+  lv->gen = calloc(pl->hwm ? pl->hwm : 1, sizeof(*lv->gen));
+  if (!lv->state || !lv->gen)
     return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
-  for (uint32_t s = 0; s < pl->hwm; s++)
-    (*live)[s] = 0;
-  return check_records(r, pl, *live);
+  return check_records(r, pl, lv->state);
 }
 
 /* Checks one chunk's handles: this world tag, live slots, each once. */
 static int check_handles(rd_t *r, const weft__snap_plan_t *pl, const uint8_t *p,
-                         uint32_t n, uint8_t *live) {
+                         uint32_t n, const weft__snap_live_t *lv) {
+  uint8_t *live = lv->state;
   const uint64_t tag = (uint64_t)pl->tag << 56;
   for (uint32_t k = 0; k < n; k++) {
     uint64_t e = weft__snap_u64(p + 8 * k);
@@ -565,11 +565,13 @@ static int check_handles(rd_t *r, const weft__snap_plan_t *pl, const uint8_t *p,
                  (unsigned long long)e);
     }
     live[slot] = 3; /* seen */
+    lv->gen[slot] = gen;
   }
   return 0;
 }
 
-static int read_rows(rd_t *r, weft__snap_plan_t *pl, uint8_t *live) {
+static int read_rows(rd_t *r, weft__snap_plan_t *pl,
+                     const weft__snap_live_t *live) {
   int rc = open_section(r, WEFT__SNAP_ROWS);
   for (uint32_t i = 0; !rc && i < pl->narch; i++) {
     weft__snap_arch_t *a = &pl->archs[i];
@@ -587,6 +589,27 @@ static int read_rows(rd_t *r, weft__snap_plan_t *pl, uint8_t *live) {
     a->rows_bytes = (uint64_t)(r->p - a->rows);
   }
   return rc ? rc : close_section(r);
+}
+
+/* EDGE, RESO, RAND, EVNT, each checked by snapshot_state.c. */
+static int read_state(rd_t *r, weft__snap_plan_t *pl,
+                      const weft__snap_live_t *lv) {
+  for (uint32_t i = 0; i < WEFT__SNAP_NSTATE; i++) {
+    int rc = open_section(r, weft__snap_state_tags[i]);
+    if (rc)
+      return rc;
+    pl->state[i].p = r->p;
+    pl->state[i].n = (size_t)(r->end - r->p);
+    weft__snap_why_t why = {0};
+    rc = weft__snap_state_check(r->w, weft__snap_state_tags[i], pl, lv, r->p,
+                                pl->state[i].n, &why);
+    if (rc) {
+      r->p += why.at;
+      return FAIL(r, rc, "%s", why.msg);
+    }
+    r->p = r->end;
+  }
+  return 0;
 }
 
 static int read_ext(rd_t *r, weft__snap_plan_t *pl) {
@@ -646,7 +669,7 @@ int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
                      weft__snap_plan_t *pl, weft_snapshot_error_t *err) {
   memset(pl, 0, sizeof(*pl));
   rd_t r = {.w = w, .err = err, .data = data, .n = n};
-  uint8_t *live = NULL;
+  weft__snap_live_t live = {0};
   int rc = read_header(&r);
   if (!rc)
     rc = read_meta(&r, pl);
@@ -657,10 +680,13 @@ int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
   if (!rc)
     rc = read_index(&r, pl, &live);
   if (!rc)
-    rc = read_rows(&r, pl, live);
+    rc = read_rows(&r, pl, &live);
+  if (!rc)
+    rc = read_state(&r, pl, &live);
   if (!rc)
     rc = read_tail(&r, pl);
-  free(live);
+  free(live.state);
+  free(live.gen);
   if (rc)
     weft__snap_plan_free(pl);
   return rc;

@@ -30,7 +30,8 @@
 #include <xxhash.h>
 
 #include "core/check.h"
-#include "core/snapshot_format.h"
+#include "core/relation.h"
+#include "core/snapshot_state.h"
 #include "core/world.h"
 
 /* A growable byte buffer for the small sections. */
@@ -288,6 +289,22 @@ static int write_sections(weft_world_t *w, sink_t *s,
   return 0;
 }
 
+/* EDGE, RESO, RAND, EVNT (snapshot_state.c). */
+static int write_state(const weft_world_t *w, sink_t *s,
+                       weft_snapshot_error_t *err) {
+  for (uint32_t i = 0; i < WEFT__SNAP_NSTATE && !s->rc; i++) {
+    struct weft_snapshot_out_t out = {0};
+    int rc = weft__snap_state_save(w, weft__snap_state_tags[i], &out);
+    if (!rc)
+      sec_buf(s, weft__snap_state_tags[i], &out.buf);
+    free(out.buf.p);
+    if (rc)
+      return weft__snap_fail(w, err, rc, weft__snap_state_tags[i], s->pos,
+                             "out of memory saving world state");
+  }
+  return 0;
+}
+
 int weft_snapshot_put(weft_snapshot_out_t *out, const void *data, size_t n) {
   if (!out || (n && !data))
     return WEFT_EINVAL;
@@ -302,10 +319,11 @@ int weft_snapshot_save(weft_world_t *w, const weft_snapshot_writer_t *writer,
   if (!w || !writer || !writer->write)
     return weft__snap_fail(w, err, WEFT_EINVAL, 0, 0,
                            "world, writer and writer->write must be set");
-  if (weft__txn_in_scope(&w->txn) || w->txn.draining || w->txn.reserved)
+  if (weft__txn_in_scope(&w->txn) || w->txn.draining || w->txn.reserved ||
+      weft__rel_pending(w->rel))
     return weft__snap_fail(w, err, WEFT_EBUSY, 0, 0,
-                           "save only at a sync point: no open scope and no "
-                           "staged spawn");
+                           "save only at a sync point: no open scope, no "
+                           "staged spawn or edge");
   uint32_t nsegs = 0;
   weft__snap_seg_t *segs = collect_segs(w, &nsegs);
   buf_t meta = {0}, comps = {0}, archs = {0}, index = {0};
@@ -336,7 +354,9 @@ int weft_snapshot_save(weft_world_t *w, const weft_snapshot_writer_t *writer,
     sec_begin(&s, WEFT__SNAP_ROWS, rows);
     write_rows(w, &s);
     sec_end(&s, rows);
-    rc = s.rc ? 0 : write_sections(w, &s, err);
+    rc = s.rc ? 0 : write_state(w, &s, err);
+    if (!rc && !s.rc)
+      rc = write_sections(w, &s, err);
     if (!rc) {
       sec_begin(&s, WEFT__SNAP_END, 0);
       sec_end(&s, 0);

@@ -22,6 +22,12 @@ void weft__snapshot_fini(weft_world_t *w);
  * the digest. */
 uint64_t weft__random_digest(const weft_world_t *w);
 
+/* The number of named random streams; for i below it, stream i's name and
+ * generator in *name and *rng (creation order; snapshots, random.c). */
+struct weft_rng_t;
+uint32_t weft__random_stream_at(const weft_world_t *w, uint32_t i,
+                                const char **name, struct weft_rng_t **rng);
+
 /* Counts n rejected handles; safe from concurrent readers. */
 static inline void weft__count_stale_n(const weft_world_t *w, uint64_t n) {
   atomic_fetch_add_explicit(&((weft_world_t *)w)->stale, n,

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "support/weft_test.h"
+#include "support/sim_test.h"
 #include "weft.h"
 
 /* ---- a memory sink ------------------------------------------------------ */
@@ -236,9 +237,421 @@ static void test_snapshot_round_trip_keeps_digest_and_handles(void **state) {
   }
 }
 
+/* Every built-in scenario: save after some ticks, load into a world that
+ * built the same scenario from another seed, compare digests; then both
+ * run on and stay equal (the split run of weft-sim, in one process). */
+static void test_snapshot_scenarios_round_trip_and_run_on(void **state) {
+  (void)state;
+  for (uint32_t kind = SIM_ARENA; kind <= SIM_PARTICLES; kind++)
+    for (uint32_t workers = 0; workers <= 2; workers += 2) {
+      wt_sim_t a, b;
+      wt_sim_open(&a, (sim_kind_t)kind, workers, 3000, 11);
+      for (int t = 0; t < 10; t++)
+        wt_sim_tick(&a);
+      mem_t m = save(a.w);
+      wt_sim_open(&b, (sim_kind_t)kind, workers, 2000, 99);
+      for (int t = 0; t < 3; t++)
+        wt_sim_tick(&b);
+      weft_snapshot_error_t err;
+      int rc = weft_snapshot_load_memory(b.w, m.p, m.n, &err);
+      if (rc)
+        fail_msg("%s: load: %s", sim_kind_name((sim_kind_t)kind), err.message);
+      assert_int_equal(weft_world_digest(a.w), weft_world_digest(b.w));
+      weft_pipeline_state_t sa, sb;
+      weft_pipeline_state(a.w, &sa);
+      weft_pipeline_state(b.w, &sb);
+      assert_int_equal(sa.tick, sb.tick);
+      for (int t = 0; t < 10; t++) {
+        wt_sim_tick(&a);
+        wt_sim_tick(&b);
+        if (weft_world_digest(a.w) != weft_world_digest(b.w))
+          fail_msg("%s, %u workers: digests part at tick %d after load",
+                   sim_kind_name((sim_kind_t)kind), workers, t);
+      }
+      free(m.p);
+      wt_sim_close(&a);
+      wt_sim_close(&b);
+    }
+}
+
+/* A used world (other entities, other archetypes) is emptied first. */
+static void test_snapshot_load_replaces_a_used_world(void **state) {
+  (void)state;
+  weft_world_t *a = world_new(7);
+  ids_t ia = register_all(a);
+  churn(a, &ia, 5, 2000);
+  mem_t m = save(a);
+  zero_cache(a, &ia);
+  weft_world_t *b = world_new(7);
+  ids_t ib = register_all(b);
+  churn(b, &ib, 77, 4000);
+  assert_int_equal(weft_snapshot_load_memory(b, m.p, m.n, NULL), WEFT_OK);
+  assert_int_equal(weft_world_digest(a), weft_world_digest(b));
+  same_future(a, &ia, b, &ib);
+  free(m.p);
+  weft_world_destroy(a);
+  weft_world_destroy(b);
+}
+
+/* A snapshot of a small world, and that world's digest. */
+static mem_t small_snapshot(weft_world_t **out, uint64_t seed) {
+  weft_world_t *w = world_new(9);
+  ids_t ids = register_all(w);
+  churn(w, &ids, seed, 120);
+  mem_t m = save(w);
+  *out = w;
+  return m;
+}
+
+/* Every truncation and every single-bit flip is refused with an error,
+ * and the world it was loaded into keeps its digest. */
+static void test_snapshot_truncations_and_bit_flips_are_refused(void **state) {
+  (void)state;
+  weft_world_t *src;
+  mem_t m = small_snapshot(&src, 3);
+  weft_world_t *w = world_new(9);
+  ids_t ids = register_all(w);
+  churn(w, &ids, 8, 50);
+  const uint64_t before = weft_world_digest(w);
+  uint8_t *copy = malloc(m.n);
+  for (size_t n = 0; n < m.n; n++) {
+    weft_snapshot_error_t err;
+    int rc = weft_snapshot_load_memory(w, m.p, n, &err);
+    if (rc >= 0)
+      fail_msg("truncation to %zu of %zu bytes was accepted", n, m.n);
+    assert_int_equal(err.code, rc);
+  }
+  assert_int_equal(weft_world_digest(w), before);
+  for (size_t bit = 0; bit < m.n * 8; bit++) {
+    memcpy(copy, m.p, m.n);
+    copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    int rc = weft_snapshot_load_memory(w, copy, m.n, NULL);
+    if (rc >= 0)
+      fail_msg("flip of bit %zu was accepted", bit);
+  }
+  assert_int_equal(weft_world_digest(w), before);
+  /* And the intact snapshot still loads. */
+  assert_int_equal(weft_snapshot_load_memory(w, m.p, m.n, NULL), WEFT_OK);
+  free(copy);
+  free(m.p);
+  weft_world_destroy(src);
+  weft_world_destroy(w);
+}
+
+/* The error names the section and offset of a damaged byte. */
+static void test_snapshot_error_says_where(void **state) {
+  (void)state;
+  weft_world_t *src;
+  mem_t m = small_snapshot(&src, 4);
+  weft_world_t *w = world_new(9);
+  register_all(w);
+  weft_snapshot_error_t err;
+  m.p[m.n - 40] ^= 1; /* inside the last sections */
+  assert_int_equal(weft_snapshot_load_memory(w, m.p, m.n, &err), WEFT_EFORMAT);
+  assert_true(err.section[0] != 0);
+  assert_non_null(strstr(err.message, "checksum"));
+  m.p[m.n - 40] ^= 1;
+  /* A newer version is its own error. */
+  m.p[8] = 2;
+  assert_int_equal(weft_snapshot_load_memory(w, m.p, m.n, &err), WEFT_EFORMAT);
+  assert_non_null(strstr(err.message, "header checksum"));
+  free(m.p);
+  weft_world_destroy(src);
+  weft_world_destroy(w);
+}
+
+/* ---- migration ------------------------------------------------------------
+ */
+
+typedef struct v1_t {
+  float x, y, z;
+  uint32_t id;
+} v1_t;
+
+/* v2: y dropped, z moved first, w added, id kept. */
+typedef struct v2_t {
+  float z;
+  uint32_t id;
+  double w;
+  float x;
+  uint32_t pad_;
+} v2_t;
+
+static weft_component_t reg_v1(weft_world_t *w, uint32_t flags) {
+  static const weft_field_desc_t f[] = {
+      {"x", offsetof(v1_t, x), 4, WEFT_FIELD_F32},
+      {"y", offsetof(v1_t, y), 4, WEFT_FIELD_F32},
+      {"z", offsetof(v1_t, z), 4, WEFT_FIELD_F32},
+      {"id", offsetof(v1_t, id), 4, WEFT_FIELD_U32}};
+  return reg(w, "body", sizeof(v1_t), 4, f, 4, flags);
+}
+
+static weft_component_t reg_v2(weft_world_t *w, uint32_t flags) {
+  static const weft_field_desc_t f[] = {
+      {"z", offsetof(v2_t, z), 4, WEFT_FIELD_F32},
+      {"id", offsetof(v2_t, id), 4, WEFT_FIELD_U32},
+      {"w", offsetof(v2_t, w), 8, WEFT_FIELD_F64},
+      {"x", offsetof(v2_t, x), 4, WEFT_FIELD_F32}};
+  return reg(w, "body", sizeof(v2_t), 8, f, 4, flags);
+}
+
+static void test_snapshot_migrates_fields_by_name(void **state) {
+  (void)state;
+  for (uint32_t mode = 0; mode < 4; mode++) {
+    uint32_t f1 = mode & 1 ? WEFT_COMPONENT_SOA : 0;
+    uint32_t f2 = mode & 2 ? WEFT_COMPONENT_SOA : 0;
+    weft_world_t *a = world_new(5);
+    weft_component_t b1 = reg_v1(a, f1);
+    weft_entity_t es[700];
+    for (uint32_t i = 0; i < 700; i++) {
+      weft_component_t c[2] = {b1, 0};
+      assert_int_equal(weft_spawn_with(a, c, NULL, &es[i]), WEFT_OK);
+      v1_t v = {(float)i, -1.0f, (float)i * 2, i + 1};
+      assert_int_equal(weft_set(a, es[i], b1, &v), WEFT_OK);
+    }
+    mem_t m = save(a);
+    weft_world_t *b = world_new(5);
+    weft_component_t b2 = reg_v2(b, f2);
+    weft_snapshot_error_t err;
+    int rc = weft_snapshot_load_memory(b, m.p, m.n, &err);
+    if (rc)
+      fail_msg("mode %u: %s", mode, err.message);
+    assert_int_equal(weft_world_count(b), 700);
+    for (uint32_t i = 0; i < 700; i++) {
+      v2_t v;
+      assert_int_equal(weft_read(b, es[i], b2, &v), WEFT_OK);
+      assert_true(v.x == (float)i && v.z == (float)i * 2);
+      assert_int_equal(v.id, i + 1);
+      assert_true(v.w == 0.0);
+    }
+    free(m.p);
+    weft_world_destroy(a);
+    weft_world_destroy(b);
+  }
+}
+
+/* Cases a migration refuses, each with its error; the world is kept. */
+static void test_snapshot_refuses_incompatible_layouts(void **state) {
+  (void)state;
+  weft_world_t *a = world_new(5);
+  weft_component_t b1 = reg_v1(a, 0);
+  weft_component_t c[2] = {b1, 0};
+  weft_entity_t e;
+  assert_int_equal(weft_spawn_with(a, c, NULL, &e), WEFT_OK);
+  mem_t m = save(a);
+  static const weft_field_desc_t wide[] = {{"x", 0, 8, WEFT_FIELD_F64}};
+  static const weft_field_desc_t retyped[] = {{"id", 0, 4, WEFT_FIELD_I32}};
+  static const struct {
+    uint32_t size, align, nf, flags;
+    const weft_field_desc_t *f;
+    int rc;
+    const char *says;
+  } cases[] = {
+      {8, 8, 1, 0, wide, WEFT_EMIGRATE, "field 'x': 4 bytes"},
+      {4, 4, 1, 0, retyped, WEFT_EMIGRATE, "field 'id': type"},
+      {20, 4, 0, 0, NULL, WEFT_EMIGRATE, "no fields"},
+      {0, 0, 0, 0, NULL, WEFT_EMIGRATE, "a tag"},
+      {0, 0, 0, 0, NULL, WEFT_ENOCOMP, "not registered"},
+  };
+  for (uint32_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    weft_world_t *b = world_new(5);
+    reg(b, cases[i].rc == WEFT_ENOCOMP ? "other" : "body", cases[i].size,
+        cases[i].align, cases[i].f, cases[i].nf, cases[i].flags);
+    weft_entity_t x = wt_spawn(b);
+    (void)x;
+    uint64_t before = weft_world_digest(b);
+    weft_snapshot_error_t err;
+    assert_int_equal(weft_snapshot_load_memory(b, m.p, m.n, &err), cases[i].rc);
+    if (!strstr(err.message, cases[i].says))
+      fail_msg("case %u: \"%s\" lacks \"%s\"", i, err.message, cases[i].says);
+    assert_int_equal(weft_world_digest(b), before);
+    weft_world_destroy(b);
+  }
+  /* Another chunk size is refused too. */
+  weft_world_t *b = wt_world_sized(0, 8192);
+  reg_v1(b, 0);
+  assert_int_equal(weft_snapshot_load_memory(b, m.p, m.n, NULL), WEFT_ELIMIT);
+  weft_world_destroy(b);
+  free(m.p);
+  weft_world_destroy(a);
+}
+
+/* Transient components keep their membership and load zero-filled. */
+static void test_snapshot_transient_loads_zeroed(void **state) {
+  (void)state;
+  weft_world_t *a = world_new(5);
+  ids_t ia = register_all(a);
+  weft_component_t c[3] = {ia.pos, ia.cache, 0};
+  weft_entity_t e;
+  assert_int_equal(weft_spawn_with(a, c, NULL, &e), WEFT_OK);
+  uint64_t v = 12345;
+  assert_int_equal(weft_set(a, e, ia.cache, &v), WEFT_OK);
+  mem_t m = save(a);
+  weft_world_t *b = world_new(5);
+  ids_t ib = register_all(b);
+  assert_int_equal(weft_snapshot_load_memory(b, m.p, m.n, NULL), WEFT_OK);
+  assert_true(weft_has(b, e, ib.cache));
+  uint64_t got = 1;
+  assert_int_equal(weft_read(b, e, ib.cache, &got), WEFT_OK);
+  assert_int_equal(got, 0);
+  free(m.p);
+  weft_world_destroy(a);
+  weft_world_destroy(b);
+}
+
+/* ---- sections, resources, random streams, relations -------------------- */
+
+typedef struct hook_t {
+  uint64_t value;
+  int loads;
+} hook_t;
+
+static int hook_save(weft_world_t *w, void *user, weft_snapshot_out_t *out) {
+  (void)w;
+  return weft_snapshot_put(out, &((hook_t *)user)->value, 8);
+}
+
+static int hook_check(const weft_world_t *w, void *user, const void *data,
+                      size_t n) {
+  (void)w;
+  (void)user;
+  uint64_t v;
+  if (n != 8)
+    return WEFT_EFORMAT;
+  memcpy(&v, data, 8);
+  return v == 666 ? WEFT_EINVAL : 0; /* a value the program refuses */
+}
+
+static int hook_load(weft_world_t *w, void *user, const void *data, size_t n) {
+  (void)w;
+  (void)n;
+  hook_t *h = user;
+  memcpy(&h->value, data, 8);
+  h->loads++;
+  return 0;
+}
+
+static void add_hook(weft_world_t *w, hook_t *h) {
+  weft_snapshot_section_desc_t d = {.name = "test.hook",
+                                    .save = hook_save,
+                                    .check = hook_check,
+                                    .load = hook_load,
+                                    .user = h};
+  assert_int_equal(weft_snapshot_section_register(w, &d), WEFT_OK);
+}
+
+static void test_snapshot_state_and_user_sections(void **state) {
+  (void)state;
+  weft_world_t *a = world_new(5);
+  hook_t ha = {42, 0};
+  add_hook(a, &ha);
+  weft_resource_t ra;
+  uint64_t init = 7;
+  assert_int_equal(weft_resource_register(a, "res", 8, 0, &init, &ra), 0);
+  weft_rng_t *rng;
+  weft_random_seed(a, 1234);
+  assert_int_equal(weft_random_stream(a, "s1", &rng), WEFT_OK);
+  weft_rng_next(rng);
+  weft_relation_desc_t rd = {.name = "likes", .size = 4};
+  weft_component_t likes;
+  assert_int_equal(weft_relation_register(a, &rd, &likes), WEFT_OK);
+  weft_entity_t x = wt_spawn(a), y = wt_spawn(a);
+  uint32_t pay = 99;
+  assert_int_equal(weft_relation_add(a, x, likes, y, &pay), WEFT_OK);
+  *(uint64_t *)weft_resource_get(a, ra) = 8;
+  mem_t m = save(a);
+
+  weft_world_t *b = world_new(5);
+  hook_t hb = {0, 0};
+  add_hook(b, &hb);
+  weft_resource_t rb;
+  assert_int_equal(weft_resource_register(b, "res", 8, 0, NULL, &rb), 0);
+  weft_component_t likes_b;
+  assert_int_equal(weft_relation_register(b, &rd, &likes_b), WEFT_OK);
+  assert_int_equal(weft_snapshot_load_memory(b, m.p, m.n, NULL), WEFT_OK);
+  assert_int_equal(hb.value, 42);
+  assert_int_equal(hb.loads, 1);
+  assert_int_equal(*(uint64_t *)weft_resource_get(b, rb), 8);
+  assert_true(weft_relation_has(b, x, likes_b, y));
+  const uint32_t *pb = weft_relation_get(b, x, likes_b, y);
+  assert_non_null(pb);
+  assert_int_equal(*pb, 99);
+  assert_int_equal(weft_random_world_seed(b), 1234);
+  weft_rng_t *rb_rng;
+  assert_int_equal(weft_random_stream(b, "s1", &rb_rng), WEFT_OK);
+  assert_int_equal(weft_rng_next(rb_rng), weft_rng_next(rng));
+  assert_int_equal(weft_world_digest(a), weft_world_digest(b));
+
+  /* A section's check refuses its bytes: nothing is loaded. */
+  ha.value = 666;
+  free(m.p);
+  m = save(a);
+  hb.loads = 0;
+  uint64_t before = weft_world_digest(b);
+  weft_snapshot_error_t err;
+  assert_int_equal(weft_snapshot_load_memory(b, m.p, m.n, &err), WEFT_EINVAL);
+  assert_non_null(strstr(err.message, "test.hook"));
+  assert_int_equal(hb.loads, 0);
+  assert_int_equal(weft_world_digest(b), before);
+  free(m.p);
+  weft_world_destroy(a);
+  weft_world_destroy(b);
+}
+
+/* ---- files ----------------------------------------------------------------
+ */
+
+static void test_snapshot_files_are_replaced_atomically(void **state) {
+  (void)state;
+  char path[] = "/tmp/weft_snap_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  weft_world_t *a = world_new(5);
+  ids_t ia = register_all(a);
+  churn(a, &ia, 6, 500);
+  assert_int_equal(weft_snapshot_save_file(a, path, NULL), WEFT_OK);
+  zero_cache(a, &ia);
+  uint64_t saved = weft_world_digest(a);
+  /* A later save that dies half-way leaves its temporary file behind, not
+   * a torn snapshot at the path. */
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  assert_non_null(f);
+  fputs("WEFTSNP half a snapshot", f);
+  fclose(f);
+  weft_world_t *b = world_new(5);
+  register_all(b);
+  assert_int_equal(weft_snapshot_load_file(b, path, NULL), WEFT_OK);
+  assert_int_equal(weft_world_digest(b), saved);
+  assert_int_equal(weft_snapshot_load_file(b, tmp, NULL), WEFT_EFORMAT);
+  assert_int_equal(weft_world_digest(b), saved);
+  assert_int_equal(weft_snapshot_load_file(b, "/nonexistent/x", NULL),
+                   WEFT_EIO);
+  /* A failing sink reports its error. */
+  mem_t m = {.fail_after = 100};
+  weft_snapshot_writer_t wr = {mem_write, &m};
+  assert_int_equal(weft_snapshot_save(a, &wr, NULL), WEFT_EIO);
+  free(m.p);
+  unlink(path);
+  unlink(tmp);
+  weft_world_destroy(a);
+  weft_world_destroy(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_snapshot_round_trip_keeps_digest_and_handles),
+      cmocka_unit_test(test_snapshot_scenarios_round_trip_and_run_on),
+      cmocka_unit_test(test_snapshot_load_replaces_a_used_world),
+      cmocka_unit_test(test_snapshot_truncations_and_bit_flips_are_refused),
+      cmocka_unit_test(test_snapshot_error_says_where),
+      cmocka_unit_test(test_snapshot_migrates_fields_by_name),
+      cmocka_unit_test(test_snapshot_refuses_incompatible_layouts),
+      cmocka_unit_test(test_snapshot_transient_loads_zeroed),
+      cmocka_unit_test(test_snapshot_state_and_user_sections),
+      cmocka_unit_test(test_snapshot_files_are_replaced_atomically),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
