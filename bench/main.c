@@ -50,6 +50,7 @@ static const bench_scenario_t bench_registry[] = {
     {"arena", bench_arena},
     {"oversub", bench_oversub},
     {"relation", bench_relation},
+    {"snapshot", bench_snapshot},
 };
 
 static void usage(FILE *out) {

@@ -272,7 +272,7 @@ static int fill_chunk(const fill_t *f, const weft__snap_arch_t *sa,
   }
   for (uint32_t j = 0; j < n;) {
     weft__chunk_t *ch;
-    uint32_t row0, m;
+    uint32_t row0 = 0, m = 0;
     int rc = weft__archetype_push_range(w, a, n - j, &ch, &row0, &m);
     if (rc)
       return rc;

@@ -65,13 +65,13 @@ static int get_bytes(rd_t *r, uint64_t count, uint64_t size,
 /* A name: u32 length (1..max-1), then the bytes, no NUL among them. */
 static int get_name(rd_t *r, uint32_t max, const char **s, uint32_t *len,
                     const char *what) {
-  uint32_t n;
+  uint32_t n = 0;
   int rc = get_u32(r, &n, what);
   if (rc)
     return rc;
   if (n == 0 || n >= max)
     return BAD(r, "%s: length %u outside 1..%u", what, n, max - 1);
-  const uint8_t *p;
+  const uint8_t *p = NULL;
   rc = get_bytes(r, n, 1, &p, what);
   if (rc)
     return rc;
@@ -159,7 +159,7 @@ static int read_meta(rd_t *r, weft__snap_plan_t *pl) {
   int rc = open_section(r, WEFT__SNAP_META);
   if (rc)
     return rc;
-  const uint8_t *m;
+  const uint8_t *m = NULL;
   rc = get_bytes(r, 48, 1, &m, "META");
   if (rc || (rc = close_section(r)))
     return rc;
@@ -319,7 +319,7 @@ static int read_arch(rd_t *r, weft__snap_plan_t *pl, uint32_t i) {
                "archetype %u: bad counts (%u components, %u disabled, %u "
                "of %u chunks, %u rows per chunk)",
                i, a->npresent, nd, a->nchunks, a->chunk_total, a->row_cap);
-  const uint8_t *dis;
+  const uint8_t *dis = NULL;
   if ((rc = read_comp_list(r, pl, a->npresent, &a->comps, "archetype")) ||
       (rc = read_comp_list(r, pl, nd, &dis, "disabled list")) ||
       (rc = get_bytes(r, a->nchunks, 4, &a->counts, "chunk row counts")))
@@ -581,7 +581,7 @@ static int read_rows(rd_t *r, weft__snap_plan_t *pl,
     a->rows = r->p;
     for (uint32_t k = 0; !rc && k < a->nchunks; k++) {
       uint32_t n = weft__snap_u32(a->counts + 4 * k);
-      const uint8_t *p;
+      const uint8_t *p = NULL;
       rc = get_bytes(r, n, row, &p, "chunk rows");
       if (!rc)
         rc = check_handles(r, pl, p, n, live);
@@ -616,8 +616,8 @@ static int read_ext(rd_t *r, weft__snap_plan_t *pl) {
   if (pl->next_ext == WEFT__SNAP_MAX_SECTIONS)
     return BAD(r, "more than %u named sections", WEFT__SNAP_MAX_SECTIONS);
   weft__snap_ext_t *x = &pl->ext[pl->next_ext];
-  const char *name;
-  uint32_t len;
+  const char *name = NULL;
+  uint32_t len = 0;
   int rc = get_name(r, WEFT_SNAPSHOT_NAME_MAX, &name, &len, "section name");
   if (rc)
     return rc;

@@ -155,7 +155,7 @@ static bool take(cur_t *c, uint64_t n, const uint8_t **out) {
 }
 
 static bool u32(cur_t *c, uint32_t *v) {
-  const uint8_t *p;
+  const uint8_t *p = NULL;
   if (!take(c, 4, &p))
     return false;
   *v = weft__snap_u32(p);
@@ -163,7 +163,7 @@ static bool u32(cur_t *c, uint32_t *v) {
 }
 
 static bool u64(cur_t *c, uint64_t *v) {
-  const uint8_t *p;
+  const uint8_t *p = NULL;
   if (!take(c, 8, &p))
     return false;
   *v = weft__snap_u64(p);
@@ -172,8 +172,8 @@ static bool u64(cur_t *c, uint64_t *v) {
 
 /* A name into buf (NUL-terminated): 1..max-1 bytes, no NUL among them. */
 static bool name(cur_t *c, char *buf, uint32_t max) {
-  uint32_t n;
-  const uint8_t *p;
+  uint32_t n = 0;
+  const uint8_t *p = NULL;
   if (!u32(c, &n) || n == 0 || n >= max || !take(c, n, &p) || memchr(p, 0, n))
     return false;
   memcpy(buf, p, n);
@@ -192,13 +192,13 @@ static bool live_handle(const weft__snap_plan_t *pl,
 
 static int check_edges(const weft_world_t *w, const weft__snap_plan_t *pl,
                        const weft__snap_live_t *lv, cur_t *c) {
-  uint64_t n;
+  uint64_t n = 0;
   if (!u64(c, &n))
     return TRUNC(c, "edge count");
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t src, tgt;
-    uint32_t ci, size;
-    const uint8_t *p;
+    uint64_t src = 0, tgt = 0;
+    uint32_t ci = 0, size = 0;
+    const uint8_t *p = NULL;
     if (!u64(c, &src) || !u64(c, &tgt) || !u32(c, &ci) || !u32(c, &size) ||
         !take(c, size, &p))
       return TRUNC(c, "edge");
@@ -223,17 +223,17 @@ static int check_edges(const weft_world_t *w, const weft__snap_plan_t *pl,
 }
 
 static int check_resources(const weft_world_t *w, cur_t *c) {
-  uint32_t n;
+  uint32_t n = 0;
   if (!u32(c, &n))
     return TRUNC(c, "resource count");
   for (uint32_t i = 0; i < n; i++) {
     char nm[WEFT_NAME_MAX];
-    uint32_t size, flags, has;
-    const uint8_t *p;
+    uint32_t size = 0, flags = 0, has = 0;
+    const uint8_t *p = NULL;
     if (!name(c, nm, WEFT_NAME_MAX) || !u32(c, &size) || !u32(c, &flags) ||
         !u32(c, &has) || has > 1 || !take(c, has ? size : 0, &p))
       return TRUNC(c, "resource");
-    weft_resource_t id;
+    weft_resource_t id = 0;
     if (weft_resource_lookup(w, nm, &id) == 0 &&
         weft_resource_size(w, id) != size)
       return why(c, WEFT_EMIGRATE,
@@ -244,13 +244,13 @@ static int check_resources(const weft_world_t *w, cur_t *c) {
 }
 
 static int check_random(cur_t *c) {
-  uint32_t present, n;
-  uint64_t seed;
+  uint32_t present = 0, n = 0;
+  uint64_t seed = 0;
   if (!u32(c, &present) || present > 1 || !u64(c, &seed) || !u32(c, &n))
     return TRUNC(c, "random header");
   for (uint32_t i = 0; i < n; i++) {
     char nm[256];
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     if (!name(c, nm, sizeof nm) || !take(c, 32, &p))
       return TRUNC(c, "random stream");
   }
@@ -258,17 +258,17 @@ static int check_random(cur_t *c) {
 }
 
 static int check_events(const weft_world_t *w, cur_t *c) {
-  uint32_t n;
+  uint32_t n = 0;
   if (!u32(c, &n))
     return TRUNC(c, "channel count");
   for (uint32_t i = 0; i < n; i++) {
     char nm[WEFT_NAME_MAX];
-    uint32_t elem, count;
-    const uint8_t *p;
+    uint32_t elem = 0, count = 0;
+    const uint8_t *p = NULL;
     if (!name(c, nm, WEFT_NAME_MAX) || !u32(c, &elem) || !u32(c, &count) ||
         !take(c, (uint64_t)elem * count, &p))
       return TRUNC(c, "channel");
-    weft_channel_t ch;
+    weft_channel_t ch = 0;
     if (weft_channel_lookup(w, nm, &ch) == 0 &&
         w->resources->chans[ch - 1].elem != elem)
       return why(c, WEFT_EMIGRATE,
@@ -306,12 +306,12 @@ int weft__snap_state_check(const weft_world_t *w, uint32_t tag,
 /* ---- loading (after the checks passed: reads need no checks) ----------- */
 
 static int load_edges(weft_world_t *w, const weft__snap_plan_t *pl, cur_t *c) {
-  uint64_t n;
+  uint64_t n = 0;
   u64(c, &n);
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t src, tgt;
-    uint32_t ci, size;
-    const uint8_t *p;
+    uint64_t src = 0, tgt = 0;
+    uint32_t ci = 0, size = 0;
+    const uint8_t *p = NULL;
     u64(c, &src);
     u64(c, &tgt);
     u32(c, &ci);
@@ -326,18 +326,18 @@ static int load_edges(weft_world_t *w, const weft__snap_plan_t *pl, cur_t *c) {
 }
 
 static int load_resources(weft_world_t *w, cur_t *c) {
-  uint32_t n;
+  uint32_t n = 0;
   u32(c, &n);
   for (uint32_t i = 0; i < n; i++) {
     char nm[WEFT_NAME_MAX];
-    uint32_t size, flags, has;
+    uint32_t size = 0, flags = 0, has = 0;
     const uint8_t *p = NULL;
     name(c, nm, WEFT_NAME_MAX);
     u32(c, &size);
     u32(c, &flags);
     u32(c, &has);
     take(c, has ? size : 0, &p);
-    weft_resource_t id;
+    weft_resource_t id = 0;
     /* A resource this program no longer registers is dropped. */
     if (has && weft_resource_lookup(w, nm, &id) == 0)
       memcpy(weft_resource_get(w, id), p, size);
@@ -346,8 +346,8 @@ static int load_resources(weft_world_t *w, cur_t *c) {
 }
 
 static int load_random(weft_world_t *w, cur_t *c) {
-  uint32_t present, n;
-  uint64_t seed;
+  uint32_t present = 0, n = 0;
+  uint64_t seed = 0;
   u32(c, &present);
   u64(c, &seed);
   u32(c, &n);
@@ -355,7 +355,7 @@ static int load_random(weft_world_t *w, cur_t *c) {
     weft_random_seed(w, seed);
   for (uint32_t i = 0; i < n; i++) {
     char nm[256];
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     name(c, nm, sizeof nm);
     take(c, 32, &p);
     weft_rng_t *rng;
@@ -368,17 +368,17 @@ static int load_random(weft_world_t *w, cur_t *c) {
 }
 
 static int load_events(weft_world_t *w, cur_t *c) {
-  uint32_t n;
+  uint32_t n = 0;
   u32(c, &n);
   for (uint32_t i = 0; i < n; i++) {
     char nm[WEFT_NAME_MAX];
-    uint32_t elem, count;
-    const uint8_t *p;
+    uint32_t elem = 0, count = 0;
+    const uint8_t *p = NULL;
     name(c, nm, WEFT_NAME_MAX);
     u32(c, &elem);
     u32(c, &count);
     take(c, (uint64_t)elem * count, &p);
-    weft_channel_t ch;
+    weft_channel_t ch = 0;
     if (weft_channel_lookup(w, nm, &ch) != 0)
       continue;
     weft_event_clear(w, ch);
