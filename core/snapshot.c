@@ -25,12 +25,15 @@
 #include <unistd.h>
 
 #include "core/check.h"
+#include "core/relation.h"
 #include "core/snapshot_state.h"
 #include "core/world.h"
 
 /* ---- section registry --------------------------------------------------- */
 
 static void snap_fini(weft_world_t *w) {
+  if (w->snap)
+    free(w->snap->scratch);
   free(w->snap);
   w->snap = NULL;
 }
@@ -43,6 +46,12 @@ const weft__snap_reg_t *weft__snap_registry(const weft_world_t *w) {
   return w ? w->snap : NULL;
 }
 
+weft__snap_reg_t *weft__snap_registry_get(weft_world_t *w) {
+  if (!w->snap)
+    w->snap = calloc(1, sizeof(*w->snap));
+  return w->snap;
+}
+
 int weft_snapshot_section_register(weft_world_t *w,
                                    const weft_snapshot_section_desc_t *d) {
   WEFT_CHECK(w, w && d && d->name && d->save && d->load, WEFT_EINVAL,
@@ -51,11 +60,8 @@ int weft_snapshot_section_register(weft_world_t *w,
   WEFT_CHECK(w, len > 0 && len < WEFT_SNAPSHOT_NAME_MAX, WEFT_EINVAL,
              "section name must be 1..%u characters",
              WEFT_SNAPSHOT_NAME_MAX - 1);
-  if (!w->snap) {
-    w->snap = calloc(1, sizeof(*w->snap));
-    WEFT_CHECK(w, w->snap, WEFT_ENOMEM, "out of memory for sections");
-  }
-  weft__snap_reg_t *reg = w->snap;
+  weft__snap_reg_t *reg = weft__snap_registry_get(w);
+  WEFT_CHECK(w, reg, WEFT_ENOMEM, "out of memory for sections");
   uint32_t i = 0;
   while (i < reg->n && strcmp(reg->s[i].name, d->name))
     i++;
@@ -140,9 +146,13 @@ static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl) {
     rc = weft__index_reserve_free(ix, &w->alloc, pl->free_n);
   if (rc)
     return rc;
-  for (uint32_t s = 0; s < pl->hwm; s++) {
-    uint32_t v = weft__snap_u32(pl->recs + 4 * s);
-    weft__index_rec(ix, s)->v = v == WEFT__REC_LOC ? 0 : v;
+  /* Page by page as saved: a live slot's marker (WEFT__REC_LOC alone)
+   * is replaced by its row's place when the rows are filled. */
+  for (uint32_t base = 0; base < pl->hwm; base += WEFT__PAGE_SIZE) {
+    uint32_t n =
+        pl->hwm - base < WEFT__PAGE_SIZE ? pl->hwm - base : WEFT__PAGE_SIZE;
+    memcpy(ix->pages[base >> WEFT__PAGE_BITS], pl->recs + 4 * (size_t)base,
+           (size_t)n * 4);
   }
   ix->hwm = pl->hwm;
   ix->alive = pl->alive;
@@ -175,6 +185,9 @@ typedef struct fill_t {
   const weft__snap_plan_t *pl;
   uint8_t *value; /* one component value, for migrations */
   bool exact;     /* chunks as saved */
+  /* By program component id: 1 when its saved column is copied as it
+   * lies (WEFT__SNAP_SAME), so its arrays need no zero-fill first. */
+  uint8_t same[WEFT_MAX_COMPONENTS + 1];
 } fill_t;
 
 /* Builds one row's value in the program's layout from a saved column
@@ -222,13 +235,21 @@ static void copy_column(const fill_t *f, const weft__archetype_t *a,
   }
 }
 
-/* Zero-fills m rows of every array of chunk ch from row0: transient
- * components, added fields and dirty bytes start as zeros. */
-static void zero_rows(const weft__archetype_t *a, weft__chunk_t *ch,
-                      uint32_t row0, uint32_t m) {
-  for (uint32_t i = 0; i < a->narrays; i++)
-    memset(ch->bases[i] + (size_t)row0 * a->arrays[i].elem, 0,
-           (size_t)m * a->arrays[i].elem);
+/* Zero-fills m rows of the arrays of chunk ch from row0 that no saved
+ * column overwrites whole: transient components, migrated ones (added
+ * fields, padding) and dirty bytes start as zeros. */
+static void zero_rows(const fill_t *f, const weft__archetype_t *a,
+                      weft__chunk_t *ch, uint32_t row0, uint32_t m) {
+  for (uint32_t c = 0; c < a->ncols; c++) {
+    const weft__column_t *col = &a->cols[c];
+    for (uint32_t k = 0; !f->same[col->comp] && k < col->array_count; k++) {
+      uint32_t i = col->first_array + k;
+      memset(ch->bases[i] + (size_t)row0 * a->arrays[i].elem, 0,
+             (size_t)m * a->arrays[i].elem);
+    }
+  }
+  for (uint32_t i = a->narrays - a->ndirty; i < a->narrays; i++)
+    memset(ch->bases[i] + row0, 0, m);
 }
 
 /* Fills rows [row0, row0 + m) of chunk ch from rows [j, j + m) of the
@@ -240,7 +261,7 @@ static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
   for (uint32_t r = 0; r < m; r++)
     weft__index_place(&f->w->index, (uint32_t)ch->entities[row0 + r], ch->id,
                       row0 + r);
-  zero_rows(a, ch, row0, m);
+  zero_rows(f, a, ch, row0, m);
   size_t at = (size_t)8 * n;
   for (uint32_t k = 0; k < sa->npresent; k++) {
     const weft__snap_comp_t *c =
@@ -329,17 +350,78 @@ static uint32_t max_value(const weft_world_t *w) {
   return m;
 }
 
+/* Whether w already has the snapshot's archetypes and chunk segments,
+ * id for id (a world rewound to a snapshot of its own past, say): then
+ * its chunks are refilled where they are, with no memory freed and
+ * allocated again. */
+static bool same_layout(const weft_world_t *w, const weft__snap_plan_t *pl) {
+  if (w->arch_count != pl->narch || w->chunks.count != pl->chunk_count)
+    return false;
+  for (uint32_t i = 0; i < pl->narch; i++) {
+    const weft__archetype_t *a = w->archs[i];
+    const weft__snap_arch_t *sa = &pl->archs[i];
+    if (!weft__mask_eq(&a->present, &sa->present) ||
+        !weft__mask_eq(&a->disabled, &sa->disabled) ||
+        a->row_cap != sa->row_cap || a->chunk_total != sa->chunk_total)
+      return false;
+  }
+  uint32_t *next = calloc(pl->narch, sizeof(*next));
+  bool same = next != NULL;
+  for (uint32_t s = 0; same && s < pl->nsegs; s++) {
+    const uint8_t *p = pl->segs + 12 * s;
+    uint32_t ai = weft__snap_u32(p);
+    const weft__archetype_t *a = w->archs[ai];
+    const weft__segment_t *sg = next[ai] < a->nsegs ? &a->segs[next[ai]++] : 0;
+    same = sg && sg->headers[0].id == weft__snap_u32(p + 4) &&
+           sg->nchunks == weft__snap_u32(p + 8);
+  }
+  free(next);
+  return same;
+}
+
+/* Empties w but keeps its archetypes and chunks (same_layout()): what
+ * weft_world_clear() does, less releasing the rows' slots one by one, as
+ * the index is replaced whole (restore_index() writes the records below
+ * the new high-water mark; those above it are zeroed here). */
+static void clear_keep(weft_world_t *w, uint32_t hwm) {
+  for (uint32_t i = 0; i < w->arch_count; i++) {
+    weft__archetype_t *a = w->archs[i];
+    for (uint32_t c = 0; c < a->nchunks; c++)
+      a->chunks[c]->count = 0;
+    w->chunks_live -= a->nchunks;
+    w->chunks_spare += a->nchunks;
+    a->nchunks = 0;
+    a->tail = NULL;
+    a->count = 0;
+  }
+  weft__rel_clear(w);
+  weft__index_t *ix = &w->index;
+  for (uint32_t s = hwm; s < ix->hwm; s++)
+    weft__index_rec(ix, s)->v = 0;
+  w->version++;
+}
+
 /* The second phase: the plan is sound; replace the world's contents. */
 static int apply(weft_world_t *w, const weft__snap_plan_t *pl) {
-  int rc = unused(w) ? 0 : reset(w);
   bool exact = false;
-  if (!rc)
-    rc = create_archetypes(w, pl, &exact);
-  if (!rc && exact)
-    rc = replay_segments(w, pl);
+  int rc;
+  if (same_layout(w, pl)) {
+    clear_keep(w, pl->hwm);
+    rc = 0;
+    exact = true;
+  } else {
+    rc = unused(w) ? 0 : reset(w);
+    if (!rc)
+      rc = create_archetypes(w, pl, &exact);
+    if (!rc && exact)
+      rc = replay_segments(w, pl);
+  }
   if (!rc)
     rc = restore_index(w, pl);
   fill_t f = {.w = w, .pl = pl, .exact = exact};
+  for (uint32_t i = 0; i < pl->ncomp; i++)
+    if (pl->comps[i].mode == WEFT__SNAP_SAME)
+      f.same[pl->comps[i].target] = 1;
   if (!rc) {
     f.value = aligned_alloc(64, ((size_t)max_value(w) + 63) & ~(size_t)63);
     rc = f.value ? fill_archetypes(&f) : WEFT_ENOMEM;
@@ -380,6 +462,8 @@ int weft_snapshot_load_memory(weft_world_t *w, const void *data, size_t n,
     return weft__snap_fail(w, err, WEFT_EBUSY, 0, 0,
                            "load only at a sync point: no open scope and no "
                            "staged spawn");
+  if (!weft__snap_registry_get(w))
+    return weft__snap_fail(w, err, WEFT_ENOMEM, 0, 0, "out of memory");
   weft__snap_plan_t pl;
   int rc = weft__snap_parse(w, data, n, &pl, err);
   if (rc)

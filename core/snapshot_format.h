@@ -155,6 +155,10 @@ typedef struct weft__snap_reg_t {
     char name[WEFT_SNAPSHOT_NAME_MAX];
     weft_snapshot_section_desc_t d;
   } s[WEFT__SNAP_MAX_SECTIONS];
+  /* The loader's per-slot scratch, kept between loads so that a load
+   * into a world of the same size touches no fresh pages. */
+  uint32_t *scratch;
+  size_t scratch_n;
 } weft__snap_reg_t;
 
 /* Reads a little-endian u32 / u64 at p (any alignment). */
@@ -182,5 +186,8 @@ void weft__snap_plan_free(weft__snap_plan_t *plan);
 
 /* The world's section registry, or NULL (snapshot.c). */
 const weft__snap_reg_t *weft__snap_registry(const weft_world_t *w);
+
+/* The world's registry, created if needed; NULL when out of memory. */
+weft__snap_reg_t *weft__snap_registry_get(weft_world_t *w);
 
 #endif /* WEFT_CORE_SNAPSHOT_FORMAT_H */

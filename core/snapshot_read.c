@@ -477,12 +477,12 @@ static int read_archs(rd_t *r, weft__snap_plan_t *pl) {
 }
 
 /* Checks the dead records and the free list; marks live slots in `live`. */
-static int check_records(rd_t *r, const weft__snap_plan_t *pl, uint8_t *live) {
+static int check_records(rd_t *r, const weft__snap_plan_t *pl, uint32_t *live) {
   uint32_t nlive = 0, nretired = 0;
   for (uint32_t s = 0; s < pl->hwm; s++) {
     uint32_t v = weft__snap_u32(pl->recs + 4 * s);
     if (v == WEFT__REC_LOC) {
-      live[s] = 1;
+      live[s] = WEFT__SNAP_LIVE_REC;
       nlive++;
       if (s >= pl->sweep && s < pl->sweep_end)
         return BAD(r, "slot %u is live inside the sweep range", s);
@@ -504,7 +504,7 @@ static int check_records(rd_t *r, const weft__snap_plan_t *pl, uint8_t *live) {
         (weft__snap_u32(pl->recs + 4 * s) & WEFT__REC_RETIRED) ||
         (s >= pl->sweep && s < pl->sweep_end))
       return BAD(r, "free slot %u (entry %u) is not a free dead slot", s, k);
-    live[s] = 2; /* a second entry would find it marked */
+    live[s] = WEFT__SNAP_LIVE_FREE; /* a second entry finds it marked */
   }
   return 0;
 }
@@ -541,31 +541,38 @@ static int read_index(rd_t *r, weft__snap_plan_t *pl, weft__snap_live_t *lv) {
   if (rows != pl->alive)
     return BAD(r, "%u live slots but %llu rows", pl->alive,
                (unsigned long long)rows);
-  lv->state = calloc(pl->hwm ? pl->hwm : 1, 1);
-  lv->gen = calloc(pl->hwm ? pl->hwm : 1, sizeof(*lv->gen));
-  if (!lv->state || !lv->gen)
-    return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
-  return check_records(r, pl, lv->state);
+  /* The world's scratch (snapshot_format.h): the registry exists, the
+   * loader made sure of it; reusing it is no change of the world. */
+  weft__snap_reg_t *reg = (weft__snap_reg_t *)weft__snap_registry(r->w);
+  if (reg->scratch_n < pl->hwm) {
+    free(reg->scratch);
+    reg->scratch = malloc((size_t)pl->hwm * sizeof(*reg->scratch));
+    reg->scratch_n = reg->scratch ? pl->hwm : 0;
+    if (!reg->scratch)
+      return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
+  }
+  lv->v = reg->scratch;
+  memset(lv->v, 0, (size_t)pl->hwm * sizeof(*lv->v));
+  return check_records(r, pl, lv->v);
 }
 
 /* Checks one chunk's handles: this world tag, live slots, each once. */
 static int check_handles(rd_t *r, const weft__snap_plan_t *pl, const uint8_t *p,
                          uint32_t n, const weft__snap_live_t *lv) {
-  uint8_t *live = lv->state;
+  uint32_t *live = lv->v;
   const uint64_t tag = (uint64_t)pl->tag << 56;
   for (uint32_t k = 0; k < n; k++) {
     uint64_t e = weft__snap_u64(p + 8 * k);
     uint32_t slot = (uint32_t)e, gen = (uint32_t)(e >> 32) & WEFT__GEN_MASK;
-    if ((e & WEFT__TAG_MASK) != tag || slot >= pl->hwm || live[slot] != 1 ||
-        gen == 0 || gen > pl->max_gen) {
+    if ((e & WEFT__TAG_MASK) != tag || slot >= pl->hwm ||
+        live[slot] != WEFT__SNAP_LIVE_REC || gen == 0 || gen > pl->max_gen) {
       r->p = p + 8 * k;
       return BAD(r,
                  "handle 0x%016llx is foreign, not live, repeated or of "
                  "a bad generation",
                  (unsigned long long)e);
     }
-    live[slot] = 3; /* seen */
-    lv->gen[slot] = gen;
+    live[slot] = WEFT__SNAP_LIVE_ROW | gen;
   }
   return 0;
 }
@@ -685,8 +692,7 @@ int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
     rc = read_state(&r, pl, &live);
   if (!rc)
     rc = read_tail(&r, pl);
-  free(live.state);
-  free(live.gen);
+
   if (rc)
     weft__snap_plan_free(pl);
   return rc;

@@ -15,11 +15,14 @@ typedef struct weft__snap_why_t {
   uint64_t at;
 } weft__snap_why_t;
 
-/* The live slots the rows hold: state 3 and the generation of the handle
- * that holds each (snapshot_read.c). */
+/* Per slot of the snapshot's index (snapshot_read.c): a state in bits
+ * 24..31 (1: a live record, 2: on the free list, 3: held by a row) and,
+ * for state 3, the generation of the row's handle in bits 0..23. */
+#define WEFT__SNAP_LIVE_REC (1u << 24)
+#define WEFT__SNAP_LIVE_FREE (2u << 24)
+#define WEFT__SNAP_LIVE_ROW (3u << 24)
 typedef struct weft__snap_live_t {
-  uint8_t *state;
-  uint32_t *gen;
+  uint32_t *v;
 } weft__snap_live_t;
 
 /* The state sections, in file order. */
