@@ -160,7 +160,8 @@ static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl) {
   ix->sweep = pl->sweep;
   ix->sweep_end = pl->sweep_end;
   ix->free_n = pl->free_n;
-  memcpy(ix->free, pl->free, (size_t)pl->free_n * 4);
+  if (pl->free_n)
+    memcpy(ix->free, pl->free, (size_t)pl->free_n * 4);
   w->tag = pl->tag;
   ix->tag = (uint64_t)pl->tag << 56;
   return 0;

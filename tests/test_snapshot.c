@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -640,6 +641,79 @@ static void test_snapshot_files_are_replaced_atomically(void **state) {
   weft_world_destroy(b);
 }
 
+/* Loads bytes into w and checks the outcome: an error leaves the digest
+ * as it was, and says so in err. */
+static void load_checked(weft_world_t *w, const uint8_t *p, size_t n,
+                         const char *what) {
+  uint64_t before = weft_world_digest(w);
+  weft_snapshot_error_t err;
+  int rc = weft_snapshot_load_memory(w, p, n, &err);
+  if (rc > 0 || (rc < 0 && err.code != rc))
+    fail_msg("%s: returned %d (error code %d)", what, rc, err.code);
+  if (rc < 0 && weft_world_digest(w) != before)
+    fail_msg("%s: refused (%s) but the world changed", what, err.message);
+}
+
+/* The seed corpus: a small snapshot of each scenario as weft-sim writes
+ * it; every truncation and single-bit flip is refused, the world kept. */
+static void test_snapshot_seed_corpus_damage_is_refused(void **state) {
+  (void)state;
+  for (uint32_t kind = SIM_ARENA; kind <= SIM_PARTICLES; kind++) {
+    wt_sim_t a, b;
+    wt_sim_open(&a, (sim_kind_t)kind, 0, 64, 1);
+    for (int t = 0; t < 3; t++)
+      wt_sim_tick(&a);
+    mem_t m = save(a.w);
+    wt_sim_open(&b, (sim_kind_t)kind, 0, 64, 2);
+    const uint64_t before = weft_world_digest(b.w);
+    uint8_t *copy = malloc(m.n);
+    for (size_t n = 0; n < m.n; n++)
+      assert_true(weft_snapshot_load_memory(b.w, m.p, n, NULL) < 0);
+    for (size_t bit = 0; bit < m.n * 8; bit++) {
+      memcpy(copy, m.p, m.n);
+      copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+      if (weft_snapshot_load_memory(b.w, copy, m.n, NULL) >= 0)
+        fail_msg("%s: flip of bit %zu accepted",
+                 sim_kind_name((sim_kind_t)kind), bit);
+    }
+    assert_int_equal(weft_world_digest(b.w), before);
+    assert_int_equal(weft_snapshot_load_memory(b.w, m.p, m.n, NULL), WEFT_OK);
+    assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+    free(copy);
+    free(m.p);
+    wt_sim_close(&a);
+    wt_sim_close(&b);
+  }
+}
+
+/* Inputs the fuzzer once found crashing (tests/data/fuzz/snapshot, kept by
+ * tools/fuzz.sh) load into the fuzz target's world without harm. */
+static void test_snapshot_fuzz_regressions(void **state) {
+  (void)state;
+  wt_sim_t s;
+  wt_sim_open(&s, SIM_ARENA, 0, 64, 1);
+  DIR *d = opendir(WEFT_FUZZ_DATA);
+  assert_non_null(d);
+  uint32_t files = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.' || !strcmp(e->d_name, "README.md"))
+      continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", WEFT_FUZZ_DATA, e->d_name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t *buf = malloc(1u << 20);
+    size_t n = fread(buf, 1, 1u << 20, f);
+    fclose(f);
+    load_checked(s.w, buf, n, e->d_name);
+    free(buf);
+    files++;
+  }
+  closedir(d);
+  assert_true(files > 0);
+  wt_sim_close(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_snapshot_round_trip_keeps_digest_and_handles),
@@ -652,6 +726,8 @@ int main(void) {
       cmocka_unit_test(test_snapshot_transient_loads_zeroed),
       cmocka_unit_test(test_snapshot_state_and_user_sections),
       cmocka_unit_test(test_snapshot_files_are_replaced_atomically),
+      cmocka_unit_test(test_snapshot_seed_corpus_damage_is_refused),
+      cmocka_unit_test(test_snapshot_fuzz_regressions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,9 +19,10 @@ fi
 # libudev-dev: hwloc's private dependency, which `pkg-config --static --libs
 # weft` names (-ludev); libhwloc-dev does not pull it in. libpng-dev: the
 # tools' pictures (weft-sim --frames). libxxhash-dev: snapshot checksums
-# (header-only use; weft's users need nothing of it).
+# (header-only use; weft's users need nothing of it). clang and
+# libfuzzer-14-dev: the libFuzzer targets (tools/fuzz.sh).
 packages=(cmake pkg-config libjemalloc-dev libhwloc-dev libudev-dev hwloc
-          libcmocka-dev libpng-dev libxxhash-dev)
+          libcmocka-dev libpng-dev libxxhash-dev clang libfuzzer-14-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install-deps: dpkg-query not found; this script knows Debian only." >&2
