@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "core/snapshot_hash.h"
 
 #include "core/check.h"
 #include "core/snapshot_state.h"
@@ -113,7 +112,7 @@ static int open_section(rd_t *r, uint32_t tag) {
     return BAD(r, "truncated: section of %llu bytes, %llu left",
                (unsigned long long)len, (unsigned long long)room);
   const uint8_t *payload = r->p + WEFT__SNAP_SEC_HEAD;
-  uint64_t h = XXH3_64bits(r->p, WEFT__SNAP_SEC_HEAD + len);
+  uint64_t h = weft__xxh3(r->p, WEFT__SNAP_SEC_HEAD + len);
   for (uint64_t i = 0; i < pad; i++)
     if (payload[len + i]) {
       r->p = payload + len + i;
@@ -148,7 +147,7 @@ static int read_header(rd_t *r) {
   if (memcmp(r->data, WEFT__SNAP_MAGIC, 8))
     return BAD(r, "not a weft snapshot (bad magic)");
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  if (weft__snap_u64(r->data + 24) != XXH3_64bits(r->data, 24))
+  if (weft__snap_u64(r->data + 24) != weft__xxh3(r->data, 24))
     return BAD(r, "header checksum mismatch");
 #endif
   uint32_t version = weft__snap_u32(r->data + 8);

@@ -26,8 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "core/snapshot_hash.h"
 
 #include "core/check.h"
 #include "core/relation.h"
@@ -78,7 +77,7 @@ static void buf_name(buf_t *b, const char *s) {
 /* The sink, and the hash of the section being written. */
 typedef struct sink_t {
   const weft_snapshot_writer_t *w;
-  XXH3_state_t st;
+  weft__xxh3_state_t st;
   uint64_t pos;
   int rc;
 } sink_t;
@@ -99,7 +98,7 @@ static void sink_raw(sink_t *s, const void *data, size_t n) {
 static void sink_put(sink_t *s, const void *data, size_t n) {
   if (s->rc || n == 0)
     return;
-  XXH3_64bits_update(&s->st, data, n);
+  weft__xxh3_update(&s->st, data, n);
   sink_raw(s, data, n);
 }
 
@@ -107,14 +106,14 @@ static void sec_begin(sink_t *s, uint32_t tag, uint64_t len) {
   uint8_t head[WEFT__SNAP_SEC_HEAD] = {0};
   memcpy(head, &tag, 4);
   memcpy(head + 8, &len, 8);
-  XXH3_64bits_reset(&s->st);
+  weft__xxh3_reset(&s->st);
   sink_put(s, head, sizeof head);
 }
 
 static void sec_end(sink_t *s, uint64_t len) {
   static const uint8_t zeros[8] = {0};
   sink_raw(s, zeros, (8 - (len & 7)) & 7);
-  uint64_t h = XXH3_64bits_digest(&s->st);
+  uint64_t h = weft__xxh3_digest(&s->st);
   sink_raw(s, &h, 8);
 }
 
@@ -343,7 +342,7 @@ int weft_snapshot_save(weft_world_t *w, const weft_snapshot_writer_t *writer,
     uint32_t version = WEFT_SNAPSHOT_VERSION;
     memcpy(head, WEFT__SNAP_MAGIC, 8);
     memcpy(head + 8, &version, 4);
-    uint64_t h = XXH3_64bits(head, 24);
+    uint64_t h = weft__xxh3(head, 24);
     memcpy(head + 24, &h, 8);
     sink_raw(&s, head, sizeof head);
     sec_buf(&s, WEFT__SNAP_META, &meta);
