@@ -258,6 +258,12 @@ static void zero_rows(const fill_t *f, const weft__archetype_t *a,
 static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
                       weft__archetype_t *a, weft__chunk_t *ch, uint32_t row0,
                       const uint8_t *p, uint32_t n, uint32_t j, uint32_t m) {
+  /* Every column reads as written at the loaded change version: a system
+   * that filters on changes sees the loaded rows once (change versions
+   * are not saved). */
+  for (uint32_t c = 0; c < a->ncols; c++)
+    ch->versions[c] = f->pl->change_version;
+  ch->sversion = f->pl->change_version;
   memcpy(ch->entities + row0, p + (size_t)8 * j, (size_t)m * 8);
   for (uint32_t r = 0; r < m; r++)
     weft__index_place(&f->w->index, (uint32_t)ch->entities[row0 + r], ch->id,
@@ -283,7 +289,6 @@ static int fill_chunk(const fill_t *f, const weft__snap_arch_t *sa,
   if (f->exact) {
     weft__chunk_t *ch = a->chunks[k];
     ch->count = n;
-    ch->sversion = w->change_version;
     a->nchunks = k + 1;
     a->tail = ch;
     a->count += n;

@@ -122,7 +122,7 @@ static void test_component_register_rejects_bad_names(void **state) {
   assert_int_equal(found, id);
   /* Unknown flags. */
   d = desc("flags", 4, 0);
-  d.flags = 0x4u;
+  d.flags = 0x8u;
   expect_rejected(w, &d, WEFT_EINVAL);
   d.flags = 0x80000000u;
   expect_rejected(w, &d, WEFT_EINVAL);
@@ -254,6 +254,7 @@ static void test_component_field_count_limit(void **state) {
     fields[i].name = names[i];
     fields[i].offset = i * 4u;
     fields[i].size = 4u;
+    fields[i].type = WEFT_FIELD_RAW;
   }
   weft_component_desc_t d = desc("many", N * 4u, 4);
   d.fields = fields;
