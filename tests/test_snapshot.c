@@ -18,6 +18,9 @@
 
 #include <cmocka.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "support/weft_test.h"
 #include "support/sim_test.h"
 #include "weft.h"
@@ -352,10 +355,15 @@ static void test_snapshot_error_says_where(void **state) {
   assert_true(err.section[0] != 0);
   assert_non_null(strstr(err.message, "checksum"));
   m.p[m.n - 40] ^= 1;
-  /* A newer version is its own error. */
+  /* A changed version without its checksum is damage... */
   m.p[8] = 2;
   assert_int_equal(weft_snapshot_load_memory(w, m.p, m.n, &err), WEFT_EFORMAT);
   assert_non_null(strstr(err.message, "header checksum"));
+  /* ...with it, a newer format: its own error. */
+  uint64_t h = XXH3_64bits(m.p, 24);
+  memcpy(m.p + 24, &h, 8);
+  assert_int_equal(weft_snapshot_load_memory(w, m.p, m.n, &err), WEFT_EVERSION);
+  assert_non_null(strstr(err.message, "format version 2"));
   free(m.p);
   weft_world_destroy(src);
   weft_world_destroy(w);
