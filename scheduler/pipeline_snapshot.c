@@ -5,8 +5,9 @@
  * network-tick accumulator, in a section named "weft.pipeline" that the
  * scheduler registers on every world it runs. A restored world then takes
  * its next fixed step at the tick, and after the time, that the saved one
- * would have. Not restored: which Startup systems already ran (a restored
- * program runs its pending Startup systems again).
+ * would have. Then the names of the run-once systems (Startup) that
+ * already ran: a restored program marks its systems of those names spent,
+ * so they do not run a second time.
  */
 #include <string.h>
 
@@ -30,20 +31,68 @@ static int pipe_save(weft_world_t *w, void *user, weft_snapshot_out_t *out) {
   v[5] = st->frames;
   v[6] = st->sync_points;
   memcpy(&v[7], &s->net_acc, 8);
-  return weft_snapshot_put(out, v, sizeof v);
+  int rc = weft_snapshot_put(out, v, sizeof v);
+  uint32_t nspent = 0;
+  for (uint32_t i = 0; i < s->nsys; i++)
+    nspent += s->sys[i] && s->sys[i]->spent && !s->sys[i]->removed;
+  if (!rc)
+    rc = weft_snapshot_put(out, &nspent, 4);
+  for (uint32_t i = 0; !rc && i < s->nsys; i++) {
+    const weft__sys_t *y = s->sys[i];
+    if (!y || !y->spent || y->removed)
+      continue;
+    uint32_t len = (uint32_t)strlen(y->name);
+    rc = weft_snapshot_put(out, &len, 4);
+    if (!rc)
+      rc = weft_snapshot_put(out, y->name, len);
+  }
+  return rc;
+}
+
+/* Walks the spent names after the clock words: calls mark(s, name, len)
+ * for each if s is not NULL; false when the bytes are malformed. */
+static bool spent_names(weft__sched_t *s, const uint8_t *p, size_t n) {
+  if (n < 4)
+    return false;
+  uint32_t count;
+  memcpy(&count, p, 4);
+  size_t at = 4;
+  for (uint32_t k = 0; k < count; k++) {
+    uint32_t len;
+    if (n - at < 4)
+      return false;
+    memcpy(&len, p + at, 4);
+    at += 4;
+    if (len == 0 || len > n - at)
+      return false;
+    for (uint32_t i = 0; s && i < s->nsys; i++) {
+      weft__sys_t *y = s->sys[i];
+      if (y && !y->removed && strlen(y->name) == len &&
+          !memcmp(y->name, p + at, len) && !y->spent) {
+        y->spent = true;
+        s->dirty = true; /* the schedule drops it at the next build */
+      }
+    }
+    at += len;
+  }
+  return at == n;
 }
 
 static int pipe_check(const weft_world_t *w, void *user, const void *data,
                       size_t n) {
   (void)w;
   (void)user;
-  (void)data;
-  return n == PIPE_WORDS * 8u || n == 0 ? 0 : WEFT_EFORMAT;
+  if (n == 0)
+    return 0;
+  return n >= PIPE_WORDS * 8u &&
+                 spent_names(NULL, (const uint8_t *)data + PIPE_WORDS * 8u,
+                             n - PIPE_WORDS * 8u)
+             ? 0
+             : WEFT_EFORMAT;
 }
 
 static int pipe_load(weft_world_t *w, void *user, const void *data, size_t n) {
   (void)user;
-  (void)n;
   weft__sched_t *s = weft__sched_of(w);
   if (!s || n == 0)
     return 0;
@@ -59,6 +108,7 @@ static int pipe_load(weft_world_t *w, void *user, const void *data, size_t n) {
   st->sync_points = v[6];
   memcpy(&s->net_acc, &v[7], 8);
   s->tick = st->tick;
+  spent_names(s, (const uint8_t *)data + PIPE_WORDS * 8u, n - PIPE_WORDS * 8u);
   return 0;
 }
 

@@ -722,6 +722,55 @@ static void test_snapshot_fuzz_regressions(void **state) {
   wt_sim_close(&s);
 }
 
+static int count_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  (*(int *)ctx->user)++;
+  return 0;
+}
+
+/* A Startup system that ran before the save does not run again after the
+ * load; the fixed-step clock goes on from the saved tick. */
+static void test_snapshot_pipeline_clock_and_startup(void **state) {
+  (void)state;
+  int ran[2] = {0, 0};
+  weft_world_t *w[2];
+  for (int k = 0; k < 2; k++) {
+    w[k] = world_new(5);
+    weft_system_desc_t d;
+    memset(&d, 0, sizeof d);
+    d.name = "boot";
+    d.phase = WEFT_PHASE_STARTUP;
+    d.run = count_run;
+    d.user = &ran[k];
+    weft_system_t id = 0;
+    assert_int_equal(weft_system_register(w[k], &d, &id), WEFT_OK);
+  }
+  for (int t = 0; t < 5; t++)
+    assert_int_equal(weft_world_progress(w[0], 1.0 / 60.0), WEFT_OK);
+  assert_int_equal(ran[0], 1);
+  mem_t m = save(w[0]);
+  assert_int_equal(weft_snapshot_load_memory(w[1], m.p, m.n, NULL), WEFT_OK);
+  weft_pipeline_state_t s0, s1;
+  weft_pipeline_state(w[0], &s0);
+  weft_pipeline_state(w[1], &s1);
+  assert_int_equal(s0.tick, s1.tick);
+  assert_int_equal(s0.frames, s1.frames);
+  assert_true(s0.accumulator == s1.accumulator);
+  for (int t = 0; t < 3; t++) {
+    assert_int_equal(weft_world_progress(w[0], 1.0 / 60.0), WEFT_OK);
+    assert_int_equal(weft_world_progress(w[1], 1.0 / 60.0), WEFT_OK);
+  }
+  assert_int_equal(ran[0], 1);
+  assert_int_equal(ran[1], 0);
+  weft_pipeline_state(w[0], &s0);
+  weft_pipeline_state(w[1], &s1);
+  assert_int_equal(s1.tick, s0.tick);
+  assert_true(s1.tick >= 5);
+  free(m.p);
+  weft_world_destroy(w[0]);
+  weft_world_destroy(w[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_snapshot_round_trip_keeps_digest_and_handles),
@@ -736,6 +785,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_files_are_replaced_atomically),
       cmocka_unit_test(test_snapshot_seed_corpus_damage_is_refused),
       cmocka_unit_test(test_snapshot_fuzz_regressions),
+      cmocka_unit_test(test_snapshot_pipeline_clock_and_startup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
