@@ -253,6 +253,21 @@ static void zero_rows(const fill_t *f, const weft__archetype_t *a,
     memset(ch->bases[i] + row0, 0, m);
 }
 
+/* The default a requirement gives transient component t in archetype a:
+ * the first component of a (by id) whose requirements reach t with a
+ * value; NULL for zeros. */
+static const void *transient_default(const weft_world_t *w,
+                                     const weft__archetype_t *a,
+                                     weft_component_t t) {
+  for (uint32_t k = 0; k < a->ncomps; k++) {
+    const weft__req_comp_t *r = weft__req_of(&w->registry, a->comps[k]);
+    for (uint32_t i = 0; r && i < r->nclosure; i++)
+      if (r->closure[i].comp == t && r->closure[i].value)
+        return r->closure[i].value;
+  }
+  return NULL;
+}
+
 /* Fills rows [row0, row0 + m) of chunk ch from rows [j, j + m) of the
  * saved chunk at p (n rows) of saved archetype sa. */
 static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
@@ -276,6 +291,13 @@ static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
     if (c->mode != WEFT__SNAP_ZERO && c->mode != WEFT__SNAP_TAG)
       copy_column(f, a, weft__archetype_col(a, c->target), ch, row0, c, p + at,
                   n, j, m);
+    /* Transient: zeros, or the default a requirement would give it. */
+    const void *def = c->mode == WEFT__SNAP_ZERO
+                          ? transient_default(f->w, a, c->target)
+                          : NULL;
+    for (uint32_t r = 0; def && r < m; r++)
+      weft__column_write(a, weft__archetype_col(a, c->target), ch, row0 + r,
+                         def);
     at += (size_t)n * c->row_bytes;
   }
 }

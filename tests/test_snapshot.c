@@ -503,6 +503,15 @@ static void test_snapshot_transient_loads_zeroed(void **state) {
   uint64_t got = 1;
   assert_int_equal(weft_read(b, e, ib.cache, &got), WEFT_OK);
   assert_int_equal(got, 0);
+  /* With a requirement that gives it a default, it loads with that. */
+  weft_world_t *wc = world_new(5);
+  ids_t ic = register_all(wc);
+  uint64_t def = 77;
+  assert_int_equal(weft_component_require(wc, ic.pos, ic.cache, &def), WEFT_OK);
+  assert_int_equal(weft_snapshot_load_memory(wc, m.p, m.n, NULL), WEFT_OK);
+  assert_int_equal(weft_read(wc, e, ic.cache, &got), WEFT_OK);
+  assert_int_equal(got, 77);
+  weft_world_destroy(wc);
   free(m.p);
   weft_world_destroy(a);
   weft_world_destroy(b);

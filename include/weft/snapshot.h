@@ -18,7 +18,9 @@
  * added field gets zero bytes, a removed one is dropped, a moved one is
  * moved); a field whose size or type changed is refused with
  * WEFT_EMIGRATE. Components declared WEFT_COMPONENT_TRANSIENT keep their
- * membership but not their bytes: they load zero-filled.
+ * membership but not their bytes: they load zero-filled, or with the
+ * default a requirement (weft/require.h) of another component of the row
+ * gives them.
  *
  * Loading is two-phase: the whole input is checked first (structure,
  * XXH3 checksums of every section, names, fingerprints, handle ranges,
