@@ -582,9 +582,20 @@ int weft_snapshot_save_file(weft_world_t *w, const char *path,
   if (!rc && rename(tmp, path) != 0)
     rc = weft__snap_fail(w, err, WEFT_EIO, 0, 0, "rename %s: %s", tmp,
                          strerror(errno));
-  if (rc)
+  if (rc) {
     unlink(tmp);
-  return rc;
+    return rc;
+  }
+  /* And the rename reaches the disk with its folder's entry. */
+  char *slash = strrchr(tmp, '/');
+  if (slash)
+    slash[slash == tmp ? 1 : 0] = 0;
+  int dir = open(slash ? tmp : ".", O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {
+    (void)fsync(dir);
+    close(dir);
+  }
+  return 0;
 }
 
 int weft_snapshot_load_file(weft_world_t *w, const char *path,
