@@ -555,10 +555,11 @@ static int read_index(rd_t *r, weft__snap_plan_t *pl, weft__snap_live_t *lv) {
   /* The world's scratch (snapshot_format.h): the registry exists, the
    * loader made sure of it; reusing it is no change of the world. */
   weft__snap_reg_t *reg = (weft__snap_reg_t *)weft__snap_registry(r->w);
-  if (reg->scratch_n < pl->hwm) {
+  if (reg->scratch_n < pl->hwm || !reg->scratch) {
     free(reg->scratch);
-    reg->scratch = malloc((size_t)pl->hwm * sizeof(*reg->scratch));
-    reg->scratch_n = reg->scratch ? pl->hwm : 0;
+    size_t n = pl->hwm ? pl->hwm : 1;
+    reg->scratch = malloc(n * sizeof(*reg->scratch));
+    reg->scratch_n = reg->scratch ? n : 0;
     if (!reg->scratch)
       return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
   }
