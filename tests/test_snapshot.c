@@ -780,6 +780,69 @@ static void test_snapshot_pipeline_clock_and_startup(void **state) {
   weft_world_destroy(w[1]);
 }
 
+/* Components are found by name: a program that registers them in another
+ * order (other ids, other archetype masks) loads the same values. */
+static void test_snapshot_matches_components_by_name(void **state) {
+  (void)state;
+  weft_world_t *a = world_new(5);
+  ids_t ia = register_all(a);
+  churn(a, &ia, 9, 1500);
+  mem_t m = save(a);
+  weft_world_t *b = world_new(5);
+  weft_component_t other = reg(b, "unrelated", 16, 8, NULL, 0, 0);
+  (void)other;
+  ids_t ib;
+  /* Reverse order. */
+  ib.cache = reg(b, "cache", 8, 8, NULL, 0, WEFT_COMPONENT_TRANSIENT);
+  ib.tag = reg(b, "tag", 0, 0, NULL, 0, 0);
+  ib.hp = reg(b, "hp", 4, 4, NULL, 0, WEFT_COMPONENT_TRACK_DIRTY);
+  static const weft_field_desc_t lf[] = {
+      {"target", offsetof(link_t, target), 8, WEFT_FIELD_ENTITY},
+      {"n", offsetof(link_t, n), 4, WEFT_FIELD_U32}};
+  ib.link = reg(b, "link", sizeof(link_t), 8, lf, 2, 0);
+  static const weft_field_desc_t vf[] = {
+      {"dx", offsetof(vel_t, dx), 4, WEFT_FIELD_F32},
+      {"dy", offsetof(vel_t, dy), 4, WEFT_FIELD_F32}};
+  ib.vel = reg(b, "vel", sizeof(vel_t), 4, vf, 2, WEFT_COMPONENT_SOA);
+  static const weft_field_desc_t pf[] = {
+      {"x", offsetof(pos_t, x), 4, WEFT_FIELD_F32},
+      {"y", offsetof(pos_t, y), 4, WEFT_FIELD_F32},
+      {"z", offsetof(pos_t, z), 4, WEFT_FIELD_F32}};
+  ib.pos = reg(b, "pos", sizeof(pos_t), 4, pf, 3, 0);
+  weft_snapshot_error_t err;
+  if (weft_snapshot_load_memory(b, m.p, m.n, &err))
+    fail_msg("load: %s", err.message);
+  assert_int_equal(weft_world_count(a), weft_world_count(b));
+  /* Every live handle of a has the same components and values in b. */
+  weft_world_stats_t st = wt_stats(a);
+  uint32_t checked = 0;
+  for (uint32_t slot = 0; slot < st.slots_used; slot++)
+    for (uint32_t gen = 1; gen < 64; gen++) {
+      weft_entity_t e = wt_handle(slot, gen, 5);
+      if (!weft_is_alive(a, e))
+        continue;
+      assert_true(weft_is_alive(b, e));
+      const weft_component_t ca[5] = {ia.pos, ia.vel, ia.link, ia.hp, ia.tag};
+      const weft_component_t cb[5] = {ib.pos, ib.vel, ib.link, ib.hp, ib.tag};
+      const uint32_t size[5] = {sizeof(pos_t), sizeof(vel_t), sizeof(link_t), 4,
+                                0};
+      for (int k = 0; k < 5; k++) {
+        assert_int_equal(weft_has(a, e, ca[k]), weft_has(b, e, cb[k]));
+        if (!size[k] || !weft_has(a, e, ca[k]))
+          continue;
+        uint8_t va[16] = {0}, vb[16] = {0};
+        assert_int_equal(weft_read(a, e, ca[k], va), WEFT_OK);
+        assert_int_equal(weft_read(b, e, cb[k], vb), WEFT_OK);
+        assert_memory_equal(va, vb, size[k]);
+      }
+      checked++;
+    }
+  assert_int_equal(checked, weft_world_count(a));
+  free(m.p);
+  weft_world_destroy(a);
+  weft_world_destroy(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_snapshot_round_trip_keeps_digest_and_handles),
@@ -795,6 +858,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_seed_corpus_damage_is_refused),
       cmocka_unit_test(test_snapshot_fuzz_regressions),
       cmocka_unit_test(test_snapshot_pipeline_clock_and_startup),
+      cmocka_unit_test(test_snapshot_matches_components_by_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
