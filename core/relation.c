@@ -999,6 +999,41 @@ remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
   return 0;
 }
 
+int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
+                           weft_component_t c, weft_entity_t tgt,
+                           const void *value) {
+  weft__relations_t *r = w->rel;
+  const weft__rel_def_t *cd = weft__rel_def(r, c);
+  if (!cd)
+    return WEFT_ENOCOMP;
+  uint32_t rel = (uint32_t)(cd - r->defs);
+  weft__rel_def_t *d = &r->defs[rel];
+  uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
+  int rc = slots_cover(w, r, s > t ? s : t);
+  if (rc)
+    return rc;
+  weft__rel_vec_t *out = &r->out[s];
+  uint32_t p = lower_bound(out, rel, tgt);
+  if (p < out->n && out->v[p].rel == rel && out->v[p].other == tgt)
+    return WEFT_EEXIST;
+  if (vec_room(w, out) || vec_room(w, &r->in[t]) || slab_room(w, d))
+    return WEFT_ENOMEM;
+  /* The rows were restored with their tags, pairs and dense payload
+   * columns: only the store's side of the edge is missing. */
+  uint32_t slot = payload_take(d, value);
+  weft__rel_vec_t *in = &r->in[t];
+  vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
+  weft__rel_edge_t x = {src, rel, WEFT__REL_NOSLOT, 0, 0};
+  bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
+  in->v[in->n++] = x;
+  if (ordered)
+    in->sorted = 1;
+  else
+    in_unsorted(r, tgt);
+  r->edges++;
+  return 0;
+}
+
 int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t rel,
                       weft_entity_t tgt, const void *value) {
   int rc = w ? add_first(w, src, rel, tgt, value) : REL_SLOW;
