@@ -82,6 +82,14 @@ static bool unused(const weft_world_t *w) {
   return w->arch_count == 1 && w->chunks.count == 0 && w->index.hwm == 0;
 }
 
+/* An unused world's archetype ids and chunk ids start over, as a new
+ * world's do. */
+static void restart_ids(weft_world_t *w) {
+  w->arch_born = 1; /* the root's is 0 */
+  w->chunks.count = 0;
+  w->chunks.nfree = 0;
+}
+
 /* Makes a used world look unused: no rows, no chunks, only the root
  * archetype, no slot ever issued. */
 static int reset(weft_world_t *w) {
@@ -92,7 +100,7 @@ static int reset(weft_world_t *w) {
   weft__archetypes_rollback(w, 1);
   WEFT_CHECK(w, w->arch_count == 1 && w->archs[0]->chunk_total == 0, WEFT_EBUSY,
              "the world's archetypes could not be dropped");
-  w->chunks.count = 0;
+  restart_ids(w);
   weft__index_t *ix = &w->index;
   for (uint32_t s = 0; s < ix->hwm; s++)
     weft__index_rec(ix, s)->v = 0;
@@ -136,7 +144,19 @@ static int replay_segments(weft_world_t *w, const weft__snap_plan_t *pl) {
     if (rc)
       return rc;
   }
-  return skip_ids(w, pl->chunk_count);
+  int rc = skip_ids(w, pl->chunk_count);
+  /* The ids no segment holds are the saved world's free stack, in its
+   * order, so that new chunks get the ids they would have got there. */
+  weft__chunk_store_t *cs = &w->chunks;
+  if (!rc && weft__grow(&w->alloc, &cs->free, &cs->free_cap,
+                        cs->count ? cs->count : 1, sizeof(*cs->free), 64))
+    rc = WEFT_ENOMEM;
+  if (!rc) {
+    if (pl->chunk_nfree)
+      memcpy(cs->free, pl->chunk_free, (size_t)pl->chunk_nfree * 4);
+    cs->nfree = pl->chunk_nfree;
+  }
+  return rc;
 }
 
 static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl) {
@@ -279,6 +299,8 @@ static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
   for (uint32_t c = 0; c < a->ncols; c++)
     ch->versions[c] = f->pl->change_version;
   ch->sversion = f->pl->change_version;
+  /* A loaded world has no dirty rows: the flags go with the bytes. */
+  memset(ch->all_dirty, 0, sizeof(ch->all_dirty));
   memcpy(ch->entities + row0, p + (size_t)8 * j, (size_t)m * 8);
   for (uint32_t r = 0; r < m; r++)
     weft__index_place(&f->w->index, (uint32_t)ch->entities[row0 + r], ch->id,
@@ -351,21 +373,26 @@ static int fill_archetypes(const fill_t *f) {
   return 0;
 }
 
+/* Creates the archetypes in the order the saved world did, each with the
+ * id and stamp it had there: ids freed there are vacant and free here,
+ * and query matches, kept in creation order, come out the same. */
 static int create_archetypes(weft_world_t *w, const weft__snap_plan_t *pl,
                              bool *exact) {
-  *exact = true;
-  for (uint32_t i = 0; i < pl->narch; i++) {
-    weft__archetype_t *a = w->archs[0];
-    if (i > 0) {
-      int rc = weft__archetype_get(w, &pl->archs[i].present,
-                                   &pl->archs[i].disabled, &a);
-      if (rc)
-        return rc;
-    }
-    WEFT_CHECK(w, a->id == i, WEFT_EBUSY,
-               "snapshot archetype %u was created as %u", i, a->id);
-    *exact &= a->row_cap == pl->archs[i].row_cap;
+  *exact = w->archs[0]->row_cap == pl->archs[0].row_cap;
+  for (uint32_t k = 1; k < pl->norder; k++) {
+    uint32_t i = (uint32_t)pl->order[k];
+    const weft__snap_arch_t *sa = &pl->archs[i];
+    weft__archetype_t *a = NULL;
+    int rc = weft__archetype_restore(w, i, sa->born, &sa->present,
+                                     &sa->disabled, sa->pairs, sa->npairs, &a);
+    if (rc)
+      return rc;
+    *exact &= a->row_cap == sa->row_cap;
   }
+  WEFT_CHECK(w, w->arch_count == pl->narch, WEFT_EBUSY,
+             "%u archetype ids restored, the snapshot has %u", w->arch_count,
+             pl->narch);
+  w->arch_born = pl->arch_born;
   return 0;
 }
 
@@ -383,12 +410,22 @@ static uint32_t max_value(const weft_world_t *w) {
  * its chunks are refilled where they are, with no memory freed and
  * allocated again. */
 static bool same_layout(const weft_world_t *w, const weft__snap_plan_t *pl) {
-  if (w->arch_count != pl->narch || w->chunks.count != pl->chunk_count)
+  if (w->arch_count != pl->narch || w->chunks.count != pl->chunk_count ||
+      w->arch_born != pl->arch_born || w->chunks.nfree != pl->chunk_nfree ||
+      (pl->chunk_nfree &&
+       memcmp(w->chunks.free, pl->chunk_free, (size_t)pl->chunk_nfree * 4)))
     return false;
   for (uint32_t i = 0; i < pl->narch; i++) {
     const weft__archetype_t *a = w->archs[i];
     const weft__snap_arch_t *sa = &pl->archs[i];
-    if (!weft__mask_eq(&a->present, &sa->present) ||
+    if ((a == &w->arch_vacant) != sa->vacant)
+      return false;
+    if (sa->vacant)
+      continue;
+    if (a->born != sa->born || a->npairs != sa->npairs ||
+        (a->npairs &&
+         memcmp(a->pairs, sa->pairs, a->npairs * sizeof(*a->pairs))) ||
+        !weft__mask_eq(&a->present, &sa->present) ||
         !weft__mask_eq(&a->disabled, &sa->disabled) ||
         a->row_cap != sa->row_cap || a->chunk_total != sa->chunk_total)
       return false;
@@ -438,7 +475,12 @@ static int apply(weft_world_t *w, const weft__snap_plan_t *pl) {
     rc = 0;
     exact = true;
   } else {
-    rc = unused(w) ? 0 : reset(w);
+    if (unused(w)) {
+      restart_ids(w);
+      rc = 0;
+    } else {
+      rc = reset(w);
+    }
     if (!rc)
       rc = create_archetypes(w, pl, &exact);
     if (!rc && exact)

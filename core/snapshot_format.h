@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/archetype.h"
 #include "core/bitset.h"
 #include "weft/snapshot.h"
 
@@ -96,6 +97,11 @@ typedef struct weft__snap_arch_t {
   uint32_t nchunks;      /* chunks holding rows */
   uint32_t chunk_total;  /* chunks owned */
   uint32_t row_cap;      /* in the saving program */
+  uint32_t born;         /* creation stamp */
+  bool vacant;           /* a freed id (row_cap 0 in the file) */
+  uint32_t npairs;       /* dense relation pairs */
+  const uint8_t *praw;   /* npairs * (u32 component index, u32 0, u64) */
+  weft__pair_t *pairs;   /* mapped to program ids and sorted (map_archs) */
   const uint8_t *counts; /* nchunks u32 */
   const uint8_t *rows;   /* this archetype's part of ROWS */
   uint64_t rows_bytes;
@@ -131,6 +137,13 @@ typedef struct weft__snap_plan_t {
   uint32_t nsegs;
   const uint8_t *segs; /* nsegs * 3 u32 */
   uint32_t chunk_count;
+  uint32_t arch_born; /* the saving world's next creation stamp */
+  uint32_t chunk_nfree;
+  const uint8_t *chunk_free; /* chunk_nfree u32: the chunk id free stack */
+  /* The live archetypes by creation stamp: (born << 32 | id), norder of
+   * them (the root first). */
+  uint64_t *order;
+  uint32_t norder;
   /* The entity index. */
   uint32_t hwm;
   uint32_t alive;

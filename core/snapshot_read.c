@@ -16,6 +16,7 @@
 #include "core/snapshot_hash.h"
 
 #include "core/check.h"
+#include "core/relation.h"
 #include "core/snapshot_state.h"
 #include "core/world.h"
 
@@ -166,7 +167,7 @@ static int read_meta(rd_t *r, weft__snap_plan_t *pl) {
   if (rc)
     return rc;
   const uint8_t *m = NULL;
-  rc = get_bytes(r, 48, 1, &m, "META");
+  rc = get_bytes(r, 56, 1, &m, "META");
   if (rc || (rc = close_section(r)))
     return rc;
   pl->chunk_size = weft__snap_u32(m);
@@ -179,8 +180,9 @@ static int read_meta(rd_t *r, weft__snap_plan_t *pl) {
   pl->narch = weft__snap_u32(m + 36);
   pl->nsegs = weft__snap_u32(m + 40);
   pl->chunk_count = weft__snap_u32(m + 44);
+  pl->arch_born = weft__snap_u32(m + 48);
   const weft_world_t *w = r->w;
-  if (tag == 0 || tag > 255 || weft__snap_u32(m + 20))
+  if (tag == 0 || tag > 255 || weft__snap_u32(m + 20) || weft__snap_u32(m + 52))
     return BAD(r, "world tag %u is not 1..255", tag);
   pl->tag = (uint8_t)tag;
   if (pl->chunk_size != w->chunk_size)
@@ -192,11 +194,12 @@ static int read_meta(rd_t *r, weft__snap_plan_t *pl) {
     return FAIL(r, WEFT_ELIMIT, "snapshot generation limit %u, this world's %u",
                 pl->max_gen, w->index.max_gen);
   if (pl->ncomp > WEFT_MAX_COMPONENTS || pl->narch == 0 ||
-      pl->chunk_count > w->chunks.id_max || pl->nsegs > pl->chunk_count)
+      pl->chunk_count > w->chunks.id_max || pl->nsegs > pl->chunk_count ||
+      pl->arch_born < pl->narch)
     return BAD(r,
                "counts out of range: %u components, %u archetypes, %u "
-               "segments, %u chunk ids",
-               pl->ncomp, pl->narch, pl->nsegs, pl->chunk_count);
+               "segments, %u chunk ids, creation stamp %u",
+               pl->ncomp, pl->narch, pl->nsegs, pl->chunk_count, pl->arch_born);
   return 0;
 }
 
@@ -301,6 +304,35 @@ static int read_comp_list(rd_t *r, const weft__snap_plan_t *pl, uint32_t n,
   return rc;
 }
 
+/* Whether component index v is in archetype a's (ascending) list. */
+static bool arch_has(const weft__snap_arch_t *a, uint32_t v) {
+  for (uint32_t k = 0; k < a->npresent; k++)
+    if (weft__snap_u32(a->comps + 4 * k) == v)
+      return true;
+  return false;
+}
+
+/* Archetype a's dense relation pairs: relations a holds, targets of this
+ * world (dead ones too: compaction prunes their archetypes later). Their
+ * order is checked once mapped to this program's ids (map_archs). */
+static int read_pairs(rd_t *r, const weft__snap_plan_t *pl,
+                      weft__snap_arch_t *a, uint32_t i) {
+  int rc = get_bytes(r, a->npairs, 16, &a->praw, "archetype pairs");
+  for (uint32_t k = 0; !rc && k < a->npairs; k++) {
+    const uint8_t *p = a->praw + 16 * k;
+    uint32_t ci = weft__snap_u32(p);
+    uint64_t t = weft__snap_u64(p + 8);
+    if (ci >= pl->ncomp || weft__snap_u32(p + 4) ||
+        !(pl->comps[ci].flags & WEFT_COMPONENT_RELATION) || !arch_has(a, ci) ||
+        (t >> 56) != pl->tag || (uint32_t)t >= pl->capacity)
+      return BAD(r,
+                 "archetype %u pair %u: relation %u or target 0x%016llx "
+                 "is not the archetype's",
+                 i, k, ci, (unsigned long long)t);
+  }
+  return rc;
+}
+
 static int read_arch(rd_t *r, weft__snap_plan_t *pl, uint32_t i) {
   weft__snap_arch_t *a = &pl->archs[i];
   uint32_t nd = 0;
@@ -315,8 +347,21 @@ static int read_arch(rd_t *r, weft__snap_plan_t *pl, uint32_t i) {
     rc = get_u32(r, &a->chunk_total, "archetype chunks owned");
   if (!rc)
     rc = get_u32(r, &a->row_cap, "archetype rows per chunk");
+  if (!rc)
+    rc = get_u32(r, &a->born, "archetype creation stamp");
+  if (!rc)
+    rc = get_u32(r, &a->npairs, "archetype pair count");
   if (rc)
     return rc;
+  if (a->row_cap == 0 && i > 0 && i + 1 < pl->narch && !a->npresent && !nd &&
+      !a->count && !a->nchunks && !a->chunk_total && !a->born && !a->npairs) {
+    a->vacant = true; /* a freed id */
+    return 0;
+  }
+  if (a->born >= pl->arch_born || (i == 0) != (a->born == 0) ||
+      (a->npairs && !a->npresent))
+    return BAD(r, "archetype %u: creation stamp %u (next %u) or %u pairs", i,
+               a->born, pl->arch_born, a->npairs);
   if (a->npresent > WEFT_MAX_COMPONENTS || nd > a->npresent ||
       a->nchunks > a->chunk_total || a->chunk_total > pl->chunk_count ||
       a->row_cap == 0 || a->row_cap > WEFT_CHUNK_ROWS_MAX ||
@@ -328,6 +373,7 @@ static int read_arch(rd_t *r, weft__snap_plan_t *pl, uint32_t i) {
   const uint8_t *dis = NULL;
   if ((rc = read_comp_list(r, pl, a->npresent, &a->comps, "archetype")) ||
       (rc = read_comp_list(r, pl, nd, &dis, "disabled list")) ||
+      (rc = read_pairs(r, pl, a, i)) ||
       (rc = get_bytes(r, a->nchunks, 4, &a->counts, "chunk row counts")))
     return rc;
   uint64_t sum = 0;
@@ -351,6 +397,54 @@ static int read_arch(rd_t *r, weft__snap_plan_t *pl, uint32_t i) {
     weft__mask_set(&a->disabled, v); /* snapshot indices for now */
   }
   return 0;
+}
+
+static int u32_cmp(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Whether chunk id c lies in a segment (they ascend and do not overlap). */
+static bool in_segment(const weft__snap_plan_t *pl, uint32_t c) {
+  uint32_t lo = 0, hi = pl->nsegs;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    const uint8_t *p = pl->segs + 12 * mid;
+    uint32_t first = weft__snap_u32(p + 4), n = weft__snap_u32(p + 8);
+    if (c < first)
+      hi = mid;
+    else if (c - first >= n)
+      lo = mid + 1;
+    else
+      return true;
+  }
+  return false;
+}
+
+/* The chunk id free stack: exactly the ids below chunk_count that no
+ * segment holds (held of them are), each once. */
+static int read_chunk_free(rd_t *r, weft__snap_plan_t *pl, uint64_t held) {
+  int rc = get_u32(r, &pl->chunk_nfree, "chunk free count");
+  if (!rc)
+    rc = get_bytes(r, pl->chunk_nfree, 4, &pl->chunk_free, "chunk free ids");
+  if (rc)
+    return rc;
+  if ((uint64_t)pl->chunk_nfree + held != pl->chunk_count)
+    return BAD(r, "%u free chunk ids and %llu held are not %u", pl->chunk_nfree,
+               (unsigned long long)held, pl->chunk_count);
+  uint32_t *ids = malloc((size_t)(pl->chunk_nfree ? pl->chunk_nfree : 1) * 4);
+  if (!ids)
+    return FAIL(r, WEFT_ENOMEM, "out of memory checking chunk ids");
+  if (pl->chunk_nfree)
+    memcpy(ids, pl->chunk_free, (size_t)pl->chunk_nfree * 4);
+  qsort(ids, pl->chunk_nfree, 4, u32_cmp);
+  for (uint32_t k = 0; !rc && k < pl->chunk_nfree; k++)
+    if (ids[k] >= pl->chunk_count || (k && ids[k] == ids[k - 1]) ||
+        in_segment(pl, ids[k]))
+      rc = BAD(r, "free chunk id %u is repeated, held or past %u", ids[k],
+               pl->chunk_count);
+  free(ids);
+  return rc;
 }
 
 static int read_segs(rd_t *r, weft__snap_plan_t *pl) {
@@ -380,8 +474,11 @@ static int read_segs(rd_t *r, weft__snap_plan_t *pl) {
     if (owned[a] != pl->archs[a].chunk_total)
       rc = BAD(r, "archetype %u owns %u chunks, its segments %u", a,
                pl->archs[a].chunk_total, owned[a]);
+  uint64_t held = 0;
+  for (uint32_t a = 0; a < pl->narch; a++)
+    held += owned[a];
   free(owned);
-  return rc;
+  return rc ? rc : read_chunk_free(r, pl, held);
 }
 
 /* Decides how each used component's bytes load (snapshot_format.h). */
@@ -445,9 +542,77 @@ static int match_comp(rd_t *r, weft__snap_comp_t *c, uint32_t arch) {
 
 /* Maps the archetypes' snapshot indices to this program's ids and checks
  * that no two archetypes become one. */
+static int pair_cmp(const void *x, const void *y) {
+  const weft__pair_t *a = x, *b = y;
+  if (a->rel != b->rel)
+    return a->rel < b->rel ? -1 : 1;
+  return a->target < b->target ? -1 : a->target > b->target;
+}
+
+/* Maps archetype a's pairs to this program's relation ids and sorts them
+ * as a signature keeps them; each relation must be dense here too. */
+static int map_pairs(rd_t *r, weft__snap_plan_t *pl, weft__snap_arch_t *a,
+                     uint32_t i) {
+  if (!a->npairs)
+    return 0;
+  a->pairs = calloc(a->npairs, sizeof(*a->pairs));
+  if (!a->pairs)
+    return FAIL(r, WEFT_ENOMEM, "out of memory reading pairs");
+  for (uint32_t k = 0; k < a->npairs; k++) {
+    const uint8_t *p = a->praw + 16 * k;
+    const weft__snap_comp_t *c = &pl->comps[weft__snap_u32(p)];
+    const weft__rel_def_t *d = weft__rel_def(r->w->rel, c->target);
+    if (!d || !weft__rel_dense(d))
+      return FAIL(r, WEFT_EMIGRATE,
+                  "archetype %u: relation '%.*s' is not a dense relation "
+                  "in this program",
+                  i, (int)c->name_len, c->name);
+    a->pairs[k] =
+        (weft__pair_t){.target = weft__snap_u64(p + 8), .rel = c->target};
+  }
+  qsort(a->pairs, a->npairs, sizeof(*a->pairs), pair_cmp);
+  for (uint32_t k = 1; k < a->npairs; k++)
+    if (!pair_cmp(&a->pairs[k - 1], &a->pairs[k]))
+      return BAD(r, "archetype %u: a pair twice", i);
+  return 0;
+}
+
+static bool same_pairs(const weft__snap_arch_t *a, const weft__snap_arch_t *b) {
+  return a->npairs == b->npairs &&
+         (!a->npairs ||
+          !memcmp(a->pairs, b->pairs, a->npairs * sizeof(*a->pairs)));
+}
+
+static int born_cmp(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Orders the live archetypes by creation stamp (pl->order), which must be
+ * distinct: the loader creates them in that order. */
+static int order_archs(rd_t *r, weft__snap_plan_t *pl) {
+  pl->order = malloc((size_t)pl->narch * 8);
+  if (!pl->order)
+    return FAIL(r, WEFT_ENOMEM, "out of memory ordering archetypes");
+  uint64_t *o = pl->order;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < pl->narch; i++)
+    if (!pl->archs[i].vacant)
+      o[n++] = (uint64_t)pl->archs[i].born << 32 | i;
+  qsort(o, n, 8, born_cmp);
+  for (uint32_t k = 1; k < n; k++)
+    if (o[k] >> 32 == o[k - 1] >> 32)
+      return BAD(r, "archetypes %u and %u share creation stamp %u",
+                 (uint32_t)o[k - 1], (uint32_t)o[k], (uint32_t)(o[k] >> 32));
+  pl->norder = n;
+  return 0;
+}
+
 static int map_archs(rd_t *r, weft__snap_plan_t *pl) {
   for (uint32_t i = 0; i < pl->narch; i++) {
     weft__snap_arch_t *a = &pl->archs[i];
+    if (a->vacant)
+      continue;
     weft__mask_t dis = a->disabled;
     memset(&a->disabled, 0, sizeof(a->disabled));
     for (uint32_t k = 0; k < a->npresent; k++) {
@@ -459,21 +624,26 @@ static int map_archs(rd_t *r, weft__snap_plan_t *pl) {
       if (weft__mask_test(&dis, s))
         weft__mask_set(&a->disabled, pl->comps[s].target);
     }
+    int rc = map_pairs(r, pl, a, i);
+    if (rc)
+      return rc;
     for (uint32_t j = 0; j < i; j++)
-      if (weft__mask_eq(&a->present, &pl->archs[j].present) &&
-          weft__mask_eq(&a->disabled, &pl->archs[j].disabled))
-        return BAD(r, "archetypes %u and %u have the same components", j, i);
+      if (!pl->archs[j].vacant &&
+          weft__mask_eq(&a->present, &pl->archs[j].present) &&
+          weft__mask_eq(&a->disabled, &pl->archs[j].disabled) &&
+          same_pairs(a, &pl->archs[j]))
+        return BAD(r, "archetypes %u and %u have the same signature", j, i);
   }
-  return 0;
+  return order_archs(r, pl);
 }
 
 static int read_archs(rd_t *r, weft__snap_plan_t *pl) {
   int rc = open_section(r, WEFT__SNAP_ARCH);
   if (rc)
     return rc;
-  /* Each archetype takes 24 bytes at least: a count beyond that is a lie
+  /* Each archetype takes 32 bytes at least: a count beyond that is a lie
    * that must not size an allocation. */
-  if (pl->narch > (uint64_t)(r->end - r->p) / 24)
+  if (pl->narch > (uint64_t)(r->end - r->p) / 32)
     return BAD(r, "%u archetypes cannot fit %llu bytes", pl->narch,
                (unsigned long long)(r->end - r->p));
   pl->archs = calloc(pl->narch, sizeof(*pl->archs));
@@ -711,10 +881,14 @@ int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
 }
 
 void weft__snap_plan_free(weft__snap_plan_t *pl) {
+  for (uint32_t i = 0; pl->archs && i < pl->narch; i++)
+    free(pl->archs[i].pairs);
   free(pl->comps);
   free(pl->archs);
+  free(pl->order);
   pl->comps = NULL;
   pl->archs = NULL;
+  pl->order = NULL;
 }
 
 int weft__snap_fail(const weft_world_t *w, weft_snapshot_error_t *err, int code,

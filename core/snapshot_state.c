@@ -306,8 +306,39 @@ int weft__snap_state_check(const weft_world_t *w, uint32_t tag,
 
 /* ---- loading (after the checks passed: reads need no checks) ----------- */
 
-static int load_edges(weft_world_t *w, const weft__snap_plan_t *pl, cur_t *c) {
+/* The archetype of live entity e. */
+static const weft__archetype_t *arch_of(const weft_world_t *w,
+                                        weft_entity_t e) {
+  const weft__index_t *ix = &w->index;
+  uint32_t v = weft__index_rec(ix, (uint32_t)e)->v;
+  return weft__index_slot(ix, ix->table, v)->arch;
+}
+
+/* Whether the restored row of src carries what edge (c, tgt) puts there:
+ * the relation's tag, and for a dense relation the pair. The rows and
+ * the edges are checked apart in the first phase; only the loaded world
+ * can tell whether they agree. */
+static int edge_fits_row(const weft_world_t *w, weft_entity_t src,
+                         weft_component_t c, weft_entity_t tgt) {
+  const weft__archetype_t *a = arch_of(w, src);
+  if (!weft__mask_test(&a->present, c))
+    return WEFT_EFORMAT;
+  if (weft__rel_dense(weft__rel_def(w->rel, c)) &&
+      !weft__archetype_has_pair(a, c, tgt))
+    return WEFT_EFORMAT;
+  return 0;
+}
+
+/* Pairs the rows hold: one dense edge each when rows and edges agree. */
+static uint64_t dense_pairs(const weft_world_t *w) {
   uint64_t n = 0;
+  for (uint32_t i = 0; i < w->arch_count; i++)
+    n += (uint64_t)w->archs[i]->npairs * w->archs[i]->count;
+  return n;
+}
+
+static int load_edges(weft_world_t *w, const weft__snap_plan_t *pl, cur_t *c) {
+  uint64_t n = 0, dense = 0;
   u64(c, &n);
   for (uint64_t i = 0; i < n; i++) {
     uint64_t src = 0, tgt = 0;
@@ -318,12 +349,15 @@ static int load_edges(weft_world_t *w, const weft__snap_plan_t *pl, cur_t *c) {
     u32(c, &ci);
     u32(c, &size);
     take(c, size, &p);
-    int rc =
-        weft_relation_add(w, src, pl->comps[ci].target, tgt, size ? p : NULL);
+    weft_component_t rel = pl->comps[ci].target;
+    int rc = edge_fits_row(w, src, rel, tgt);
+    if (!rc)
+      rc = weft__rel_restore_edge(w, src, rel, tgt, size ? p : NULL);
     if (rc)
-      return rc;
+      return rc == WEFT_EEXIST ? WEFT_EFORMAT : rc;
+    dense += weft__rel_dense(weft__rel_def(w->rel, rel));
   }
-  return 0;
+  return dense == dense_pairs(w) ? 0 : WEFT_EFORMAT;
 }
 
 static int load_resources(weft_world_t *w, cur_t *c) {

@@ -7,13 +7,19 @@
  *
  * Payloads (all integers u32 unless said otherwise):
  *   META  chunk_size, max_gen, capacity, tag, change_version, 0, u64 tick,
- *         ncomp, narch, nsegs, chunk_count
+ *         ncomp, narch (the id bound), nsegs, chunk_count, the next
+ *         archetype creation stamp, 0
  *   COMP  per component, in id order: name_len, name, size, align, flags,
  *         nfields, then per field name_len, name, offset, size, type
- *   ARCH  per archetype, in id order: npresent, ndisabled, count, nchunks,
- *         chunk_total, row_cap, npresent component indices (id - 1),
- *         ndisabled indices, nchunks row counts; then nsegs segments
- *         (archetype, first chunk id, chunks), by first chunk id
+ *   ARCH  per archetype id: npresent, ndisabled, count, nchunks,
+ *         chunk_total, row_cap, creation stamp, npairs, npresent component
+ *         indices (id - 1), ndisabled indices, npairs dense relation pairs
+ *         (relation component index, 0, u64 target handle), nchunks row
+ *         counts; a freed id is eight zeros (row_cap 0 marks it). Then
+ *         nsegs segments (archetype, first chunk id, chunks), by first
+ *         chunk id; then the chunk id free stack: n, n ids, bottom first
+ *         (exactly the ids no segment holds), so that a load issues the
+ *         ids the saved world would have
  *   INDX  hwm, alive, retired, sweep, sweep_end, free_n, free_n slots,
  *         hwm records (a dead slot's record; 0x80000000 for a live one)
  *   ROWS  per archetype, per chunk holding rows: the handles (u64 each),
@@ -135,6 +141,8 @@ static void write_meta(const weft_world_t *w, uint32_t nsegs, buf_t *b) {
   buf_u32(b, w->arch_count);
   buf_u32(b, nsegs);
   buf_u32(b, w->chunks.count);
+  buf_u32(b, w->arch_born);
+  buf_u32(b, 0);
 }
 
 static void write_comps(const weft_world_t *w, buf_t *b) {
@@ -172,21 +180,35 @@ static void write_archs(const weft_world_t *w, const weft__snap_seg_t *segs,
                         uint32_t nsegs, buf_t *b) {
   for (uint32_t i = 0; i < w->arch_count; i++) {
     const weft__archetype_t *a = w->archs[i];
+    if (a == &w->arch_vacant) {
+      for (int k = 0; k < 8; k++)
+        buf_u32(b, 0);
+      continue;
+    }
     buf_u32(b, a->ncomps);
     buf_u32(b, mask_count(&a->disabled));
     buf_u32(b, a->count);
     buf_u32(b, a->nchunks);
     buf_u32(b, a->chunk_total);
     buf_u32(b, a->row_cap);
+    buf_u32(b, a->born);
+    buf_u32(b, a->npairs);
     for (uint32_t k = 0; k < a->ncomps; k++)
       buf_u32(b, a->comps[k] - 1);
     WEFT__MASK_FOREACH(&a->disabled, id) {
       buf_u32(b, id - 1);
     }
+    for (uint32_t k = 0; k < a->npairs; k++) {
+      buf_u32(b, a->pairs[k].rel - 1);
+      buf_u32(b, 0);
+      buf_u64(b, a->pairs[k].target);
+    }
     for (uint32_t k = 0; k < a->nchunks; k++)
       buf_u32(b, a->chunks[k]->count);
   }
   buf_put(b, segs, (size_t)nsegs * sizeof(*segs));
+  buf_u32(b, w->chunks.nfree);
+  buf_put(b, w->chunks.free, (size_t)w->chunks.nfree * 4);
 }
 
 static void write_index(const weft__index_t *ix, buf_t *b) {

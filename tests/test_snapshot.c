@@ -60,6 +60,15 @@ static mem_t save(weft_world_t *w) {
   return m;
 }
 
+/* Loads m into w, failing the test with the loader's message. */
+static void load_ok(weft_world_t *w, const mem_t *m) {
+  weft_snapshot_error_t err;
+  int rc = weft_snapshot_load_memory(w, m->p, m->n, &err);
+  if (rc)
+    fail_msg("load: %d %s at %llu: %s", rc, err.section,
+             (unsigned long long)err.offset, err.message);
+}
+
 /* ---- the test program's components --------------------------------------- */
 
 typedef struct pos_t {
@@ -569,7 +578,8 @@ static void test_snapshot_state_and_user_sections(void **state) {
   weft_random_seed(a, 1234);
   assert_int_equal(weft_random_stream(a, "s1", &rng), WEFT_OK);
   weft_rng_next(rng);
-  weft_relation_desc_t rd = {.name = "likes", .size = 4};
+  weft_relation_desc_t rd = {
+      .name = "likes", .size = 4, .flags = WEFT_RELATION_SPARSE};
   weft_component_t likes;
   assert_int_equal(weft_relation_register(a, &rd, &likes), WEFT_OK);
   weft_entity_t x = wt_spawn(a), y = wt_spawn(a);
@@ -585,7 +595,7 @@ static void test_snapshot_state_and_user_sections(void **state) {
   assert_int_equal(weft_resource_register(b, "res", 8, 0, NULL, &rb), 0);
   weft_component_t likes_b;
   assert_int_equal(weft_relation_register(b, &rd, &likes_b), WEFT_OK);
-  assert_int_equal(weft_snapshot_load_memory(b, m.p, m.n, NULL), WEFT_OK);
+  load_ok(b, &m);
   assert_int_equal(hb.value, 42);
   assert_int_equal(hb.loads, 1);
   assert_int_equal(*(uint64_t *)weft_resource_get(b, rb), 8);
@@ -659,8 +669,8 @@ static void test_snapshot_files_are_replaced_atomically(void **state) {
 
 /* Loads bytes into w and checks the outcome: an error leaves the digest
  * as it was, and says so in err. */
-static void load_checked(weft_world_t *w, const uint8_t *p, size_t n,
-                         const char *what) {
+static int load_checked(weft_world_t *w, const uint8_t *p, size_t n,
+                        const char *what) {
   uint64_t before = weft_world_digest(w);
   weft_snapshot_error_t err;
   int rc = weft_snapshot_load_memory(w, p, n, &err);
@@ -668,6 +678,7 @@ static void load_checked(weft_world_t *w, const uint8_t *p, size_t n,
     fail_msg("%s: returned %d (error code %d)", what, rc, err.code);
   if (rc < 0 && weft_world_digest(w) != before)
     fail_msg("%s: refused (%s) but the world changed", what, err.message);
+  return rc;
 }
 
 /* The seed corpus: a small snapshot of each scenario as weft-sim writes
@@ -684,11 +695,11 @@ static void test_snapshot_seed_corpus_damage_is_refused(void **state) {
     const uint64_t before = weft_world_digest(b.w);
     uint8_t *copy = malloc(m.n);
     for (size_t n = 0; n < m.n; n++)
-      assert_true(weft_snapshot_load_memory(b.w, m.p, n, NULL) < 0);
+      assert_true(load_checked(b.w, m.p, n, "truncation") < 0);
     for (size_t bit = 0; bit < m.n * 8; bit++) {
       memcpy(copy, m.p, m.n);
       copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-      if (weft_snapshot_load_memory(b.w, copy, m.n, NULL) >= 0)
+      if (load_checked(b.w, copy, m.n, "bit flip") >= 0)
         fail_msg("%s: flip of bit %zu accepted",
                  sim_kind_name((sim_kind_t)kind), bit);
     }
