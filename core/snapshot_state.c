@@ -7,7 +7,10 @@
  *
  * Payloads (u32 unless said otherwise; a name is u32 length + bytes):
  *   EDGE  u64 n; per edge: u64 source, u64 target, relation component
- *         index (id - 1), payload size, payload bytes
+ *         index (id - 1), the position of its reverse entry among the
+ *         target's (whose unsorted order a target's death walks), payload
+ *         size, payload bytes (zeros for a dense payload: its column's
+ *         bytes are in ROWS)
  *   RESO  n; per resource: name, size, flags, has_value, value bytes if
  *         has_value (scratch resources keep no value: it holds addresses)
  *   RAND  present, u64 seed, n; per stream: name, 4 u64 of state
@@ -59,6 +62,7 @@ static int save_edges(const weft_world_t *w, weft_snapshot_out_t *o) {
       rc = put_u64(o, handle_of(w, s));
       rc = rc ? rc : put_u64(o, x->other);
       rc = rc ? rc : put_u32(o, d->comp - 1);
+      rc = rc ? rc : put_u32(o, x->back);
       rc = rc ? rc : put_u32(o, d->size);
       for (uint32_t k = 0; !rc && k < d->size; k++) {
         uint8_t b = x->slot == WEFT__REL_NOSLOT
@@ -198,11 +202,14 @@ static int check_edges(const weft_world_t *w, const weft__snap_plan_t *pl,
     return TRUNC(c, "edge count");
   for (uint64_t i = 0; i < n; i++) {
     uint64_t src = 0, tgt = 0;
-    uint32_t ci = 0, size = 0;
+    uint32_t ci = 0, back = 0, size = 0;
     const uint8_t *p = NULL;
-    if (!u64(c, &src) || !u64(c, &tgt) || !u32(c, &ci) || !u32(c, &size) ||
-        !take(c, size, &p))
+    if (!u64(c, &src) || !u64(c, &tgt) || !u32(c, &ci) || !u32(c, &back) ||
+        !u32(c, &size) || !take(c, size, &p))
       return TRUNC(c, "edge");
+    if (back >= n)
+      return why(c, WEFT_EFORMAT, "edge %llu: reverse position %u of %llu",
+                 (unsigned long long)i, back, (unsigned long long)n);
     if (!live_handle(pl, lv, src) || !live_handle(pl, lv, tgt))
       return why(c, WEFT_EFORMAT, "edge %llu names a handle that is not live",
                  (unsigned long long)i);
@@ -342,22 +349,25 @@ static int load_edges(weft_world_t *w, const weft__snap_plan_t *pl, cur_t *c) {
   u64(c, &n);
   for (uint64_t i = 0; i < n; i++) {
     uint64_t src = 0, tgt = 0;
-    uint32_t ci = 0, size = 0;
+    uint32_t ci = 0, back = 0, size = 0;
     const uint8_t *p = NULL;
     u64(c, &src);
     u64(c, &tgt);
     u32(c, &ci);
+    u32(c, &back);
     u32(c, &size);
     take(c, size, &p);
     weft_component_t rel = pl->comps[ci].target;
     int rc = edge_fits_row(w, src, rel, tgt);
     if (!rc)
-      rc = weft__rel_restore_edge(w, src, rel, tgt, size ? p : NULL);
+      rc = weft__rel_restore_edge(w, src, rel, tgt, size ? p : NULL, back);
     if (rc)
       return rc == WEFT_EEXIST ? WEFT_EFORMAT : rc;
     dense += weft__rel_dense(weft__rel_def(w->rel, rel));
   }
-  return dense == dense_pairs(w) ? 0 : WEFT_EFORMAT;
+  if (dense != dense_pairs(w))
+    return WEFT_EFORMAT;
+  return weft__rel_restore_finish(w);
 }
 
 static int load_resources(weft_world_t *w, cur_t *c) {
