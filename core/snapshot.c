@@ -111,14 +111,14 @@ static int reset(weft_world_t *w) {
 
 /* ---- filling it ---------------------------------------------------------- */
 
-/* Extends the chunk id table to `count` ids, the new ones unused (ids the
- * saved world had freed). */
-static int skip_ids(weft_world_t *w, uint32_t count) {
+/* Extends the chunk id table to `count` ids, none of them in use, and
+ * the free stack's room to as many. */
+static int open_ids(weft_world_t *w, uint32_t count) {
   weft__chunk_store_t *cs = &w->chunks;
-  if (count <= cs->count)
-    return 0;
-  if (weft__grow(&w->alloc, &cs->table, &cs->cap, count, sizeof(*cs->table),
-                 64))
+  if (weft__grow(&w->alloc, &cs->table, &cs->cap, count ? count : 1,
+                 sizeof(*cs->table), 64) ||
+      weft__grow(&w->alloc, &cs->free, &cs->free_cap, count ? count : 1,
+                 sizeof(*cs->free), 64))
     return WEFT_ENOMEM;
   memset(&cs->table[cs->count], 0,
          (size_t)(count - cs->count) * sizeof(*cs->table));
@@ -127,30 +127,32 @@ static int skip_ids(weft_world_t *w, uint32_t count) {
   return 0;
 }
 
-/* Allocates the saved segments in the saved order of chunk ids. */
+/* Allocates the saved segments, each archetype's in its saved order, each
+ * chunk with its saved id: the segment's ids go on the free stack, top
+ * first, for the registration to take. Then the free stack is the saved
+ * one, so that new chunks get the ids they would have got there. */
 static int replay_segments(weft_world_t *w, const weft__snap_plan_t *pl) {
-  for (uint32_t s = 0; s < pl->nsegs; s++) {
-    const uint8_t *p = pl->segs + 12 * s;
+  weft__chunk_store_t *cs = &w->chunks;
+  int rc = open_ids(w, pl->chunk_count);
+  const uint8_t *p = pl->segs;
+  for (uint32_t s = 0; !rc && s < pl->nsegs; s++) {
     weft__archetype_t *a = w->archs[weft__snap_u32(p)];
-    uint32_t first = weft__snap_u32(p + 4), n = weft__snap_u32(p + 8);
-    int rc = skip_ids(w, first);
+    uint32_t n = weft__snap_u32(p + 4);
+    for (uint32_t k = 0; k < n; k++)
+      cs->free[k] = weft__snap_u32(p + 8 + 4 * (size_t)(n - 1 - k));
+    cs->nfree = n;
+    p += 8 + 4 * (size_t)n;
     uint64_t rows = ((uint64_t)a->chunk_total + n) * a->row_cap;
-    if (!rc && rows > UINT32_MAX)
+    if (rows > UINT32_MAX)
       rc = WEFT_ELIMIT;
     /* With no chunk in use, asking for room for chunk_total + n chunks'
      * rows adds exactly one segment of n chunks. */
     if (!rc)
       rc = weft__archetype_reserve_rows(w, a, (uint32_t)rows);
-    if (rc)
-      return rc;
+    if (!rc && cs->nfree)
+      rc = WEFT_EBUSY; /* the segment did not take its ids */
   }
-  int rc = skip_ids(w, pl->chunk_count);
-  /* The ids no segment holds are the saved world's free stack, in its
-   * order, so that new chunks get the ids they would have got there. */
-  weft__chunk_store_t *cs = &w->chunks;
-  if (!rc && weft__grow(&w->alloc, &cs->free, &cs->free_cap,
-                        cs->count ? cs->count : 1, sizeof(*cs->free), 64))
-    rc = WEFT_ENOMEM;
+  cs->nfree = 0;
   if (!rc) {
     if (pl->chunk_nfree)
       memcpy(cs->free, pl->chunk_free, (size_t)pl->chunk_nfree * 4);
@@ -432,13 +434,15 @@ static bool same_layout(const weft_world_t *w, const weft__snap_plan_t *pl) {
   }
   uint32_t *next = calloc(pl->narch, sizeof(*next));
   bool same = next != NULL;
+  const uint8_t *p = pl->segs;
   for (uint32_t s = 0; same && s < pl->nsegs; s++) {
-    const uint8_t *p = pl->segs + 12 * s;
-    uint32_t ai = weft__snap_u32(p);
+    uint32_t ai = weft__snap_u32(p), n = weft__snap_u32(p + 4);
     const weft__archetype_t *a = w->archs[ai];
     const weft__segment_t *sg = next[ai] < a->nsegs ? &a->segs[next[ai]++] : 0;
-    same = sg && sg->headers[0].id == weft__snap_u32(p + 4) &&
-           sg->nchunks == weft__snap_u32(p + 8);
+    same = sg && sg->nchunks == n;
+    for (uint32_t k = 0; same && k < n; k++)
+      same = sg->headers[k].id == weft__snap_u32(p + 8 + 4 * (size_t)k);
+    p += 8 + 4 * (size_t)n;
   }
   free(next);
   return same;

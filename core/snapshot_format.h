@@ -107,13 +107,6 @@ typedef struct weft__snap_arch_t {
   uint64_t rows_bytes;
 } weft__snap_arch_t;
 
-/* One segment: nchunks consecutive chunk ids of an archetype. */
-typedef struct weft__snap_seg_t {
-  uint32_t arch;
-  uint32_t first;
-  uint32_t n;
-} weft__snap_seg_t;
-
 typedef struct weft__snap_ext_t {
   char name[WEFT_SNAPSHOT_NAME_MAX];
   const uint8_t *data;
@@ -135,7 +128,9 @@ typedef struct weft__snap_plan_t {
   uint32_t narch;
   weft__snap_arch_t *archs;
   uint32_t nsegs;
-  const uint8_t *segs; /* nsegs * 3 u32 */
+  /* nsegs * (archetype, n, n chunk ids), u32 each (checked: together
+   * with the free stack, the ids are [0, chunk_count) once each). */
+  const uint8_t *segs;
   uint32_t chunk_count;
   uint32_t arch_born; /* the saving world's next creation stamp */
   uint32_t chunk_nfree;

@@ -399,31 +399,17 @@ static int read_arch(rd_t *r, weft__snap_plan_t *pl, uint32_t i) {
   return 0;
 }
 
-static int u32_cmp(const void *x, const void *y) {
-  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-  return a < b ? -1 : a > b;
+/* Marks chunk id c seen; false when it is out of range or seen twice. */
+static bool see_chunk(uint8_t *seen, uint32_t count, uint32_t c) {
+  if (c >= count || (seen[c >> 3] >> (c & 7) & 1u))
+    return false;
+  seen[c >> 3] |= (uint8_t)(1u << (c & 7));
+  return true;
 }
 
-/* Whether chunk id c lies in a segment (they ascend and do not overlap). */
-static bool in_segment(const weft__snap_plan_t *pl, uint32_t c) {
-  uint32_t lo = 0, hi = pl->nsegs;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    const uint8_t *p = pl->segs + 12 * mid;
-    uint32_t first = weft__snap_u32(p + 4), n = weft__snap_u32(p + 8);
-    if (c < first)
-      hi = mid;
-    else if (c - first >= n)
-      lo = mid + 1;
-    else
-      return true;
-  }
-  return false;
-}
-
-/* The chunk id free stack: exactly the ids below chunk_count that no
- * segment holds (held of them are), each once. */
-static int read_chunk_free(rd_t *r, weft__snap_plan_t *pl, uint64_t held) {
+/* The chunk id free stack: the ids no segment holds, each once. */
+static int read_chunk_free(rd_t *r, weft__snap_plan_t *pl, uint8_t *seen,
+                           uint64_t held) {
   int rc = get_u32(r, &pl->chunk_nfree, "chunk free count");
   if (!rc)
     rc = get_bytes(r, pl->chunk_nfree, 4, &pl->chunk_free, "chunk free ids");
@@ -432,53 +418,65 @@ static int read_chunk_free(rd_t *r, weft__snap_plan_t *pl, uint64_t held) {
   if ((uint64_t)pl->chunk_nfree + held != pl->chunk_count)
     return BAD(r, "%u free chunk ids and %llu held are not %u", pl->chunk_nfree,
                (unsigned long long)held, pl->chunk_count);
-  uint32_t *ids = malloc((size_t)(pl->chunk_nfree ? pl->chunk_nfree : 1) * 4);
-  if (!ids)
-    return FAIL(r, WEFT_ENOMEM, "out of memory checking chunk ids");
-  if (pl->chunk_nfree)
-    memcpy(ids, pl->chunk_free, (size_t)pl->chunk_nfree * 4);
-  qsort(ids, pl->chunk_nfree, 4, u32_cmp);
-  for (uint32_t k = 0; !rc && k < pl->chunk_nfree; k++)
-    if (ids[k] >= pl->chunk_count || (k && ids[k] == ids[k - 1]) ||
-        in_segment(pl, ids[k]))
-      rc = BAD(r, "free chunk id %u is repeated, held or past %u", ids[k],
-               pl->chunk_count);
-  free(ids);
-  return rc;
+  for (uint32_t k = 0; k < pl->chunk_nfree; k++) {
+    uint32_t c = weft__snap_u32(pl->chunk_free + 4 * k);
+    if (!see_chunk(seen, pl->chunk_count, c))
+      return BAD(r, "free chunk id %u is repeated, held or past %u", c,
+                 pl->chunk_count);
+  }
+  return 0;
+}
+
+/* One segment: an archetype's n chunks, their ids unseen so far. */
+static int read_seg(rd_t *r, const weft__snap_plan_t *pl, uint8_t *seen,
+                    uint32_t s, uint32_t *owned) {
+  uint32_t a = 0, n = 0;
+  const uint8_t *ids = NULL;
+  int rc = get_u32(r, &a, "segment archetype");
+  if (!rc)
+    rc = get_u32(r, &n, "segment chunks");
+  if (!rc)
+    rc = get_bytes(r, n, 4, &ids, "segment chunk ids");
+  if (rc)
+    return rc;
+  if (a >= pl->narch || pl->archs[a].vacant || n == 0)
+    return BAD(r, "segment %u: archetype %u, %u chunks", s, a, n);
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t c = weft__snap_u32(ids + 4 * k);
+    if (!see_chunk(seen, pl->chunk_count, c))
+      return BAD(r, "segment %u: chunk id %u is repeated or past %u", s, c,
+                 pl->chunk_count);
+  }
+  owned[a] += n;
+  return 0;
 }
 
 static int read_segs(rd_t *r, weft__snap_plan_t *pl) {
-  int rc = get_bytes(r, pl->nsegs, 12, &pl->segs, "segments");
-  if (rc)
-    return rc;
-  uint64_t next = 0;
+  /* Every chunk id is in the rest of the section once (4 bytes): a count
+   * beyond that must not size the allocation below. */
+  if (pl->chunk_count > (uint64_t)(r->end - r->p) / 4)
+    return BAD(r, "%u chunk ids cannot fit %llu bytes", pl->chunk_count,
+               (unsigned long long)(r->end - r->p));
+  pl->segs = r->p;
   uint32_t *owned = calloc(pl->narch, sizeof(*owned));
-  if (!owned)
-    return FAIL(r, WEFT_ENOMEM, "out of memory checking segments");
-  for (uint32_t s = 0; s < pl->nsegs && !rc; s++) {
-    const uint8_t *p = pl->segs + 12 * s;
-    uint32_t a = weft__snap_u32(p), first = weft__snap_u32(p + 4),
-             n = weft__snap_u32(p + 8);
-    if (a >= pl->narch || n == 0 || first < next ||
-        (uint64_t)first + n > pl->chunk_count)
-      rc = BAD(r,
-               "segment %u (archetype %u, chunks %u+%u) overlaps, is out "
-               "of order or past %u chunk ids",
-               s, a, first, n, pl->chunk_count);
-    else {
-      next = (uint64_t)first + n;
-      owned[a] += n;
-    }
-  }
-  for (uint32_t a = 0; a < pl->narch && !rc; a++)
+  uint8_t *seen = calloc((size_t)pl->chunk_count / 8 + 1, 1);
+  int rc = owned && seen
+               ? 0
+               : FAIL(r, WEFT_ENOMEM, "out of memory checking segments");
+  for (uint32_t s = 0; s < pl->nsegs && !rc; s++)
+    rc = read_seg(r, pl, seen, s, owned);
+  uint64_t held = 0;
+  for (uint32_t a = 0; a < pl->narch && !rc; a++) {
     if (owned[a] != pl->archs[a].chunk_total)
       rc = BAD(r, "archetype %u owns %u chunks, its segments %u", a,
                pl->archs[a].chunk_total, owned[a]);
-  uint64_t held = 0;
-  for (uint32_t a = 0; a < pl->narch; a++)
     held += owned[a];
+  }
+  if (!rc)
+    rc = read_chunk_free(r, pl, seen, held);
   free(owned);
-  return rc ? rc : read_chunk_free(r, pl, held);
+  free(seen);
+  return rc;
 }
 
 /* Decides how each used component's bytes load (snapshot_format.h). */

@@ -16,10 +16,11 @@
  *         indices (id - 1), ndisabled indices, npairs dense relation pairs
  *         (relation component index, 0, u64 target handle), nchunks row
  *         counts; a freed id is eight zeros (row_cap 0 marks it). Then
- *         nsegs segments (archetype, first chunk id, chunks), by first
- *         chunk id; then the chunk id free stack: n, n ids, bottom first
- *         (exactly the ids no segment holds), so that a load issues the
- *         ids the saved world would have
+ *         nsegs segments, by archetype, each archetype's in its chunk
+ *         list's order: archetype, n, the n chunk ids (ids reissued from
+ *         the free stack need not be consecutive); then the chunk id free
+ *         stack: n, n ids, bottom first (exactly the ids no segment
+ *         holds), so that a load issues the ids the saved world would
  *   INDX  hwm, alive, retired, sweep, sweep_end, free_n, free_n slots,
  *         hwm records (a dead slot's record; 0x80000000 for a live one)
  *   ROWS  per archetype, per chunk holding rows: the handles (u64 each),
@@ -162,11 +163,6 @@ static void write_comps(const weft_world_t *w, buf_t *b) {
   }
 }
 
-static int seg_cmp(const void *x, const void *y) {
-  const weft__snap_seg_t *a = x, *b = y;
-  return a->first < b->first ? -1 : a->first > b->first;
-}
-
 static uint32_t mask_count(const weft__mask_t *m) {
   uint32_t n = 0;
   WEFT__MASK_FOREACH(m, id) {
@@ -176,8 +172,7 @@ static uint32_t mask_count(const weft__mask_t *m) {
   return n;
 }
 
-static void write_archs(const weft_world_t *w, const weft__snap_seg_t *segs,
-                        uint32_t nsegs, buf_t *b) {
+static void write_archs(const weft_world_t *w, buf_t *b) {
   for (uint32_t i = 0; i < w->arch_count; i++) {
     const weft__archetype_t *a = w->archs[i];
     if (a == &w->arch_vacant) {
@@ -206,7 +201,14 @@ static void write_archs(const weft_world_t *w, const weft__snap_seg_t *segs,
     for (uint32_t k = 0; k < a->nchunks; k++)
       buf_u32(b, a->chunks[k]->count);
   }
-  buf_put(b, segs, (size_t)nsegs * sizeof(*segs));
+  for (uint32_t i = 0; i < w->arch_count; i++)
+    for (uint32_t j = 0; j < w->archs[i]->nsegs; j++) {
+      const weft__segment_t *sg = &w->archs[i]->segs[j];
+      buf_u32(b, i);
+      buf_u32(b, sg->nchunks);
+      for (uint32_t k = 0; k < sg->nchunks; k++)
+        buf_u32(b, sg->headers[k].id);
+    }
   buf_u32(b, w->chunks.nfree);
   buf_put(b, w->chunks.free, (size_t)w->chunks.nfree * 4);
 }
@@ -270,25 +272,6 @@ static void write_rows(const weft_world_t *w, sink_t *s) {
   }
 }
 
-/* Every segment of every archetype, by first chunk id. */
-static weft__snap_seg_t *collect_segs(const weft_world_t *w, uint32_t *n) {
-  uint32_t total = 0;
-  for (uint32_t i = 0; i < w->arch_count; i++)
-    total += w->archs[i]->nsegs;
-  weft__snap_seg_t *segs = malloc((size_t)(total ? total : 1) * sizeof(*segs));
-  if (!segs)
-    return NULL;
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < w->arch_count; i++)
-    for (uint32_t j = 0; j < w->archs[i]->nsegs; j++) {
-      const weft__segment_t *sg = &w->archs[i]->segs[j];
-      segs[k++] = (weft__snap_seg_t){i, sg->headers[0].id, sg->nchunks};
-    }
-  qsort(segs, total, sizeof(*segs), seg_cmp);
-  *n = total;
-  return segs;
-}
-
 /* The registered sections, each run into its own buffer and written. */
 static int write_sections(weft_world_t *w, sink_t *s,
                           weft_snapshot_error_t *err) {
@@ -346,16 +329,15 @@ int weft_snapshot_save(weft_world_t *w, const weft_snapshot_writer_t *writer,
                            "save only at a sync point: no open scope, no "
                            "staged spawn or edge");
   uint32_t nsegs = 0;
-  weft__snap_seg_t *segs = collect_segs(w, &nsegs);
+  for (uint32_t i = 0; i < w->arch_count; i++)
+    nsegs += w->archs[i]->nsegs;
   buf_t meta = {0}, comps = {0}, archs = {0}, index = {0};
-  if (segs) {
-    write_meta(w, nsegs, &meta);
-    write_comps(w, &comps);
-    write_archs(w, segs, nsegs, &archs);
-    write_index(&w->index, &index);
-  }
+  write_meta(w, nsegs, &meta);
+  write_comps(w, &comps);
+  write_archs(w, &archs);
+  write_index(&w->index, &index);
   int rc = 0;
-  if (!segs || meta.oom || comps.oom || archs.oom || index.oom)
+  if (meta.oom || comps.oom || archs.oom || index.oom)
     rc = weft__snap_fail(w, err, WEFT_ENOMEM, 0, 0,
                          "out of memory building the snapshot's tables");
   sink_t s = {.w = writer};
@@ -386,7 +368,6 @@ int weft_snapshot_save(weft_world_t *w, const weft_snapshot_writer_t *writer,
       rc = weft__snap_fail(w, err, s.rc, 0, s.pos, "the writer failed (%s)",
                            weft_strerror(s.rc));
   }
-  free(segs);
   free(meta.p);
   free(comps.p);
   free(archs.p);
