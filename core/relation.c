@@ -1016,6 +1016,8 @@ int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
   uint32_t p = lower_bound(out, rel, tgt);
   if (p < out->n && out->v[p].rel == rel && out->v[p].other == tgt)
     return WEFT_EEXIST;
+  if ((d->flags & WEFT_RELATION_EXCLUSIVE) && vec_has_rel(out, rel))
+    return WEFT_EEXIST; /* a second edge of an exclusive relation */
   if (vec_room(w, out) || vec_room(w, &r->in[t]) || slab_room(w, d))
     return WEFT_ENOMEM;
   /* The rows were restored with their tags, pairs and dense payload

@@ -214,7 +214,8 @@ int weft__rel_remove_all(struct weft_world_t *w, weft_entity_t e,
  * payload's column); value is a sparse payload (NULL: zeros); back is the
  * position of its reverse entry in tgt's `in` as saved (the unsorted
  * order is state: a target's death walks it). No move, no log, no
- * observer. WEFT_EEXIST for an edge held already. Owner thread. */
+ * observer. WEFT_EEXIST for an edge held already (or a second one of an
+ * exclusive relation). Owner thread. */
 int weft__rel_restore_edge(struct weft_world_t *w, weft_entity_t src,
                            weft_component_t c, weft_entity_t tgt,
                            const void *value, uint32_t back);

@@ -569,9 +569,16 @@ static int map_pairs(rd_t *r, weft__snap_plan_t *pl, weft__snap_arch_t *a,
         (weft__pair_t){.target = weft__snap_u64(p + 8), .rel = c->target};
   }
   qsort(a->pairs, a->npairs, sizeof(*a->pairs), pair_cmp);
-  for (uint32_t k = 1; k < a->npairs; k++)
-    if (!pair_cmp(&a->pairs[k - 1], &a->pairs[k]))
-      return BAD(r, "archetype %u: a pair twice", i);
+  for (uint32_t k = 1; k < a->npairs; k++) {
+    const weft__pair_t *x = &a->pairs[k - 1], *y = &a->pairs[k];
+    bool exclusive =
+        weft__rel_def(r->w->rel, y->rel)->flags & WEFT_RELATION_EXCLUSIVE;
+    if (!pair_cmp(x, y) || (x->rel == y->rel && exclusive))
+      return BAD(r,
+                 "archetype %u: a pair twice, or two of an exclusive "
+                 "relation",
+                 i);
+  }
   return 0;
 }
 
