@@ -733,19 +733,22 @@ static int read_index(rd_t *r, weft__snap_plan_t *pl, weft__snap_live_t *lv) {
   if (reg->scratch_n < pl->hwm || !reg->scratch) {
     free(reg->scratch);
     size_t n = pl->hwm ? pl->hwm : 1;
-    reg->scratch = malloc(n * sizeof(*reg->scratch));
+    /* Two words per slot: its state, and its row's archetype. */
+    reg->scratch = malloc(2 * n * sizeof(*reg->scratch));
     reg->scratch_n = reg->scratch ? n : 0;
     if (!reg->scratch)
       return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
   }
   lv->v = reg->scratch;
+  lv->arch = reg->scratch + reg->scratch_n;
   memset(lv->v, 0, (size_t)pl->hwm * sizeof(*lv->v));
   return check_records(r, pl, lv->v);
 }
 
 /* Checks one chunk's handles: this world tag, live slots, each once. */
 static int check_handles(rd_t *r, const weft__snap_plan_t *pl, const uint8_t *p,
-                         uint32_t n, const weft__snap_live_t *lv) {
+                         uint32_t n, const weft__snap_live_t *lv,
+                         uint32_t arch) {
   uint32_t *live = lv->v;
   const uint64_t tag = (uint64_t)pl->tag << 56;
   for (uint32_t k = 0; k < n; k++) {
@@ -760,6 +763,7 @@ static int check_handles(rd_t *r, const weft__snap_plan_t *pl, const uint8_t *p,
                  (unsigned long long)e);
     }
     live[slot] = WEFT__SNAP_LIVE_ROW | gen;
+    lv->arch[slot] = arch;
   }
   return 0;
 }
@@ -778,7 +782,7 @@ static int read_rows(rd_t *r, weft__snap_plan_t *pl,
       const uint8_t *p = NULL;
       rc = get_bytes(r, n, row, &p, "chunk rows");
       if (!rc)
-        rc = check_handles(r, pl, p, n, live);
+        rc = check_handles(r, pl, p, n, live, i);
     }
     a->rows_bytes = (uint64_t)(r->p - a->rows);
   }

@@ -18,6 +18,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/relation.h"
@@ -195,39 +196,130 @@ static bool live_handle(const weft__snap_plan_t *pl,
              (WEFT__SNAP_LIVE_ROW | ((uint32_t)(e >> 32) & WEFT__GEN_MASK));
 }
 
+/* One saved edge, for the checks across edges. */
+typedef struct edge_key_t {
+  uint64_t src;
+  uint64_t tgt;
+  uint32_t ci;
+  uint32_t back;
+} edge_key_t;
+
+static int by_source(const void *x, const void *y) {
+  const edge_key_t *a = x, *b = y;
+  if (a->src != b->src)
+    return a->src < b->src ? -1 : 1;
+  if (a->ci != b->ci)
+    return a->ci < b->ci ? -1 : 1;
+  return a->tgt < b->tgt ? -1 : a->tgt > b->tgt;
+}
+
+static int by_target(const void *x, const void *y) {
+  const edge_key_t *a = x, *b = y;
+  if (a->tgt != b->tgt)
+    return a->tgt < b->tgt ? -1 : 1;
+  return a->back < b->back ? -1 : a->back > b->back;
+}
+
+/* Whether the saved row of source src carries what edge (c, tgt) puts
+ * there: the relation's tag, and for a dense relation the pair. */
+static bool fits_row(const weft__snap_plan_t *pl, const weft__snap_live_t *lv,
+                     uint64_t src, weft_component_t c, uint64_t tgt,
+                     bool dense) {
+  const weft__snap_arch_t *a = &pl->archs[lv->arch[(uint32_t)src]];
+  if (!weft__mask_test(&a->present, c))
+    return false;
+  for (uint32_t k = 0; dense && k < a->npairs; k++)
+    if (a->pairs[k].rel == c && a->pairs[k].target == tgt)
+      return true;
+  return !dense;
+}
+
+/* Across the edges: none twice, one per source of an exclusive relation,
+ * and each target's reverse positions 0..n-1 once each. */
+static int check_edge_set(const weft_world_t *w, const weft__snap_plan_t *pl,
+                          edge_key_t *k, uint64_t n, cur_t *c) {
+  qsort(k, n, sizeof(*k), by_source);
+  for (uint64_t i = 1; i < n; i++) {
+    if (k[i].src != k[i - 1].src || k[i].ci != k[i - 1].ci)
+      continue;
+    const weft__rel_def_t *d = weft__rel_def(w->rel, pl->comps[k[i].ci].target);
+    if (k[i].tgt == k[i - 1].tgt || (d->flags & WEFT_RELATION_EXCLUSIVE))
+      return why(c, WEFT_EFORMAT,
+                 "an edge twice, or two of an exclusive relation from "
+                 "0x%016llx",
+                 (unsigned long long)k[i].src);
+  }
+  qsort(k, n, sizeof(*k), by_target);
+  for (uint64_t i = 0, at = 0; i < n; i++) {
+    at = i && k[i].tgt == k[i - 1].tgt ? at + 1 : 0;
+    if (k[i].back != at)
+      return why(c, WEFT_EFORMAT,
+                 "target 0x%016llx: reverse positions are no permutation",
+                 (unsigned long long)k[i].tgt);
+  }
+  return 0;
+}
+
 static int check_edges(const weft_world_t *w, const weft__snap_plan_t *pl,
                        const weft__snap_live_t *lv, cur_t *c) {
-  uint64_t n = 0;
+  uint64_t n = 0, dense = 0, pairs = 0;
   if (!u64(c, &n))
     return TRUNC(c, "edge count");
-  for (uint64_t i = 0; i < n; i++) {
+  /* An edge takes 28 bytes at least: a count beyond that must not size
+   * the allocation below. */
+  if (n > (uint64_t)(c->end - c->p) / 28)
+    return TRUNC(c, "edge list");
+  edge_key_t *keys = malloc((size_t)(n ? n : 1) * sizeof(*keys));
+  if (!keys)
+    return why(c, WEFT_ENOMEM, "out of memory checking edges");
+  int rc = 0;
+  for (uint64_t i = 0; !rc && i < n; i++) {
     uint64_t src = 0, tgt = 0;
     uint32_t ci = 0, back = 0, size = 0;
     const uint8_t *p = NULL;
     if (!u64(c, &src) || !u64(c, &tgt) || !u32(c, &ci) || !u32(c, &back) ||
-        !u32(c, &size) || !take(c, size, &p))
-      return TRUNC(c, "edge");
-    if (back >= n)
-      return why(c, WEFT_EFORMAT, "edge %llu: reverse position %u of %llu",
-                 (unsigned long long)i, back, (unsigned long long)n);
-    if (!live_handle(pl, lv, src) || !live_handle(pl, lv, tgt))
-      return why(c, WEFT_EFORMAT, "edge %llu names a handle that is not live",
-                 (unsigned long long)i);
-    if (ci >= pl->ncomp || !(pl->comps[ci].flags & WEFT_COMPONENT_RELATION))
-      return why(c, WEFT_EFORMAT, "edge %llu: component %u is no relation",
-                 (unsigned long long)i, ci);
+        !u32(c, &size) || !take(c, size, &p)) {
+      rc = TRUNC(c, "edge");
+      break;
+    }
+    if (!live_handle(pl, lv, src) || !live_handle(pl, lv, tgt)) {
+      rc = why(c, WEFT_EFORMAT, "edge %llu names a handle that is not live",
+               (unsigned long long)i);
+      break;
+    }
+    if (ci >= pl->ncomp || !(pl->comps[ci].flags & WEFT_COMPONENT_RELATION)) {
+      rc = why(c, WEFT_EFORMAT, "edge %llu: component %u is no relation",
+               (unsigned long long)i, ci);
+      break;
+    }
     const weft__snap_comp_t *sc = &pl->comps[ci];
     const weft__rel_def_t *d = weft__rel_def(w->rel, sc->target);
     if (!d)
-      return why(c, WEFT_ENOCOMP,
-                 "relation '%.*s' is not registered in this program",
-                 (int)sc->name_len, sc->name);
-    if (d->size != size)
-      return why(c, WEFT_EMIGRATE,
-                 "relation '%.*s': payload %u bytes in the snapshot, %u here",
-                 (int)sc->name_len, sc->name, size, d->size);
+      rc = why(c, WEFT_ENOCOMP,
+               "relation '%.*s' is not registered in this program",
+               (int)sc->name_len, sc->name);
+    else if (d->size != size)
+      rc = why(c, WEFT_EMIGRATE,
+               "relation '%.*s': payload %u bytes in the snapshot, %u here",
+               (int)sc->name_len, sc->name, size, d->size);
+    else if (!fits_row(pl, lv, src, sc->target, tgt, weft__rel_dense(d)))
+      rc = why(c, WEFT_EFORMAT,
+               "edge %llu: its source's row lacks the relation or its pair",
+               (unsigned long long)i);
+    dense += d && weft__rel_dense(d);
+    keys[i] = (edge_key_t){src, tgt, ci, back};
   }
-  return 0;
+  /* Every pair of a row has its edge: with no edge twice, as many dense
+   * edges as pairs in rows. */
+  for (uint32_t i = 0; !rc && i < pl->narch; i++)
+    pairs += (uint64_t)pl->archs[i].npairs * pl->archs[i].count;
+  if (!rc && dense != pairs)
+    rc = why(c, WEFT_EFORMAT, "%llu dense edges for %llu pairs in rows",
+             (unsigned long long)dense, (unsigned long long)pairs);
+  if (!rc)
+    rc = check_edge_set(w, pl, keys, n, c);
+  free(keys);
+  return rc;
 }
 
 static int check_resources(const weft_world_t *w, cur_t *c) {

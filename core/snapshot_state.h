@@ -23,6 +23,7 @@ typedef struct weft__snap_why_t {
 #define WEFT__SNAP_LIVE_ROW (3u << 24)
 typedef struct weft__snap_live_t {
   uint32_t *v;
+  uint32_t *arch; /* per live-row slot: its archetype's index */
 } weft__snap_live_t;
 
 /* The state sections, in file order. */
