@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 #include "support/weft_test.h"
 #include "weft.h"
 
@@ -570,11 +572,90 @@ static void test_snapshot_layout_loaded_rows_are_clean(void **state) {
   weft_world_destroy(x[1].w);
 }
 
+/* The payload of section `tag` in snapshot m (its length in *len). */
+static uint8_t *section(const mem_t *m, const char *tag, uint64_t *len) {
+  size_t at = 32;
+  while (at + 16 <= m->n) {
+    uint64_t n;
+    memcpy(&n, m->p + at + 8, 8);
+    if (!memcmp(m->p + at, tag, 4)) {
+      *len = n;
+      return m->p + at + 16;
+    }
+    at += 16 + ((n + 7) & ~(uint64_t)7) + 8;
+  }
+  fail_msg("no section %s", tag);
+  return NULL;
+}
+
+/* Recomputes the checksum of the section whose payload is at p. */
+static void reseal(uint8_t *p, uint64_t len) {
+  uint64_t h = XXH3_64bits(p - 16, 16 + len);
+  memcpy(p + ((len + 7) & ~(uint64_t)7), &h, 8);
+}
+
+/* Loads a damaged copy: refused with WEFT_EFORMAT, the world unchanged. */
+static void refused(weft_world_t *w, const mem_t *m) {
+  const uint64_t before = weft_world_digest(w);
+  weft_snapshot_error_t err;
+  assert_int_equal(weft_snapshot_load_memory(w, m->p, m->n, &err),
+                   WEFT_EFORMAT);
+  assert_string_equal(err.section, "EDGE");
+  assert_int_equal(weft_world_digest(w), before);
+}
+
+/* Edges that disagree with the rows (a dense edge whose source's row has
+ * another pair, reverse positions that are no permutation, an edge whose
+ * source lacks the relation) are refused before the world changes,
+ * checksums intact. */
+static void test_snapshot_layout_edges_must_fit_rows(void **state) {
+  (void)state;
+  rx_t a = rx_new(3), b = rx_new(3);
+  weft_entity_t s = spawn_in(&a, 0), t = spawn_in(&a, 1), u = spawn_in(&a, 2);
+  uint32_t v = 5;
+  assert_int_equal(weft_relation_add(a.w, s, a.follows, t, &v), WEFT_OK);
+  assert_int_equal(weft_relation_add(a.w, u, a.owns, t, NULL), WEFT_OK);
+  mem_t m = save(a.w);
+  load_ok(b.w, &m);
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  /* EDGE: u64 n, then per edge u64 src, u64 tgt, u32 comp, u32 back, u32
+   * size, payload. The first edge is s -> t (slot order). */
+  uint64_t len = 0;
+  uint8_t *e = section(&m, "EDGE", &len);
+  uint64_t n;
+  memcpy(&n, e, 8);
+  assert_int_equal(n, 2);
+  uint8_t *saved = malloc(len);
+  memcpy(saved, e, len);
+  memcpy(e + 16, &u, 8); /* s -> u: s's row has the pair (follows, t) */
+  reseal(e, len);
+  refused(b.w, &m);
+  memcpy(e, saved, len);
+  uint32_t back = 1; /* both edges claim t's reverse position 1 */
+  memcpy(e + 8 + 20, &back, 4);
+  reseal(e, len);
+  refused(b.w, &m);
+  memcpy(e, saved, len);
+  /* The second edge (u owns t) becomes s owns t: s's row lacks owns. */
+  memcpy(e + 8 + 32, &s, 8);
+  reseal(e, len);
+  refused(b.w, &m);
+  memcpy(e, saved, len);
+  reseal(e, len);
+  load_ok(b.w, &m);
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  free(saved);
+  free(m.p);
+  weft_world_destroy(a.w);
+  weft_world_destroy(b.w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_snapshot_layout_dense_relations_round_trip),
       cmocka_unit_test(test_snapshot_layout_compacted_ids_round_trip),
       cmocka_unit_test(test_snapshot_layout_loaded_rows_are_clean),
+      cmocka_unit_test(test_snapshot_layout_edges_must_fit_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
