@@ -475,7 +475,9 @@ static void test_snapshot_layout_compacted_ids_round_trip(void **state) {
   /* One long list, mostly emptied: compaction shrinks it. */
   spawn_sig(x, 1, 0, 600, es[0] + PER_SIG);
   kill_all(x, 1, es[0] + 40, 560);
-  /* A third of the signatures emptied and pruned. */
+  /* A third of the signatures emptied and pruned, one of them long. */
+  spawn_sig(x, 1, 4, 600, es[4] + PER_SIG);
+  kill_all(x, 1, es[4] + PER_SIG, 600);
   for (uint32_t sig = 1; sig < NSIG; sig += 3)
     kill_all(x, 1, es[sig], PER_SIG);
   weft_compact_stats_t st;
@@ -487,6 +489,9 @@ static void test_snapshot_layout_compacted_ids_round_trip(void **state) {
    * no longer follow creation order, and holes remain above them. */
   for (uint32_t sig = NSIG - 2; sig > NSIG / 2; sig -= 9)
     spawn_sig(x, 1, sig, PER_SIG, es[sig]);
+  /* A long list again: its segments take ids off the free stack, top
+   * first, so a segment's ids are not consecutive. */
+  spawn_sig(x, 1, 7, 600, es[7] + PER_SIG);
   /* The used world: other signatures, other rows, its own compaction. */
   for (uint32_t sig = 0; sig < NSIG; sig += 5)
     spawn_sig(&x[2], 1, sig, 3 + sig, es[0] + PER_SIG);
