@@ -74,7 +74,8 @@ static int run_dir(const char *path, unsigned *count) {
     snprintf(names[n++], len, "%s/%s", path, e->d_name);
   }
   closedir(d);
-  qsort(names, n, sizeof *names, cmp_names);
+  if (n) /* an empty folder has no list (qsort's base must not be NULL) */
+    qsort(names, n, sizeof *names, cmp_names);
   for (size_t i = 0; i < n; i++) {
     struct stat st;
     if (!err && stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) {
