@@ -630,26 +630,30 @@ static void test_snapshot_layout_edges_must_fit_rows(void **state) {
   uint64_t n;
   memcpy(&n, e, 8);
   assert_int_equal(n, 2);
-  uint8_t *saved = malloc(len);
-  memcpy(saved, e, len);
+  enum {
+    EDGE_BYTES = 8 + 32 + 28
+  }; /* the count, s -> t (4-byte payload),
+        u -> t */
+  assert_int_equal(len, EDGE_BYTES);
+  uint8_t saved[EDGE_BYTES];
+  memcpy(saved, e, EDGE_BYTES);
   memcpy(e + 16, &u, 8); /* s -> u: s's row has the pair (follows, t) */
   reseal(e, len);
   refused(b.w, &m);
-  memcpy(e, saved, len);
+  memcpy(e, saved, EDGE_BYTES);
   uint32_t back = 1; /* both edges claim t's reverse position 1 */
   memcpy(e + 8 + 20, &back, 4);
   reseal(e, len);
   refused(b.w, &m);
-  memcpy(e, saved, len);
+  memcpy(e, saved, EDGE_BYTES);
   /* The second edge (u owns t) becomes s owns t: s's row lacks owns. */
   memcpy(e + 8 + 32, &s, 8);
   reseal(e, len);
   refused(b.w, &m);
-  memcpy(e, saved, len);
+  memcpy(e, saved, EDGE_BYTES);
   reseal(e, len);
   load_ok(b.w, &m);
   assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
-  free(saved);
   free(m.p);
   weft_world_destroy(a.w);
   weft_world_destroy(b.w);
