@@ -169,6 +169,7 @@ void bench_memory(bench_ctx_t *ctx);
 void bench_jobs(bench_ctx_t *ctx);
 void bench_relation(bench_ctx_t *ctx);
 void bench_compact(bench_ctx_t *ctx);
+void bench_snapshot(bench_ctx_t *ctx);
 
 /* Sets defaults (full or quick); 0 rounds or passes keeps the mode's
  * default. */

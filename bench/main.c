@@ -51,6 +51,7 @@ static const bench_scenario_t bench_registry[] = {
     {"oversub", bench_oversub},
     {"relation", bench_relation},
     {"compact", bench_compact},
+    {"snapshot", bench_snapshot},
 };
 
 static void usage(FILE *out) {

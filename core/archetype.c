@@ -210,23 +210,26 @@ static int table_grow(weft_world_t *w) {
   w->arch_table_cap = n;
   for (uint32_t id = 0; id < w->arch_count; id++) {
     const weft__archetype_t *a = w->archs[id];
-    w->arch_table[table_slot(w, &a->present, &a->disabled, a->pairs,
-                             a->npairs)] = id + 1;
+    /* A freed id's slot holds the vacant archetype, whose empty signature
+     * would take the root's place in the table. */
+    if (a != &w->arch_vacant)
+      w->arch_table[table_slot(w, &a->present, &a->disabled, a->pairs,
+                               a->npairs)] = id + 1;
   }
   return 0;
 }
 
-/* Makes room for one more archetype in the list and the table, and for
- * every id in the free list, so that removing archetypes cannot fail. */
-static int reserve_one(weft_world_t *w) {
-  if (weft__grow(&w->alloc, &w->archs, &w->arch_cap, w->arch_count + 1,
-                 sizeof(*w->archs), 32))
+/* Makes room for ids up to n - 1 in the list and the table, and for every
+ * id in the free list, so that removing archetypes cannot fail. */
+static int reserve_ids(weft_world_t *w, uint32_t n) {
+  if (weft__grow(&w->alloc, &w->archs, &w->arch_cap, n, sizeof(*w->archs), 32))
     return WEFT_ENOMEM;
-  if (weft__grow(&w->alloc, &w->arch_free, &w->arch_free_cap, w->arch_count + 1,
+  if (weft__grow(&w->alloc, &w->arch_free, &w->arch_free_cap, n,
                  sizeof(*w->arch_free), 32))
     return WEFT_ENOMEM;
-  if ((w->arch_count + 1) * 2 > w->arch_table_cap)
-    return table_grow(w);
+  while (n * 2 > w->arch_table_cap)
+    if (table_grow(w))
+      return WEFT_ENOMEM;
   return 0;
 }
 
@@ -360,19 +363,35 @@ int weft__archetype_get(weft_world_t *w, const weft__mask_t *present,
   return weft__archetype_get_pairs(w, present, disabled, NULL, 0, out);
 }
 
-int weft__archetype_get_pairs(weft_world_t *w, const weft__mask_t *present,
-                              const weft__mask_t *disabled,
-                              const weft__pair_t *pairs, uint32_t npairs,
-                              weft__archetype_t **out) {
-  if (w->arch_table_cap) {
-    uint32_t id =
-        w->arch_table[table_slot(w, present, disabled, pairs, npairs)];
-    if (id) {
-      *out = w->archs[id - 1];
-      return 0;
-    }
+/* Takes free id `id` (below arch_count, vacant) off the free list, or,
+ * at or past arch_count, extends the list to it, the ids between vacant
+ * and free. Room was reserved (reserve_ids). */
+static void take_id(weft_world_t *w, uint32_t id) {
+  while (w->arch_count < id) {
+    w->archs[w->arch_count] = &w->arch_vacant;
+    free_id_push(w, w->arch_count++);
   }
-  int rc = reserve_one(w);
+  if (id == w->arch_count) {
+    w->arch_count++;
+    return;
+  }
+  uint32_t i = 0;
+  while (w->arch_free[i] != id)
+    i++;
+  memmove(w->arch_free + i, w->arch_free + i + 1,
+          (w->arch_free_n - i - 1) * sizeof(*w->arch_free));
+  w->arch_free_n--;
+}
+
+/* Creates the archetype of a signature the table does not hold, with id
+ * `want` (UINT32_MAX: the lowest free one, else the next). */
+static int create(weft_world_t *w, const weft__mask_t *present,
+                  const weft__mask_t *disabled, const weft__pair_t *pairs,
+                  uint32_t npairs, uint32_t want, weft__archetype_t **out) {
+  uint32_t bound = want != UINT32_MAX && want >= w->arch_count
+                       ? want + 1
+                       : w->arch_count + 1;
+  int rc = reserve_ids(w, bound);
   WEFT_CHECK(w, rc == 0, rc, "out of memory growing the archetype table");
   weft__archetype_t *a = archetype_new(w, present, disabled, pairs, npairs);
   WEFT_CHECK(w, a, WEFT_ENOMEM, "out of memory creating an archetype");
@@ -380,7 +399,12 @@ int weft__archetype_get_pairs(weft_world_t *w, const weft__mask_t *present,
   if (rc == 0) {
     /* The lowest free id first, so that ids follow from the program alone;
      * none free: the next one. */
-    a->id = w->arch_free_n ? w->arch_free[--w->arch_free_n] : w->arch_count++;
+    if (want != UINT32_MAX) {
+      take_id(w, want);
+      a->id = want;
+    } else {
+      a->id = w->arch_free_n ? w->arch_free[--w->arch_free_n] : w->arch_count++;
+    }
     a->born = w->arch_born++;
     w->archs[a->id] = a;
     w->arch_table[table_slot(w, present, disabled, pairs, npairs)] = a->id + 1;
@@ -397,6 +421,38 @@ int weft__archetype_get_pairs(weft_world_t *w, const weft__mask_t *present,
   }
   weft__archetype_free(a);
   return rc;
+}
+
+int weft__archetype_get_pairs(weft_world_t *w, const weft__mask_t *present,
+                              const weft__mask_t *disabled,
+                              const weft__pair_t *pairs, uint32_t npairs,
+                              weft__archetype_t **out) {
+  if (w->arch_table_cap) {
+    uint32_t id =
+        w->arch_table[table_slot(w, present, disabled, pairs, npairs)];
+    if (id) {
+      *out = w->archs[id - 1];
+      return 0;
+    }
+  }
+  return create(w, present, disabled, pairs, npairs, UINT32_MAX, out);
+}
+
+int weft__archetype_restore(weft_world_t *w, uint32_t id, uint32_t born,
+                            const weft__mask_t *present,
+                            const weft__mask_t *disabled,
+                            const weft__pair_t *pairs, uint32_t npairs,
+                            weft__archetype_t **out) {
+  WEFT_CHECK(w, id > 0 && born >= w->arch_born, WEFT_EINVAL,
+             "archetype %u (stamp %u) cannot be restored", id, born);
+  WEFT_CHECK(w, id >= w->arch_count || w->archs[id] == &w->arch_vacant,
+             WEFT_EBUSY, "archetype id %u is taken", id);
+  if (w->arch_table_cap)
+    WEFT_CHECK(w,
+               !w->arch_table[table_slot(w, present, disabled, pairs, npairs)],
+               WEFT_EBUSY, "archetype %u's signature exists", id);
+  w->arch_born = born;
+  return create(w, present, disabled, pairs, npairs, id, out);
 }
 
 /* The signature an edge leads to. An add brings c's requirements along

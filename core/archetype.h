@@ -199,6 +199,20 @@ int weft__archetype_get_pairs(struct weft_world_t *w,
                               const weft__pair_t *pairs, uint32_t npairs,
                               weft__archetype_t **out);
 
+/*
+ * Snapshot loads (core/snapshot.c): creates the archetype of a signature
+ * the world does not hold with id `id` (a vacant one, or one at or past
+ * the id bound: the ids skipped become vacant and free) and creation
+ * stamp `born` (not below the world's next one, which then follows it).
+ * Created in stamp order, the archetypes of a saved world come back with
+ * its ids and stamps. Owner thread.
+ */
+int weft__archetype_restore(struct weft_world_t *w, uint32_t id, uint32_t born,
+                            const weft__mask_t *present,
+                            const weft__mask_t *disabled,
+                            const weft__pair_t *pairs, uint32_t npairs,
+                            weft__archetype_t **out);
+
 /* Builds edge e's copy plan from a to b (and, for an ADD of component
  * `added`, the defaults of its requirements); archetype.c's, shared with
  * the pair transitions. */

@@ -54,6 +54,9 @@ static int check_fields(weft_world_t *w, const weft_component_desc_t *d) {
                "component '%s': field '%s' (offset %u, size %u) is outside "
                "the %u-byte value",
                d->name, f->name, f->offset, f->size, d->size);
+    WEFT_CHECK(w, f->type < WEFT_FIELD_TYPE_COUNT_, WEFT_ELAYOUT,
+               "component '%s': field '%s' has unknown type %u", d->name,
+               f->name, f->type);
     for (uint32_t j = 0; j < i; j++) {
       const weft_field_desc_t *g = &d->fields[j];
       WEFT_CHECK(w, strcmp(f->name, g->name) != 0, WEFT_ELAYOUT,
@@ -72,9 +75,11 @@ static int check_desc(weft_world_t *w, const weft_component_desc_t *d,
                       uint32_t *align_out) {
   WEFT_CHECK(w, d && name_ok(d->name), WEFT_EINVAL,
              "component name must be 1..%u characters", WEFT_NAME_MAX - 1);
-  WEFT_CHECK(
-      w, (d->flags & ~(WEFT_COMPONENT_SOA | WEFT_COMPONENT_TRACK_DIRTY)) == 0,
-      WEFT_EINVAL, "component '%s': unknown flags 0x%x", d->name, d->flags);
+  WEFT_CHECK(w,
+             (d->flags & ~(WEFT_COMPONENT_SOA | WEFT_COMPONENT_TRACK_DIRTY |
+                           WEFT_COMPONENT_TRANSIENT)) == 0,
+             WEFT_EINVAL, "component '%s': unknown flags 0x%x", d->name,
+             d->flags);
   WEFT_CHECK(w, d->size > 0 || !(d->flags & WEFT_COMPONENT_TRACK_DIRTY),
              WEFT_EINVAL, "tag '%s' has no value to track dirty", d->name);
   weft_component_t dup;
@@ -112,6 +117,7 @@ static int copy_fields(weft_world_t *w, weft__component_t *c,
     strcpy(c->fields[i].name, d->fields[i].name);
     c->fields[i].offset = d->fields[i].offset;
     c->fields[i].size = d->fields[i].size;
+    c->fields[i].type = d->fields[i].type;
   }
   c->field_count = d->field_count;
   return 0;

@@ -14,6 +14,7 @@ typedef struct weft__field_t {
   char name[WEFT_NAME_MAX];
   uint32_t offset;
   uint32_t size;
+  uint32_t type; /* WEFT_FIELD_* */
 } weft__field_t;
 
 typedef struct weft__component_t {

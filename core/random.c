@@ -222,3 +222,14 @@ void weft__random_fini(weft_world_t *w) {
   weft__free(r, sizeof(*r), alignof(struct weft__random_t));
   w->random = NULL;
 }
+
+uint32_t weft__random_stream_at(const weft_world_t *w, uint32_t i,
+                                const char **name, weft_rng_t **rng) {
+  const struct weft__random_t *r = w->random;
+  uint32_t n = r ? r->count : 0;
+  if (i < n) {
+    *name = r->streams[i]->name;
+    *rng = &r->streams[i]->rng;
+  }
+  return n;
+}

@@ -998,6 +998,86 @@ remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
   return 0;
 }
 
+int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
+                           weft_component_t c, weft_entity_t tgt,
+                           const void *value, uint32_t back) {
+  weft__relations_t *r = w->rel;
+  const weft__rel_def_t *cd = weft__rel_def(r, c);
+  if (!cd)
+    return WEFT_ENOCOMP;
+  uint32_t rel = (uint32_t)(cd - r->defs);
+  weft__rel_def_t *d = &r->defs[rel];
+  uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
+  int rc = slots_cover(w, r, s > t ? s : t);
+  if (rc)
+    return rc;
+  weft__rel_vec_t *out = &r->out[s];
+  uint32_t p = lower_bound(out, rel, tgt);
+  if (p < out->n && out->v[p].rel == rel && out->v[p].other == tgt)
+    return WEFT_EEXIST;
+  if ((d->flags & WEFT_RELATION_EXCLUSIVE) && vec_has_rel(out, rel))
+    return WEFT_EEXIST; /* a second edge of an exclusive relation */
+  if (vec_room(w, out) || vec_room(w, &r->in[t]) || slab_room(w, d))
+    return WEFT_ENOMEM;
+  /* The rows were restored with their tags, pairs and dense payload
+   * columns: only the store's side of the edge is missing. */
+  uint32_t slot = payload_take(d, value);
+  weft__rel_vec_t *in = &r->in[t];
+  vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
+  /* Where the reverse entry belongs waits in its pad for
+   * weft__rel_restore_finish(). */
+  in->v[in->n++] = (weft__rel_edge_t){src, rel, WEFT__REL_NOSLOT, 0, back};
+  r->edges++;
+  return 0;
+}
+
+/* Puts target t's reverse entries at the positions their pads name (a
+ * permutation of [0, n), else WEFT_EFORMAT), and tells the edges they
+ * mirror; an unsorted result is queued as the saved world's was. */
+static int restore_in(weft__relations_t *r, weft_entity_t t) {
+  weft__rel_vec_t *in = &r->in[(uint32_t)t];
+  weft__rel_edge_t *v = in->v;
+  for (uint32_t k = 0; k < in->n; k++)
+    while (v[k].pad != k) {
+      uint32_t j = v[k].pad;
+      if (j >= in->n || v[j].pad == j)
+        return WEFT_EFORMAT; /* out of range, or taken twice */
+      weft__rel_edge_t x = v[j];
+      v[j] = v[k];
+      v[k] = x;
+    }
+  in->sorted = 1;
+  for (uint32_t k = 0; k < in->n; k++) {
+    v[k].pad = 0;
+    weft__rel_vec_t *o = &r->out[(uint32_t)v[k].other];
+    o->v[vec_find(o, v[k].rel, t)].back = k;
+    if (k && !in_less(&v[k - 1], &v[k]))
+      in->sorted = 0;
+  }
+  if (!in->sorted)
+    in_unsorted(r, t);
+  return 0;
+}
+
+int weft__rel_restore_finish(weft_world_t *w) {
+  weft__relations_t *r = w->rel;
+  for (uint32_t s = 0; r && s < r->nslots; s++) {
+    if (!r->in[s].n)
+      continue;
+    /* The target's handle: any of its sources' out-edges names it. */
+    const weft__rel_edge_t *x = &r->in[s].v[0];
+    const weft__rel_vec_t *o = &r->out[(uint32_t)x->other];
+    weft_entity_t t = WEFT_ENTITY_NULL;
+    for (uint32_t j = 0; j < o->n; j++)
+      if ((uint32_t)o->v[j].other == s && o->v[j].rel == x->rel)
+        t = o->v[j].other;
+    int rc = t == WEFT_ENTITY_NULL ? WEFT_EFORMAT : restore_in(r, t);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
 int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t rel,
                       weft_entity_t tgt, const void *value) {
   int rc = w ? add_first(w, src, rel, tgt, value) : REL_SLOW;

@@ -213,6 +213,22 @@ int weft__rel_queue(struct weft_world_t *w, uint32_t op, weft_entity_t src,
 int weft__rel_remove_all(struct weft_world_t *w, weft_entity_t e,
                          weft_component_t c);
 
+/* Snapshot loads: records edge (c, tgt) of live src in the store alone,
+ * the rows already holding what the edge puts there (tags, pairs, a dense
+ * payload's column); value is a sparse payload (NULL: zeros); back is the
+ * position of its reverse entry in tgt's `in` as saved (the unsorted
+ * order is state: a target's death walks it). No move, no log, no
+ * observer. WEFT_EEXIST for an edge held already (or a second one of an
+ * exclusive relation). Owner thread. */
+int weft__rel_restore_edge(struct weft_world_t *w, weft_entity_t src,
+                           weft_component_t c, weft_entity_t tgt,
+                           const void *value, uint32_t back);
+
+/* After the last weft__rel_restore_edge(): puts every target's reverse
+ * entries where they were saved. WEFT_EFORMAT when the positions are no
+ * permutation. Owner thread. */
+int weft__rel_restore_finish(struct weft_world_t *w);
+
 /* Forgets every edge (weft_world_clear()). */
 void weft__rel_clear(struct weft_world_t *w);
 

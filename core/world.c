@@ -150,6 +150,7 @@ void weft_world_destroy(weft_world_t *w) {
   }
   weft__resources_fini(w);
   weft__random_fini(w);
+  weft__snapshot_fini(w);
   weft__rel_fini(w);
   weft__cmdbufs_fini(w);
   weft__obs_fini(w);

@@ -16,10 +16,17 @@
  * part was never created. */
 void weft__random_fini(weft_world_t *w);
 void weft__resources_fini(weft_world_t *w);
+void weft__snapshot_fini(weft_world_t *w);
 
 /* A hash of the world seed and the named streams' states (random.c), for
  * the digest. */
 uint64_t weft__random_digest(const weft_world_t *w);
+
+/* The number of named random streams; for i below it, stream i's name and
+ * generator in *name and *rng (creation order; snapshots, random.c). */
+struct weft_rng_t;
+uint32_t weft__random_stream_at(const weft_world_t *w, uint32_t i,
+                                const char **name, struct weft_rng_t **rng);
 
 /* Counts n rejected handles; safe from concurrent readers. */
 static inline void weft__count_stale_n(const weft_world_t *w, uint64_t n) {

@@ -109,6 +109,7 @@ struct weft_world_t {
   struct weft__random_t *random;       /* named streams (core/random.c) */
   struct weft__resources_t *resources; /* resources, channels (resource.c) */
   struct weft__relations_t *rel;       /* the edge store (relation.c) */
+  struct weft__snap_reg_t *snap;       /* snapshot sections (snapshot.c) */
   /* Parts of the layers above (the scheduler's systems and phases, its
    * run conditions), numbered by them; each freed by its own fini. */
   weft__world_ext_t ext[WEFT__WORLD_EXTS];

@@ -37,5 +37,6 @@
 #include "weft/pipeline.h"
 #include "weft/trace.h"
 #include "weft/builtin.h"
+#include "weft/snapshot.h"
 
 #endif /* WEFT_H */

@@ -366,6 +366,10 @@ void weft__runif_fini(weft_world_t *w);
  * the world. */
 int weft__sched_open(weft_world_t *w, weft__sched_t **out);
 
+/* Registers the pipeline's snapshot section, "weft.pipeline", on w
+ * (pipeline_snapshot.c). Owner thread; 0 or WEFT_ENOMEM. */
+int weft__pipeline_snapshot_register(weft_world_t *w);
+
 /* Frees system @p y and its place in the id table; the schedule is rebuilt
  * at the next dispatch. Owner thread, not during a frame (system.c). */
 void weft__sched_drop(weft_world_t *w, weft__sys_t *y);

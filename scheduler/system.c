@@ -89,6 +89,8 @@ int weft__sched_open(weft_world_t *w, weft__sched_t **out) {
   s->dirty = true;
   if (!rc)
     rc = make_slots(w, s);
+  if (!rc)
+    rc = weft__pipeline_snapshot_register(w);
   if (rc) {
     weft__sched_fini(w);
     if (rc == WEFT_ENOMEM)

@@ -232,11 +232,12 @@ static int transform_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
 
 static int xf_register_components(weft_world_t *w, weft_hierarchy_ids_t *ids) {
   static const weft_field_desc_t fields[] = {
-      {"x", offsetof(weft_transform2_t, x), sizeof(float)},
-      {"y", offsetof(weft_transform2_t, y), sizeof(float)},
-      {"c", offsetof(weft_transform2_t, c), sizeof(float)},
-      {"s", offsetof(weft_transform2_t, s), sizeof(float)},
-      {"scale", offsetof(weft_transform2_t, scale), sizeof(float)}};
+      {"x", offsetof(weft_transform2_t, x), sizeof(float), WEFT_FIELD_F32},
+      {"y", offsetof(weft_transform2_t, y), sizeof(float), WEFT_FIELD_F32},
+      {"c", offsetof(weft_transform2_t, c), sizeof(float), WEFT_FIELD_F32},
+      {"s", offsetof(weft_transform2_t, s), sizeof(float), WEFT_FIELD_F32},
+      {"scale", offsetof(weft_transform2_t, scale), sizeof(float),
+       WEFT_FIELD_F32}};
   const char *names[2] = {"weft.LocalTransform", "weft.WorldTransform"};
   weft_component_t *out[2] = {&ids->local, &ids->world};
   for (int i = 0; i < 2; i++) {

@@ -810,7 +810,7 @@ static void dist_open(dist_t *d, uint32_t nbufs, uint32_t index, uint64_t seed,
     /* S: {x u32, y u32, z u64} stored field by field, declared out of
      * order. */
     static const weft_field_desc_t sfields[] = {
-        {"z", 8, 8}, {"x", 0, 4}, {"y", 4, 4}};
+        {"z", 8, 8, 0}, {"x", 0, 4, 0}, {"y", 4, 4, 0}};
     if (c == C_S) {
       desc.fields = sfields;
       desc.field_count = 3;

@@ -239,8 +239,8 @@ static void test_batch_set_writes_soa_fields(void **state) {
   (void)state;
   bw_t f = bw_new();
   const weft_field_desc_t fields[] = {
-      {"x", offsetof(pair_t, x), sizeof(float)},
-      {"y", offsetof(pair_t, y), sizeof(float)}};
+      {"x", offsetof(pair_t, x), sizeof(float), 0},
+      {"y", offsetof(pair_t, y), sizeof(float), 0}};
   weft_component_desc_t d;
   memset(&d, 0, sizeof d);
   d.name = "pair";

@@ -307,7 +307,7 @@ static weft_world_t *field_world(weft_checked_t mode, panic_log_t *log,
   d.flags = WEFT_COMPONENT_SOA;
   weft_component_t s = 0;
   assert_int_equal(weft_component_register(w, &d, &s), WEFT_OK);
-  static const weft_field_desc_t af[] = {{"lo", 0, 4}, {"hi", 4, 4}};
+  static const weft_field_desc_t af[] = {{"lo", 0, 4, 0}, {"hi", 4, 4, 0}};
   weft_component_desc_t da;
   memset(&da, 0, sizeof da);
   da.name = "aos";

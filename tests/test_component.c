@@ -122,7 +122,7 @@ static void test_component_register_rejects_bad_names(void **state) {
   assert_int_equal(found, id);
   /* Unknown flags. */
   d = desc("flags", 4, 0);
-  d.flags = 0x4u;
+  d.flags = 0x8u;
   expect_rejected(w, &d, WEFT_EINVAL);
   d.flags = 0x80000000u;
   expect_rejected(w, &d, WEFT_EINVAL);
@@ -177,14 +177,14 @@ static void test_component_register_rejects_bad_layout(void **state) {
   expect_rejected(w, &d, WEFT_ELAYOUT);
 
   /* Fields. */
-  const weft_field_desc_t out_of_range[] = {{"a", 0, 4}, {"b", 8, 8}};
-  const weft_field_desc_t past_end[] = {{"a", 12, 1}};
-  const weft_field_desc_t wraps[] = {{"a", 0xfffffff0u, 0x20u}};
-  const weft_field_desc_t overlap[] = {{"a", 0, 8}, {"b", 4, 4}};
-  const weft_field_desc_t overlap_rev[] = {{"b", 8, 4}, {"a", 4, 8}};
-  const weft_field_desc_t same_name[] = {{"a", 0, 4}, {"a", 4, 4}};
-  const weft_field_desc_t zero_size[] = {{"a", 0, 4}, {"b", 4, 0}};
-  const weft_field_desc_t unnamed[] = {{"a", 0, 4}, {NULL, 4, 4}};
+  const weft_field_desc_t out_of_range[] = {{"a", 0, 4, 0}, {"b", 8, 8, 0}};
+  const weft_field_desc_t past_end[] = {{"a", 12, 1, 0}};
+  const weft_field_desc_t wraps[] = {{"a", 0xfffffff0u, 0x20u, 0}};
+  const weft_field_desc_t overlap[] = {{"a", 0, 8, 0}, {"b", 4, 4, 0}};
+  const weft_field_desc_t overlap_rev[] = {{"b", 8, 4, 0}, {"a", 4, 8, 0}};
+  const weft_field_desc_t same_name[] = {{"a", 0, 4, 0}, {"a", 4, 4, 0}};
+  const weft_field_desc_t zero_size[] = {{"a", 0, 4, 0}, {"b", 4, 0, 0}};
+  const weft_field_desc_t unnamed[] = {{"a", 0, 4, 0}, {NULL, 4, 4, 0}};
   struct {
     const weft_field_desc_t *fields;
     uint32_t count;
@@ -204,7 +204,7 @@ static void test_component_register_rejects_bad_layout(void **state) {
   d = desc("bad", 12, 4);
   d.flags = WEFT_COMPONENT_SOA;
   expect_rejected(w, &d, WEFT_ELAYOUT);
-  const weft_field_desc_t one[] = {{"a", 0, 4}};
+  const weft_field_desc_t one[] = {{"a", 0, 4, 0}};
   d = desc("bad", 0, 0);
   d.fields = one;
   d.field_count = 1;
@@ -214,7 +214,8 @@ static void test_component_register_rejects_bad_layout(void **state) {
   expect_rejected(w, &d, WEFT_ELAYOUT);
 
   /* Nothing was registered under the name: a good layout now succeeds. */
-  const weft_field_desc_t good[] = {{"a", 0, 4}, {"b", 4, 4}, {"c", 8, 4}};
+  const weft_field_desc_t good[] = {
+      {"a", 0, 4, 0}, {"b", 4, 4, 0}, {"c", 8, 4, 0}};
   d = desc("bad", 12, 4);
   d.fields = good;
   d.field_count = 3;
@@ -253,6 +254,7 @@ static void test_component_field_count_limit(void **state) {
     fields[i].name = names[i];
     fields[i].offset = i * 4u;
     fields[i].size = 4u;
+    fields[i].type = WEFT_FIELD_RAW;
   }
   weft_component_desc_t d = desc("many", N * 4u, 4);
   d.fields = fields;

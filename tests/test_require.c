@@ -374,7 +374,7 @@ static void test_require_tags_and_soa_defaults(void **state) {
   typedef struct pair_t {
     float x, y;
   } pair_t;
-  weft_field_desc_t fields[] = {{"x", 0, 4}, {"y", 4, 4}};
+  weft_field_desc_t fields[] = {{"x", 0, 4, 0}, {"y", 4, 4, 0}};
   weft_component_desc_t d = {0};
   d.name = "S";
   d.size = sizeof(pair_t);

@@ -787,7 +787,7 @@ static void test_storage_get_past_the_packed_arrays(void **state) {
   weft_field_desc_t fields[NF];
   for (uint32_t f = 0; f < NF; f++) {
     snprintf(names[f], sizeof names[f], "f%u", f);
-    fields[f] = (weft_field_desc_t){names[f], f, 1};
+    fields[f] = (weft_field_desc_t){names[f], f, 1, 0};
   }
   /* Registered first, so its array comes before the SoA ones: packed. */
   weft_component_t early = wt_register(w, "early", sizeof(uint64_t), 0);

@@ -10,7 +10,11 @@
 # A target that crashes, leaks, times out or fails one of its checks ends
 # the run with a non-zero status; its input is copied to
 # tests/fuzz/regress/<target>/, where the normal suite's
-# fuzz_<target>_replay test runs it from then on: commit it with the fix.
+# fuzz_<target>_replay test runs it from then on: commit it with the fix
+# (and a line in that folder's README.md saying what it found).
+# In these builds the snapshot loader skips its section checksums
+# (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION), so that mutated inputs reach
+# the checks behind them.
 #
 # Environment:
 #   WEFT_FUZZ_SECONDS  time per target (default 60)
@@ -43,10 +47,26 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" \
   -DWEFT_FUZZ=ON \
   -DWEFT_BUILD_TESTS=ON \
   -DWEFT_BUILD_BENCH=OFF \
-  -DWEFT_BUILD_TOOLS=OFF >/dev/null
+  -DWEFT_BUILD_TOOLS=ON >/dev/null
 for t in "${targets[@]}"; do
   cmake --build "$build" --parallel "$jobs" --target "weft_fuzz_$t"
 done
+
+# seeds <target> <folder>: fresh seed inputs a target wants beyond its
+# checked-in corpus. The snapshot loader gets real snapshots of every
+# scenario written by this build's weft-sim (the checked-in ones may
+# predate a format change).
+seeds() {
+  case "$1" in
+    snapshot)
+      cmake --build "$build" --parallel "$jobs" --target weft-sim
+      for scenario in arena boids particles; do
+        "$build/tools/weft-sim" --scenario "$scenario" --entities 64 \
+          --ticks 3 --threads 0 --checkpoint "$2/$scenario.snap" >/dev/null
+      done
+      ;;
+  esac
+}
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
@@ -57,6 +77,7 @@ for t in "${targets[@]}"; do
   artifacts="$build/artifacts/$t"
   rm -rf "$artifacts"
   mkdir -p "$work" "$artifacts"
+  seeds "$t" "$work"
   echo "fuzz.sh: $t for ${seconds}s"
   set +e
   "$build/tests/fuzz_$t" -max_total_time="$seconds" -timeout=10 \

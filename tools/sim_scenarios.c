@@ -205,7 +205,7 @@ static int arena_structure(sim_scene_t *s) {
   if (!rc)
     rc = weft_system_register(w, &d, &id);
   squad_ids_t ids = {s->member_of, s->std.dead};
-  weft_resource_t res;
+  weft_resource_t res = 0;
   if (!rc)
     rc = weft_resource_register(w, "sim.squads", sizeof ids,
                                 _Alignof(squad_ids_t), &ids, &res);

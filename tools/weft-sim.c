@@ -10,6 +10,7 @@
  *   weft-sim [--scenario arena|boids|particles] [--entities N] [--threads T]
  *            [--ticks K] [--warmup W] [--seed S] [--trace FILE.json]
  *            [--json FILE] [--frames DIR [--frame-every N] [--frame-size PX]]
+ *            [--checkpoint FILE [--checkpoint-every N]] [--restore FILE]
  *   weft-sim --help | --version
  *
  * --frames writes a PNG of the world every N ticks (sim_frames.c); the
@@ -54,9 +55,12 @@ typedef struct sim_args_t {
   uint64_t seed;
   const char *trace;
   const char *json;
-  const char *frames;   /* folder for PNG frames, or NULL */
-  uint32_t frame_every; /* ticks between frames */
-  uint32_t frame_size;  /* pixels a side */
+  const char *frames;        /* folder for PNG frames, or NULL */
+  uint32_t frame_every;      /* ticks between frames */
+  uint32_t frame_size;       /* pixels a side */
+  const char *checkpoint;    /* snapshot file written during/after the run */
+  uint32_t checkpoint_every; /* ticks between checkpoints; 0: at the end */
+  const char *restore;       /* snapshot to continue from, or NULL */
 } sim_args_t;
 
 /* The default --frame-every: six pictures a simulated second at 60 Hz,
@@ -70,35 +74,45 @@ static double now_s(void) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: weft-sim [--scenario arena|boids|particles] [--entities N]\n"
-          "                [--threads T] [--ticks K] [--warmup W] [--seed S]\n"
-          "                [--trace FILE.json] [--json FILE]\n"
-          "                [--frames DIR [--frame-every N] [--frame-size PX]]\n"
-          "       weft-sim --help | --version\n"
-          "  -s, --scenario S  arena (default): units, turrets, projectiles,\n"
-          "                    collisions and damage; boids: flocking over a\n"
-          "                    grid; particles: gravity and bouncing walls\n"
-          "  -e, --entities N  initial entities (default 100000)\n"
-          "  -t, --threads T   workers, the calling thread included (default:\n"
-          "                    one per core; 0: no pool, everything inline)\n"
-          "  -k, --ticks K     fixed ticks of 1/60 s to run (default 200)\n"
-          "  --warmup W        untimed ticks to run first (default 0): the\n"
-          "                    figures cover the K ticks after them only\n"
-          "  --seed S          initial-state seed (default 1)\n"
-          "  --trace FILE      write a Chrome trace of the run (Perfetto)\n"
-          "  --json FILE       write the results as JSON\n"
-          "  --frames DIR      write a top-down PNG of the world to\n"
-          "                    DIR/frame-TICK.png before the first tick and\n"
-          "                    every N ticks (warm-up included); DIR is made\n"
-          "                    if missing. Turrets orange, projectiles\n"
-          "                    yellow, units blue (red when hurt), boids and\n"
-          "                    particles coloured by heading\n"
-          "  --frame-every N   ticks between frames (default 10)\n"
-          "  --frame-size PX   the pictures' side in pixels (default 800)\n"
-          "  -h, --help        this text\n"
-          "  -V, --version     weft's version (and git commit)\n"
-          "Values may follow their option as '--ticks 50' or '--ticks=50'.\n");
+  fprintf(
+      f,
+      "usage: weft-sim [--scenario arena|boids|particles] [--entities N]\n"
+      "                [--threads T] [--ticks K] [--warmup W] [--seed S]\n"
+      "                [--trace FILE.json] [--json FILE]\n"
+      "                [--frames DIR [--frame-every N] [--frame-size PX]]\n"
+      "                [--checkpoint FILE [--checkpoint-every N]]\n"
+      "                [--restore FILE]\n"
+      "       weft-sim --help | --version\n"
+      "  -s, --scenario S  arena (default): units, turrets, projectiles,\n"
+      "                    collisions and damage; boids: flocking over a\n"
+      "                    grid; particles: gravity and bouncing walls\n"
+      "  -e, --entities N  initial entities (default 100000)\n"
+      "  -t, --threads T   workers, the calling thread included (default:\n"
+      "                    one per core; 0: no pool, everything inline)\n"
+      "  -k, --ticks K     fixed ticks of 1/60 s to run (default 200)\n"
+      "  --warmup W        untimed ticks to run first (default 0): the\n"
+      "                    figures cover the K ticks after them only\n"
+      "  --seed S          initial-state seed (default 1)\n"
+      "  --trace FILE      write a Chrome trace of the run (Perfetto)\n"
+      "  --json FILE       write the results as JSON\n"
+      "  --frames DIR      write a top-down PNG of the world to\n"
+      "                    DIR/frame-TICK.png before the first tick and\n"
+      "                    every N ticks (warm-up included); DIR is made\n"
+      "                    if missing. Turrets orange, projectiles\n"
+      "                    yellow, units blue (red when hurt), boids and\n"
+      "                    particles coloured by heading\n"
+      "  --frame-every N   ticks between frames (default 10)\n"
+      "  --frame-size PX   the pictures' side in pixels (default 800)\n"
+      "  --checkpoint FILE write a snapshot of the world to FILE at the\n"
+      "                    end (atomically: FILE.tmp, fsync, rename)\n"
+      "  --checkpoint-every N  and every N fixed ticks (counted from the\n"
+      "                    first run, restored runs included)\n"
+      "  --restore FILE    continue from a snapshot written by a run of the\n"
+      "                    same --scenario, --entities and --seed; --ticks\n"
+      "                    more ticks run after it\n"
+      "  -h, --help        this text\n"
+      "  -V, --version     weft's version (and git commit)\n"
+      "Values may follow their option as '--ticks 50' or '--ticks=50'.\n");
 }
 
 /* Parses an unsigned decimal in [lo, hi]; false when it is not one. */
@@ -139,7 +153,10 @@ enum {
   OPT_JSON,
   OPT_FRAMES,
   OPT_FRAME_EVERY,
-  OPT_FRAME_SIZE
+  OPT_FRAME_SIZE,
+  OPT_CHECKPOINT,
+  OPT_CHECKPOINT_EVERY,
+  OPT_RESTORE
 };
 static const struct option sim_options[] = {
     {"scenario", required_argument, NULL, 's'},
@@ -153,6 +170,9 @@ static const struct option sim_options[] = {
     {"frames", required_argument, NULL, OPT_FRAMES},
     {"frame-every", required_argument, NULL, OPT_FRAME_EVERY},
     {"frame-size", required_argument, NULL, OPT_FRAME_SIZE},
+    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+    {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+    {"restore", required_argument, NULL, OPT_RESTORE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -213,6 +233,17 @@ static int parse_one(int c, const char *val, sim_args_t *a) {
       return bad(opt, val, "expected 1..10000000");
     a->frame_every = (uint32_t)v;
     break;
+  case OPT_CHECKPOINT:
+  case OPT_RESTORE:
+    if (!*val)
+      return bad(opt, val, "expected a file");
+    *(c == OPT_RESTORE ? &a->restore : &a->checkpoint) = val;
+    break;
+  case OPT_CHECKPOINT_EVERY:
+    if (!parse_u64(val, 1, 10000000, &v))
+      return bad(opt, val, "expected 1..10000000");
+    a->checkpoint_every = (uint32_t)v;
+    break;
   default: /* OPT_FRAME_SIZE */
     if (!parse_u64(val, SIM_FRAME_MIN_SIZE, SIM_FRAME_MAX_SIZE, &v))
       return bad(opt, val, "expected 16..4096");
@@ -224,8 +255,8 @@ static int parse_one(int c, const char *val, sim_args_t *a) {
 
 static int parse_args(int argc, char **argv, sim_args_t *a) {
   *a = (sim_args_t){
-      SIM_ARENA,       100000,        -1, 200, 0, 1, NULL, NULL, NULL,
-      SIM_FRAME_EVERY, SIM_FRAME_SIZE};
+      SIM_ARENA,       100000,         -1,   200, 0,   1, NULL, NULL, NULL,
+      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL};
   opterr = 0; /* our messages, not getopt's */
   int c, rc;
   bool frame_opt = false;
@@ -255,6 +286,8 @@ static int parse_args(int argc, char **argv, sim_args_t *a) {
     return bad(argv[optind], NULL, "unknown option");
   if (!a->frames && frame_opt)
     return bad("--frame-every/--frame-size", NULL, "need --frames DIR");
+  if (a->checkpoint_every && !a->checkpoint)
+    return bad("--checkpoint-every", NULL, "needs --checkpoint FILE");
   /* Output files are checked now, not after a run that may take minutes:
    * a path that cannot be written is a bad argument like any other. */
   if (a->trace && !writable(a->trace))
@@ -670,14 +703,36 @@ static int picture(sim_pics_t *p, uint64_t tick) {
   return rc;
 }
 
+/* Writes the checkpoint (--checkpoint) atomically; 0 or an error. */
+static int checkpoint(const sim_args_t *a, weft_world_t *w) {
+  weft_snapshot_error_t err;
+  int rc = weft_snapshot_save_file(w, a->checkpoint, &err);
+  if (rc)
+    fprintf(stderr, "weft-sim: cannot write checkpoint %s: %s\n", a->checkpoint,
+            err.message);
+  return rc;
+}
+
+/* Writes the checkpoint after a fixed tick that --checkpoint-every names. */
+static int checkpoint_due(const sim_args_t *a, weft_world_t *w) {
+  if (!a->checkpoint_every)
+    return 0;
+  weft_pipeline_state_t st;
+  weft_pipeline_state(w, &st);
+  return st.tick % a->checkpoint_every ? 0 : checkpoint(a, w);
+}
+
 /* Runs @p ticks ticks; the bar counts them from @p done0 of @p total. */
-static int run_ticks(weft_world_t *w, uint32_t ticks, bool tty, uint32_t done0,
-                     uint32_t total, double t0, sim_pics_t *pics) {
+static int run_ticks(const sim_args_t *a, weft_world_t *w, uint32_t ticks,
+                     bool tty, uint32_t done0, uint32_t total, double t0,
+                     sim_pics_t *pics) {
   int rc = 0;
   for (uint32_t k = 0; k < ticks && !rc; k++) {
     rc = weft_world_progress(w, SIM_DT);
     if (!rc)
       rc = picture(pics, (uint64_t)done0 + k + 1);
+    if (!rc)
+      rc = checkpoint_due(a, w);
     progress(tty, done0 + k + 1, total, t0);
   }
   return rc;
@@ -691,7 +746,7 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
   double t0 = now_s();
   int rc = picture(pics, 0);
   if (!rc)
-    rc = run_ticks(w, a->warmup, tty, 0, total, t0, pics);
+    rc = run_ticks(a, w, a->warmup, tty, 0, total, t0, pics);
   if (rc)
     return fail(w, rc, "warming up");
   /* st[0]: the counters before the timed ticks; st[1]: after them. */
@@ -703,7 +758,7 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
     out = fail(w, rc, "starting the trace");
   if (!out) {
     double t1 = now_s(), drawn = pics->seconds;
-    rc = run_ticks(w, a->ticks, tty, a->warmup, total, t0, pics);
+    rc = run_ticks(a, w, a->ticks, tty, a->warmup, total, t0, pics);
     r->run_s = now_s() - t1 - (pics->seconds - drawn);
     if (rc)
       out = fail(w, rc, "running");
@@ -723,6 +778,8 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
       printf("  frames: %u written to %s (%.2f s drawing, left out of the "
              "figures)\n",
              pics->frames->written, pics->frames->dir, pics->seconds);
+    if (a->checkpoint && checkpoint(a, w))
+      out = 1;
     if (a->trace && (rc = weft_trace_write(w, a->trace)) != 0)
       out = fail(w, rc, "writing the trace");
     if (a->json && write_json(a, pool, r))
@@ -736,6 +793,69 @@ static int run_scene(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
   return out;
 }
 
+/* The run's identity in its checkpoints: a restore must build the same
+ * scenario (its systems and resources depend on these). */
+typedef struct sim_ident_t {
+  uint32_t kind;
+  uint32_t entities;
+  uint64_t seed;
+} sim_ident_t;
+
+static int ident_save(weft_world_t *w, void *user, weft_snapshot_out_t *out) {
+  (void)w;
+  const sim_args_t *a = user;
+  sim_ident_t id = {(uint32_t)a->kind, a->entities, a->seed};
+  return weft_snapshot_put(out, &id, sizeof id);
+}
+
+static int ident_check(const weft_world_t *w, void *user, const void *data,
+                       size_t n) {
+  (void)w;
+  const sim_args_t *a = user;
+  sim_ident_t id = {(uint32_t)a->kind, a->entities, a->seed}, got;
+  if (n != sizeof got)
+    return WEFT_EFORMAT;
+  memcpy(&got, data, sizeof got);
+  return memcmp(&id, &got, sizeof got) ? WEFT_EINVAL : 0;
+}
+
+static int ident_load(weft_world_t *w, void *user, const void *data, size_t n) {
+  (void)w;
+  (void)user;
+  (void)data;
+  (void)n;
+  return 0;
+}
+
+/* Registers the identity section; loads --restore over the built scene. */
+static int restore(const sim_args_t *a, weft_world_t *w) {
+  weft_snapshot_section_desc_t d = {.name = "weft-sim.run",
+                                    .save = ident_save,
+                                    .check = ident_check,
+                                    .load = ident_load,
+                                    .user = (void *)a};
+  int rc = weft_snapshot_section_register(w, &d);
+  if (rc || !a->restore)
+    return rc ? fail(w, rc, "registering the checkpoint section") : 0;
+  weft_snapshot_error_t err;
+  rc = weft_snapshot_load_file(w, a->restore, &err);
+  if (rc) {
+    fprintf(stderr,
+            "weft-sim: cannot restore %s: %s (section %s, byte %llu)%s\n",
+            a->restore, err.message, err.section[0] ? err.section : "-",
+            (unsigned long long)err.offset,
+            rc == WEFT_EINVAL ? "; restore with the --scenario, --entities "
+                                "and --seed of the run that wrote it"
+                              : "");
+    return 1;
+  }
+  weft_pipeline_state_t st;
+  weft_pipeline_state(w, &st);
+  printf("weft-sim: restored %s at tick %llu (%u entities)\n", a->restore,
+         (unsigned long long)st.tick, weft_world_count(w));
+  return 0;
+}
+
 static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
                     sim_frames_t *frames) {
   weft_pipeline_config_t pc = {.fixed_dt = SIM_DT, .time_inline = true};
@@ -746,6 +866,8 @@ static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
   double t0 = now_s();
   rc = sim_scene_build(&scene, w, a->kind, a->entities, a->seed);
   int out = rc ? fail(w, rc, "building the scenario") : 0;
+  if (!out)
+    out = restore(a, w);
   sim_run_t r = {.spawn_s = now_s() - t0};
   sim_pics_t pics = {frames, &scene, a->frame_every, 0.0};
   if (!out)

@@ -39,6 +39,9 @@ typedef uint32_t weft_component_t;
  * write path marks the rows it writes. Untracked components cost nothing.
  * Not for tags. */
 #define WEFT_COMPONENT_TRACK_DIRTY 0x2u
+/** Not saved in snapshots (weft/snapshot.h): entities keep the component
+ * when loaded, with its bytes zero-filled. For caches and derived data. */
+#define WEFT_COMPONENT_TRANSIENT 0x4u
 /** Set by weft_relation_register() (weft/relation.h) in the flags
  * weft_component_info() reports for a relation's id; never accepted by
  * weft_component_register(). */
@@ -49,7 +52,29 @@ typedef struct weft_field_desc_t {
   const char *name; /**< unique within the component */
   uint32_t offset;  /**< byte offset inside the component value */
   uint32_t size;    /**< byte size, > 0 */
+  /** What the bytes are (WEFT_FIELD_*), for snapshot fingerprints: a
+   * snapshot field of another type is not loaded into this one. 0 (raw
+   * bytes) matches any type of the same size. */
+  uint32_t type;
 } weft_field_desc_t;
+
+/** Field types for weft_field_desc_t.type; 0 means raw bytes. */
+enum {
+  WEFT_FIELD_RAW = 0,
+  WEFT_FIELD_I8,
+  WEFT_FIELD_U8,
+  WEFT_FIELD_I16,
+  WEFT_FIELD_U16,
+  WEFT_FIELD_I32,
+  WEFT_FIELD_U32,
+  WEFT_FIELD_I64,
+  WEFT_FIELD_U64,
+  WEFT_FIELD_F32,
+  WEFT_FIELD_F64,
+  WEFT_FIELD_ENTITY, /**< a weft_entity_t handle */
+  WEFT_FIELD_BOOL,
+  WEFT_FIELD_TYPE_COUNT_
+};
 
 /** Describes a component to weft_component_register(). Zero means default. */
 typedef struct weft_component_desc_t {
@@ -60,7 +85,8 @@ typedef struct weft_component_desc_t {
                            (capped at 16) */
   const weft_field_desc_t *fields; /**< optional field list */
   uint32_t field_count;            /**< entries in @ref fields */
-  uint32_t flags; /**< WEFT_COMPONENT_SOA, WEFT_COMPONENT_TRACK_DIRTY */
+  uint32_t flags; /**< WEFT_COMPONENT_SOA, WEFT_COMPONENT_TRACK_DIRTY,
+                       WEFT_COMPONENT_TRANSIENT */
 } weft_component_desc_t;
 
 /** Read-only facts about a registered component. */
@@ -84,7 +110,7 @@ typedef struct weft_component_info_t {
 #define WEFT_FIELD(T, m)                                                       \
   (weft_field_desc_t{                                                          \
       #m, static_cast<uint32_t>(offsetof(T, m)),                               \
-      static_cast<uint32_t>(sizeof(static_cast<T *>(nullptr)->m))})
+      static_cast<uint32_t>(sizeof(static_cast<T *>(nullptr)->m)), 0u})
 #else
 /** Builds a descriptor for a C type: WEFT_COMPONENT_DESC(Position). Any
  * thread; the name is the string literal #T. */

@@ -41,7 +41,10 @@ extern "C" {
   X(ECYCLE, -16, "the system order has a cycle")                               \
   X(ENONAME, -17, "no system, phase, resource or channel with this id/name")   \
   X(ESYSTEM, -18, "a system callback reported an error")                       \
-  X(EIO, -19, "a file could not be opened, read or written")
+  X(EIO, -19, "a file could not be opened, read or written")                   \
+  X(EFORMAT, -20, "malformed or damaged snapshot")                             \
+  X(EVERSION, -21, "snapshot written by a newer format version")               \
+  X(EMIGRATE, -22, "a component layout in the snapshot cannot be migrated")
 
 /** Error codes. `WEFT_OK` is 0; every failure is negative. */
 typedef enum weft_error_t {

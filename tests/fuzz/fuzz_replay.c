@@ -52,8 +52,10 @@ static int run_dir(const char *path, unsigned *count) {
   size_t n = 0, cap = 0;
   int err = 0;
   for (struct dirent *e; (e = readdir(d));) {
-    if (e->d_name[0] == '.')
-      continue;
+    size_t nl = strlen(e->d_name);
+    if (e->d_name[0] == '.' ||
+        (nl > 3 && strcmp(e->d_name + nl - 3, ".md") == 0))
+      continue; /* hidden files and notes are not inputs */
     if (n == cap) {
       cap = cap ? 2 * cap : 64;
       char **grown = realloc(names, cap * sizeof *names);
@@ -72,7 +74,8 @@ static int run_dir(const char *path, unsigned *count) {
     snprintf(names[n++], len, "%s/%s", path, e->d_name);
   }
   closedir(d);
-  qsort(names, n, sizeof *names, cmp_names);
+  if (n) /* an empty folder has no list (qsort's base must not be NULL) */
+    qsort(names, n, sizeof *names, cmp_names);
   for (size_t i = 0; i < n; i++) {
     struct stat st;
     if (!err && stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) {

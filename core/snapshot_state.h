@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The snapshot sections for relation edges, resources, random streams and
+ * events (snapshot_state.c): written after ROWS, checked in a load's first
+ * phase, applied in its second.
+ */
+#ifndef WEFT_CORE_SNAPSHOT_STATE_H
+#define WEFT_CORE_SNAPSHOT_STATE_H
+
+#include "core/snapshot_format.h"
+
+/* What a checker found wrong, and where in the payload. */
+typedef struct weft__snap_why_t {
+  char msg[200];
+  uint64_t at;
+} weft__snap_why_t;
+
+/* Per slot of the snapshot's index (snapshot_read.c): a state in bits
+ * 24..31 (1: a live record, 2: on the free list, 3: held by a row) and,
+ * for state 3, the generation of the row's handle in bits 0..23. */
+#define WEFT__SNAP_LIVE_REC (1u << 24)
+#define WEFT__SNAP_LIVE_FREE (2u << 24)
+#define WEFT__SNAP_LIVE_ROW (3u << 24)
+typedef struct weft__snap_live_t {
+  uint32_t *v;
+  uint32_t *arch; /* per live-row slot: its archetype's index */
+} weft__snap_live_t;
+
+/* The state sections, in file order. */
+#define WEFT__SNAP_NSTATE 4u
+extern const uint32_t weft__snap_state_tags[WEFT__SNAP_NSTATE];
+
+int weft__snap_state_save(const weft_world_t *w, uint32_t tag,
+                          weft_snapshot_out_t *out);
+int weft__snap_state_check(const weft_world_t *w, uint32_t tag,
+                           const weft__snap_plan_t *pl,
+                           const weft__snap_live_t *lv, const uint8_t *p,
+                           size_t n, weft__snap_why_t *out);
+int weft__snap_state_load(weft_world_t *w, uint32_t tag,
+                          const weft__snap_plan_t *pl, const uint8_t *p,
+                          size_t n);
+
+#endif /* WEFT_CORE_SNAPSHOT_STATE_H */
