@@ -73,9 +73,10 @@ static const char *tag_name(uint32_t tag, char out[5]) {
   return out;
 }
 
-/* Opens the next section, which must be `tag`: checks its length, its
- * checksum and its padding; positions the cursor on its payload. */
-int weft__snap_open_section(weft__snap_rd_t *r, uint32_t tag) {
+/* Opens the next section, which must be `tag`: checks its length and its
+ * padding, positions the cursor on its payload and returns in *sum the
+ * checksum the file gives it, which the caller checks. */
+static int open_unhashed(weft__snap_rd_t *r, uint32_t tag, uint64_t *sum) {
   char want[5], got[5];
   r->sec = tag;
   r->p = r->data + r->next;
@@ -95,23 +96,44 @@ int weft__snap_open_section(weft__snap_rd_t *r, uint32_t tag) {
     return BAD(r, "truncated: section of %llu bytes, %llu left",
                (unsigned long long)len, (unsigned long long)room);
   const uint8_t *payload = r->p + WEFT__SNAP_SEC_HEAD;
-  uint64_t h = weft__xxh3(r->p, WEFT__SNAP_SEC_HEAD + len);
   for (uint64_t i = 0; i < pad; i++)
     if (payload[len + i]) {
       r->p = payload + len + i;
       return BAD(r, "nonzero padding after the payload");
     }
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  /* (Fuzzing builds skip it, to reach the checks behind it.) */
-  if (weft__snap_u64(payload + len + pad) != h)
-    return BAD(r, "checksum mismatch (damaged section)");
-#else
-  (void)h;
-#endif
+  *sum = weft__snap_u64(payload + len + pad);
   r->p = payload;
   r->end = payload + len;
   r->next = (size_t)(payload + len + pad + WEFT__SNAP_SEC_TAIL - r->data);
   return 0;
+}
+
+/* Fails when h is not the checksum `sum` the file gives the section that
+ * starts at byte `at`. (Fuzzing builds skip it, to reach the checks
+ * behind it.) */
+static int check_sum(weft__snap_rd_t *r, size_t at, uint64_t h, uint64_t sum) {
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  if (h != sum) {
+    r->p = r->data + at;
+    return BAD(r, "checksum mismatch (damaged section)");
+  }
+#else
+  (void)r, (void)at, (void)h, (void)sum;
+#endif
+  return 0;
+}
+
+int weft__snap_open_section(weft__snap_rd_t *r, uint32_t tag) {
+  size_t at = r->next;
+  uint64_t sum = 0;
+  int rc = open_unhashed(r, tag, &sum);
+  if (rc)
+    return rc;
+  const uint8_t *p = r->p;
+  rc = check_sum(
+      r, at, weft__xxh3(r->data + at, (size_t)(r->end - r->data) - at), sum);
+  r->p = p;
+  return rc;
 }
 
 int weft__snap_close_section(weft__snap_rd_t *r) {
@@ -356,47 +378,96 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
 }
 
 /* Checks one chunk's handles: this world tag, live slots, each once. */
-static int check_handles(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
-                         const uint8_t *p, uint32_t n,
-                         const weft__snap_live_t *lv, uint32_t arch) {
+/* Returns the first of the n handles at p that is foreign, not live,
+ * repeated or of a bad generation; n when all are good. */
+static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
+                              uint32_t n, const weft__snap_live_t *lv,
+                              uint32_t arch) {
   uint32_t *live = lv->v;
   const uint64_t tag = (uint64_t)pl->tag << 56;
   for (uint32_t k = 0; k < n; k++) {
     uint64_t e = weft__snap_u64(p + 8 * k);
     uint32_t slot = (uint32_t)e, gen = (uint32_t)(e >> 32) & WEFT__GEN_MASK;
     if ((e & WEFT__TAG_MASK) != tag || slot >= pl->hwm ||
-        live[slot] != WEFT__SNAP_LIVE_REC || gen == 0 || gen > pl->max_gen) {
-      r->p = p + 8 * k;
-      return BAD(r,
-                 "handle 0x%016llx is foreign, not live, repeated or of "
-                 "a bad generation",
-                 (unsigned long long)e);
-    }
+        live[slot] != WEFT__SNAP_LIVE_REC || gen == 0 || gen > pl->max_gen)
+      return k;
     live[slot] = WEFT__SNAP_LIVE_ROW | gen;
     lv->arch[slot] = arch;
   }
-  return 0;
+  return n;
 }
 
+/* What hash_chunk found. */
+enum { ROWS_OK, ROWS_SHORT, ROWS_BAD_HANDLE };
+
+/* Hashes one saved chunk's rows and checks their handles while the bytes
+ * are in cache. On ROWS_SHORT (the rows do not fit the section) r->p
+ * stays on the chunk; on ROWS_BAD_HANDLE it is on the first bad one. */
+static int hash_chunk(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
+                      weft__xxh3_state_t *hs, uint64_t row, uint32_t n,
+                      const weft__snap_live_t *lv, uint32_t arch) {
+  if (n > (uint64_t)(r->end - r->p) / row)
+    return ROWS_SHORT; /* get_bytes reports it once the checksum holds */
+  /* The caller's hash goes on from the chunk's end (r->p, or n * row
+   * past it when a handle is bad). */
+  weft__xxh3_update(hs, r->p, (size_t)(n * row));
+  uint32_t k = check_handles(pl, r->p, n, lv, arch);
+  if (k < n) {
+    r->p += 8 * (size_t)k;
+    return ROWS_BAD_HANDLE;
+  }
+  r->p += n * row;
+  return ROWS_OK;
+}
+
+/* ROWS, the bulk of a snapshot, is read once: its checksum runs chunk by
+ * chunk (streaming XXH3 gives the one-shot hash) and each chunk's handles
+ * are checked right after it is hashed, while it is in cache. The first
+ * fault found stops the walk; the rest of the section is hashed and a
+ * damaged section is reported as such first, as for any other section. */
 static int read_rows(weft__snap_rd_t *r, weft__snap_plan_t *pl,
                      const weft__snap_live_t *live) {
-  int rc = weft__snap_open_section(r, WEFT__SNAP_ROWS);
-  for (uint32_t i = 0; !rc && i < pl->narch; i++) {
+  size_t at = r->next;
+  uint64_t sum = 0;
+  int rc = open_unhashed(r, WEFT__SNAP_ROWS, &sum);
+  if (rc)
+    return rc;
+  weft__xxh3_state_t hs;
+  weft__xxh3_reset(&hs);
+  weft__xxh3_update(&hs, r->data + at, WEFT__SNAP_SEC_HEAD);
+  int got = ROWS_OK;
+  uint64_t row = 8;
+  uint32_t n = 0;
+  const uint8_t *chunk = r->p; /* the last chunk hash_chunk was given */
+  for (uint32_t i = 0; got == ROWS_OK && i < pl->narch; i++) {
     weft__snap_arch_t *a = &pl->archs[i];
-    uint64_t row = 8;
-    for (uint32_t k = 0; k < a->npresent; k++)
-      row += pl->comps[weft__snap_u32(a->comps + 4 * k)].row_bytes;
+    row = 8;
+    for (uint32_t c = 0; c < a->npresent; c++)
+      row += pl->comps[weft__snap_u32(a->comps + 4 * c)].row_bytes;
     a->rows = r->p;
-    for (uint32_t k = 0; !rc && k < a->nchunks; k++) {
-      uint32_t n = weft__snap_u32(a->counts + 4 * k);
-      const uint8_t *p = NULL;
-      rc = weft__snap_get_bytes(r, n, row, &p, "chunk rows");
-      if (!rc)
-        rc = check_handles(r, pl, p, n, live, i);
+    for (uint32_t k = 0; got == ROWS_OK && k < a->nchunks; k++) {
+      n = weft__snap_u32(a->counts + 4 * k);
+      chunk = r->p;
+      got = hash_chunk(r, pl, &hs, row, n, live, i);
     }
     a->rows_bytes = (uint64_t)(r->p - a->rows);
   }
-  return rc ? rc : weft__snap_close_section(r);
+  /* A chunk with a bad handle was hashed whole. */
+  const uint8_t *stop = r->p;
+  const uint8_t *hashed = got == ROWS_BAD_HANDLE ? chunk + n * row : stop;
+  weft__xxh3_update(&hs, hashed, (size_t)(r->end - hashed));
+  if ((rc = check_sum(r, at, weft__xxh3_digest(&hs), sum)))
+    return rc;
+  r->p = stop;
+  if (got == ROWS_OK)
+    return weft__snap_close_section(r);
+  const uint8_t *p = NULL;
+  if (got == ROWS_SHORT)
+    return weft__snap_get_bytes(r, n, row, &p, "chunk rows");
+  return BAD(r,
+             "handle 0x%016llx is foreign, not live, repeated or of a bad "
+             "generation",
+             (unsigned long long)weft__snap_u64(stop));
 }
 
 /* EDGE, RESO, RAND, EVNT, each checked by snapshot_state.c. */

@@ -659,12 +659,61 @@ static void test_snapshot_layout_edges_must_fit_rows(void **state) {
   weft_world_destroy(b.w);
 }
 
+/* ROWS is hashed and its handles checked in one pass: a forged handle
+ * under a good checksum is named at its own offset, the same bytes under
+ * a stale checksum are damage (reported at the section, as before), and
+ * neither changes the world. */
+static void test_snapshot_layout_rows_checked_in_one_pass(void **state) {
+  (void)state;
+  rx_t a = rx_new(3), b = rx_new(3);
+  for (uint32_t i = 0; i < 40; i++)
+    spawn_in(&a, i % 3);
+  mem_t m = save(a.w);
+  load_ok(b.w, &m);
+  const uint64_t before = weft_world_digest(b.w);
+  uint64_t len = 0;
+  uint8_t *rows = section(&m, "ROWS", &len);
+  assert_true(len >= 8);
+  uint8_t saved[8];
+  memcpy(saved, rows, 8); /* the first row's handle */
+  rows[7] ^= 0x40;        /* another world's tag */
+  weft_snapshot_error_t err;
+  assert_int_equal(weft_snapshot_load_memory(b.w, m.p, m.n, &err),
+                   WEFT_EFORMAT);
+  assert_string_equal(err.section, "ROWS");
+  assert_non_null(strstr(err.message, "checksum"));
+  assert_int_equal(err.offset, (uint64_t)(rows - 16 - m.p));
+  assert_int_equal(weft_world_digest(b.w), before);
+  reseal(rows, len);
+  assert_int_equal(weft_snapshot_load_memory(b.w, m.p, m.n, &err),
+                   WEFT_EFORMAT);
+  assert_string_equal(err.section, "ROWS");
+  assert_non_null(strstr(err.message, "handle"));
+  assert_int_equal(err.offset, (uint64_t)(rows - m.p));
+  assert_int_equal(weft_world_digest(b.w), before);
+  /* Damage after the forged handle still reads as damage. */
+  rows[len - 1] ^= 1;
+  assert_int_equal(weft_snapshot_load_memory(b.w, m.p, m.n, &err),
+                   WEFT_EFORMAT);
+  assert_non_null(strstr(err.message, "checksum"));
+  assert_int_equal(weft_world_digest(b.w), before);
+  rows[len - 1] ^= 1;
+  memcpy(rows, saved, 8);
+  reseal(rows, len);
+  load_ok(b.w, &m);
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  free(m.p);
+  weft_world_destroy(a.w);
+  weft_world_destroy(b.w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_snapshot_layout_dense_relations_round_trip),
       cmocka_unit_test(test_snapshot_layout_compacted_ids_round_trip),
       cmocka_unit_test(test_snapshot_layout_loaded_rows_are_clean),
       cmocka_unit_test(test_snapshot_layout_edges_must_fit_rows),
+      cmocka_unit_test(test_snapshot_layout_rows_checked_in_one_pass),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
