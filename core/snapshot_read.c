@@ -292,7 +292,8 @@ static int read_comps(weft__snap_rd_t *r, weft__snap_plan_t *pl) {
   return weft__snap_close_section(r);
 }
 
-/* Checks the dead records and the free list; marks live slots in `live`. */
+/* Checks the dead records and the free list; sets every slot's state in
+ * `live` (below hwm). */
 static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
                          uint32_t *live) {
   uint32_t nlive = 0, nretired = 0;
@@ -305,6 +306,7 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
         return BAD(r, "slot %u is live inside the sweep range", s);
       continue;
     }
+    live[s] = 0; /* the scratch is not cleared beforehand: one pass */
     uint32_t gen = v & WEFT__GEN_MASK, flags = v & ~WEFT__GEN_MASK;
     bool retired = flags == WEFT__REC_RETIRED;
     if ((flags && !retired) || gen > pl->max_gen ||
@@ -373,7 +375,6 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
   }
   lv->v = reg->scratch;
   lv->arch = reg->scratch + reg->scratch_n;
-  memset(lv->v, 0, (size_t)pl->hwm * sizeof(*lv->v));
   return check_records(r, pl, lv->v);
 }
 
