@@ -23,6 +23,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__SSE2__)
+#include <emmintrin.h>
+#define WEFT__SNAP_STREAM 1
+#endif
 
 #include "core/check.h"
 #include "core/relation.h"
@@ -208,10 +212,45 @@ typedef struct fill_t {
   const weft__snap_plan_t *pl;
   uint8_t *value; /* one component value, for migrations */
   bool exact;     /* chunks as saved */
+  bool stream;    /* rows past the caches: stores bypass them */
   /* By program component id: 1 when its saved column is copied as it
    * lies (WEFT__SNAP_SAME), so its arrays need no zero-fill first. */
   uint8_t same[WEFT_MAX_COMPONENTS + 1];
 } fill_t;
+
+/* Rows beyond this many bytes are copied with non-temporal stores: the
+ * loaded rows no longer fit the caches, so ordinary stores would first
+ * read every destination line (a third pass over the bytes) only to
+ * evict it again. */
+#define WEFT__SNAP_STREAM_MIN ((uint64_t)8 << 20)
+
+/* memcpy, with non-temporal stores where f->stream asks for them (the
+ * load ends with a store fence). Same bytes either way. */
+static void copy_bytes(const fill_t *f, void *dst, const void *src, size_t n) {
+#ifdef WEFT__SNAP_STREAM
+  if (f->stream && n >= 256) {
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & 15);
+    memcpy(d, s, head);
+    d += head, s += head, n -= head;
+    for (; n >= 64; d += 64, s += 64, n -= 64) {
+      __m128i a = _mm_loadu_si128((const __m128i *)s);
+      __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+      __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+      __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+      _mm_stream_si128((__m128i *)d, a);
+      _mm_stream_si128((__m128i *)(d + 16), b);
+      _mm_stream_si128((__m128i *)(d + 32), c);
+      _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    memcpy(d, s, n);
+    return;
+  }
+#endif
+  (void)f;
+  memcpy(dst, src, n);
+}
 
 /* Builds one row's value in the program's layout from a saved column
  * that is not stored the same way (migrations, storage changes). */
@@ -245,8 +284,8 @@ static void copy_column(const fill_t *f, const weft__archetype_t *a,
     size_t at = 0;
     for (uint32_t k = 0; k < col->array_count; k++) {
       uint32_t elem = a->arrays[col->first_array + k].elem;
-      memcpy(ch->bases[col->first_array + k] + (size_t)row0 * elem,
-             base + at + (size_t)j * elem, (size_t)m * elem);
+      copy_bytes(f, ch->bases[col->first_array + k] + (size_t)row0 * elem,
+                 base + at + (size_t)j * elem, (size_t)m * elem);
       at += (size_t)n * elem;
     }
     return;
@@ -303,10 +342,12 @@ static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
   ch->sversion = f->pl->change_version;
   /* A loaded world has no dirty rows: the flags go with the bytes. */
   memset(ch->all_dirty, 0, sizeof(ch->all_dirty));
-  memcpy(ch->entities + row0, p + (size_t)8 * j, (size_t)m * 8);
+  copy_bytes(f, ch->entities + row0, p + (size_t)8 * j, (size_t)m * 8);
+  /* The slots come from the input: the rows just streamed out are not
+   * read back. */
   for (uint32_t r = 0; r < m; r++)
-    weft__index_place(&f->w->index, (uint32_t)ch->entities[row0 + r], ch->id,
-                      row0 + r);
+    weft__index_place(&f->w->index, (uint32_t)weft__snap_u64(p + 8 * (j + r)),
+                      ch->id, row0 + r);
   zero_rows(f, a, ch, row0, m);
   size_t at = (size_t)8 * n;
   for (uint32_t k = 0; k < sa->npresent; k++) {
@@ -493,6 +534,10 @@ static int apply(weft_world_t *w, const weft__snap_plan_t *pl) {
   if (!rc)
     rc = restore_index(w, pl);
   fill_t f = {.w = w, .pl = pl, .exact = exact};
+  uint64_t rows_bytes = 0;
+  for (uint32_t i = 0; i < pl->narch; i++)
+    rows_bytes += pl->archs[i].rows_bytes;
+  f.stream = rows_bytes >= WEFT__SNAP_STREAM_MIN;
   for (uint32_t i = 0; i < pl->ncomp; i++)
     if (pl->comps[i].mode == WEFT__SNAP_SAME)
       f.same[pl->comps[i].target] = 1;
@@ -500,6 +545,9 @@ static int apply(weft_world_t *w, const weft__snap_plan_t *pl) {
     f.value = aligned_alloc(64, ((size_t)max_value(w) + 63) & ~(size_t)63);
     rc = f.value ? fill_archetypes(&f) : WEFT_ENOMEM;
     free(f.value);
+#ifdef WEFT__SNAP_STREAM
+    _mm_sfence(); /* the streamed stores are visible before the world is */
+#endif
   }
   for (uint32_t i = 0; !rc && i < WEFT__SNAP_NSTATE; i++)
     rc = weft__snap_state_load(w, weft__snap_state_tags[i], pl, pl->state[i].p,
