@@ -17,48 +17,9 @@
 #include <cmocka.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#include "support/snapshot_test.h"
 #include "support/weft_test.h"
 #include "weft.h"
-
-/* ---- snapshots in memory ------------------------------------------------- */
-
-typedef struct mem_t {
-  uint8_t *p;
-  size_t n;
-  size_t cap;
-} mem_t;
-
-static int mem_write(void *user, const void *data, size_t n) {
-  mem_t *m = user;
-  if (m->n + n > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 4096;
-    while (cap < m->n + n)
-      cap *= 2;
-    m->p = realloc(m->p, cap);
-    assert_non_null(m->p);
-    m->cap = cap;
-  }
-  memcpy(m->p + m->n, data, n);
-  m->n += n;
-  return 0;
-}
-
-static mem_t save(weft_world_t *w) {
-  mem_t m = {0};
-  weft_snapshot_writer_t wr = {mem_write, &m};
-  weft_snapshot_error_t err;
-  if (weft_snapshot_save(w, &wr, &err))
-    fail_msg("save: %s", err.message);
-  return m;
-}
-
-static void load_ok(weft_world_t *w, const mem_t *m) {
-  weft_snapshot_error_t err;
-  int rc = weft_snapshot_load_memory(w, m->p, m->n, &err);
-  if (rc)
-    fail_msg("load: %d %s at %llu: %s", rc, err.section,
-             (unsigned long long)err.offset, err.message);
-}
 
 /* ---- the world: a component, a tracked one, four relations -------------- */
 
