@@ -10,7 +10,7 @@
  * counter; there only stats.allocs is checked.
  */
 #define _GNU_SOURCE 1 /* dladdr(), RTLD_DEFAULT */
-#include "support/weft_test.h"
+#include "support/relation_test.h"
 
 #include <dlfcn.h>
 #include <malloc.h> /* mallinfo2(): glibc's own allocator's statistics */
@@ -561,16 +561,6 @@ static void test_alloc_every_failure_point_is_clean(void **state) {
   free(batch);
 }
 
-/* Counts a target's sources. */
-static bool count_sources(weft_entity_t src, weft_entity_t tgt, void *payload,
-                          void *user) {
-  (void)src;
-  (void)tgt;
-  (void)payload;
-  (*(uint32_t *)user)++;
-  return true;
-}
-
 /* A source's first edge whose move into the relation's archetype cannot
  * get memory (a new archetype, its transition, a chunk): the direct fast
  * path takes its edge back and hands the call to the general path, which
@@ -604,7 +594,7 @@ static void test_alloc_relation_first_edge_move_failure(void **state) {
     assert_int_equal(*p, 77);
     uint32_t n = 0;
     assert_int_equal(
-        weft_relation_sources(f.w, f.es[1], rel, count_sources, &n), WEFT_OK);
+        weft_relation_sources(f.w, f.es[1], rel, wt_count_edge, &n), WEFT_OK);
     assert_int_equal(n, 1);
     assert_int_equal(weft_relation_remove(f.w, x, rel, f.es[1]), WEFT_OK);
     assert_false(weft_has(f.w, x, rel));

@@ -633,13 +633,7 @@ static void test_compact_observer_events(void **state) {
 static void test_compact_values_and_dirty_survive(void **state) {
   (void)state;
   cw_t f = cw_new(WEFT_CHUNK_SIZE_MIN);
-  weft_component_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "tracked";
-  d.size = sizeof(uint32_t);
-  d.flags = WEFT_COMPONENT_TRACK_DIRTY;
-  weft_component_t tr = 0;
-  assert_int_equal(weft_component_register(f.w, &d, &tr), WEFT_OK);
+  weft_component_t tr = wt_register_tracked(f.w, "tracked", sizeof(uint32_t));
   const weft_component_t l[] = {f.a, tr, 0};
   enum { N = 5000 };
   static weft_entity_t es[N];
@@ -688,33 +682,13 @@ static void test_compact_values_and_dirty_survive(void **state) {
   weft_world_destroy(f.w);
 }
 
-static int touch_tracked(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
-  (void)ctx;
-  (void)chunk; /* the declared write marks every row it visits */
-  return 0;
-}
-
 /* Rows a system marked dirty as whole chunks (one flag per chunk, not a
  * byte per row) stay dirty when a shrink moves their chunks. */
 static void test_compact_chunk_dirty_flags_survive(void **state) {
   (void)state;
   cw_t f = cw_new(WEFT_CHUNK_SIZE_MIN);
-  weft_component_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "tracked";
-  d.size = sizeof(uint32_t);
-  d.flags = WEFT_COMPONENT_TRACK_DIRTY;
-  weft_component_t tr = 0;
-  assert_int_equal(weft_component_register(f.w, &d, &tr), WEFT_OK);
-  weft_system_desc_t sd;
-  memset(&sd, 0, sizeof sd);
-  sd.name = "touch";
-  sd.phase = WEFT_PHASE_PRE_UPDATE;
-  sd.query.include[0] = tr;
-  sd.term_access[0] = WEFT_ACCESS_WRITE;
-  sd.run = touch_tracked;
-  weft_system_t id = 0;
-  assert_int_equal(weft_system_register(f.w, &sd, &id), WEFT_OK);
+  weft_component_t tr = wt_register_tracked(f.w, "tracked", sizeof(uint32_t));
+  wt_touch_system(f.w, tr);
   const weft_component_t l[] = {f.a, tr, 0};
   enum { N = 5000, KEEP = N / 10 };
   static weft_entity_t es[N];

@@ -835,16 +835,6 @@ static void test_relation_first_and_only_edges(void **state) {
   weft_world_destroy(w);
 }
 
-/* Counts the sources of a target (no cap, unlike sources_of). */
-static bool count_source(weft_entity_t src, weft_entity_t tgt, void *payload,
-                         void *user) {
-  (void)src;
-  (void)tgt;
-  (void)payload;
-  (*(uint32_t *)user)++;
-  return true;
-}
-
 /*
  * A vector's first edge lives inside its header, and the headers' arrays
  * grow with the slots: edges held inline by the first entities (at both
@@ -896,7 +886,7 @@ static void test_relation_inline_edges_survive_slot_growth(void **state) {
     nsrc[want[i]]++;
   for (uint32_t t = 0; t < N; t += 61) {
     uint32_t n = 0;
-    assert_int_equal(weft_relation_sources(w, e[t], link, count_source, &n),
+    assert_int_equal(weft_relation_sources(w, e[t], link, wt_count_edge, &n),
                      WEFT_OK);
     assert_int_equal(n, nsrc[t]);
   }

@@ -608,34 +608,14 @@ static void test_relation_dense_pair_edges_drop_if(void **state) {
   weft_world_destroy(w);
 }
 
-static int touch_tracked(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
-  (void)ctx;
-  (void)chunk; /* the declared write marks every row it visits */
-  return 0;
-}
-
 /* A pair move takes a row's dirty state along, also when a system marked
  * its whole chunk (a flag per chunk, not a byte per row). */
 static void test_relation_dense_moves_keep_dirty_rows(void **state) {
   (void)state;
   weft_world_t *w = wt_world_new(NULL);
-  weft_component_desc_t cd;
-  memset(&cd, 0, sizeof cd);
-  cd.name = "hp";
-  cd.size = sizeof(uint32_t);
-  cd.flags = WEFT_COMPONENT_TRACK_DIRTY;
-  weft_component_t hp = 0;
-  assert_int_equal(weft_component_register(w, &cd, &hp), WEFT_OK);
+  weft_component_t hp = wt_register_tracked(w, "hp", sizeof(uint32_t));
   weft_component_t near = wt_rel(w, "Near", 0, WEFT_RELATION_EXCLUSIVE);
-  weft_system_desc_t sd;
-  memset(&sd, 0, sizeof sd);
-  sd.name = "touch";
-  sd.phase = WEFT_PHASE_PRE_UPDATE;
-  sd.query.include[0] = hp;
-  sd.term_access[0] = WEFT_ACCESS_WRITE;
-  sd.run = touch_tracked;
-  weft_system_t id = 0;
-  assert_int_equal(weft_system_register(w, &sd, &id), WEFT_OK);
+  wt_touch_system(w, hp);
   weft_entity_t t1 = wt_spawn(w), t2 = wt_spawn(w);
   const weft_component_t l[] = {hp, 0};
   weft_entity_t s[8];

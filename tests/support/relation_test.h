@@ -22,6 +22,17 @@ static inline weft_component_t wt_rel(weft_world_t *w, const char *name,
   return r;
 }
 
+/* A weft_relation_sources() / weft_relation_each() callback that counts
+ * the edges it is shown into the uint32_t at @p user. */
+static inline bool wt_count_edge(weft_entity_t src, weft_entity_t tgt,
+                                 void *payload, void *user) {
+  (void)src;
+  (void)tgt;
+  (void)payload;
+  (*(uint32_t *)user)++;
+  return true;
+}
+
 /* The linker program's world: its pool (NULL for 0 workers), the
  * component its entities have, the hubs, and the two relations the
  * system writes through commands (rels[0] with a payload, rels[1]

@@ -190,6 +190,40 @@ static inline weft_component_t wt_register_tag(weft_world_t *w,
   return wt_register(w, name, 0, 0);
 }
 
+/* A data component registered with WEFT_COMPONENT_TRACK_DIRTY. */
+static inline weft_component_t
+wt_register_tracked(weft_world_t *w, const char *name, uint32_t size) {
+  weft_component_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.size = size;
+  d.flags = WEFT_COMPONENT_TRACK_DIRTY;
+  weft_component_t id = WEFT_COMPONENT_NONE;
+  assert_int_equal(weft_component_register(w, &d, &id), WEFT_OK);
+  return id;
+}
+
+static inline int wt_touch_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)ctx;
+  (void)chunk; /* the declared write marks every row it visits */
+  return 0;
+}
+
+/* Registers a PreUpdate system that declares a write of @p c and writes
+ * nothing: running it marks every chunk it visits dirty as a whole (one
+ * flag per chunk, not a byte per row). */
+static inline void wt_touch_system(weft_world_t *w, weft_component_t c) {
+  weft_system_desc_t sd;
+  memset(&sd, 0, sizeof sd);
+  sd.name = "touch";
+  sd.phase = WEFT_PHASE_PRE_UPDATE;
+  sd.query.include[0] = c;
+  sd.term_access[0] = WEFT_ACCESS_WRITE;
+  sd.run = wt_touch_run;
+  weft_system_t id = 0;
+  assert_int_equal(weft_system_register(w, &sd, &id), WEFT_OK);
+}
+
 /* --- handles ------------------------------------------------------------- */
 
 /* Builds a handle from its documented bit layout (index bits 0-31,
