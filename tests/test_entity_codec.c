@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "fuzz/entity_codec_world.h"
+
 typedef struct pos_t {
   float x, y, z;
 } pos_t;
@@ -719,6 +721,58 @@ static void test_entity_codec_many_and_staged(void **state) {
   weft_world_destroy(b);
 }
 
+/* Writes one seed: a mode byte, then n bytes. */
+static void seed_file(const char *dir, const char *name, uint8_t mode,
+                      const uint8_t *p, size_t n) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(&mode, 1, 1, f), 1);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* The fuzz target's world (fuzz/entity_codec_world.h): each sample
+ * entity's record decodes, as a new entity and into the target, and both
+ * tables bind. With WEFT_ENTITY_CODEC_SEEDS naming a folder, the records
+ * and tables are written there as the target's seed corpus. */
+static void test_entity_codec_fuzz_seeds(void **state) {
+  (void)state;
+  const char *dir = getenv("WEFT_ENTITY_CODEC_SEEDS");
+  fz_world_t f;
+  assert_int_equal(fz_world_build(&f), WEFT_OK);
+  uint8_t buf[512];
+  char name[64];
+  for (uint32_t i = 0; i < 16; i++) {
+    weft_entity_t e = 0, g = 0;
+    assert_int_equal(fz_sample(&f, i, &e), WEFT_OK);
+    size_t len = encode(f.codec, e, buf, sizeof buf);
+    assert_int_equal(weft_entity_decode(f.codec, buf, len, &g), WEFT_OK);
+    assert_int_equal(weft_entity_decode_into(f.codec, f.target, buf, len), 0);
+    if (dir && i % 3 == 0) {
+      snprintf(name, sizeof name, "record%02u.bin", i);
+      seed_file(dir, name, FZ_DECODE, buf, len);
+      snprintf(name, sizeof name, "into%02u.bin", i);
+      seed_file(dir, name, FZ_DECODE_INTO, buf, len);
+    }
+  }
+  weft_entity_codec_t *tables[] = {f.codec, f.peer};
+  for (int t = 0; t < 2; t++) {
+    size_t len = 0;
+    assert_int_equal(weft_entity_codec_table(tables[t], buf, sizeof buf, &len),
+                     WEFT_OK);
+    assert_int_equal(weft_entity_codec_bind(f.codec, buf, len), WEFT_OK);
+    if (dir) {
+      snprintf(name, sizeof name, "table%d.bin", t);
+      seed_file(dir, name, FZ_BIND, buf, len);
+    }
+  }
+  weft_entity_codec_free(f.codec);
+  weft_entity_codec_free(f.peer);
+  weft_world_destroy(f.w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_entity_codec_round_trip),
@@ -730,6 +784,7 @@ int main(void) {
       cmocka_unit_test(test_entity_codec_stale_and_small),
       cmocka_unit_test(test_entity_codec_allocates_nothing),
       cmocka_unit_test(test_entity_codec_many_and_staged),
+      cmocka_unit_test(test_entity_codec_fuzz_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
