@@ -654,6 +654,31 @@ int weft_entity_decode(weft_entity_codec_t *k, const void *buf, size_t len,
   return 0;
 }
 
+/* The common refresh: e (at `at`) already has every component of the
+ * record, each in the record's state, and nothing stages: the values go
+ * straight into its row, written and marked as weft_set() does, with one
+ * handle lookup for the whole record. False, having written nothing, in
+ * every other case. */
+static bool refresh_in_place(weft_world_t *w, const dec_t *d, uint32_t n,
+                             const weft__where_t *at) {
+  const weft__archetype_t *a = at->arch;
+  if (weft__routing(w))
+    return false;
+  for (uint32_t j = 0; j < n; j++)
+    if (!weft__mask_test(&a->present, d->ids[j]) ||
+        weft__mask_test(&a->disabled, d->ids[j]) != (bool)d->dis[j])
+      return false;
+  for (uint32_t j = 0; j < n; j++) {
+    uint32_t mode = d->how[j]->mode;
+    if (mode == WEFT__SNAP_ZERO || mode == WEFT__SNAP_TAG)
+      continue; /* present, and a transient keeps its value */
+    const weft__column_t *col = weft__archetype_col(a, d->ids[j]);
+    weft__write_or_zero(a, col, at->chunk, at->row, d->vals[j]);
+    weft__mark_write(w, at->chunk, col, at->row);
+  }
+  return true;
+}
+
 int weft_entity_decode_into(weft_entity_codec_t *k, weft_entity_t e,
                             const void *buf, size_t len) {
   WEFT_CHECK(k ? k->w : NULL, k && (buf || !len), WEFT_EINVAL, "NULL argument");
@@ -667,6 +692,8 @@ int weft_entity_decode_into(weft_entity_codec_t *k, weft_entity_t e,
   WEFT_CHECK(w, weft__resolve(w, e, &at), WEFT_ESTALE,
              "decode_into: handle %#llx is not a live entity",
              (unsigned long long)e);
+  if (refresh_in_place(w, d, n, &at))
+    return 0;
   for (uint32_t j = 0; !rc && j < n; j++) {
     const dec_comp_t *dc = d->how[j];
     bool data = dc->mode != WEFT__SNAP_ZERO && dc->mode != WEFT__SNAP_TAG;

@@ -665,6 +665,18 @@ static void test_entity_codec_allocates_nothing(void **state) {
     }
   wt_assert_no_alloc(a.w, &pa, "set + encode");
   wt_assert_no_alloc(b.w, &p, "decode_into");
+  /* The refreshed copies hold the last values. */
+  for (int i = 0; i < N; i++)
+    for (int c = 0; c < NC; c++) {
+      assert_int_equal(weft_has(a.w, src[i], a.c[c]),
+                       weft_has(b.w, dst[i], b.c[c]));
+      uint8_t x[16] = {0}, y[16] = {0};
+      if (c == C_TAG || c == C_CACHE || !weft_has(a.w, src[i], a.c[c]))
+        continue;
+      assert_int_equal(weft_read(a.w, src[i], a.c[c], x), 0);
+      assert_int_equal(weft_read(b.w, dst[i], b.c[c], y), 0);
+      assert_memory_equal(x, y, sizeof x);
+    }
   weft_entity_codec_free(ka);
   weft_entity_codec_free(kb);
   weft_world_destroy(a.w);
