@@ -63,6 +63,7 @@ typedef struct dec_comp_t {
   uint32_t bytes;          /* in a record */
   uint32_t size;           /* the program's value */
   bool direct;             /* the record's bytes are the program's value */
+  bool covered;            /* the copies write every byte of the value */
   uint32_t ncopy;          /* else these build it in the scratch */
   size_t scratch;          /* where: an offset into dec_t.scratch */
   dec_copy_t copy[WEFT_MAX_FIELDS];
@@ -295,6 +296,10 @@ static int read_table(const weft_entity_codec_t *k, dec_t *d) {
     dec_comp_t *dc = &d->comps[i];
     plan_copies(&pl.comps[i],
                 weft__registry_get(&k->w->registry, pl.comps[i].target), dc);
+    uint32_t sum = 0;
+    for (uint32_t c = 0; c < dc->ncopy; c++)
+      sum += dc->copy[c].size;
+    dc->covered = sum == dc->size; /* copies never overlap: fields don't */
     dc->scratch = room;
     room += ((size_t)dc->size + 63) & ~(size_t)63;
   }
@@ -478,7 +483,8 @@ int weft_entity_encode(weft_entity_codec_t *k, weft_entity_t e, void *buf,
   p[1] = 0;
   uint16_t n16 = (uint16_t)n;
   memcpy(p + 2, &n16, 2);
-  memset(dis, 0, mask);
+  for (size_t i = 0; i < mask; i++) /* one byte, mostly: no call */
+    dis[i] = 0;
   uint32_t j = 0;
   for (uint32_t c = 0; c < a->ncomps; c++) {
     weft_component_t id = a->comps[c];
@@ -587,9 +593,11 @@ static int parse(weft_entity_codec_t *k, const uint8_t *p, size_t len,
       d->vals[j] = NULL;
     } else {
       uint8_t *val = d->scratch + dc->scratch;
-      memset(val, 0, dc->size);
+      if (!dc->covered) /* added fields and padding read as zeros */
+        memset(val, 0, dc->size);
       for (uint32_t c = 0; c < dc->ncopy; c++)
-        memcpy(val + dc->copy[c].dst, v + dc->copy[c].src, dc->copy[c].size);
+        weft__copy_elem(val + dc->copy[c].dst, v + dc->copy[c].src,
+                        dc->copy[c].size);
       d->vals[j] = val;
     }
     v += dc->bytes;
@@ -673,7 +681,14 @@ static bool refresh_in_place(weft_world_t *w, const dec_t *d, uint32_t n,
     if (mode == WEFT__SNAP_ZERO || mode == WEFT__SNAP_TAG)
       continue; /* present, and a transient keeps its value */
     const weft__column_t *col = weft__archetype_col(a, d->ids[j]);
-    weft__write_or_zero(a, col, at->chunk, at->row, d->vals[j]);
+    const uint8_t *v = d->vals[j];
+    /* weft__column_write(), with the common sizes' copies inline. */
+    for (uint32_t q = 0; q < col->array_count; q++) {
+      const weft__array_t *ar = &a->arrays[col->first_array + q];
+      weft__copy_elem(
+          weft__chunk_at(at->chunk, col->first_array + q, ar->elem, at->row),
+          v + ar->value_off, ar->elem);
+    }
     weft__mark_write(w, at->chunk, col, at->row);
   }
   return true;
