@@ -733,6 +733,62 @@ static void test_entity_codec_many_and_staged(void **state) {
   weft_world_destroy(b);
 }
 
+static void count_spawns(weft_world_t *w, const weft_event_t *ev, void *user) {
+  (void)w;
+  if (ev->kind == WEFT_EVENT_SPAWN)
+    ++*(uint32_t *)user;
+}
+
+/* In a world with observers (every structural call drains at once), a
+ * decode is told as a spawn and lands whole, disabled components
+ * included; a requirement the receiving program declares (and the
+ * sending one does not) brings its component with its default. */
+static void test_entity_codec_observers_and_requirements(void **state) {
+  (void)state;
+  cw_t a = cw_new(1, false, false), b = cw_new(2, true, false);
+  weft_component_t regen = reg_flags(b.w, "regen", 4, 0);
+  const uint32_t regen_default = 5;
+  assert_int_equal(
+      weft_component_require(b.w, b.c[C_HP], regen, &regen_default), 0);
+  uint32_t spawns = 0;
+  weft_observer_desc_t od = {
+      .events = WEFT_EVENT_SPAWN, .fn = count_spawns, .user = &spawns};
+  weft_observer_t *obs = NULL;
+  assert_int_equal(weft_observer_create(b.w, &od, &obs), WEFT_OK);
+  weft_entity_codec_t *ka = codec(&a), *kb = codec(&b);
+  bind_to(kb, ka);
+  wt_rng_t r = wt_rng(21);
+  uint8_t buf[256];
+  for (uint32_t i = 0; i < 50; i++) {
+    ent_t m = ent_random(&r, false);
+    weft_entity_t e = ent_spawn(&a, &m), f = 0;
+    size_t len = encode(ka, e, buf, sizeof buf);
+    assert_int_equal(weft_entity_decode(kb, buf, len, &f), WEFT_OK);
+    assert_int_equal(spawns, i + 1);
+    ent_t want = m;
+    if (want.has >> C_CACHE & 1) /* no requirement gives it a default */
+      want.cache.v = 0;
+    ent_check(&b, f, &want, false);
+    bool hp = m.has >> C_HP & 1;
+    assert_int_equal(weft_has(b.w, f, regen), hp);
+    uint32_t v = 0;
+    if (hp) {
+      assert_int_equal(weft_read(b.w, f, regen, &v), WEFT_OK);
+      assert_int_equal(v, regen_default);
+    }
+    /* A refresh through the observed path (nothing in place to write
+     * when the copy lost a component). */
+    if (hp)
+      assert_int_equal(weft_remove(b.w, f, b.c[C_HP]), WEFT_OK);
+    assert_int_equal(weft_entity_decode_into(kb, f, buf, len), WEFT_OK);
+    ent_check(&b, f, &want, false);
+  }
+  weft_entity_codec_free(ka);
+  weft_entity_codec_free(kb);
+  weft_world_destroy(a.w);
+  weft_world_destroy(b.w);
+}
+
 /* Writes one seed: a mode byte, then n bytes. */
 static void seed_file(const char *dir, const char *name, uint8_t mode,
                       const uint8_t *p, size_t n) {
@@ -803,6 +859,7 @@ int main(void) {
       cmocka_unit_test(test_entity_codec_stale_and_small),
       cmocka_unit_test(test_entity_codec_allocates_nothing),
       cmocka_unit_test(test_entity_codec_many_and_staged),
+      cmocka_unit_test(test_entity_codec_observers_and_requirements),
       cmocka_unit_test(test_entity_codec_fuzz_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
