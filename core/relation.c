@@ -875,13 +875,22 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
 /* A fast path declined; mutate() takes over. */
 #define REL_SLOW 2
 
-/* Whether the direct paths may run for component c: a store, no
- * traversal running, calls not routed, c in range. Observer events (the
- * transition log) decline too: the fast moves tell nobody. */
-static inline bool fast_ok(const weft_world_t *w, const weft__relations_t *r,
-                           weft_component_t c) {
-  return r && !r->busy && !weft__routing(w) && !w->obs_events &&
-         c <= WEFT_MAX_COMPONENTS;
+/* The store index of c when c is a sparse relation of w's store, else
+ * UINT32_MAX (no world, no store, no relation, a dense one): the public
+ * calls' first test, which sends everything but sparse relations to a
+ * call of its own before any register is saved. */
+static inline uint32_t sparse_rel(const weft_world_t *w, weft_component_t c) {
+  const weft__relations_t *r = w ? w->rel : NULL;
+  if (!r || c > WEFT_MAX_COMPONENTS)
+    return UINT32_MAX;
+  return r->sparse_by_comp[c] - 1u; /* UINT32_MAX when 0 */
+}
+
+/* Whether the direct paths may run on w's store r: no traversal running,
+ * calls not routed. Observer events (the transition log) decline too:
+ * the fast moves tell nobody. */
+static inline bool fast_ok(const weft_world_t *w, const weft__relations_t *r) {
+  return !r->busy && !weft__routing(w) && !w->obs_events;
 }
 
 /* weft__tag_move_at() inlined for the fast paths, which run only where
@@ -955,9 +964,12 @@ add_first_undo(weft__relations_t *r, weft_entity_t src, weft_entity_t tgt) {
  * nothing, then the store takes the edge. A payload goes into the
  * relation's column as weft__dense_move() writes it; with no observers
  * nothing can move the caller's value before it is copied. */
-static __attribute__((noinline)) int
-add_first_dense(weft_world_t *w, weft__relations_t *r, weft_entity_t src,
-                weft_component_t c, weft_entity_t tgt, const void *value) {
+static inline __attribute__((always_inline)) int
+add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
+                weft_entity_t tgt, const void *value) {
+  weft__relations_t *r = w->rel;
+  if (!r || c > WEFT_MAX_COMPONENTS || !fast_ok(w, r))
+    return REL_SLOW;
   const uint32_t rel = r->dense_by_comp[c] - 1u;
   weft__where_t at;
   if (rel == UINT32_MAX || tgt == WEFT_ENTITY_NULL ||
@@ -983,9 +995,12 @@ add_first_dense(weft_world_t *w, weft__relations_t *r, weft_entity_t src,
 
 /* remove_only() for a dense relation (fast_ok() holds): the move along
  * the cached pair transition first, then the store. */
-static __attribute__((noinline)) int
-remove_only_dense(weft_world_t *w, weft__relations_t *r, weft_entity_t src,
-                  weft_component_t c, weft_entity_t tgt) {
+static inline __attribute__((always_inline)) int
+remove_only_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
+                  weft_entity_t tgt) {
+  weft__relations_t *r = w->rel;
+  if (!r || c > WEFT_MAX_COMPONENTS || !fast_ok(w, r))
+    return REL_SLOW;
   const uint32_t rel = r->dense_by_comp[c] - 1u;
   weft__where_t at;
   if (rel == UINT32_MAX || !weft__locate(w, src, &at) ||
@@ -1002,20 +1017,17 @@ remove_only_dense(weft_world_t *w, weft__relations_t *r, weft_entity_t src,
   return 0;
 }
 
-/* The first edge of src, to tgt: apply_add() for a source without edges,
- * with room at the target and, for a payload, in the slab. The edge goes
- * in before the move into the relation's archetype, so that little has
- * to live across it, and comes out again when the move fails. Dense
- * relations go to add_first_dense(). */
+/* The first edge of src, to tgt, of sparse relation c (store index rel):
+ * apply_add() for a source without edges, with room at the target and,
+ * for a payload, in the slab. The edge goes in before the move into the
+ * relation's archetype, so that little has to live across it, and comes
+ * out again when the move fails. */
 static inline __attribute__((always_inline)) int
 add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
-          weft_entity_t tgt, const void *value) {
+          weft_entity_t tgt, const void *value, uint32_t rel) {
   weft__relations_t *r = w->rel;
-  if (!fast_ok(w, r, c))
+  if (!fast_ok(w, r))
     return REL_SLOW;
-  const uint32_t rel = r->sparse_by_comp[c] - 1u; /* UINT32_MAX when 0 */
-  if (rel == UINT32_MAX)
-    return add_first_dense(w, r, src, c, tgt, value);
   weft__where_t at;
   if (tgt == WEFT_ENTITY_NULL || !weft__locate(w, src, &at) ||
       !weft__lookup(w, tgt))
@@ -1045,17 +1057,14 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   return 0;
 }
 
-/* Removes the only edge of src, when it is (rel of c, tgt): apply_remove()
- * for a source with one edge. Dense relations go to remove_only_dense(). */
+/* Removes the only edge of src, when it is (c, tgt) of sparse relation c
+ * (store index rel): apply_remove() for a source with one edge. */
 static inline __attribute__((always_inline)) int
 remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
-            weft_entity_t tgt) {
+            weft_entity_t tgt, uint32_t rel) {
   weft__relations_t *r = w->rel;
-  if (!fast_ok(w, r, c))
+  if (!fast_ok(w, r))
     return REL_SLOW;
-  const uint32_t rel = r->sparse_by_comp[c] - 1u;
-  if (rel == UINT32_MAX)
-    return remove_only_dense(w, r, src, c, tgt);
   weft__where_t at;
   if (!weft__locate(w, src, &at) || (uint32_t)src >= r->nslots)
     return REL_SLOW;
@@ -1152,17 +1161,52 @@ int weft__rel_restore_finish(weft_world_t *w) {
   return 0;
 }
 
-int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t rel,
-                      weft_entity_t tgt, const void *value) {
-  int rc = w ? add_first(w, src, rel, tgt, value) : REL_SLOW;
-  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, rel, tgt, value);
+/* weft_relation_add() of anything but a sparse relation: a dense one's
+ * fast path, else the general path (errors included). */
+static __attribute__((noinline)) int
+add_other(weft_world_t *w, weft_entity_t src, weft_component_t c,
+          weft_entity_t tgt, const void *value) {
+  int rc = w ? add_first_dense(w, src, c, tgt, value) : REL_SLOW;
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
 }
 
-int weft_relation_remove(weft_world_t *w, weft_entity_t src,
-                         weft_component_t rel, weft_entity_t tgt) {
-  int rc = w ? remove_only(w, src, rel, tgt) : REL_SLOW;
-  return rc != REL_SLOW ? rc
-                        : mutate(w, WEFT__RELOP_REMOVE, src, rel, tgt, NULL);
+static __attribute__((noinline)) int remove_other(weft_world_t *w,
+                                                  weft_entity_t src,
+                                                  weft_component_t c,
+                                                  weft_entity_t tgt) {
+  int rc = w ? remove_only_dense(w, src, c, tgt) : REL_SLOW;
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
+}
+
+/* weft_relation_add() of sparse relation c (store index rel). */
+static __attribute__((noinline)) int
+add_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
+           weft_entity_t tgt, const void *value, uint32_t rel) {
+  int rc = add_first(w, src, c, tgt, value, rel);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
+}
+
+static __attribute__((noinline)) int
+remove_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
+              weft_entity_t tgt, uint32_t rel) {
+  int rc = remove_only(w, src, c, tgt, rel);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
+}
+
+/* The public calls only dispatch, so that each kind's path saves the
+ * registers it needs, and no more, before its first test. */
+int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t c,
+                      weft_entity_t tgt, const void *value) {
+  const uint32_t rel = sparse_rel(w, c);
+  return rel == UINT32_MAX ? add_other(w, src, c, tgt, value)
+                           : add_sparse(w, src, c, tgt, value, rel);
+}
+
+int weft_relation_remove(weft_world_t *w, weft_entity_t src, weft_component_t c,
+                         weft_entity_t tgt) {
+  const uint32_t rel = sparse_rel(w, c);
+  return rel == UINT32_MAX ? remove_other(w, src, c, tgt)
+                           : remove_sparse(w, src, c, tgt, rel);
 }
 
 int weft__rel_remove_all(weft_world_t *w, weft_entity_t e, weft_component_t c) {
