@@ -435,7 +435,8 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
   def->flags = d->flags;
   r->by_comp[c] = (uint16_t)(++r->ndefs);
   if (d->flags & WEFT_RELATION_SPARSE)
-    r->sparse_by_comp[c] = r->by_comp[c];
+    r->sparse_by_comp[c] =
+        (uint16_t)(r->by_comp[c] | (def->stride ? WEFT__REL_SLAB_BIT : 0));
   else
     r->dense_by_comp[c] = r->by_comp[c];
   if (d->flags & WEFT_RELATION_CASCADE)
@@ -875,22 +876,14 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
 /* A fast path declined; mutate() takes over. */
 #define REL_SLOW 2
 
-/* The store index of c when c is a sparse relation of w's store, else
- * UINT32_MAX (no world, no store, no relation, a dense one): the public
- * calls' first test, which sends everything but sparse relations to a
- * call of its own before any register is saved. */
-static inline uint32_t sparse_rel(const weft_world_t *w, weft_component_t c) {
+/* Whether the direct paths may run for component c: a world with a
+ * store, no traversal running, calls not routed, c in range. Observer
+ * events (the transition log) decline too: the fast moves tell nobody.
+ * The public calls test it once, before any path saves a register. */
+static inline bool fast_ok(const weft_world_t *w, weft_component_t c) {
   const weft__relations_t *r = w ? w->rel : NULL;
-  if (!r || c > WEFT_MAX_COMPONENTS)
-    return UINT32_MAX;
-  return r->sparse_by_comp[c] - 1u; /* UINT32_MAX when 0 */
-}
-
-/* Whether the direct paths may run on w's store r: no traversal running,
- * calls not routed. Observer events (the transition log) decline too:
- * the fast moves tell nobody. */
-static inline bool fast_ok(const weft_world_t *w, const weft__relations_t *r) {
-  return !r->busy && !weft__routing(w) && !w->obs_events;
+  return r && c <= WEFT_MAX_COMPONENTS && !r->busy && !weft__routing(w) &&
+         !w->obs_events;
 }
 
 /* weft__tag_move_at() inlined for the fast paths, which run only where
@@ -968,8 +961,6 @@ static inline __attribute__((always_inline)) int
 add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
                 weft_entity_t tgt, const void *value) {
   weft__relations_t *r = w->rel;
-  if (!r || c > WEFT_MAX_COMPONENTS || !fast_ok(w, r))
-    return REL_SLOW;
   const uint32_t rel = r->dense_by_comp[c] - 1u;
   weft__where_t at;
   if (rel == UINT32_MAX || tgt == WEFT_ENTITY_NULL ||
@@ -999,8 +990,6 @@ static inline __attribute__((always_inline)) int
 remove_only_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
                   weft_entity_t tgt) {
   weft__relations_t *r = w->rel;
-  if (!r || c > WEFT_MAX_COMPONENTS || !fast_ok(w, r))
-    return REL_SLOW;
   const uint32_t rel = r->dense_by_comp[c] - 1u;
   weft__where_t at;
   if (rel == UINT32_MAX || !weft__locate(w, src, &at) ||
@@ -1024,10 +1013,9 @@ remove_only_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
  * out again when the move fails. */
 static inline __attribute__((always_inline)) int
 add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
-          weft_entity_t tgt, const void *value, uint32_t rel) {
+          weft_entity_t tgt, const void *value, uint32_t kind) {
   weft__relations_t *r = w->rel;
-  if (!fast_ok(w, r))
-    return REL_SLOW;
+  const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
   weft__where_t at;
   if (tgt == WEFT_ENTITY_NULL || !weft__locate(w, src, &at) ||
       !weft__lookup(w, tgt))
@@ -1038,9 +1026,9 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
   if (out->n || in->n == in->cap)
     return REL_SLOW;
-  weft__rel_def_t *d = &r->defs[rel];
   uint32_t slot = WEFT__REL_NOSLOT;
-  if (__builtin_expect(d->stride != 0, 0)) {
+  if (__builtin_expect((kind & WEFT__REL_SLAB_BIT) != 0, 0)) {
+    weft__rel_def_t *d = &r->defs[rel];
     if (!d->nfree && d->slab_n == d->slab_cap)
       return REL_SLOW;
     slot = payload_take(d, value);
@@ -1061,10 +1049,9 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
  * (store index rel): apply_remove() for a source with one edge. */
 static inline __attribute__((always_inline)) int
 remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
-            weft_entity_t tgt, uint32_t rel) {
+            weft_entity_t tgt, uint32_t kind) {
   weft__relations_t *r = w->rel;
-  if (!fast_ok(w, r))
-    return REL_SLOW;
+  const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
   weft__where_t at;
   if (!weft__locate(w, src, &at) || (uint32_t)src >= r->nslots)
     return REL_SLOW;
@@ -1161,12 +1148,12 @@ int weft__rel_restore_finish(weft_world_t *w) {
   return 0;
 }
 
-/* weft_relation_add() of anything but a sparse relation: a dense one's
- * fast path, else the general path (errors included). */
+/* weft_relation_add() of a dense relation where fast_ok() holds (or of
+ * no relation: mutate() says so). */
 static __attribute__((noinline)) int
 add_other(weft_world_t *w, weft_entity_t src, weft_component_t c,
           weft_entity_t tgt, const void *value) {
-  int rc = w ? add_first_dense(w, src, c, tgt, value) : REL_SLOW;
+  int rc = add_first_dense(w, src, c, tgt, value);
   return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
 }
 
@@ -1174,39 +1161,45 @@ static __attribute__((noinline)) int remove_other(weft_world_t *w,
                                                   weft_entity_t src,
                                                   weft_component_t c,
                                                   weft_entity_t tgt) {
-  int rc = w ? remove_only_dense(w, src, c, tgt) : REL_SLOW;
+  int rc = remove_only_dense(w, src, c, tgt);
   return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
 }
 
-/* weft_relation_add() of sparse relation c (store index rel). */
+/* weft_relation_add() of sparse relation c (its sparse_by_comp entry
+ * kind) where fast_ok() holds. */
 static __attribute__((noinline)) int
 add_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
-           weft_entity_t tgt, const void *value, uint32_t rel) {
-  int rc = add_first(w, src, c, tgt, value, rel);
+           weft_entity_t tgt, const void *value, uint32_t kind) {
+  int rc = add_first(w, src, c, tgt, value, kind);
   return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
 }
 
 static __attribute__((noinline)) int
 remove_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
-              weft_entity_t tgt, uint32_t rel) {
-  int rc = remove_only(w, src, c, tgt, rel);
+              weft_entity_t tgt, uint32_t kind) {
+  int rc = remove_only(w, src, c, tgt, kind);
   return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
 }
 
-/* The public calls only dispatch, so that each kind's path saves the
- * registers it needs, and no more, before its first test. */
+/* The public calls test fast_ok() and dispatch (the general path, a
+ * sparse or a dense one's fast path) without saving a register: each
+ * path then saves what it needs once. */
 int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t c,
                       weft_entity_t tgt, const void *value) {
-  const uint32_t rel = sparse_rel(w, c);
-  return rel == UINT32_MAX ? add_other(w, src, c, tgt, value)
-                           : add_sparse(w, src, c, tgt, value, rel);
+  if (!fast_ok(w, c))
+    return mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
+  const uint32_t kind = w->rel->sparse_by_comp[c];
+  return kind ? add_sparse(w, src, c, tgt, value, kind)
+              : add_other(w, src, c, tgt, value);
 }
 
 int weft_relation_remove(weft_world_t *w, weft_entity_t src, weft_component_t c,
                          weft_entity_t tgt) {
-  const uint32_t rel = sparse_rel(w, c);
-  return rel == UINT32_MAX ? remove_other(w, src, c, tgt)
-                           : remove_sparse(w, src, c, tgt, rel);
+  if (!fast_ok(w, c))
+    return mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
+  const uint32_t kind = w->rel->sparse_by_comp[c];
+  return kind ? remove_sparse(w, src, c, tgt, kind)
+              : remove_other(w, src, c, tgt);
 }
 
 int weft__rel_remove_all(weft_world_t *w, weft_entity_t e, weft_component_t c) {

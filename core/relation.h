@@ -43,6 +43,10 @@ typedef struct weft__rel_edge_t {
 
 #define WEFT__REL_NOSLOT 0xffffffffu
 
+/* In sparse_by_comp: the relation's payloads live in its slab (a def
+ * index never reaches this bit: there are at most WEFT_MAX_COMPONENTS). */
+#define WEFT__REL_SLAB_BIT 0x8000u
+
 /* A vector's first edge lives inside its header (`one`, with cap 1 and
  * `v` pointing at it): most sources hold one edge and most targets one
  * source, and an edge that shares its header's cache line costs one miss
@@ -118,7 +122,8 @@ typedef struct weft__relations_t {
   uint32_t ndefs;
   uint32_t defs_cap;
   uint16_t by_comp[WEFT_MAX_COMPONENTS + 1]; /* component -> def + 1 */
-  /* component -> def + 1 for SPARSE relations only: the direct fast
+  /* component -> def + 1 for SPARSE relations only, with
+   * WEFT__REL_SLAB_BIT set for those with slab payloads: the direct fast
    * paths' one lookup (dense edges are pair moves). */
   uint16_t sparse_by_comp[WEFT_MAX_COMPONENTS + 1];
   /* The same for dense relations: their direct fast paths (pair moves
