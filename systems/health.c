@@ -45,7 +45,8 @@ typedef struct health_plan_t health_plan_t;
 
 typedef struct health_cfg_t {
   weft_std_t std;
-  health_plan_t *plan; /* the ring: HEALTH_RING blocks, a resource */
+  health_plan_t *plan;  /* the ring: HEALTH_RING blocks, a resource */
+  weft_query_t *ghosts; /* the world's ghosts, counted once a run */
 } health_cfg_t;
 
 /* The damage @p armor lets through of a hit of @p amount. */
@@ -120,6 +121,7 @@ typedef struct health_run_t {
   const weft_collision_t *ev; /* the block's first event */
   uint32_t n;                 /* events in the block */
   health_plan_t *plan;
+  bool ghosts; /* the world holds ghosts: look the parties' tags up */
 } health_run_t;
 
 /*
@@ -133,6 +135,7 @@ typedef struct health_pipe_t {
   const health_cfg_t *cfg;
   const weft_collision_t *ev;
   uint32_t n, nblocks;
+  bool ghosts;
   WEFT__LINE_ALIGNED _Atomic uint32_t next;    /* the next block to take */
   WEFT__LINE_ALIGNED _Atomic uint32_t applied; /* blocks applied */
   WEFT__LINE_ALIGNED _Atomic uint32_t stop;    /* nonzero: the apply failed */
@@ -171,6 +174,13 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
                             .has_out = dead,
                             .write = 1u << HP};
   weft_get_many_ex(r->w, e, 2 * k, comps, NCOMP, got, &o);
+  /* A ghost deals damage but takes none: the world that owns it applies
+   * the hits it takes (a second pass, only in worlds that hold ghosts). */
+  bool ghost[2 * HEALTH_BATCH];
+  if (r->ghosts) {
+    weft_get_many_opts_t go = {.has = r->s->ghost, .has_out = ghost};
+    weft_get_many_ex(r->w, e, 2 * k, NULL, 0, NULL, &go);
+  }
   for (uint32_t j = 0; j < k; j++) {
     health_plan_t *pl = &r->plan[lo + j];
     const void *const *g[2] = {got + 2 * j * NCOMP, got + (2 * j + 1) * NCOMP};
@@ -188,7 +198,7 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
       if (some && !dead[2 * j + p])
         pl->flags |= PLAN_OK_A << p;
       const weft_damage_t *d = g[1 - p][DMG]; /* what hits party p */
-      if (d && pl->h[p]) {
+      if (d && pl->h[p] && !(r->ghosts && ghost[2 * j + p])) {
         pl->flags |= PLAN_HIT_A << p;
         pl->dmg[p] = mitigate(d->amount, g[p][ARM]);
       }
@@ -287,10 +297,13 @@ static int apply(weft_sysctx_t *ctx, const health_run_t *r) {
 /* Block @p k of the run: its events and its place in the ring. */
 static health_run_t block_at(const health_pipe_t *p, uint32_t k) {
   uint32_t base = k * HEALTH_BLOCK_EVENTS;
-  return (health_run_t){p->w, &p->cfg->std, p->ev + base,
+  return (health_run_t){p->w,
+                        &p->cfg->std,
+                        p->ev + base,
                         p->n - base < HEALTH_BLOCK_EVENTS ? p->n - base
                                                           : HEALTH_BLOCK_EVENTS,
-                        p->cfg->plan + (k % HEALTH_RING) * HEALTH_BLOCK_EVENTS};
+                        p->cfg->plan + (k % HEALTH_RING) * HEALTH_BLOCK_EVENTS,
+                        p->ghosts};
 }
 
 /*
@@ -368,6 +381,7 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   p->cfg = cfg;
   p->ev = ev;
   p->n = n;
+  p->ghosts = cfg->ghosts && weft_query_count(cfg->ghosts) > 0;
   p->nblocks = (n - 1) / HEALTH_BLOCK_EVENTS + 1;
   atomic_init(&p->next, 0);
   atomic_init(&p->applied, 0);
@@ -398,6 +412,12 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   memset(&init, 0, sizeof init);
   init.std = *std;
   weft_resource_t res = 0, plan = 0;
+  /* A previous, removed registration left its ghost query: drop it. */
+  if (weft_resource_lookup(world, HEALTH_CONFIG, &res) == 0) {
+    health_cfg_t *old = weft_resource_get(world, res);
+    if (old && weft_resource_size(world, res) == sizeof *old && old->ghosts)
+      weft_query_destroy(old->ghosts);
+  }
   rc = weft__builtin_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
   if (!rc)
     rc = weft__builtin_state(
@@ -407,6 +427,14 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
     return rc;
   health_cfg_t *cfg = weft_resource_get(world, res);
   cfg->plan = weft_resource_get(world, plan);
+  if (std->ghost) {
+    weft_query_desc_t qd;
+    memset(&qd, 0, sizeof qd);
+    qd.include[0] = std->ghost;
+    rc = weft_query_create(world, &qd, &cfg->ghosts);
+    if (rc)
+      return rc;
+  }
 
   weft_system_desc_t d =
       weft__builtin_desc(HEALTH_NAME, phase, health_run, cfg);
@@ -414,6 +442,7 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   d.read[0] = std->damage;
   d.read[1] = std->armor;
   d.read[2] = std->dead;
+  d.read[3] = std->ghost;
   d.cmd_write[0] = std->dead;
   d.cmd_write[1] = std->velocity;
   d.cmd_write[2] = std->collider;
