@@ -36,6 +36,8 @@ typedef struct spec_t {
   uint64_t key;
   weft_vec2_t p, v;
   bool boid, unit, turret;
+  float hp;   /* 0: 3 for a unit, 20 for a turret */
+  bool armor; /* Armor: flat 0.1, fraction 0.3 */
 } spec_t;
 
 /* One world of a comparison: its settings and what it made. */
@@ -208,7 +210,7 @@ static void of_free(of_world_t *o) {
 static uint32_t spec_comps(const of_world_t *o, const spec_t *sp,
                            weft_component_t *c, const void **v, weft_key_t *key,
                            weft_collider_t *col, weft_health_t *hp,
-                           weft_spawner_t *spn) {
+                           weft_spawner_t *spn, weft_armor_t *arm) {
   uint32_t n = 0;
   *key = (weft_key_t){sp->key};
   c[n] = o->s.key, v[n++] = key;
@@ -225,8 +227,16 @@ static uint32_t spec_comps(const of_world_t *o, const spec_t *sp,
     col->layer = sp->unit ? 1u : 4u;
     col->mask = sp->unit ? 2u | 4u : 1u;
     c[n] = o->s.collider, v[n++] = col;
-    *hp = (weft_health_t){sp->unit ? 3.0f : 20.0f, 20.0f};
+    float full = sp->hp > 0.0f ? sp->hp : sp->unit ? 3.0f : 20.0f;
+    *hp = (weft_health_t){full, sp->hp > 0.0f ? full : 20.0f};
     c[n] = o->s.health, v[n++] = hp;
+    *arm = (weft_armor_t){0.1f, 0.3f};
+    if (sp->armor)
+      c[n] = o->s.armor, v[n++] = arm;
+    /* Units hurt each other on contact, as weft-sim's do. */
+    static const weft_damage_t unit_dmg = {0.75f};
+    if (sp->unit)
+      c[n] = o->s.damage, v[n++] = &unit_dmg;
   }
   if (sp->turret) {
     memset(spn, 0, sizeof *spn);
@@ -295,7 +305,8 @@ static void of_populate(of_world_t *o, const layout_t *l, const spec_t *sp,
     weft_collider_t col;
     weft_health_t hp;
     weft_spawner_t spn;
-    spec_comps(o, &sp[order[i]], c, v, &key, &col, &hp, &spn);
+    weft_armor_t arm;
+    spec_comps(o, &sp[order[i]], c, v, &key, &col, &hp, &spn, &arm);
     weft_entity_t e = WEFT_ENTITY_NULL;
     if (l->spawn_at) {
       weft_entity_t h = wt_handle(slots[i], 1 + wt_below(&r, 3), 42);
@@ -546,13 +557,13 @@ static void test_order_free_key_derive(void **state) {
 /* --- the split world ------------------------------------------------------ */
 
 #define SPLIT_MID 16.0f
-#define SPLIT_HALO 2.0f /* >= the boids radius */
+#define SPLIT_HALO 2.0f /* >= the boids radius and any contact's reach */
 
-/* The owned keyed entity with key @p key in @p o, or WEFT_ENTITY_NULL. */
+/* The keyed entities of @p o, ghosts or owned ones, with their position. */
 typedef struct owned_t {
   weft_entity_t e;
   uint64_t key;
-  weft_vec2_t p, v;
+  weft_vec2_t p;
 } owned_t;
 
 static uint32_t owned_list(const of_world_t *o, bool ghosts, owned_t **out) {
@@ -578,8 +589,6 @@ static uint32_t owned_list(const of_world_t *o, bool ghosts, owned_t **out) {
       assert_int_equal(weft_read(o->w, x->e, o->s.key, &key), WEFT_OK);
       x->key = key.id;
       assert_int_equal(weft_read(o->w, x->e, o->s.position, &x->p), WEFT_OK);
-      if (weft_read(o->w, x->e, o->s.velocity, &x->v) != WEFT_OK)
-        x->v = (weft_vec2_t){0.0f, 0.0f}; /* a turret */
     }
   weft_iter_close(&it);
   weft_query_destroy(q);
@@ -588,32 +597,64 @@ static uint32_t owned_list(const of_world_t *o, bool ghosts, owned_t **out) {
   return n;
 }
 
-static void spawn_boid_copy(of_world_t *o, const owned_t *x, bool ghost) {
-  weft_key_t key = {x->key};
-  const weft_component_t c[] = {
-      o->s.key,  o->s.position,          o->s.velocity,
-      o->s.boid, ghost ? o->s.ghost : 0, 0};
-  const void *v[] = {&key, &x->p, &x->v, NULL, NULL, NULL};
-  (void)wt_spawn_with(o->w, c, v);
+/* Copies entity @p e of @p from into @p to: every standard component it
+ * has, with its value and its enabled state, plus the Ghost tag when
+ * @p ghost (what a halo exchange or a migration carries). Relation edges
+ * stay behind. */
+static void copy_entity(const of_world_t *from, weft_entity_t e, of_world_t *to,
+                        bool ghost) {
+  const weft_std_t *s = &from->s;
+  const weft_component_t all[] = {
+      s->key,    s->position, s->velocity, s->collider, s->health, s->armor,
+      s->damage, s->lifetime, s->spawner,  s->boid,     s->dead};
+  enum { N = sizeof all / sizeof *all };
+  _Alignas(16) unsigned char buf[N][64];
+  weft_component_t c[N + 2];
+  const void *v[N + 2];
+  bool off[N + 2];
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    if (!weft_has(from->w, e, all[i]))
+      continue;
+    /* The two worlds registered the std components alike. */
+    int rc = weft_read(from->w, e, all[i], buf[i]);
+    assert_true(rc == WEFT_OK || rc == WEFT_ETAG);
+    c[k] = all[i];
+    v[k] = rc == WEFT_OK ? buf[i] : NULL;
+    off[k++] = !weft_is_enabled(from->w, e, all[i]);
+  }
+  if (ghost) {
+    c[k] = to->s.ghost;
+    v[k] = NULL;
+    off[k++] = false;
+  }
+  c[k] = 0;
+  v[k] = NULL;
+  weft_entity_t copy = wt_spawn_with(to->w, c, v);
+  for (uint32_t i = 0; i < k; i++)
+    if (off[i])
+      assert_int_equal(weft_disable(to->w, copy, c[i]), WEFT_OK);
 }
 
-/* Moves @p from's owned boids that left its side (x < mid for the left
- * world) to @p to, keeping key and values: the migration. */
-static void migrate(of_world_t *from, of_world_t *to, bool left) {
+/* Moves @p from's owned entities that left its side (x < mid for the left
+ * world) to @p to: the migration. Returns how many moved. */
+static uint32_t migrate(of_world_t *from, of_world_t *to, bool left) {
   owned_t *l = NULL;
-  uint32_t n = owned_list(from, false, &l);
+  uint32_t n = owned_list(from, false, &l), moved = 0;
   for (uint32_t i = 0; i < n; i++) {
     bool mine = left ? l[i].p.x < SPLIT_MID : !(l[i].p.x < SPLIT_MID);
     if (mine)
       continue;
+    copy_entity(from, l[i].e, to, false);
     assert_int_equal(weft_despawn(from->w, l[i].e), WEFT_OK);
-    spawn_boid_copy(to, &l[i], false);
+    moved++;
   }
   free(l);
+  return moved;
 }
 
-/* Replaces @p to's ghosts with copies of @p from's owned boids within the
- * halo of the cut. */
+/* Replaces @p to's ghosts with copies of @p from's owned entities within
+ * the halo of the cut. */
 static uint32_t refresh_ghosts(const of_world_t *from, of_world_t *to) {
   owned_t *l = NULL;
   uint32_t n = owned_list(to, true, &l);
@@ -624,29 +665,26 @@ static uint32_t refresh_ghosts(const of_world_t *from, of_world_t *to) {
   uint32_t copied = 0;
   for (uint32_t i = 0; i < n; i++)
     if (fabsf(l[i].p.x - SPLIT_MID) < SPLIT_HALO) {
-      spawn_boid_copy(to, &l[i], true);
+      copy_entity(from, l[i].e, to, true);
       copied++;
     }
   free(l);
   return copied;
 }
 
-static void test_order_free_split_boids(void **state) {
-  (void)state;
-  const uint32_t n = 600, ticks = 24;
-  spec_t *sp = make_specs(SCN_BOIDS, n, 99);
-  /* Everyone near the cut, so that many boids interact across it. */
-  wt_rng_t r = wt_rng(5);
-  for (uint32_t i = 0; i < n; i++)
-    sp[i].p.x = SPLIT_MID + frand(&r, -7.0f, 7.0f);
+/* Runs scenario @p scn on the specs in one world and in two halves cut at
+ * SPLIT_MID, and compares every owned entity with the whole world's after
+ * every tick. Returns the ghosts copied and the entities migrated. */
+static void split_run(int scn, const spec_t *sp, uint32_t n, uint32_t ticks,
+                      uint32_t *ghosts, uint32_t *moved, uint32_t *dead) {
   const layout_t whole_l = {0, 0, 0, 0, false, 1};
   const layout_t side_l[2] = {{2, WEFT_CHUNK_SIZE_MIN, 2, 17, false, 8},
                               {0, WEFT_CHUNK_SIZE_MIN, 1, 5, true, 9}};
-  of_world_t whole = of_new(&whole_l, SCN_BOIDS);
+  of_world_t whole = of_new(&whole_l, scn);
   of_populate(&whole, &whole_l, sp, n);
   of_world_t side[2];
   for (int s = 0; s < 2; s++) {
-    side[s] = of_new(&side_l[s], SCN_BOIDS);
+    side[s] = of_new(&side_l[s], scn);
     spec_t *mine = calloc(n, sizeof *mine);
     assert_non_null(mine);
     uint32_t k = 0;
@@ -656,18 +694,17 @@ static void test_order_free_split_boids(void **state) {
     of_populate(&side[s], &side_l[s], mine, k);
     free(mine);
   }
-  uint32_t ghosts = 0, moved = 0;
+  *ghosts = *moved = 0;
   for (uint32_t t = 1; t <= ticks; t++) {
-    ghosts += refresh_ghosts(&side[1], &side[0]);
-    ghosts += refresh_ghosts(&side[0], &side[1]);
+    *ghosts += refresh_ghosts(&side[1], &side[0]);
+    *ghosts += refresh_ghosts(&side[0], &side[1]);
     of_tick(&whole);
     of_tick(&side[0]);
     of_tick(&side[1]);
-    uint32_t before = weft_world_count(side[0].w);
-    migrate(&side[0], &side[1], true);
-    migrate(&side[1], &side[0], false);
-    moved += before != weft_world_count(side[0].w);
-    /* The owned boids of both halves are the whole world's, bit for bit. */
+    *moved += migrate(&side[0], &side[1], true);
+    *moved += migrate(&side[1], &side[0], false);
+    /* The owned entities of both halves are the whole world's, bit for
+     * bit. */
     dump_t a = of_dump(&side[0]), b = of_dump(&side[1]), w = of_dump(&whole);
     dump_t both;
     both.n = a.n + b.n;
@@ -680,16 +717,51 @@ static void test_order_free_split_boids(void **state) {
     char what[64];
     snprintf(what, sizeof what, "split, tick %u", t);
     dump_equal(&w, &both, what);
+    *dead = 0;
+    for (uint32_t i = 0; i < w.n; i++)
+      *dead += (w.r[i].has >> 7) & 1u;
     free(a.r);
     free(b.r);
     free(w.r);
     free(both.r);
   }
-  assert_true(ghosts > ticks * 20); /* the cut was crowded */
-  (void)moved;
   of_free(&whole);
   of_free(&side[0]);
   of_free(&side[1]);
+}
+
+static void test_order_free_split_boids(void **state) {
+  (void)state;
+  const uint32_t n = 600, ticks = 24;
+  spec_t *sp = make_specs(SCN_BOIDS, n, 99);
+  /* Everyone near the cut, so that many boids interact across it. */
+  wt_rng_t r = wt_rng(5);
+  for (uint32_t i = 0; i < n; i++)
+    sp[i].p.x = SPLIT_MID + frand(&r, -7.0f, 7.0f);
+  uint32_t ghosts = 0, moved = 0, dead = 0;
+  split_run(SCN_BOIDS, sp, n, ticks, &ghosts, &moved, &dead);
+  assert_true(ghosts > ticks * 20); /* the cut was crowded */
+  assert_true(moved > 0);
+  free(sp);
+}
+
+/* The arena split in two: units collide, take hits and die across the
+ * cut, turrets near it fire projectiles that cross it and expire on
+ * either side. */
+static void test_order_free_split_arena(void **state) {
+  (void)state;
+  const uint32_t n = 500, ticks = 32;
+  spec_t *sp = make_specs(SCN_ARENA, n, 123);
+  wt_rng_t r = wt_rng(6);
+  for (uint32_t i = 0; i < n; i++) {
+    sp[i].p.x = SPLIT_MID + frand(&r, -6.0f, 6.0f);
+    sp[i].armor = true; /* hits of 0.63: their order shows in the sums */
+  }
+  uint32_t ghosts = 0, moved = 0, dead = 0;
+  split_run(SCN_ARENA, sp, n, ticks, &ghosts, &moved, &dead);
+  assert_true(ghosts > ticks * 20);
+  assert_true(moved > 0);
+  assert_true(dead > 10);
   free(sp);
 }
 
@@ -727,8 +799,11 @@ static void test_order_free_ghosts_not_written(void **state) {
           s = &sp[j];
       assert_non_null(s);
       assert_memory_equal(&g[i].p, &s->p, sizeof s->p);
-      if (!s->turret)
-        assert_memory_equal(&g[i].v, &s->v, sizeof s->v);
+      weft_vec2_t v;
+      if (!s->turret) {
+        assert_int_equal(weft_read(o.w, g[i].e, o.s.velocity, &v), WEFT_OK);
+        assert_memory_equal(&v, &s->v, sizeof s->v);
+      }
       weft_health_t hp;
       if (weft_read(o.w, g[i].e, o.s.health, &hp) == WEFT_OK)
         assert_true(hp.hp == (s->unit ? 3.0f : 20.0f));
@@ -804,6 +879,45 @@ static void test_order_free_ghost_hits(void **state) {
   }
 }
 
+/*
+ * The keyed rule, where split worlds would otherwise part: K kills G, then
+ * G touches X across the cut, in that order (cell 7 holds K and G, K's
+ * key first; X is in cell 8). G is owned left of the cut, X right of it.
+ * On the right, G is a ghost that nothing kills; so in every world G,
+ * killed earlier in the run, still deals its damage to X.
+ */
+static void test_order_free_split_kill(void **state) {
+  (void)state;
+  const layout_t l = {0, 0, 0, 0, false, 1};
+  of_world_t whole = of_new(&l, SCN_ARENA), left = of_new(&l, SCN_ARENA),
+             right = of_new(&l, SCN_ARENA);
+  weft_entity_t x[3], g[3];
+  for (int k = 0; k < 3; k++) {
+    of_world_t *o = k == 0 ? &whole : k == 1 ? &left : &right;
+    (void)hit_body(o, 20, 15.2f, 0.0f, 5.0f, k == 2);   /* K */
+    g[k] = hit_body(o, 21, 15.8f, 1.0f, 1.0f, k == 2);  /* G */
+    x[k] = hit_body(o, 22, 16.5f, 10.0f, 0.0f, k == 1); /* X */
+  }
+  of_tick(&whole);
+  of_tick(&left);
+  of_tick(&right);
+  /* (K, G) then (G, X) in the whole world, and G died. */
+  assert_int_equal(whole.log->n / 4, 2);
+  assert_true(whole.log->v[0] == 20 && whole.log->v[1] == 21);
+  assert_true(weft_has(whole.w, g[0], whole.s.dead));
+  assert_true(weft_has(left.w, g[1], left.s.dead));
+  /* X took G's hit in the whole world as on its own side. */
+  assert_true(hp_of(&whole, x[0]) == 9.0f);
+  assert_true(hp_of(&right, x[2]) == 9.0f);
+  /* The ghosts kept their values. */
+  assert_true(hp_of(&right, g[2]) == 1.0f);
+  assert_false(weft_has(right.w, g[2], right.s.dead));
+  assert_true(hp_of(&left, x[1]) == 10.0f);
+  of_free(&whole);
+  of_free(&left);
+  of_free(&right);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_free_key_derive),
@@ -811,8 +925,10 @@ int main(void) {
       cmocka_unit_test(test_order_free_boids),
       cmocka_unit_test(test_order_free_arena),
       cmocka_unit_test(test_order_free_split_boids),
+      cmocka_unit_test(test_order_free_split_arena),
       cmocka_unit_test(test_order_free_ghosts_not_written),
       cmocka_unit_test(test_order_free_ghost_hits),
+      cmocka_unit_test(test_order_free_split_kill),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -328,8 +328,10 @@ uint32_t weft_grid_count(const weft_grid_t *grid);
  * Registers "weft.collide", a task over @p grid's snapshot: for every pair
  * of grid items (a, b) in neighbouring cells (3x3) whose layers match and
  * whose shapes overlap (circle/circle, circle/box, box/box) it emits one
- * weft_collision_t to std->collisions, a being the smaller handle and the
- * normal pointing from a to b. Each pair is reported once per tick. Items
+ * weft_collision_t to std->collisions, a being the smaller key
+ * (weft_grid_item_t.key: the Key's id, or the handle) and the normal
+ * pointing from a to b. Each pair is reported once per tick; a pair of
+ * two ghosts is not reported (their owner reports it). Items
  * whose collider is zero (no Collider, a disabled one, or the Dead tag)
  * take no part, and neither do entities the grid does not hold, so build
  * the grid with `with` 0 or Collider. A collider whose layer and mask are
@@ -339,10 +341,11 @@ uint32_t weft_grid_count(const weft_grid_t *grid);
  * The task runs after the grid's builder (it reads the grid's resource)
  * and splits the grid's rows over the world's pool, emitting in cell order
  * through part contexts (weft_sysctx_part()): the events, and their order,
- * are the same on any number of threads. Positions are the ones the grid
- * saw when it was built. Owner thread, not while a frame runs. Returns 0,
- * WEFT_EINVAL, WEFT_EEXIST when "weft.collide" is registered already, or
- * what weft_system_register() returns.
+ * are the same on any number of threads, and for keyed entities the
+ * same in any world with the same grid settings (cells in order, keys
+ * within a cell). Positions are the ones the grid saw when it was built. Owner
+ * thread, not while a frame runs. Returns 0, WEFT_EINVAL, WEFT_EEXIST when
+ * "weft.collide" is registered already, or what weft_system_register() returns.
  */
 int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
                      weft_grid_t *grid, weft_phase_t phase, weft_system_t *out);
@@ -377,10 +380,23 @@ bool weft_collide_test(const weft_collider_t *a, float ax, float ay,
  * channel's contents at the run: the pipeline clears channels after each
  * fixed tick. With a pool, the lookups and damage of a run's events are
  * worked out on every worker and then applied in order on one thread, so
- * the outcome is the same on any number of threads. When a death cannot
- * be recorded (out of memory), the run fails (the tick returns
- * WEFT_ESYSTEM naming it) and that death's hit is undone, so hp <= 0 still
- * goes with the Dead tag; earlier events of the run keep their effect, as
+ * the outcome is the same on any number of threads.
+ *
+ * Keyed mode (both parties have Key): a party deals its damage as long as
+ * it is live and not tagged Dead when the run starts, even after an
+ * earlier event of the run killed it, and takes damage while its hp is
+ * above 0; so an entity's hits depend only on its own events and on its
+ * partners' state at the start of the run, which a ghost copy holds.
+ * Ghosts take no damage and are never killed here (their owner does
+ * that), but deal theirs; a ghost whose Lifetime has at most the step's
+ * dt left counts as gone, as its original is where weft.lifetime's
+ * despawn is applied before this run (the usual schedule: health waits
+ * for collide's events behind a sync point, lifetime does not). Worlds
+ * without keys or ghosts pay for none of this.
+ *
+ * When a death cannot be recorded (out of memory), the run fails (the tick
+ * returns WEFT_ESYSTEM naming it) and that death's hit is undone, so hp <= 0
+ * still goes with the Dead tag; earlier events of the run keep their effect, as
  * any failed system's work does. Its weft_system_stats() count the
  * events it read (each involves two entities). The system keeps its
  * ids in the resource "weft.health.config" and its plan (two blocks of
