@@ -398,7 +398,7 @@ static void sift_down(weft_grid_item_t *a, uint32_t root, uint32_t n) {
   a[root] = v;
 }
 
-/* Handles are unique, so an unstable sort gives one order. */
+/* (key, handle) pairs are unique, so an unstable sort gives one order. */
 static void sort_by_key(weft_grid_item_t *a, uint32_t n) {
   if (n <= GRID_SMALL_CELL) {
     sort_small(a, n);

@@ -461,7 +461,7 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   memset(&init, 0, sizeof init);
   init.std = *std;
   weft_resource_t res = 0, plan = 0;
-  /* A previous, removed registration left its ghost query: drop it. */
+  /* A previous, removed registration left its queries: drop them. */
   if (weft_resource_lookup(world, HEALTH_CONFIG, &res) == 0) {
     health_cfg_t *old = weft_resource_get(world, res);
     if (old && weft_resource_size(world, res) == sizeof *old) {
