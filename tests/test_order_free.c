@@ -879,6 +879,65 @@ static void test_order_free_ghost_hits(void **state) {
   }
 }
 
+/* A keyed spawner keys projectile n of its burst in tick t as documented,
+ * weft_key_derive(weft_key_derive(spawner key, t), n), and draws its
+ * direction by its own key, not its handle. */
+static void test_order_free_spawner_keys(void **state) {
+  (void)state;
+  const layout_t l = {0, 0, 0, 0, false, 1};
+  of_world_t o = of_new(&l, SCN_ARENA);
+  /* Filler handles first, so that the spawner's handle is not its key. */
+  for (int i = 0; i < 5; i++)
+    (void)wt_spawn(o.w);
+  spec_t sp;
+  memset(&sp, 0, sizeof sp);
+  sp.key = 0x1234567u * 7u; /* timer (key % 7) / 32 = 0: fires at once */
+  sp.turret = true;
+  sp.p = (weft_vec2_t){10.0f, 10.0f};
+  of_populate(&o, &l, &sp, 1);
+  const uint64_t seed = weft_random_world_seed(o.w);
+  uint32_t seen = 0;
+  for (uint64_t tick = 0; tick < 12; tick++) {
+    of_tick(&o);
+    /* This tick's burst, if any, found by its keys. */
+    for (uint32_t n = 0; n < 3; n++) {
+      uint64_t want = weft_key_derive(weft_key_derive(sp.key, tick), n);
+      weft_query_desc_t qd;
+      memset(&qd, 0, sizeof qd);
+      qd.include[0] = o.s.key;
+      qd.include[1] = o.s.lifetime;
+      weft_query_t *q = NULL;
+      assert_int_equal(weft_query_create(o.w, &qd, &q), WEFT_OK);
+      weft_iter_t it;
+      weft_query_iter(q, &it);
+      bool found = false;
+      while (weft_iter_next(&it))
+        for (uint32_t i = 0; i < it.count; i++) {
+          weft_key_t k;
+          assert_int_equal(weft_read(o.w, it.entities[i], o.s.key, &k),
+                           WEFT_OK);
+          if (k.id != want)
+            continue;
+          found = true;
+          weft_vec2_t v;
+          assert_int_equal(weft_read(o.w, it.entities[i], o.s.velocity, &v),
+                           WEFT_OK);
+          uint64_t r =
+              weft_random_at(seed, sp.key, tick, WEFT_SPAWNER_STREAM, n);
+          double a = 6.283185307179586 * ((double)(r >> 11) * 0x1.0p-53);
+          assert_true(v.x == (float)(7.0f * cos(a)));
+          assert_true(v.y == (float)(7.0f * sin(a)));
+        }
+      weft_iter_close(&it);
+      weft_query_destroy(q);
+      seen += found;
+    }
+  }
+  /* Interval 0.25 s at 1/32 s a tick: bursts at ticks 0 and 7. */
+  assert_int_equal(seen, 6);
+  of_free(&o);
+}
+
 /*
  * The keyed rule, where split worlds would otherwise part: K kills G, then
  * G touches X across the cut, in that order (cell 7 holds K and G, K's
@@ -929,6 +988,7 @@ int main(void) {
       cmocka_unit_test(test_order_free_ghosts_not_written),
       cmocka_unit_test(test_order_free_ghost_hits),
       cmocka_unit_test(test_order_free_split_kill),
+      cmocka_unit_test(test_order_free_spawner_keys),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
