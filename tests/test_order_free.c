@@ -14,11 +14,15 @@
  * projectiles spawned mid-run (matched by their derived keys) and
  * despawns included.
  *
- * The split test is the oracle of a distributed run: a world cut in two at
- * x = mid, each half owning its side's boids and holding ghost copies of
- * the other side's boids near the cut (refreshed by the test every tick,
- * owners migrating when they cross), gives the owned boids the same bits
- * as one world holding all of them.
+ * The split tests are the oracle of a distributed run: a world cut in two
+ * at x = mid, each half owning its side's entities and holding ghost
+ * copies of the other side's near the cut (refreshed by the test every
+ * tick, owners migrating when they cross), gives the owned boids, units,
+ * turrets and projectiles the same bits as one world holding all of them.
+ * Smaller tests pin the rules that make that hold: ghosts are never
+ * written, an owned entity takes a ghost's hits, a party killed earlier
+ * in a run still deals its damage between keyed parties, and a keyed
+ * spawner's projectiles get the documented keys and directions.
  *
  * Every test builds and destroys its own worlds (and pools).
  */
