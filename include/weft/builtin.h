@@ -29,7 +29,13 @@
  * entity another world owns (a neighbouring region's boundary). Grids hold
  * ghosts, so boids neighbours and collision partners include them, but no
  * built-in system writes a ghost's components or records commands or
- * effects for it: whoever owns the original computes those.
+ * effects for it: whoever owns the original computes those. A world split
+ * in regions then steps each owned entity as one world holding all does
+ * when every world's grid has the same settings, each ghost carries its
+ * original's Key and standard components (enabled or not) as they are at
+ * the start of the tick, and ghosts cover every entity within reach of an
+ * owned one (the boids radius, two collider reaches); weft_sys_health()
+ * says what its keyed rule adds.
  *
  * Threads: every function here is owner-thread API. Objects created here
  * (grids) belong to the caller and must outlive the systems that use them.
