@@ -44,7 +44,6 @@ typedef struct spec_t {
   bool armor; /* Armor: flat 0.1, fraction 0.3 */
 } spec_t;
 
-/* One world of a comparison: its settings and what it made. */
 /* The collision events of a run, by key, as a system after collide saw
  * them. */
 typedef struct evlog_t {
@@ -55,6 +54,7 @@ typedef struct evlog_t {
   uint32_t n, cap;
 } evlog_t;
 
+/* One world of a comparison: its settings and what it made. */
 typedef struct of_world_t {
   weft_world_t *w;
   evlog_t *log; /* arena only */
