@@ -15,6 +15,7 @@
 
 #include "core/snapshot_hash.h"
 #include "core/snapshot_read.h"
+#include "core/snapshot_stage.h"
 
 #include "core/check.h"
 #include "core/relation.h"
@@ -423,11 +424,13 @@ static int hash_chunk(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
 
 /* ROWS, the bulk of a snapshot, is read once: its checksum runs chunk by
  * chunk (streaming XXH3 gives the one-shot hash) and each chunk's handles
- * are checked right after it is hashed, while it is in cache. The first
- * fault found stops the walk; the rest of the section is hashed and a
- * damaged section is reported as such first, as for any other section. */
+ * are checked right after it is hashed, while it is in cache, and then
+ * its rows are staged when the load stages them (snapshot_stage.h). The
+ * first fault found stops the walk; the rest of the section is hashed and
+ * a damaged section is reported as such first, as for any other
+ * section. */
 static int read_rows(weft__snap_rd_t *r, weft__snap_plan_t *pl,
-                     const weft__snap_live_t *live) {
+                     const weft__snap_live_t *live, weft__snap_stage_t *st) {
   size_t at = r->next;
   uint64_t sum = 0;
   int rc = open_unhashed(r, WEFT__SNAP_ROWS, &sum);
@@ -436,6 +439,9 @@ static int read_rows(weft__snap_rd_t *r, weft__snap_plan_t *pl,
   weft__xxh3_state_t hs;
   weft__xxh3_reset(&hs);
   weft__xxh3_update(&hs, r->data + at, WEFT__SNAP_SEC_HEAD);
+  if (st)
+    st->stream = (uint64_t)(r->end - r->p) >= WEFT__SNAP_STREAM_MIN;
+  bool staging = st && st->on;
   int got = ROWS_OK;
   uint64_t row = 8;
   uint32_t n = 0;
@@ -450,6 +456,8 @@ static int read_rows(weft__snap_rd_t *r, weft__snap_plan_t *pl,
       n = weft__snap_u32(a->counts + 4 * k);
       chunk = r->p;
       got = hash_chunk(r, pl, &hs, row, n, live, i);
+      if (got == ROWS_OK && staging)
+        weft__snap_stage_chunk(st, pl, i, k, chunk, n);
     }
     a->rows_bytes = (uint64_t)(r->p - a->rows);
   }
@@ -547,6 +555,13 @@ static int read_tail(weft__snap_rd_t *r, weft__snap_plan_t *pl) {
 
 int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
                      weft__snap_plan_t *pl, weft_snapshot_error_t *err) {
+  return weft__snap_parse_staged(w, data, n, pl, NULL, err);
+}
+
+int weft__snap_parse_staged(const weft_world_t *w, const uint8_t *data,
+                            size_t n, weft__snap_plan_t *pl,
+                            weft__snap_stage_t *stage,
+                            weft_snapshot_error_t *err) {
   memset(pl, 0, sizeof(*pl));
   weft__snap_rd_t r = {.w = w, .err = err, .data = data, .n = n};
   weft__snap_live_t live = {0};
@@ -559,8 +574,10 @@ int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
     rc = weft__snap_read_archs(&r, pl);
   if (!rc)
     rc = read_index(&r, pl, &live);
+  if (!rc && stage)
+    weft__snap_stage_begin(stage, pl);
   if (!rc)
-    rc = read_rows(&r, pl, &live);
+    rc = read_rows(&r, pl, &live, stage);
   if (!rc)
     rc = read_state(&r, pl, &live);
   if (!rc)
