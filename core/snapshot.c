@@ -316,9 +316,12 @@ static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
                     (size_t)m * 8);
   /* The slots come from the input: the rows just streamed out are not
    * read back. */
+  const weft__index_t *ix = &f->w->index;
+  const uint32_t loc = WEFT__REC_LOC | ch->id << weft__index_row_bits(ix);
+  weft__record_t *const *pages = ix->pages;
   for (uint32_t r = 0; r < m; r++)
-    weft__index_place(&f->w->index, (uint32_t)weft__snap_u64(p + 8 * (j + r)),
-                      ch->id, row0 + r);
+    weft__pages_rec(pages, (uint32_t)weft__snap_u64(p + 8 * (j + r)))->v =
+        loc | (row0 + r);
   zero_rows(f, a, ch, row0, m);
   size_t at = (size_t)8 * n;
   for (uint32_t k = 0; k < sa->npresent; k++) {

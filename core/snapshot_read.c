@@ -293,28 +293,50 @@ static int read_comps(weft__snap_rd_t *r, weft__snap_plan_t *pl) {
   return weft__snap_close_section(r);
 }
 
-/* Checks the dead records and the free list; sets every slot's state in
- * `live` (below hwm). */
-static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
-                         uint32_t *live) {
-  uint32_t nlive = 0, nretired = 0;
+/* Finds the first record check_records() refuses and reports it. */
+static int bad_record(weft__snap_rd_t *r, const weft__snap_plan_t *pl) {
   for (uint32_t s = 0; s < pl->hwm; s++) {
     uint32_t v = weft__snap_u32(pl->recs + 4 * s);
     if (v == WEFT__REC_LOC) {
-      live[s] = WEFT__SNAP_LIVE_REC;
-      nlive++;
       if (s >= pl->sweep && s < pl->sweep_end)
         return BAD(r, "slot %u is live inside the sweep range", s);
       continue;
     }
-    live[s] = 0; /* the scratch is not cleared beforehand: one pass */
     uint32_t gen = v & WEFT__GEN_MASK, flags = v & ~WEFT__GEN_MASK;
     bool retired = flags == WEFT__REC_RETIRED;
     if ((flags && !retired) || gen > pl->max_gen ||
         (!retired && gen >= pl->max_gen))
       return BAD(r, "slot %u: record 0x%08x is not a dead slot's", s, v);
-    nretired += retired;
   }
+  return BAD(r, "a record is refused"); /* not reached */
+}
+
+/* Checks the dead records and the free list; sets every slot's state in
+ * `live` (below hwm). The records, one per slot ever issued, are walked
+ * without branches, so that the compiler vectorizes the walk: a fault
+ * only sets `bad`, and bad_record() then walks again to name it. */
+static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
+                         uint32_t *restrict live) {
+  const uint8_t *recs = pl->recs;
+  const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
+  const uint32_t sweep = pl->sweep, sweep_n = pl->sweep_end - pl->sweep;
+  uint32_t nlive = 0, nretired = 0, bad = 0;
+  for (uint32_t s = 0; s < hwm; s++) {
+    uint32_t v = weft__snap_u32(recs + 4 * s);
+    uint32_t is_live = v == WEFT__REC_LOC;
+    uint32_t gen = v & WEFT__GEN_MASK, flags = v & ~WEFT__GEN_MASK;
+    uint32_t retired = flags == WEFT__REC_RETIRED;
+    uint32_t dead = is_live ^ 1u, kept = retired ^ 1u; /* 0 or 1 each */
+    uint32_t dead_bad = ((flags != 0) & kept) | (gen > max_gen) |
+                        (kept & (gen >= max_gen));
+    /* Live inside the sweep range, or not a dead slot's record. */
+    bad |= (is_live & (s - sweep < sweep_n)) | (dead & dead_bad);
+    live[s] = is_live * WEFT__SNAP_LIVE_REC; /* no clearing pass before */
+    nlive += is_live;
+    nretired += dead & retired;
+  }
+  if (bad)
+    return bad_record(r, pl);
   if (nlive != pl->alive || nretired != pl->retired)
     return BAD(r, "%u live and %u retired records, the header says %u and %u",
                nlive, nretired, pl->alive, pl->retired);
@@ -385,16 +407,19 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
 static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
                               uint32_t n, const weft__snap_live_t *lv,
                               uint32_t arch) {
-  uint32_t *live = lv->v;
+  /* The plan's limits in locals: the stores below could alias them. */
+  uint32_t *restrict live = lv->v, *restrict where = lv->arch;
   const uint64_t tag = (uint64_t)pl->tag << 56;
+  const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
   for (uint32_t k = 0; k < n; k++) {
     uint64_t e = weft__snap_u64(p + 8 * k);
     uint32_t slot = (uint32_t)e, gen = (uint32_t)(e >> 32) & WEFT__GEN_MASK;
-    if ((e & WEFT__TAG_MASK) != tag || slot >= pl->hwm ||
-        live[slot] != WEFT__SNAP_LIVE_REC || gen == 0 || gen > pl->max_gen)
+    /* gen - 1 wraps for generation 0: one compare checks 1..max_gen. */
+    if ((e & WEFT__TAG_MASK) != tag || slot >= hwm || gen - 1 >= max_gen ||
+        live[slot] != WEFT__SNAP_LIVE_REC)
       return k;
     live[slot] = WEFT__SNAP_LIVE_ROW | gen;
-    lv->arch[slot] = arch;
+    where[slot] = arch;
   }
   return n;
 }
