@@ -17,6 +17,7 @@
 #include "core/snapshot_read.h"
 #include "core/snapshot_stage.h"
 
+#include "core/alloc.h"
 #include "core/check.h"
 #include "core/relation.h"
 #include "core/snapshot_state.h"
@@ -195,7 +196,9 @@ static int read_meta(weft__snap_rd_t *r, weft__snap_plan_t *pl) {
                 "snapshot chunk size %u, this world's %u (create the world "
                 "with the same chunk_size)",
                 pl->chunk_size, w->chunk_size);
-  if (pl->max_gen != w->index.max_gen)
+  /* The world's limit, so below 2^24: the record and handle checks
+   * count on it (check_records, check_handles). */
+  if (pl->max_gen != w->index.max_gen || pl->max_gen > WEFT__GEN_MASK)
     return FAIL(r, WEFT_ELIMIT, "snapshot generation limit %u, this world's %u",
                 pl->max_gen, w->index.max_gen);
   if (pl->ncomp > WEFT_MAX_COMPONENTS || pl->narch == 0 ||
@@ -321,19 +324,19 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
   const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
   const uint32_t sweep = pl->sweep, sweep_n = pl->sweep_end - pl->sweep;
   uint32_t nlive = 0, nretired = 0, bad = 0;
+  /* A dead record is a generation below max_gen with no flag, or one up
+   * to max_gen with the retired flag alone (max_gen < 2^24, so neither
+   * range reaches a flag bit): two unsigned compares. */
   for (uint32_t s = 0; s < hwm; s++) {
     uint32_t v = weft__snap_u32(recs + 4 * s);
     uint32_t is_live = v == WEFT__REC_LOC;
-    uint32_t gen = v & WEFT__GEN_MASK, flags = v & ~WEFT__GEN_MASK;
-    uint32_t retired = flags == WEFT__REC_RETIRED;
-    uint32_t dead = is_live ^ 1u, kept = retired ^ 1u; /* 0 or 1 each */
-    uint32_t dead_bad = ((flags != 0) & kept) | (gen > max_gen) |
-                        (kept & (gen >= max_gen));
-    /* Live inside the sweep range, or not a dead slot's record. */
-    bad |= (is_live & (s - sweep < sweep_n)) | (dead & dead_bad);
+    uint32_t retired = v - WEFT__REC_RETIRED <= max_gen;
+    uint32_t ok = is_live | (v < max_gen) | retired; /* 0 or 1 */
+    /* Live inside the sweep range, or neither live nor dead. */
+    bad |= (is_live & (s - sweep < sweep_n)) | (ok ^ 1u);
     live[s] = is_live * WEFT__SNAP_LIVE_REC; /* no clearing pass before */
     nlive += is_live;
-    nretired += dead & retired;
+    nretired += retired;
   }
   if (bad)
     return bad_record(r, pl);
@@ -390,8 +393,17 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
   if (reg->scratch_n < pl->hwm || !reg->scratch) {
     free(reg->scratch);
     size_t n = pl->hwm ? pl->hwm : 1;
-    /* Two words per slot: its state, and its row's archetype. */
-    reg->scratch = malloc(2 * n * sizeof(*reg->scratch));
+    /* Two words per slot: its state, and its row's archetype. A large
+     * scratch is read at random (by handle), so it goes on huge pages
+     * where the kernel gives them: fewer TLB misses. */
+    size_t bytes = 2 * n * sizeof(*reg->scratch);
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= huge) {
+      reg->scratch = aligned_alloc(huge, (bytes + huge - 1) & ~(huge - 1));
+      weft__advise_huge(reg->scratch, bytes);
+    } else {
+      reg->scratch = malloc(bytes);
+    }
     reg->scratch_n = reg->scratch ? n : 0;
     if (!reg->scratch)
       return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
@@ -409,16 +421,18 @@ static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
                               uint32_t arch) {
   /* The plan's limits in locals: the stores below could alias them. */
   uint32_t *restrict live = lv->v, *restrict where = lv->arch;
-  const uint64_t tag = (uint64_t)pl->tag << 56;
   const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
+  /* A handle's high word is its tag (8 bits) over its generation (24):
+   * it is at least first (this tag, generation 1), and at most max_gen -
+   * 1 above it (max_gen < 2^24), in one unsigned compare. */
+  const uint32_t first = (uint32_t)pl->tag << 24 | 1u;
   for (uint32_t k = 0; k < n; k++) {
     uint64_t e = weft__snap_u64(p + 8 * k);
-    uint32_t slot = (uint32_t)e, gen = (uint32_t)(e >> 32) & WEFT__GEN_MASK;
-    /* gen - 1 wraps for generation 0: one compare checks 1..max_gen. */
-    if ((e & WEFT__TAG_MASK) != tag || slot >= hwm || gen - 1 >= max_gen ||
+    uint32_t slot = (uint32_t)e, hi = (uint32_t)(e >> 32);
+    if (hi - first >= max_gen || slot >= hwm ||
         live[slot] != WEFT__SNAP_LIVE_REC)
       return k;
-    live[slot] = WEFT__SNAP_LIVE_ROW | gen;
+    live[slot] = WEFT__SNAP_LIVE_ROW | (hi & WEFT__GEN_MASK);
     where[slot] = arch;
   }
   return n;
