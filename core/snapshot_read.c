@@ -322,8 +322,10 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
                          uint32_t *restrict live) {
   const uint8_t *recs = pl->recs;
   const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
-  const uint32_t sweep = pl->sweep, sweep_n = pl->sweep_end - pl->sweep;
   uint32_t nlive = 0, nretired = 0, bad = 0;
+  /* No live record in the sweep range (a short one, walked apart). */
+  for (uint32_t s = pl->sweep; s < pl->sweep_end; s++)
+    bad |= weft__snap_u32(recs + 4 * s) == WEFT__REC_LOC;
   /* A dead record is a generation below max_gen with no flag, or one up
    * to max_gen with the retired flag alone (max_gen < 2^24, so neither
    * range reaches a flag bit): two unsigned compares. */
@@ -332,8 +334,7 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
     uint32_t is_live = v == WEFT__REC_LOC;
     uint32_t retired = v - WEFT__REC_RETIRED <= max_gen;
     uint32_t ok = is_live | (v < max_gen) | retired; /* 0 or 1 */
-    /* Live inside the sweep range, or neither live nor dead. */
-    bad |= (is_live & (s - sweep < sweep_n)) | (ok ^ 1u);
+    bad |= ok ^ 1u; /* neither live nor dead */
     live[s] = is_live * WEFT__SNAP_LIVE_REC; /* no clearing pass before */
     nlive += is_live;
     nretired += retired;
@@ -409,7 +410,13 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
       return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
   }
   lv->v = reg->scratch;
-  lv->arch = reg->scratch + reg->scratch_n;
+  /* Rows' archetypes matter to edges alone (snapshot_state.c), and an
+   * edge names a saved relation component: without one, they are not
+   * recorded. */
+  lv->arch = NULL;
+  for (uint32_t i = 0; i < pl->ncomp; i++)
+    if (pl->comps[i].flags & WEFT_COMPONENT_RELATION)
+      lv->arch = reg->scratch + reg->scratch_n;
   return check_records(r, pl, lv->v);
 }
 
@@ -433,7 +440,8 @@ static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
         live[slot] != WEFT__SNAP_LIVE_REC)
       return k;
     live[slot] = WEFT__SNAP_LIVE_ROW | (hi & WEFT__GEN_MASK);
-    where[slot] = arch;
+    if (where)
+      where[slot] = arch;
   }
   return n;
 }

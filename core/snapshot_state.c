@@ -225,6 +225,8 @@ static int by_target(const void *x, const void *y) {
 static bool fits_row(const weft__snap_plan_t *pl, const weft__snap_live_t *lv,
                      uint64_t src, weft_component_t c, uint64_t tgt,
                      bool dense) {
+  if (!lv->arch)
+    return false; /* no saved relation: no row carries one */
   const weft__snap_arch_t *a = &pl->archs[lv->arch[(uint32_t)src]];
   if (!weft__mask_test(&a->present, c))
     return false;

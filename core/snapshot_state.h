@@ -23,7 +23,9 @@ typedef struct weft__snap_why_t {
 #define WEFT__SNAP_LIVE_ROW (3u << 24)
 typedef struct weft__snap_live_t {
   uint32_t *v;
-  uint32_t *arch; /* per live-row slot: its archetype's index */
+  /* Per live-row slot: its archetype's index; NULL when the snapshot
+   * saved no relation component (no edge can name a row then). */
+  uint32_t *arch;
 } weft__snap_live_t;
 
 /* The state sections, in file order. */
