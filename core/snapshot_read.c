@@ -319,7 +319,7 @@ static int bad_record(weft__snap_rd_t *r, const weft__snap_plan_t *pl) {
  * without branches, so that the compiler vectorizes the walk: a fault
  * only sets `bad`, and bad_record() then walks again to name it. */
 static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
-                         uint32_t *restrict live) {
+                         uint8_t *restrict live) {
   const uint8_t *recs = pl->recs;
   const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
   uint32_t nlive = 0, nretired = 0, bad = 0;
@@ -335,7 +335,7 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
     uint32_t retired = v - WEFT__REC_RETIRED <= max_gen;
     uint32_t ok = is_live | (v < max_gen) | retired; /* 0 or 1 */
     bad |= ok ^ 1u; /* neither live nor dead */
-    live[s] = is_live * WEFT__SNAP_LIVE_REC; /* no clearing pass before */
+    live[s] = (uint8_t)is_live; /* WEFT__SNAP_LIVE_REC or 0: no clearing */
     nlive += is_live;
     nretired += retired;
   }
@@ -394,10 +394,11 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
   if (reg->scratch_n < pl->hwm || !reg->scratch) {
     free(reg->scratch);
     size_t n = pl->hwm ? pl->hwm : 1;
-    /* Two words per slot: its state, and its row's archetype. A large
-     * scratch is read at random (by handle), so it goes on huge pages
-     * where the kernel gives them: fewer TLB misses. */
-    size_t bytes = 2 * n * sizeof(*reg->scratch);
+    /* Per slot: its row's generation and archetype (a word each), and
+     * its state (a byte). A large scratch is read at random (by handle),
+     * so it goes on huge pages where the kernel gives them: fewer TLB
+     * misses. */
+    size_t bytes = (2 * n + (n + 3) / 4) * sizeof(*reg->scratch);
     const size_t huge = (size_t)2 << 20;
     if (bytes >= huge) {
       reg->scratch = aligned_alloc(huge, (bytes + huge - 1) & ~(huge - 1));
@@ -409,14 +410,16 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
     if (!reg->scratch)
       return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
   }
-  lv->v = reg->scratch;
-  /* Rows' archetypes matter to edges alone (snapshot_state.c), and an
-   * edge names a saved relation component: without one, they are not
-   * recorded. */
-  lv->arch = NULL;
+  lv->v = (uint8_t *)(reg->scratch + 2 * reg->scratch_n);
+  /* Rows' generations and archetypes matter to edges alone
+   * (snapshot_state.c), and an edge names a saved relation component:
+   * without one, they are not recorded. */
+  lv->gen = lv->arch = NULL;
   for (uint32_t i = 0; i < pl->ncomp; i++)
-    if (pl->comps[i].flags & WEFT_COMPONENT_RELATION)
+    if (pl->comps[i].flags & WEFT_COMPONENT_RELATION) {
+      lv->gen = reg->scratch;
       lv->arch = reg->scratch + reg->scratch_n;
+    }
   return check_records(r, pl, lv->v);
 }
 
@@ -427,7 +430,8 @@ static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
                               uint32_t n, const weft__snap_live_t *lv,
                               uint32_t arch) {
   /* The plan's limits in locals: the stores below could alias them. */
-  uint32_t *restrict live = lv->v, *restrict where = lv->arch;
+  uint8_t *restrict live = lv->v;
+  uint32_t *restrict gens = lv->gen, *restrict where = lv->arch;
   const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
   /* A handle's high word is its tag (8 bits) over its generation (24):
    * it is at least first (this tag, generation 1), and at most max_gen -
@@ -439,9 +443,11 @@ static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
     if (hi - first >= max_gen || slot >= hwm ||
         live[slot] != WEFT__SNAP_LIVE_REC)
       return k;
-    live[slot] = WEFT__SNAP_LIVE_ROW | (hi & WEFT__GEN_MASK);
-    if (where)
+    live[slot] = WEFT__SNAP_LIVE_ROW;
+    if (gens) {
+      gens[slot] = hi & WEFT__GEN_MASK;
       where[slot] = arch;
+    }
   }
   return n;
 }

@@ -191,9 +191,9 @@ static bool name(cur_t *c, char *buf, uint32_t max) {
 static bool live_handle(const weft__snap_plan_t *pl,
                         const weft__snap_live_t *lv, uint64_t e) {
   uint32_t s = (uint32_t)e;
-  return (e >> 56) == pl->tag && s < pl->hwm &&
-         lv->v[s] ==
-             (WEFT__SNAP_LIVE_ROW | ((uint32_t)(e >> 32) & WEFT__GEN_MASK));
+  return (e >> 56) == pl->tag && s < pl->hwm && lv->gen &&
+         lv->v[s] == WEFT__SNAP_LIVE_ROW &&
+         lv->gen[s] == ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
 }
 
 /* One saved edge, for the checks across edges. */
