@@ -18,8 +18,7 @@ uint64_t weft__xxh3_avx512(const void *p, size_t n) {
   return XXH3_64bits(p, n);
 }
 
-void weft__xxh3_update_avx512(weft__xxh3_state_t *s, const void *p,
-                              size_t n) {
+void weft__xxh3_update_avx512(weft__xxh3_state_t *s, const void *p, size_t n) {
   XXH3_64bits_update((XXH3_state_t *)s->b, p, n);
 }
 #endif

@@ -334,7 +334,7 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
     uint32_t is_live = v == WEFT__REC_LOC;
     uint32_t retired = v - WEFT__REC_RETIRED <= max_gen;
     uint32_t ok = is_live | (v < max_gen) | retired; /* 0 or 1 */
-    bad |= ok ^ 1u; /* neither live nor dead */
+    bad |= ok ^ 1u;                                  /* neither live nor dead */
     live[s] = (uint8_t)is_live; /* WEFT__SNAP_LIVE_REC or 0: no clearing */
     nlive += is_live;
     nretired += retired;

@@ -21,6 +21,8 @@
 #include "support/weft_test.h"
 #include "weft.h"
 
+#include "core/world.h" /* w->alloc: the world's heap */
+
 /* ---- the world: a component, a tracked one, four relations -------------- */
 
 typedef struct pos_t {
@@ -668,6 +670,113 @@ static void test_snapshot_layout_rows_checked_in_one_pass(void **state) {
   weft_world_destroy(b.w);
 }
 
+/* The world's heap: its active pages, or false where there is no heap (no
+ * jemalloc: sanitizer builds, where LeakSanitizer finds what leaks). */
+static bool heap_active(weft_world_t *w, uint64_t *active) {
+  weft__heap_info_t h;
+  int rc = weft__alloc_heap_info(&w->alloc, &h);
+#ifdef WEFT_JEMALLOC
+  assert_int_equal(rc, WEFT_OK);
+  *active = h.active;
+  return true;
+#else
+  assert_int_equal(rc, WEFT_ENOTFOUND);
+  *active = 0;
+  return false;
+#endif
+}
+
+/* Loads a damaged m into w (a world of m's layout): refused in ROWS with
+ * `what` in the message; the digest, the chunk memory and the heap's
+ * active pages as they were, though the load staged rows (the world
+ * allocated). */
+static void staged_refused(weft_world_t *w, const mem_t *m, const char *what) {
+  const uint64_t digest = weft_world_digest(w);
+  weft_world_stats_t s0, s1;
+  weft_world_stats(w, &s0);
+  uint64_t a0 = 0, a1 = 0;
+  bool heap = heap_active(w, &a0);
+  weft_snapshot_error_t err;
+  assert_int_equal(weft_snapshot_load_memory(w, m->p, m->n, &err),
+                   WEFT_EFORMAT);
+  assert_string_equal(err.section, "ROWS");
+  assert_non_null(strstr(err.message, what));
+  weft_world_stats(w, &s1);
+  assert_true(s1.allocs > s0.allocs); /* the rows were staged */
+  assert_int_equal(s1.chunk_bytes, s0.chunk_bytes);
+  assert_int_equal(s1.chunks_live, s0.chunks_live);
+  if (heap) {
+    heap_active(w, &a1);
+    assert_int_equal(a1, a0); /* and the staged memory freed */
+  }
+  assert_int_equal(weft_world_digest(w), digest);
+}
+
+/* A load into a world of the snapshot's layout stages the rows in fresh
+ * segment memory while it validates them. A snapshot damaged in its last
+ * rows, or with a forged first handle under a good checksum, leaves the
+ * world as it was and frees what was staged; a sound one is swapped in:
+ * digest, lookups through the chunk table and later changes are the
+ * saving world's. */
+static void test_snapshot_layout_staged_load_frees_or_swaps(void **state) {
+  (void)state;
+  enum { N = 900 };
+  rx_t a = rx_new(3), b = rx_new(3);
+  weft_entity_t e[N];
+  for (uint32_t i = 0; i < N; i++)
+    e[i] = spawn_in(&a, i);
+  uint32_t v = 9;
+  for (uint32_t i = 1; i < N; i += 7)
+    assert_int_equal(weft_relation_add(a.w, e[i], a.follows, e[0], &v),
+                     WEFT_OK);
+  for (uint32_t i = 2; i < N; i += 5)
+    assert_int_equal(weft_relation_add(a.w, e[i], a.owns, e[1], NULL), WEFT_OK);
+  mem_t m1 = save(a.w);
+  load_ok(b.w, &m1); /* b now has a's layout */
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  /* New values, the same layout. */
+  for (uint32_t i = 0; i < N; i += 3) {
+    pos_t p = {-(float)i, 5.0f, 6.0f};
+    assert_int_equal(weft_set(a.w, e[i], a.pos, &p), WEFT_OK);
+  }
+  mem_t m2 = save(a.w);
+  const uint64_t want = weft_world_digest(a.w);
+  assert_int_not_equal(weft_world_digest(b.w), want);
+
+  uint64_t len = 0;
+  uint8_t *rows = section(&m2, "ROWS", &len);
+  rows[len - 1] ^= 1; /* the last chunk's last column */
+  staged_refused(b.w, &m2, "checksum");
+  rows[len - 1] ^= 1;
+  uint8_t saved[8];
+  memcpy(saved, rows, 8);
+  rows[7] ^= 0x40; /* another world's tag in the first handle */
+  reseal(rows, len);
+  staged_refused(b.w, &m2, "handle");
+  memcpy(rows, saved, 8);
+  reseal(rows, len);
+
+  load_ok(b.w, &m2);
+  assert_int_equal(weft_world_digest(b.w), want);
+  for (uint32_t i = 0; i < N; i++) {
+    const pos_t *pa = weft_get(a.w, e[i], a.pos);
+    const pos_t *pb = weft_get(b.w, e[i], b.pos);
+    assert_non_null(pb);
+    assert_memory_equal(pa, pb, sizeof *pa);
+  }
+  /* Both go on alike. */
+  for (uint32_t i = 0; i < N; i += 11) {
+    assert_int_equal(weft_despawn(a.w, e[i]), WEFT_OK);
+    assert_int_equal(weft_despawn(b.w, e[i]), WEFT_OK);
+  }
+  assert_int_equal(spawn_in(&b, 7), spawn_in(&a, 7));
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  free(m1.p);
+  free(m2.p);
+  weft_world_destroy(a.w);
+  weft_world_destroy(b.w);
+}
+
 /* A snapshot whose rows pass 8 MiB (where the loader switches to
  * non-temporal stores) loads into a fresh world and back into its own
  * with the digest of the world that saved it. */
@@ -703,6 +812,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_layout_edges_must_fit_rows),
       cmocka_unit_test(test_snapshot_layout_rows_checked_in_one_pass),
       cmocka_unit_test(test_snapshot_layout_large_rows_round_trip),
+      cmocka_unit_test(test_snapshot_layout_staged_load_frees_or_swaps),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
