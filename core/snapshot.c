@@ -14,7 +14,9 @@
  * saved one, and so does the world's digest. When a component's size
  * changed (a migration), rows per chunk may differ; the rows are then
  * packed into chunks as a spawn would, and only the handles and values
- * are kept.
+ * are kept. A world that already has the snapshot's archetypes and
+ * segments keeps them: the validator staged the rows in fresh segment
+ * memory (snapshot_stage.h), which replaces the old here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,7 +164,21 @@ static int replay_segments(weft_world_t *w, const weft__snap_plan_t *pl) {
   return rc;
 }
 
-static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl) {
+/* Copies records [base, base + n) into page dst: the saved ones, or for
+ * slots held by rows the records the staging wrote (snapshot_stage.h). A
+ * select, not a branch: the compiler vectorizes it. */
+static void merge_records(weft__record_t *restrict dst, const uint8_t *recs,
+                          const weft__snap_stage_t *st, uint32_t base,
+                          uint32_t n) {
+  const uint32_t *restrict loc = st->loc + base;
+  const uint8_t *restrict state = st->state + base;
+  for (uint32_t k = 0; k < n; k++)
+    dst[k].v =
+        state[k] == WEFT__SNAP_LIVE_ROW ? loc[k] : weft__snap_u32(recs + 4 * k);
+}
+
+static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl,
+                         const weft__snap_stage_t *st) {
   weft__index_t *ix = &w->index;
   int rc = weft__index_reserve(ix, &w->alloc, pl->hwm);
   if (!rc)
@@ -174,8 +190,12 @@ static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl) {
   for (uint32_t base = 0; base < pl->hwm; base += WEFT__PAGE_SIZE) {
     uint32_t n =
         pl->hwm - base < WEFT__PAGE_SIZE ? pl->hwm - base : WEFT__PAGE_SIZE;
-    memcpy(ix->pages[base >> WEFT__PAGE_BITS], pl->recs + 4 * (size_t)base,
-           (size_t)n * 4);
+    if (st->on)
+      merge_records(ix->pages[base >> WEFT__PAGE_BITS],
+                    pl->recs + 4 * (size_t)base, st, base, n);
+    else
+      memcpy(ix->pages[base >> WEFT__PAGE_BITS], pl->recs + 4 * (size_t)base,
+             (size_t)n * 4);
   }
   ix->hwm = pl->hwm;
   ix->alive = pl->alive;
@@ -319,7 +339,7 @@ static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
   const weft__index_t *ix = &f->w->index;
   const uint32_t loc = WEFT__REC_LOC | ch->id << weft__index_row_bits(ix);
   weft__record_t *const *pages = ix->pages;
-  for (uint32_t r = 0; r < m; r++)
+  for (uint32_t r = 0; !f->staged && r < m; r++)
     weft__pages_rec(pages, (uint32_t)weft__snap_u64(p + 8 * (j + r)))->v =
         loc | (row0 + r);
   zero_rows(f, a, ch, row0, m);
@@ -468,7 +488,7 @@ static int apply(weft_world_t *w, const weft__snap_plan_t *pl,
       rc = replay_segments(w, pl);
   }
   if (!rc)
-    rc = restore_index(w, pl);
+    rc = restore_index(w, pl, st);
   fill_t f = {.w = w, .pl = pl, .exact = exact, .staged = staged};
   uint64_t rows_bytes = 0;
   for (uint32_t i = 0; i < pl->narch; i++)

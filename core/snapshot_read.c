@@ -333,9 +333,11 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
     uint32_t v = weft__snap_u32(recs + 4 * s);
     uint32_t is_live = v == WEFT__REC_LOC;
     uint32_t retired = v - WEFT__REC_RETIRED <= max_gen;
-    uint32_t ok = is_live | (v < max_gen) | retired; /* 0 or 1 */
-    bad |= ok ^ 1u;                                  /* neither live nor dead */
-    live[s] = (uint8_t)is_live; /* WEFT__SNAP_LIVE_REC or 0: no clearing */
+    /* Neither live nor dead (ok is 0 or 1). */
+    uint32_t ok = is_live | (v < max_gen) | retired;
+    bad |= ok ^ 1u;
+    /* WEFT__SNAP_LIVE_REC or 0: the scratch needs no clearing pass. */
+    live[s] = (uint8_t)is_live;
     nlive += is_live;
     nretired += retired;
   }
@@ -394,11 +396,11 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
   if (reg->scratch_n < pl->hwm || !reg->scratch) {
     free(reg->scratch);
     size_t n = pl->hwm ? pl->hwm : 1;
-    /* Per slot: its row's generation and archetype (a word each), and
-     * its state (a byte). A large scratch is read at random (by handle),
-     * so it goes on huge pages where the kernel gives them: fewer TLB
-     * misses. */
-    size_t bytes = (2 * n + (n + 3) / 4) * sizeof(*reg->scratch);
+    /* Per slot: its row's generation, archetype and staged record (a
+     * word each), and its state (a byte). A large scratch is read at
+     * random (by handle), so it goes on huge pages where the kernel gives
+     * them: fewer TLB misses. */
+    size_t bytes = (3 * n + (n + 3) / 4) * sizeof(*reg->scratch);
     const size_t huge = (size_t)2 << 20;
     if (bytes >= huge) {
       reg->scratch = aligned_alloc(huge, (bytes + huge - 1) & ~(huge - 1));
@@ -410,7 +412,8 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
     if (!reg->scratch)
       return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
   }
-  lv->v = (uint8_t *)(reg->scratch + 2 * reg->scratch_n);
+  lv->v = (uint8_t *)(reg->scratch + 3 * reg->scratch_n);
+  lv->loc = reg->scratch + 2 * reg->scratch_n;
   /* Rows' generations and archetypes matter to edges alone
    * (snapshot_state.c), and an edge names a saved relation component:
    * without one, they are not recorded. */
@@ -627,8 +630,11 @@ int weft__snap_parse_staged(const weft_world_t *w, const uint8_t *data,
     rc = weft__snap_read_archs(&r, pl);
   if (!rc)
     rc = read_index(&r, pl, &live);
-  if (!rc && stage)
+  if (!rc && stage) {
     weft__snap_stage_begin(stage, pl);
+    stage->loc = live.loc;
+    stage->state = live.v;
+  }
   if (!rc)
     rc = read_rows(&r, pl, &live, stage);
   if (!rc)

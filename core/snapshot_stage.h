@@ -37,6 +37,12 @@ typedef struct weft__snap_stage_t {
   bool stream; /* staged copies bypass the caches */
   uint32_t narch;
   weft__snap_stage_arch_t *archs;
+  /* Per slot (the validator's scratch): the index record of the row that
+   * holds it, written as the rows are staged (for slots whose state is
+   * WEFT__SNAP_LIVE_ROW); the commit's index restore takes it from here
+   * instead of placing every row again from the input. */
+  uint32_t *loc;
+  const uint8_t *state;
 } weft__snap_stage_t;
 
 /* Whether w already has the snapshot's archetypes and chunk segments, id
@@ -52,14 +58,16 @@ void weft__snap_stage_begin(weft__snap_stage_t *st,
 
 /* Copies saved chunk k of archetype i (n rows at p, already hashed and
  * their handles checked) into its staged memory: handles and the columns
- * stored as the program stores them (WEFT__SNAP_SAME). */
+ * stored as the program stores them (WEFT__SNAP_SAME); and records each
+ * row's place in st->loc. */
 void weft__snap_stage_chunk(const weft__snap_stage_t *st,
                             const weft__snap_plan_t *pl, uint32_t i, uint32_t k,
                             const uint8_t *p, uint32_t n);
 
 /* The input is valid: the staged segments replace the old ones (chunk
  * headers, base pointers and chunk table entries follow), whose memory is
- * freed. Cannot fail. */
+ * freed. Cannot fail. st stays on (its loc records are still to be
+ * restored) until weft__snap_stage_free(). */
 void weft__snap_stage_commit(weft__snap_stage_t *st);
 
 /* Frees what st holds (staged memory not committed included). */

@@ -30,6 +30,8 @@ typedef struct weft__snap_live_t {
    * none. */
   uint32_t *gen;
   uint32_t *arch;
+  /* Per slot: room for the record of its row (snapshot_stage.h). */
+  uint32_t *loc;
 } weft__snap_live_t;
 
 /* The state sections, in file order. */
