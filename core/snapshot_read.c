@@ -426,33 +426,59 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
   return check_records(r, pl, lv->v);
 }
 
-/* Checks one chunk's handles: this world tag, live slots, each once. */
-/* Returns the first of the n handles at p that is foreign, not live,
- * repeated or of a bad generation; n when all are good. */
-static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
-                              uint32_t n, const weft__snap_live_t *lv,
-                              uint32_t arch) {
+/* Where a staged chunk's rows go: locs (the stage's records, NULL when
+ * not staging) and the record of the chunk's row 0. */
+typedef struct place_t {
+  uint32_t *locs;
+  uint32_t first;
+} place_t;
+
+/* Checks one chunk's handles: this world tag, live slots, each once; and
+ * records, when staging, each row's place in the index. Returns the first
+ * of the n handles at p that is foreign, not live, repeated or of a bad
+ * generation; n when all are good. Inlined once for each combination of
+ * what is recorded (the `if`s then fold away): this loop runs once per
+ * row of the snapshot. */
+static inline __attribute__((always_inline)) uint32_t
+handles_loop(const weft__snap_plan_t *pl, const uint8_t *p, uint32_t n,
+             const weft__snap_live_t *lv, uint32_t arch, place_t at,
+             bool staged, bool edges) {
   /* The plan's limits in locals: the stores below could alias them. */
   uint8_t *restrict live = lv->v;
   uint32_t *restrict gens = lv->gen, *restrict where = lv->arch;
+  uint32_t *restrict locs = at.locs;
   const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
   /* A handle's high word is its tag (8 bits) over its generation (24):
    * it is at least first (this tag, generation 1), and at most max_gen -
    * 1 above it (max_gen < 2^24), in one unsigned compare. */
   const uint32_t first = (uint32_t)pl->tag << 24 | 1u;
   for (uint32_t k = 0; k < n; k++) {
-    uint64_t e = weft__snap_u64(p + 8 * k);
+    uint64_t e = weft__snap_u64(p + 8 * (size_t)k);
     uint32_t slot = (uint32_t)e, hi = (uint32_t)(e >> 32);
-    if (hi - first >= max_gen || slot >= hwm ||
+    if ((hi - first >= max_gen) | (slot >= hwm) ||
         live[slot] != WEFT__SNAP_LIVE_REC)
       return k;
     live[slot] = WEFT__SNAP_LIVE_ROW;
-    if (gens) {
+    if (staged)
+      locs[slot] = at.first | k;
+    if (edges) {
       gens[slot] = hi & WEFT__GEN_MASK;
       where[slot] = arch;
     }
   }
   return n;
+}
+
+static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
+                              uint32_t n, const weft__snap_live_t *lv,
+                              uint32_t arch, place_t at) {
+  if (at.locs && lv->gen)
+    return handles_loop(pl, p, n, lv, arch, at, true, true);
+  if (at.locs)
+    return handles_loop(pl, p, n, lv, arch, at, true, false);
+  if (lv->gen)
+    return handles_loop(pl, p, n, lv, arch, at, false, true);
+  return handles_loop(pl, p, n, lv, arch, at, false, false);
 }
 
 /* What hash_chunk found. */
@@ -463,13 +489,13 @@ enum { ROWS_OK, ROWS_SHORT, ROWS_BAD_HANDLE };
  * stays on the chunk; on ROWS_BAD_HANDLE it is on the first bad one. */
 static int hash_chunk(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
                       weft__xxh3_state_t *hs, uint64_t row, uint32_t n,
-                      const weft__snap_live_t *lv, uint32_t arch) {
+                      const weft__snap_live_t *lv, uint32_t arch, place_t at) {
   if (n > (uint64_t)(r->end - r->p) / row)
     return ROWS_SHORT; /* get_bytes reports it once the checksum holds */
   /* The caller's hash goes on from the chunk's end (r->p, or n * row
    * past it when a handle is bad). */
   weft__xxh3_update(hs, r->p, (size_t)(n * row));
-  uint32_t k = check_handles(pl, r->p, n, lv, arch);
+  uint32_t k = check_handles(pl, r->p, n, lv, arch, at);
   if (k < n) {
     r->p += 8 * (size_t)k;
     return ROWS_BAD_HANDLE;
@@ -511,7 +537,10 @@ static int read_rows(weft__snap_rd_t *r, weft__snap_plan_t *pl,
     for (uint32_t k = 0; got == ROWS_OK && k < a->nchunks; k++) {
       n = weft__snap_u32(a->counts + 4 * k);
       chunk = r->p;
-      got = hash_chunk(r, pl, &hs, row, n, live, i);
+      place_t to = {NULL, 0};
+      if (staging)
+        to = (place_t){st->loc, weft__snap_stage_place(st, i, k)};
+      got = hash_chunk(r, pl, &hs, row, n, live, i, to);
       if (got == ROWS_OK && staging)
         weft__snap_stage_chunk(st, pl, i, k, chunk, n);
     }

@@ -198,13 +198,6 @@ void weft__snap_stage_chunk(const weft__snap_stage_t *st,
   const weft__chunk_t *ch = a->chunks[k];
   uint32_t s = t->seg[k];
   weft__snap_copy(st->stream, staged(a, t, s, ch->entities), p, (size_t)n * 8);
-  /* Where each row will lie (the chunk's id stays), while the handles
-   * are in cache. */
-  const uint32_t loc =
-      WEFT__REC_LOC | ch->id << weft__index_row_bits(&st->w->index);
-  uint32_t *restrict where = st->loc;
-  for (uint32_t r = 0; r < n; r++)
-    where[weft__snap_u32(p + 8 * (size_t)r)] = loc | r;
   /* The column blocks follow the handles, each saved component's arrays
    * in turn; only those stored as the program stores them are copied
    * here (the others are rebuilt after validation, from the input). */
@@ -223,6 +216,12 @@ void weft__snap_stage_chunk(const weft__snap_stage_t *st,
     }
     at += (size_t)n * sc->row_bytes;
   }
+}
+
+uint32_t weft__snap_stage_place(const weft__snap_stage_t *st, uint32_t i,
+                                uint32_t k) {
+  const weft__chunk_t *ch = st->w->archs[i]->chunks[k];
+  return WEFT__REC_LOC | ch->id << weft__index_row_bits(&st->w->index);
 }
 
 /* Moves every chunk of segment s of archetype a, and its chunk table

@@ -56,10 +56,15 @@ bool weft__snap_same_layout(const weft_world_t *w, const weft__snap_plan_t *pl);
 void weft__snap_stage_begin(weft__snap_stage_t *st,
                             const weft__snap_plan_t *pl);
 
+/* The index record of row 0 of saved chunk k of archetype i once staged
+ * (its chunk keeps its id): the validator writes each row's into st->loc
+ * as it checks the handles. */
+uint32_t weft__snap_stage_place(const weft__snap_stage_t *st, uint32_t i,
+                                uint32_t k);
+
 /* Copies saved chunk k of archetype i (n rows at p, already hashed and
  * their handles checked) into its staged memory: handles and the columns
- * stored as the program stores them (WEFT__SNAP_SAME); and records each
- * row's place in st->loc. */
+ * stored as the program stores them (WEFT__SNAP_SAME). */
 void weft__snap_stage_chunk(const weft__snap_stage_t *st,
                             const weft__snap_plan_t *pl, uint32_t i, uint32_t k,
                             const uint8_t *p, uint32_t n);
