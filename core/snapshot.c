@@ -164,19 +164,6 @@ static int replay_segments(weft_world_t *w, const weft__snap_plan_t *pl) {
   return rc;
 }
 
-/* Copies records [base, base + n) into page dst: the saved ones, or for
- * slots held by rows the records the staging wrote (snapshot_stage.h). A
- * select, not a branch: the compiler vectorizes it. */
-static void merge_records(weft__record_t *restrict dst, const uint8_t *recs,
-                          const weft__snap_stage_t *st, uint32_t base,
-                          uint32_t n) {
-  const uint32_t *restrict loc = st->loc + base;
-  const uint8_t *restrict state = st->state + base;
-  for (uint32_t k = 0; k < n; k++)
-    dst[k].v =
-        state[k] == WEFT__SNAP_LIVE_ROW ? loc[k] : weft__snap_u32(recs + 4 * k);
-}
-
 static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl,
                          const weft__snap_stage_t *st) {
   weft__index_t *ix = &w->index;
@@ -190,12 +177,10 @@ static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl,
   for (uint32_t base = 0; base < pl->hwm; base += WEFT__PAGE_SIZE) {
     uint32_t n =
         pl->hwm - base < WEFT__PAGE_SIZE ? pl->hwm - base : WEFT__PAGE_SIZE;
-    if (st->on)
-      merge_records(ix->pages[base >> WEFT__PAGE_BITS],
-                    pl->recs + 4 * (size_t)base, st, base, n);
-    else
-      memcpy(ix->pages[base >> WEFT__PAGE_BITS], pl->recs + 4 * (size_t)base,
-             (size_t)n * 4);
+    /* Staged: the records with the rows' places (snapshot_stage.h). */
+    const void *from = st->on ? (const void *)(st->loc + base)
+                              : (const void *)(pl->recs + 4 * (size_t)base);
+    memcpy(ix->pages[base >> WEFT__PAGE_BITS], from, (size_t)n * 4);
   }
   ix->hwm = pl->hwm;
   ix->alive = pl->alive;

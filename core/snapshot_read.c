@@ -314,18 +314,16 @@ static int bad_record(weft__snap_rd_t *r, const weft__snap_plan_t *pl) {
   return BAD(r, "a record is refused"); /* not reached */
 }
 
-/* Checks the dead records and the free list; sets every slot's state in
- * `live` (below hwm). The records, one per slot ever issued, are walked
- * without branches, so that the compiler vectorizes the walk: a fault
- * only sets `bad`, and bad_record() then walks again to name it. */
-static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
-                         uint8_t *restrict live) {
+/* The walk of check_records(), with and without the copy into locs (the
+ * compiler clones it for each constant `copy`, and the `if` folds away).
+ * Not inlined: its restrict pointers are what lets it vectorize. */
+static __attribute__((noinline)) uint32_t
+records_loop(const weft__snap_plan_t *pl, uint8_t *restrict live,
+             uint32_t *restrict locs, bool copy, uint32_t *nlive,
+             uint32_t *nretired) {
   const uint8_t *recs = pl->recs;
   const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
-  uint32_t nlive = 0, nretired = 0, bad = 0;
-  /* No live record in the sweep range (a short one, walked apart). */
-  for (uint32_t s = pl->sweep; s < pl->sweep_end; s++)
-    bad |= weft__snap_u32(recs + 4 * s) == WEFT__REC_LOC;
+  uint32_t bad = 0, nl = 0, nr = 0;
   /* A dead record is a generation below max_gen with no flag, or one up
    * to max_gen with the retired flag alone (max_gen < 2^24, so neither
    * range reaches a flag bit): two unsigned compares. */
@@ -338,9 +336,34 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
     bad |= ok ^ 1u;
     /* WEFT__SNAP_LIVE_REC or 0: the scratch needs no clearing pass. */
     live[s] = (uint8_t)is_live;
-    nlive += is_live;
-    nretired += retired;
+    if (copy)
+      locs[s] = v;
+    nl += is_live;
+    nr += retired;
   }
+  *nlive = nl;
+  *nretired = nr;
+  return bad;
+}
+
+/* Checks the dead records and the free list; sets every slot's state in
+ * `live` (below hwm), and copies the records into locs (not NULL when
+ * staging: the row check then overwrites the live ones with their places,
+ * and the index is restored from there). The records, one per slot ever
+ * issued, are walked without branches, so that the compiler vectorizes
+ * the walk: a fault only sets `bad`, and bad_record() then walks again to
+ * name it. */
+static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
+                         uint8_t *restrict live, uint32_t *restrict locs) {
+  const uint8_t *recs = pl->recs;
+  uint32_t nlive = 0, nretired = 0, bad = 0;
+  /* No live record in the sweep range (a short one, walked apart). */
+  for (uint32_t s = pl->sweep; s < pl->sweep_end; s++)
+    bad |= weft__snap_u32(recs + 4 * s) == WEFT__REC_LOC;
+  if (locs)
+    bad |= records_loop(pl, live, locs, true, &nlive, &nretired);
+  else
+    bad |= records_loop(pl, live, NULL, false, &nlive, &nretired);
   if (bad)
     return bad_record(r, pl);
   if (nlive != pl->alive || nretired != pl->retired)
@@ -358,7 +381,7 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
 }
 
 static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
-                      weft__snap_live_t *lv) {
+                      weft__snap_live_t *lv, bool staging) {
   int rc = weft__snap_open_section(r, WEFT__SNAP_INDX);
   if (rc)
     return rc;
@@ -423,7 +446,7 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
       lv->gen = reg->scratch;
       lv->arch = reg->scratch + reg->scratch_n;
     }
-  return check_records(r, pl, lv->v);
+  return check_records(r, pl, lv->v, staging ? lv->loc : NULL);
 }
 
 /* Where a staged chunk's rows go: locs (the stage's records, NULL when
@@ -657,13 +680,12 @@ int weft__snap_parse_staged(const weft_world_t *w, const uint8_t *data,
     rc = read_comps(&r, pl);
   if (!rc)
     rc = weft__snap_read_archs(&r, pl);
-  if (!rc)
-    rc = read_index(&r, pl, &live);
-  if (!rc && stage) {
+  if (!rc && stage)
     weft__snap_stage_begin(stage, pl);
+  if (!rc)
+    rc = read_index(&r, pl, &live, stage && stage->on);
+  if (!rc && stage)
     stage->loc = live.loc;
-    stage->state = live.v;
-  }
   if (!rc)
     rc = read_rows(&r, pl, &live, stage);
   if (!rc)

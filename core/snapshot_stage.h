@@ -37,12 +37,11 @@ typedef struct weft__snap_stage_t {
   bool stream; /* staged copies bypass the caches */
   uint32_t narch;
   weft__snap_stage_arch_t *archs;
-  /* Per slot (the validator's scratch): the index record of the row that
-   * holds it, written as the rows are staged (for slots whose state is
-   * WEFT__SNAP_LIVE_ROW); the commit's index restore takes it from here
-   * instead of placing every row again from the input. */
+  /* Per slot (the validator's scratch): its index record as the load
+   * restores it: the saved record, or for a slot a row holds, the row's
+   * place, written as the handles are checked. The commit copies the
+   * index from here instead of placing every row again from the input. */
   uint32_t *loc;
-  const uint8_t *state;
 } weft__snap_stage_t;
 
 /* Whether w already has the snapshot's archetypes and chunk segments, id
