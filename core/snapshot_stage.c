@@ -185,16 +185,21 @@ static bool begin_arch(weft__snap_stage_t *st, const weft__snap_plan_t *pl,
     return true;
   const weft__archetype_t *a = st->w->archs[i];
   weft__snap_stage_arch_t *t = &st->archs[i];
-  t->mem = calloc(a->nsegs ? a->nsegs : 1, sizeof(*t->mem));
+  t->segs = calloc(a->nsegs ? a->nsegs : 1, sizeof(*t->segs));
   t->seg = malloc(sa->nchunks * sizeof(*t->seg));
-  if (!t->mem || !t->seg)
+  if (!t->segs || !t->seg)
     return false;
+  t->nsegs = a->nsegs;
   for (uint32_t k = 0; k < sa->nchunks; k++) {
     uint32_t s = segment_of(a, a->chunks[k]);
     if (s == a->nsegs)
       return false; /* a chunk outside the segments: do not stage */
     t->seg[k] = s;
-    if (!t->mem[s] && !(t->mem[s] = alloc_like(st->w, &a->segs[s])))
+    if (t->segs[s].mem)
+      continue;
+    t->segs[s] = (weft__snap_stage_seg_t){alloc_like(st->w, &a->segs[s]),
+                                          a->segs[s].bytes, a->segs[s].pool};
+    if (!t->segs[s].mem)
       return false;
   }
   return true;
@@ -221,7 +226,7 @@ void weft__snap_stage_begin(weft__snap_stage_t *st,
 static inline uint8_t *staged(const weft__archetype_t *a,
                               const weft__snap_stage_arch_t *t, uint32_t s,
                               const void *p) {
-  return t->mem[s] + ((const uint8_t *)p - a->segs[s].mem);
+  return t->segs[s].mem + ((const uint8_t *)p - a->segs[s].mem);
 }
 
 void weft__snap_stage_chunk(const weft__snap_stage_t *st,
@@ -286,21 +291,22 @@ void weft__snap_stage_commit(weft__snap_stage_t *st) {
   for (uint32_t i = 0; st->on && i < st->narch; i++) {
     weft__snap_stage_arch_t *t = &st->archs[i];
     weft__archetype_t *a = w->archs[i];
-    for (uint32_t s = 0; t->mem && s < a->nsegs; s++)
-      if (t->mem[s]) {
-        swap_segment(w, a, s, t->mem[s]);
-        t->mem[s] = NULL; /* the world's now */
+    for (uint32_t s = 0; s < t->nsegs; s++)
+      if (t->segs[s].mem) {
+        swap_segment(w, a, s, t->segs[s].mem);
+        t->segs[s].mem = NULL; /* the world's now */
       }
   }
 }
 
 void weft__snap_stage_free(weft__snap_stage_t *st) {
+  /* Touches nothing of the world: after a commit, a load that then
+   * failed may have emptied it. */
   for (uint32_t i = 0; st->archs && i < st->narch; i++) {
     weft__snap_stage_arch_t *t = &st->archs[i];
-    const weft__archetype_t *a = st->w->archs[i];
-    for (uint32_t s = 0; t->mem && s < a->nsegs; s++)
-      free_like(a->segs[s].pool, t->mem[s], a->segs[s].bytes);
-    free(t->mem);
+    for (uint32_t s = 0; s < t->nsegs; s++)
+      free_like(t->segs[s].pool, t->segs[s].mem, t->segs[s].bytes);
+    free(t->segs);
     free(t->seg);
   }
   free(st->archs);

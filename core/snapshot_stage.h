@@ -25,9 +25,18 @@
  * read every destination line only to evict it again. */
 #define WEFT__SNAP_STREAM_MIN ((uint64_t)8 << 20)
 
+/* A staged copy of a segment: what freeing it takes, so that it can be
+ * freed whatever became of the world. */
+typedef struct weft__snap_stage_seg_t {
+  uint8_t *mem; /* NULL: not staged, or the world's since the commit */
+  size_t bytes;
+  struct weft_pool_t *pool;
+} weft__snap_stage_seg_t;
+
 /* One archetype's staged segments. */
 typedef struct weft__snap_stage_arch_t {
-  uint8_t **mem; /* per segment of the archetype: staged memory or NULL */
+  weft__snap_stage_seg_t *segs; /* per segment of the archetype */
+  uint32_t nsegs;
   uint32_t *seg; /* per saved chunk: the segment its chunk lies in */
 } weft__snap_stage_arch_t;
 
