@@ -777,6 +777,86 @@ static void test_snapshot_layout_staged_load_frees_or_swaps(void **state) {
   weft_world_destroy(b.w);
 }
 
+/* The home nodes of w's chunks of pos, in query order (at most max). */
+static uint32_t home_nodes(weft_world_t *w, weft_component_t pos, uint32_t *out,
+                           uint32_t max) {
+  weft_query_desc_t qd;
+  memset(&qd, 0, sizeof qd);
+  qd.include[0] = pos;
+  weft_query_t *q = NULL;
+  assert_int_equal(weft_query_create(w, &qd, &q), WEFT_OK);
+  weft_iter_t it;
+  weft_query_iter(q, &it);
+  uint32_t n = 0;
+  while (weft_iter_next(&it)) {
+    assert_true(n < max);
+    out[n++] = it.home_node;
+  }
+  weft_query_destroy(q);
+  return n;
+}
+
+/* In a world whose chunk memory a two-node pool homes, staged segments
+ * are taken from the pool (for the group of the segment they replace) and
+ * given back to it: a refused load frees them, a sound one gives the
+ * saved digest and every chunk keeps its home node. */
+static void test_snapshot_layout_staged_load_keeps_home_nodes(void **state) {
+  (void)state;
+  weft_pool_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.synthetic = "numa:2 core:2 pu:1";
+  pc.placement.workers = 2;
+  weft_pool_t *pool = NULL;
+  assert_int_equal(weft_pool_create(&pc, &pool), WEFT_OK);
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.world_tag = 3;
+  cfg.chunk_size = 4096;
+  cfg.pool = pool;
+  weft_world_t *wa = wt_world_new(&cfg), *wb = wt_world_new(&cfg);
+  weft_component_desc_t d = {
+      .name = "pos", .size = sizeof(pos_t), .alignment = 4};
+  weft_component_t pa = 0, pb = 0;
+  assert_int_equal(weft_component_register(wa, &d, &pa), WEFT_OK);
+  assert_int_equal(weft_component_register(wb, &d, &pb), WEFT_OK);
+  enum { N = 3000 };
+  weft_entity_t e[N];
+  for (uint32_t i = 0; i < N; i++) {
+    pos_t p = {(float)i, 0, 0};
+    e[i] = wt_spawn_with(wa, (weft_component_t[]){pa, 0}, (const void *[]){&p});
+  }
+  mem_t m1 = save(wa);
+  load_ok(wb, &m1);
+  uint32_t na[64], nb[64];
+  uint32_t n = home_nodes(wa, pa, na, 64);
+  assert_int_equal(home_nodes(wb, pb, nb, 64), n);
+  bool two = false;
+  for (uint32_t k = 0; k < n; k++)
+    two |= na[k] != na[0];
+  assert_true(two); /* the segments went to both nodes */
+  for (uint32_t i = 0; i < N; i += 2) {
+    pos_t p = {-1.0f, (float)i, 0};
+    assert_int_equal(weft_set(wa, e[i], pa, &p), WEFT_OK);
+  }
+  mem_t m2 = save(wa);
+  uint64_t len = 0;
+  uint8_t *rows = section(&m2, "ROWS", &len);
+  rows[len - 1] ^= 1;
+  staged_refused(wb, &m2, "checksum");
+  rows[len - 1] ^= 1;
+  uint32_t before[64];
+  assert_int_equal(home_nodes(wb, pb, before, 64), n);
+  load_ok(wb, &m2);
+  assert_int_equal(weft_world_digest(wb), weft_world_digest(wa));
+  assert_int_equal(home_nodes(wb, pb, nb, 64), n);
+  assert_memory_equal(nb, before, n * sizeof *nb);
+  free(m1.p);
+  free(m2.p);
+  weft_world_destroy(wa);
+  weft_world_destroy(wb);
+  weft_pool_destroy(pool);
+}
+
 /* A snapshot whose rows pass 8 MiB (where the loader switches to
  * non-temporal stores) loads into a fresh world and back into its own
  * with the digest of the world that saved it. */
@@ -813,6 +893,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_layout_rows_checked_in_one_pass),
       cmocka_unit_test(test_snapshot_layout_large_rows_round_trip),
       cmocka_unit_test(test_snapshot_layout_staged_load_frees_or_swaps),
+      cmocka_unit_test(test_snapshot_layout_staged_load_keeps_home_nodes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
