@@ -52,6 +52,7 @@ static const bench_scenario_t bench_registry[] = {
     {"relation", bench_relation},
     {"compact", bench_compact},
     {"snapshot", bench_snapshot},
+    {"codec", bench_codec},
 };
 
 static void usage(FILE *out) {
