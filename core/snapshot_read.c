@@ -318,16 +318,14 @@ static int bad_record(weft__snap_rd_t *r, const weft__snap_plan_t *pl) {
  * compiler clones it for each constant `copy`, and the `if` folds away).
  * Not inlined: its restrict pointers are what lets it vectorize. */
 static __attribute__((noinline)) uint32_t
-records_loop(const weft__snap_plan_t *pl, uint8_t *restrict live,
-             uint32_t *restrict locs, bool copy, uint32_t *nlive,
-             uint32_t *nretired) {
-  const uint8_t *recs = pl->recs;
-  const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
+records_loop(const uint8_t *recs, uint32_t max_gen, uint32_t s0, uint32_t s1,
+             uint8_t *restrict live, uint32_t *restrict locs, bool copy,
+             uint32_t *nlive, uint32_t *nretired) {
   uint32_t bad = 0, nl = 0, nr = 0;
   /* A dead record is a generation below max_gen with no flag, or one up
    * to max_gen with the retired flag alone (max_gen < 2^24, so neither
    * range reaches a flag bit): two unsigned compares. */
-  for (uint32_t s = 0; s < hwm; s++) {
+  for (uint32_t s = s0; s < s1; s++) {
     uint32_t v = weft__snap_u32(recs + 4 * s);
     uint32_t is_live = v == WEFT__REC_LOC;
     uint32_t retired = v - WEFT__REC_RETIRED <= max_gen;
@@ -341,9 +339,26 @@ records_loop(const weft__snap_plan_t *pl, uint8_t *restrict live,
     nl += is_live;
     nr += retired;
   }
-  *nlive = nl;
-  *nretired = nr;
+  *nlive += nl;
+  *nretired += nr;
   return bad;
+}
+
+/* What the walk over the records found (records_walk()). */
+typedef struct walk_t {
+  bool done; /* the walk ran (while INDX was hashed) */
+  uint32_t bad, nlive, nretired;
+} walk_t;
+
+/* Walks records [s0, s1) into the scratch (locs: NULL unless staging). */
+static void records_walk(const weft__snap_plan_t *pl, uint8_t *live,
+                         uint32_t *locs, uint32_t s0, uint32_t s1, walk_t *wk) {
+  if (locs)
+    wk->bad |= records_loop(pl->recs, pl->max_gen, s0, s1, live, locs, true,
+                            &wk->nlive, &wk->nretired);
+  else
+    wk->bad |= records_loop(pl->recs, pl->max_gen, s0, s1, live, NULL, false,
+                            &wk->nlive, &wk->nretired);
 }
 
 /* Checks the dead records and the free list; sets every slot's state in
@@ -352,18 +367,17 @@ records_loop(const weft__snap_plan_t *pl, uint8_t *restrict live,
  * and the index is restored from there). The records, one per slot ever
  * issued, are walked without branches, so that the compiler vectorizes
  * the walk: a fault only sets `bad`, and bad_record() then walks again to
- * name it. */
+ * name it. The walk may have run already, block by block as INDX was
+ * hashed (wk->done). */
 static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
-                         uint8_t *restrict live, uint32_t *restrict locs) {
+                         uint8_t *live, uint32_t *locs, walk_t *wk) {
   const uint8_t *recs = pl->recs;
-  uint32_t nlive = 0, nretired = 0, bad = 0;
+  if (!wk->done)
+    records_walk(pl, live, locs, 0, pl->hwm, wk);
+  uint32_t bad = wk->bad, nlive = wk->nlive, nretired = wk->nretired;
   /* No live record in the sweep range (a short one, walked apart). */
   for (uint32_t s = pl->sweep; s < pl->sweep_end; s++)
     bad |= weft__snap_u32(recs + 4 * s) == WEFT__REC_LOC;
-  if (locs)
-    bad |= records_loop(pl, live, locs, true, &nlive, &nretired);
-  else
-    bad |= records_loop(pl, live, NULL, false, &nlive, &nretired);
   if (bad)
     return bad_record(r, pl);
   if (nlive != pl->alive || nretired != pl->retired)
@@ -380,42 +394,12 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
   return 0;
 }
 
-static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
-                      weft__snap_live_t *lv, bool staging) {
-  int rc = weft__snap_open_section(r, WEFT__SNAP_INDX);
-  if (rc)
-    return rc;
-  uint32_t *f[6] = {&pl->hwm,   &pl->alive,     &pl->retired,
-                    &pl->sweep, &pl->sweep_end, &pl->free_n};
-  for (int i = 0; i < 6 && !rc; i++)
-    rc = weft__snap_get_u32(r, f[i], "index header");
-  if (rc)
-    return rc;
-  if (pl->hwm > r->w->index.capacity)
-    return FAIL(r, WEFT_ELIMIT,
-                "snapshot uses %u entity slots, this world holds %u", pl->hwm,
-                r->w->index.capacity);
-  if (pl->free_n > pl->hwm || pl->sweep > pl->sweep_end ||
-      pl->sweep_end > pl->hwm || pl->alive > pl->hwm ||
-      pl->retired > pl->hwm - pl->alive)
-    return BAD(r,
-               "index counts inconsistent (hwm %u, alive %u, retired %u, "
-               "sweep %u..%u, free %u)",
-               pl->hwm, pl->alive, pl->retired, pl->sweep, pl->sweep_end,
-               pl->free_n);
-  if ((rc = weft__snap_get_bytes(r, pl->free_n, 4, &pl->free, "free list")) ||
-      (rc = weft__snap_get_bytes(r, pl->hwm, 4, &pl->recs, "records")) ||
-      (rc = weft__snap_close_section(r)))
-    return rc;
-  uint64_t rows = 0;
-  for (uint32_t i = 0; i < pl->narch; i++)
-    rows += pl->archs[i].count;
-  if (rows != pl->alive)
-    return BAD(r, "%u live slots but %llu rows", pl->alive,
-               (unsigned long long)rows);
-  /* The world's scratch (snapshot_format.h): the registry exists, the
-   * loader made sure of it; reusing it is no change of the world. */
-  weft__snap_reg_t *reg = (weft__snap_reg_t *)weft__snap_registry(r->w);
+/* Points lv into the world's scratch (snapshot_format.h), grown to
+ * pl->hwm slots; WEFT_ENOMEM. The registry exists (the loader made sure
+ * of it), and reusing its scratch is no change of the world. */
+static int index_scratch(const weft_world_t *w, const weft__snap_plan_t *pl,
+                         weft__snap_live_t *lv) {
+  weft__snap_reg_t *reg = (weft__snap_reg_t *)weft__snap_registry(w);
   if (reg->scratch_n < pl->hwm || !reg->scratch) {
     free(reg->scratch);
     size_t n = pl->hwm ? pl->hwm : 1;
@@ -433,7 +417,7 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
     }
     reg->scratch_n = reg->scratch ? n : 0;
     if (!reg->scratch)
-      return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
+      return WEFT_ENOMEM;
   }
   lv->v = (uint8_t *)(reg->scratch + 3 * reg->scratch_n);
   lv->loc = reg->scratch + 2 * reg->scratch_n;
@@ -446,7 +430,111 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
       lv->gen = reg->scratch;
       lv->arch = reg->scratch + reg->scratch_n;
     }
-  return check_records(r, pl, lv->v, staging ? lv->loc : NULL);
+  return 0;
+}
+
+/* The index header's six counts, at p: hwm, alive, retired, the sweep
+ * range and the free list's length. */
+static void index_header(weft__snap_plan_t *pl, const uint8_t *p) {
+  pl->hwm = weft__snap_u32(p);
+  pl->alive = weft__snap_u32(p + 4);
+  pl->retired = weft__snap_u32(p + 8);
+  pl->sweep = weft__snap_u32(p + 12);
+  pl->sweep_end = weft__snap_u32(p + 16);
+  pl->free_n = weft__snap_u32(p + 20);
+}
+
+/* Whether the counts in pl pass read_index()'s checks. */
+static bool index_counts_ok(const weft__snap_plan_t *pl) {
+  return pl->free_n <= pl->hwm && pl->sweep <= pl->sweep_end &&
+         pl->sweep_end <= pl->hwm && pl->alive <= pl->hwm &&
+         pl->retired <= pl->hwm - pl->alive;
+}
+
+/* Whether INDX's payload (len bytes at p) passes every check of
+ * read_index() up to the records: then the records can be walked as they
+ * are hashed. Sets pl's counts. */
+static bool index_fits(const weft_world_t *w, weft__snap_plan_t *pl,
+                       const uint8_t *p, size_t len) {
+  if (len < 24)
+    return false;
+  index_header(pl, p);
+  uint64_t rows = 0;
+  for (uint32_t i = 0; i < pl->narch; i++)
+    rows += pl->archs[i].count;
+  return pl->hwm <= w->index.capacity && index_counts_ok(pl) &&
+         len == 24 + 4 * ((uint64_t)pl->free_n + pl->hwm) && rows == pl->alive;
+}
+
+/* Records hashed, then walked, at a time: a block is walked while it is
+ * in cache, so INDX is read from memory once. */
+#define WEFT__SNAP_INDX_BLOCK 4096u
+
+/* INDX: hashed, and when its counts allow, its records walked block by
+ * block as they are hashed (check_records() then only judges the walk);
+ * then checked in order, so that damage is reported as a checksum
+ * mismatch first and any other fault as before. */
+static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
+                      weft__snap_live_t *lv, bool staging) {
+  size_t at = r->next;
+  uint64_t sum = 0;
+  int rc = open_unhashed(r, WEFT__SNAP_INDX, &sum);
+  if (rc)
+    return rc;
+  const uint8_t *p0 = r->p;
+  const size_t len = (size_t)(r->end - r->p);
+  weft__xxh3_state_t hs;
+  weft__xxh3_reset(&hs);
+  weft__xxh3_update(&hs, r->data + at, WEFT__SNAP_SEC_HEAD);
+  walk_t wk = {0};
+  size_t hashed = 0;
+  if (index_fits(r->w, pl, p0, len) && !index_scratch(r->w, pl, lv)) {
+    size_t head = 24 + 4 * (size_t)pl->free_n;
+    weft__xxh3_update(&hs, p0, head);
+    pl->recs = p0 + head;
+    for (uint32_t s = 0; s < pl->hwm; s += WEFT__SNAP_INDX_BLOCK) {
+      uint32_t e = pl->hwm - s < WEFT__SNAP_INDX_BLOCK
+                       ? pl->hwm
+                       : s + WEFT__SNAP_INDX_BLOCK;
+      weft__xxh3_update(&hs, pl->recs + 4 * (size_t)s, 4 * (size_t)(e - s));
+      records_walk(pl, lv->v, staging ? lv->loc : NULL, s, e, &wk);
+    }
+    wk.done = true;
+    hashed = len;
+  }
+  weft__xxh3_update(&hs, p0 + hashed, len - hashed);
+  if ((rc = check_sum(r, at, weft__xxh3_digest(&hs), sum)))
+    return rc;
+  r->p = p0;
+  uint32_t *f[6] = {&pl->hwm,   &pl->alive,     &pl->retired,
+                    &pl->sweep, &pl->sweep_end, &pl->free_n};
+  for (int i = 0; i < 6 && !rc; i++)
+    rc = weft__snap_get_u32(r, f[i], "index header");
+  if (rc)
+    return rc;
+  if (pl->hwm > r->w->index.capacity)
+    return FAIL(r, WEFT_ELIMIT,
+                "snapshot uses %u entity slots, this world holds %u", pl->hwm,
+                r->w->index.capacity);
+  if (!index_counts_ok(pl))
+    return BAD(r,
+               "index counts inconsistent (hwm %u, alive %u, retired %u, "
+               "sweep %u..%u, free %u)",
+               pl->hwm, pl->alive, pl->retired, pl->sweep, pl->sweep_end,
+               pl->free_n);
+  if ((rc = weft__snap_get_bytes(r, pl->free_n, 4, &pl->free, "free list")) ||
+      (rc = weft__snap_get_bytes(r, pl->hwm, 4, &pl->recs, "records")) ||
+      (rc = weft__snap_close_section(r)))
+    return rc;
+  uint64_t rows = 0;
+  for (uint32_t i = 0; i < pl->narch; i++)
+    rows += pl->archs[i].count;
+  if (rows != pl->alive)
+    return BAD(r, "%u live slots but %llu rows", pl->alive,
+               (unsigned long long)rows);
+  if (!wk.done && index_scratch(r->w, pl, lv))
+    return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
+  return check_records(r, pl, lv->v, staging ? lv->loc : NULL, &wk);
 }
 
 /* Where a staged chunk's rows go: locs (the stage's records, NULL when
