@@ -857,6 +857,83 @@ static void test_snapshot_layout_staged_load_keeps_home_nodes(void **state) {
   weft_pool_destroy(pool);
 }
 
+/* Loads m into w: refused in INDX with `what` in the message, w's digest
+ * unchanged. */
+static void index_refused(weft_world_t *w, const mem_t *m, const char *what) {
+  const uint64_t digest = weft_world_digest(w);
+  weft_snapshot_error_t err;
+  assert_int_equal(weft_snapshot_load_memory(w, m->p, m->n, &err),
+                   WEFT_EFORMAT);
+  assert_string_equal(err.section, "INDX");
+  if (!strstr(err.message, what))
+    fail_msg("'%s' does not say '%s'", err.message, what);
+  assert_int_equal(weft_world_digest(w), digest);
+}
+
+/* The index's records are checked under a good checksum (walked as they
+ * are hashed): a dead record with a flag no record has, one with the
+ * generation limit, a live record in the sweep range and a retired
+ * record the header does not count are each refused, into a fresh world
+ * and into one of the snapshot's layout (whose load stages its rows); the
+ * restored bytes load again. */
+static void test_snapshot_layout_index_records_checked(void **state) {
+  (void)state;
+  rx_t a = rx_new(3), b = rx_new(3), c = rx_new(3);
+  weft_entity_t e[40];
+  for (uint32_t i = 0; i < 40; i++)
+    e[i] = spawn_in(&a, i);
+  for (uint32_t i = 5; i < 40; i += 6)
+    assert_int_equal(weft_despawn(a.w, e[i]), WEFT_OK);
+  mem_t m = save(a.w);
+  load_ok(b.w, &m);
+  uint64_t len = 0;
+  uint8_t *ix = section(&m, "INDX", &len);
+  /* u32 hwm, alive, retired, sweep, sweep_end, free_n; the free list;
+   * the records. */
+  uint32_t h[6];
+  memcpy(h, ix, sizeof h);
+  assert_int_equal(h[0], 40);
+  assert_true(h[5] > 0);
+  assert_int_equal(len, 24 + 4 * ((uint64_t)h[5] + h[0]));
+  uint32_t dead;
+  memcpy(&dead, ix + 24, 4); /* the free list's first slot */
+  uint8_t *rec = ix + 24 + 4 * (size_t)h[5] + 4 * (size_t)dead;
+  uint32_t saved, live = 0;
+  memcpy(&saved, rec, 4);
+  weft_world_t *into[2] = {b.w, c.w};
+  const struct {
+    uint32_t v;
+    const char *what;
+  } bad[] = {{0x20000000u | 1u, "not a dead slot's"},
+             {0x00ffffffu, "not a dead slot's"},
+             {0x40000000u | 1u, "retired records"}};
+  for (uint32_t k = 0; k < 3; k++) {
+    memcpy(rec, &bad[k].v, 4);
+    reseal(ix, len);
+    for (uint32_t t = 0; t < 2; t++)
+      index_refused(into[t], &m, bad[k].what);
+    memcpy(rec, &saved, 4);
+  }
+  /* A live slot (slot 0's record is live) inside the sweep range. */
+  memcpy(&saved, ix + 24 + 4 * (size_t)h[5], 4);
+  assert_int_equal(saved, 0x80000000u);
+  uint32_t sweep[2] = {live, live + 1};
+  memcpy(ix + 12, sweep, 8);
+  reseal(ix, len);
+  for (uint32_t t = 0; t < 2; t++)
+    index_refused(into[t], &m, "sweep range");
+  memcpy(ix + 12, &h[3], 8);
+  reseal(ix, len);
+  load_ok(b.w, &m);
+  load_ok(c.w, &m);
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  assert_int_equal(weft_world_digest(c.w), weft_world_digest(a.w));
+  free(m.p);
+  weft_world_destroy(a.w);
+  weft_world_destroy(b.w);
+  weft_world_destroy(c.w);
+}
+
 /* A snapshot whose rows pass 8 MiB (where the loader switches to
  * non-temporal stores) loads into a fresh world and back into its own
  * with the digest of the world that saved it. */
@@ -894,6 +971,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_layout_large_rows_round_trip),
       cmocka_unit_test(test_snapshot_layout_staged_load_frees_or_swaps),
       cmocka_unit_test(test_snapshot_layout_staged_load_keeps_home_nodes),
+      cmocka_unit_test(test_snapshot_layout_index_records_checked),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
