@@ -934,6 +934,80 @@ static void test_snapshot_layout_index_records_checked(void **state) {
   weft_world_destroy(c.w);
 }
 
+/* Each way a row's handle can be forged under a good checksum is refused
+ * at that handle, into a fresh world and into a staged one: generation 0,
+ * a generation past the limit, a slot past the high-water mark, a dead
+ * slot, and a second row with the first row's handle. */
+static weft_world_t *gen_world(weft_component_t *pos) {
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.world_tag = 3;
+  cfg.max_generation = 100; /* below what 24 bits hold */
+  weft_world_t *w = wt_world_new(&cfg);
+  weft_component_desc_t d = {
+      .name = "pos", .size = sizeof(pos_t), .alignment = 4};
+  assert_int_equal(weft_component_register(w, &d, pos), WEFT_OK);
+  return w;
+}
+
+static void test_snapshot_layout_forged_handles_refused(void **state) {
+  (void)state;
+  weft_component_t pos = 0;
+  weft_world_t *wa = gen_world(&pos), *wb = gen_world(&pos),
+               *wc = gen_world(&pos);
+  weft_entity_t e[30];
+  for (uint32_t i = 0; i < 30; i++) {
+    pos_t p = {(float)i, 0, 0};
+    e[i] =
+        wt_spawn_with(wa, (weft_component_t[]){pos, 0}, (const void *[]){&p});
+  }
+  assert_int_equal(weft_despawn(wa, e[29]), WEFT_OK);
+  mem_t m = save(wa);
+  load_ok(wb, &m);
+  uint64_t len = 0;
+  uint8_t *rows = section(&m, "ROWS", &len);
+  uint64_t first, second;
+  memcpy(&first, rows, 8);
+  memcpy(&second, rows + 8, 8);
+  assert_int_equal(first, e[0]);
+  assert_int_equal(second, e[1]);
+  const uint64_t slot_gen = UINT64_C(0x00ffffff00000000);
+  const uint64_t forged[] = {
+      first & ~slot_gen,                         /* generation 0 */
+      (first & ~slot_gen) | (uint64_t)101 << 32, /* past the limit */
+      (first & ~UINT64_C(0xffffffff)) | 40,      /* past the high-water mark */
+      (first & ~UINT64_C(0xffffffff)) | 29,      /* a dead slot */
+      first,                                     /* as row 0's, in row 1 */
+  };
+  weft_world_t *into[2] = {wb, wc};
+  for (uint32_t k = 0; k < 5; k++) {
+    uint32_t row = k == 4 ? 1 : 0;
+    memcpy(rows + 8 * row, &forged[k], 8);
+    reseal(rows, len);
+    for (uint32_t t = 0; t < 2; t++) {
+      const uint64_t digest = weft_world_digest(into[t]);
+      weft_snapshot_error_t err;
+      assert_int_equal(weft_snapshot_load_memory(into[t], m.p, m.n, &err),
+                       WEFT_EFORMAT);
+      assert_string_equal(err.section, "ROWS");
+      assert_non_null(strstr(err.message, "handle"));
+      assert_int_equal(err.offset, (uint64_t)(rows + 8 * row - m.p));
+      assert_int_equal(weft_world_digest(into[t]), digest);
+    }
+    memcpy(rows, &first, 8);
+    memcpy(rows + 8, &second, 8);
+  }
+  reseal(rows, len);
+  load_ok(wb, &m);
+  load_ok(wc, &m);
+  assert_int_equal(weft_world_digest(wb), weft_world_digest(wa));
+  assert_int_equal(weft_world_digest(wc), weft_world_digest(wa));
+  free(m.p);
+  weft_world_destroy(wa);
+  weft_world_destroy(wb);
+  weft_world_destroy(wc);
+}
+
 /* A snapshot whose rows pass 8 MiB (where the loader switches to
  * non-temporal stores) loads into a fresh world and back into its own
  * with the digest of the world that saved it. */
@@ -972,6 +1046,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_layout_staged_load_frees_or_swaps),
       cmocka_unit_test(test_snapshot_layout_staged_load_keeps_home_nodes),
       cmocka_unit_test(test_snapshot_layout_index_records_checked),
+      cmocka_unit_test(test_snapshot_layout_forged_handles_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
