@@ -53,6 +53,9 @@ static const bench_scenario_t bench_registry[] = {
     {"compact", bench_compact},
     {"snapshot", bench_snapshot},
     {"codec", bench_codec},
+#ifdef WEFT_BENCH_NET
+    {"net", bench_net},
+#endif
 };
 
 static void usage(FILE *out) {

@@ -26,17 +26,22 @@ int main(void) {
   int rc = weft_world_create(NULL, &w);
   if (!rc)
     rc = weft_component_register(w, &d, &pos);
-  weft_net_config_t c = {.components = &pos, .component_count = 1,
-                         .position = pos, .cell_size = 8, .max_radius = 32,
-                         .max_sessions = 2, .max_known = 64, .max_behind = 8,
+  weft_net_config_t c = {.components = &pos,
+                         .component_count = 1,
+                         .position = pos,
+                         .cell_size = 8,
+                         .max_radius = 32,
+                         .max_sessions = 2,
+                         .max_known = 64,
+                         .max_behind = 8,
                          .max_packet = 4096};
   if (!rc)
     rc = weft_net_create(w, &c, &net);
   pos_t p = {3, 4};
   weft_entity_t e;
   if (!rc)
-    rc = weft_spawn_with(w, (weft_component_t[]){pos, 0},
-                         (const void *[]){&p}, &e);
+    rc = weft_spawn_with(w, (weft_component_t[]){pos, 0}, (const void *[]){&p},
+                         &e);
   uint32_t id = 0;
   if (!rc)
     rc = weft_net_session_open(net, &id);
