@@ -62,8 +62,10 @@ static inline weft_net_config_t nt_config(const nt_world *x) {
 }
 
 /* A world (tag 42: equal handles across worlds) with the four components
- * and its server (nt_config(), building on @p pool when not NULL). */
-static inline void nt_open(nt_world *x, weft_pool_t *pool) {
+ * and its server (nt_config(), building on @p pool when not NULL, with
+ * packets of at most @p max_packet bytes when not 0). */
+static inline void nt_open_with(nt_world *x, weft_pool_t *pool,
+                                uint32_t max_packet) {
   memset(x, 0, sizeof *x);
   weft_world_config_t wc;
   memset(&wc, 0, sizeof wc);
@@ -79,8 +81,14 @@ static inline void nt_open(nt_world *x, weft_pool_t *pool) {
   x->list[3] = x->mark;
   weft_net_config_t c = nt_config(x);
   c.pool = pool;
+  if (max_packet)
+    c.max_packet = max_packet;
   assert_int_equal(weft_net_create(x->w, &c, &x->net), WEFT_OK);
   x->tick = 1;
+}
+
+static inline void nt_open(nt_world *x, weft_pool_t *pool) {
+  nt_open_with(x, pool, 0);
 }
 
 static inline void nt_close(nt_world *x) {
