@@ -166,7 +166,7 @@ static void view_visit(void *ctx, uint32_t slot) {
 
 static int32_t cell_clamp(float v, float size) {
   float c = floorf(v / size);
-  if (c < -1e9f)
+  if (!(c >= -1e9f)) /* NaN too, though views are checked finite */
     return -1000000000;
   if (c > 1e9f)
     return 1000000000;
@@ -195,9 +195,14 @@ uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
   while (mask) {
     uint32_t k = (uint32_t)__builtin_ctzll(mask);
     uint32_t size = net->schema.sizes[k];
-    /* Membership was stamped with the values' tick; a component that left
-     * since reads as zeros until the next stamp says so. */
-    if (size && weft_read(net->world, e, net->comps[k], dst + n) != 0)
+    /* The inline lookup first; SoA components are gathered by
+     * weft_read(). Membership was stamped with the values' tick; a
+     * component that left since reads as zeros until the next stamp says
+     * so. */
+    const void *src = size ? weft_get(net->world, e, net->comps[k]) : NULL;
+    if (src)
+      memcpy(dst + n, src, size);
+    else if (size && weft_read(net->world, e, net->comps[k], dst + n) != 0)
       memset(dst + n, 0, size);
     n += size;
     mask &= mask - 1;
