@@ -188,6 +188,27 @@ static void view_pass(weft_net_t *net, weft__net_session *s, uint32_t build) {
       weft__net_repl_cell(&net->repl, (int32_t)cx, (int32_t)cy, view_visit, &v);
 }
 
+/* A value's bytes, with the common sizes as fixed-size copies (inline
+ * moves instead of a call into a variable-length memcpy per value). */
+static inline void copy_value(uint8_t *dst, const void *src, uint32_t size) {
+  switch (size) {
+  case 4:
+    memcpy(dst, src, 4);
+    break;
+  case 8:
+    memcpy(dst, src, 8);
+    break;
+  case 12:
+    memcpy(dst, src, 12);
+    break;
+  case 16:
+    memcpy(dst, src, 16);
+    break;
+  default:
+    memcpy(dst, src, size);
+  }
+}
+
 uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
                                uint64_t mask, uint8_t *dst) {
   weft_entity_t e = net->repl.handle[slot];
@@ -201,7 +222,7 @@ uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
      * so. */
     const void *src = size ? weft_get(net->world, e, net->comps[k]) : NULL;
     if (src)
-      memcpy(dst + n, src, size);
+      copy_value(dst + n, src, size);
     else if (size && weft_read(net->world, e, net->comps[k], dst + n) != 0)
       memset(dst + n, 0, size);
     n += size;
