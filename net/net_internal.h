@@ -15,6 +15,7 @@
 #include "weft/entity_codec.h"
 #include "weft/net.h"
 #include "weft/query.h"
+#include "weft/system.h"
 
 /*
  * Per entity slot (flat arrays indexed by weft_entity_index(), grown as
@@ -105,11 +106,18 @@ struct weft_net_t {
   uint64_t build_ticks[64]; /* tick of build b at [b & 63] */
   uint64_t last_stamp, last_build;
   bool stamped, built;
-  weft__net_event *events; /* [WEFT__NET_MAX_EVENTS] */
-  uint8_t *event_bytes;    /* [WEFT__NET_EVENT_BYTES] */
+  bool installed;           /* weft_net_install() added the systems */
+  weft_system_t systems[2]; /* stamp, build */
+  weft__net_event *events;  /* [WEFT__NET_MAX_EVENTS] */
+  uint8_t *event_bytes;     /* [WEFT__NET_EVENT_BYTES] */
   uint32_t event_count, event_used;
   char error[160];
 };
+
+/* server.c: weft_net_build() with the calling pool worker @p self. */
+int weft__net_build_on(weft_net_t *net, uint64_t tick, uint32_t self);
+/* install.c: removes the systems weft_net_install() added. */
+void weft__net_uninstall(weft_net_t *net);
 
 /* replicate.c */
 int weft__net_repl_init(weft_net_t *net);

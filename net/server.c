@@ -189,6 +189,7 @@ int weft_net_create(weft_world_t *world, const weft_net_config_t *cfg,
 void weft_net_destroy(weft_net_t *net) {
   if (!net)
     return;
+  weft__net_uninstall(net);
   for (uint32_t i = 0; net->sessions && i < net->cfg.max_sessions; i++)
     weft__net_session_free(&net->sessions[i]);
   if (net->pos_query)
@@ -326,6 +327,10 @@ static void build_range(void *arg, uint32_t begin, uint32_t end,
 int weft_net_build(weft_net_t *net, uint64_t tick) {
   if (!net)
     return WEFT_EINVAL;
+  return weft__net_build_on(net, tick, WEFT_WORKER_EXTERNAL);
+}
+
+int weft__net_build_on(weft_net_t *net, uint64_t tick, uint32_t self) {
   if ((net->built && tick <= net->last_build) ||
       (net->stamped && tick < net->last_stamp))
     return net_fail(net, WEFT_EINVAL,
@@ -334,8 +339,8 @@ int weft_net_build(weft_net_t *net, uint64_t tick) {
   net->build_ticks[net->builds & 63] = tick;
   build_ctx b = {net, tick};
   if (net->cfg.pool)
-    weft_pool_parallel_for(net->cfg.pool, WEFT_WORKER_EXTERNAL, 0,
-                           net->cfg.max_sessions, 1, build_range, &b);
+    weft_pool_parallel_for(net->cfg.pool, self, 0, net->cfg.max_sessions, 1,
+                           build_range, &b);
   else
     build_range(&b, 0, net->cfg.max_sessions, 0);
   net->builds++;

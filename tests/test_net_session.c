@@ -441,6 +441,78 @@ static void test_net_session_stale_handles_are_misses(void **state) {
   nt_close(&x);
 }
 
+/* In the pipeline (weft_net_install()): a system writes hit points every
+ * fixed step, the stamp and the build run as systems, with sessions built
+ * on the world's pool; packets go out after each frame over a lossy link,
+ * and the mirrors equal their views once the link is calm. */
+static int hp_writer(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  int32_t *hp = chunk->columns[0];
+  for (uint32_t i = 0; i < chunk->count; i++)
+    if ((chunk->entities[i] + ctx->tick) % 7 == 0)
+      hp[i] += 1;
+  return 0;
+}
+
+static void test_net_session_runs_in_the_pipeline(void **state) {
+  (void)state;
+  weft_pool_t *pool = NULL;
+  weft_world_t *w = wt_world_pooled(2, 0, &pool);
+  e2e *t = calloc(1, sizeof *t);
+  assert_non_null(t);
+  nt_open_world(&t->x, w, pool, 0);
+  weft_pipeline_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.fixed_dt = 0.1;
+  pc.net_dt = 0.2;
+  assert_int_equal(weft_pipeline_configure(w, &pc), WEFT_OK);
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "hp";
+  d.phase = WEFT_PHASE_FIXED_UPDATE;
+  d.query.include[0] = t->x.hp;
+  d.run = hp_writer;
+  weft_system_t sys = 0;
+  assert_int_equal(weft_system_register(w, &d, &sys), WEFT_OK);
+  assert_int_equal(weft_net_install(t->x.net), WEFT_OK);
+  assert_int_equal(weft_net_install(t->x.net), WEFT_EINVAL);
+  t->rng = wt_rng(21);
+  for (uint32_t i = 0; i < N; i++)
+    t->es[i] = nt_spawn(&t->x, (float)wt_below(&t->rng, 200),
+                        (float)wt_below(&t->rng, 200), (int32_t)i);
+  for (uint32_t s = 0; s < SESSIONS; s++) {
+    t->ids[s] = nt_session(&t->x, 60.0f * (float)s + 40, 100.0f, 45.0f);
+    t->mirror[s] = nt_mirror(&t->x);
+    t->down[s].rng = wt_rng(100 + s);
+    t->up[s].rng = wt_rng(200 + s);
+  }
+  for (uint32_t frame = 0; frame < 60; frame++) {
+    bool calm = frame >= 50;
+    for (uint32_t s = 0; s < SESSIONS; s++) {
+      t->down[s].loss_pct = t->up[s].loss_pct = calm ? 0 : 20;
+      t->down[s].delay = t->up[s].delay = calm ? 0 : 2;
+    }
+    if (!calm)
+      e2e_mutate(t);
+    weft_net_stats_t st0, st1;
+    assert_int_equal(weft_net_stats(t->x.net, &st0), WEFT_OK);
+    assert_int_equal(weft_world_progress(w, 0.2), WEFT_OK);
+    assert_int_equal(weft_net_stats(t->x.net, &st1), WEFT_OK);
+    assert_int_equal(st1.builds - st0.builds, 1); /* one network tick */
+    t->x.tick++;
+    for (uint32_t s = 0; s < SESSIONS; s++) {
+      const void *p;
+      size_t len;
+      assert_int_equal(weft_net_packet(t->x.net, t->ids[s], &p, &len), 0);
+      nt_link_push(&t->down[s], t->x.tick, p, len);
+    }
+    e2e_deliver(t);
+  }
+  e2e_check_digests(t);
+  e2e_close(t); /* the server's destroy removes its systems */
+  weft_pool_destroy(pool);
+  free(t);
+}
+
 /* Malformed and out-of-order messages are refused with a reason; the
  * session stays as it was. */
 static void test_net_session_refuses_bad_messages(void **state) {
@@ -509,6 +581,7 @@ int main(void) {
       cmocka_unit_test(test_net_session_small_packets_catch_up),
       cmocka_unit_test(test_net_session_falls_behind_and_relearns),
       cmocka_unit_test(test_net_session_pool_builds_same_packets),
+      cmocka_unit_test(test_net_session_runs_in_the_pipeline),
       cmocka_unit_test(test_net_session_stale_handles_are_misses),
       cmocka_unit_test(test_net_session_refuses_bad_messages),
       cmocka_unit_test(test_net_session_teardown_frees_everything),

@@ -240,6 +240,18 @@ int weft_net_welcome(const weft_net_t *net, const void **data, size_t *len);
 int weft_net_stamp(weft_net_t *net, uint64_t tick);
 
 /**
+ * Runs the server in the world's pipeline (weft/pipeline.h): registers
+ * the exclusive systems "weft.net.stamp" (PostFixedUpdate, after the
+ * phase's writers of the replicated components that registered before
+ * it; tick = fixed steps completed) and "weft.net.build" (NetworkTick,
+ * at the last stamp's tick; sessions split over the pool from the driving
+ * thread). Do not call weft_net_stamp() or weft_net_build() besides.
+ * weft_net_destroy() removes the systems. Owner thread, outside a frame.
+ * Returns 0, WEFT_EINVAL (installed already) or a registration's error.
+ */
+int weft_net_install(weft_net_t *net);
+
+/**
  * Opens a session (its memory allocated now) and returns its id in *@p id.
  * The session's view is empty until a VIEW message. Owner thread. Returns
  * 0, WEFT_ELIMIT (max_sessions open) or WEFT_ENOMEM.

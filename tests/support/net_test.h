@@ -61,16 +61,13 @@ static inline weft_net_config_t nt_config(const nt_world *x) {
   return c;
 }
 
-/* A world (tag 42: equal handles across worlds) with the four components
- * and its server (nt_config(), building on @p pool when not NULL, with
- * packets of at most @p max_packet bytes when not 0). */
-static inline void nt_open_with(nt_world *x, weft_pool_t *pool,
-                                uint32_t max_packet) {
+/* World @p w given the four components and a server (nt_config(),
+ * building on @p pool when not NULL, with packets of at most @p max_packet
+ * bytes when not 0). */
+static inline void nt_open_world(nt_world *x, weft_world_t *w,
+                                 weft_pool_t *pool, uint32_t max_packet) {
   memset(x, 0, sizeof *x);
-  weft_world_config_t wc;
-  memset(&wc, 0, sizeof wc);
-  wc.world_tag = 42;
-  x->w = wt_world_new(&wc);
+  x->w = w;
   x->pos = nt_register_pos(x->w, "Pos");
   x->vel = nt_register_pos(x->w, "Vel");
   x->hp = wt_register_tracked(x->w, "Hp", sizeof(int32_t));
@@ -85,6 +82,15 @@ static inline void nt_open_with(nt_world *x, weft_pool_t *pool,
     c.max_packet = max_packet;
   assert_int_equal(weft_net_create(x->w, &c, &x->net), WEFT_OK);
   x->tick = 1;
+}
+
+/* The same on a new world (tag 42: equal handles across worlds). */
+static inline void nt_open_with(nt_world *x, weft_pool_t *pool,
+                                uint32_t max_packet) {
+  weft_world_config_t wc;
+  memset(&wc, 0, sizeof wc);
+  wc.world_tag = 42;
+  nt_open_world(x, wt_world_new(&wc), pool, max_packet);
 }
 
 static inline void nt_open(nt_world *x, weft_pool_t *pool) {
