@@ -326,7 +326,10 @@ int weft_net_stats(const weft_net_t *net, weft_net_stats_t *out);
 /** The server's last error message ("" when none). Owner thread. */
 const char *weft_net_last_error(const weft_net_t *net);
 
-/** A client's mirror of its view: a flat table. Opaque. */
+/** A client's mirror of its view: a flat table, no world needed. Opaque.
+ * Every mirror function may be called from any thread, one thread at a
+ * time per mirror; what they return by pointer lives in the caller's
+ * memory. */
 typedef struct weft_net_mirror_t weft_net_mirror_t;
 
 /**
