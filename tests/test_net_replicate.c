@@ -124,6 +124,63 @@ static void test_net_replicate_delta_carries_exactly_the_changes(void **state) {
   nt_close(&x);
 }
 
+/* Events go once, to the sessions that know one of their entities. */
+static uint32_t events_in(const items *in, uint32_t type) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < in->n; i++)
+    if (in->it[i].kind == WEFT_NET_ITEM_EVENT && in->it[i].event_type == type)
+      n++;
+  return n;
+}
+
+static void test_net_replicate_events_reach_who_knows(void **state) {
+  (void)state;
+  nt_world x;
+  nt_open(&x, NULL);
+  weft_entity_t a = nt_spawn(&x, 5, 5, 1), b = nt_spawn(&x, 105, 5, 2);
+  weft_entity_t far = nt_spawn(&x, 500, 500, 3);
+  uint32_t s1 = nt_session(&x, 5, 5, 10), s2 = nt_session(&x, 105, 5, 10);
+  nt_step(&x, true); /* both learn their entity */
+  const uint8_t payload[3] = {1, 2, 3};
+  assert_int_equal(weft_net_event(x.net, a, WEFT_ENTITY_NULL, 1, payload, 3),
+                   WEFT_OK);
+  assert_int_equal(weft_net_event(x.net, a, b, 2, NULL, 0), WEFT_OK);
+  assert_int_equal(weft_net_event(x.net, far, WEFT_ENTITY_NULL, 3, NULL, 0),
+                   WEFT_OK);
+  nt_step(&x, true);
+  items in;
+  read_packet(&x, s1, &in);
+  assert_int_equal(events_in(&in, 1), 1);
+  assert_int_equal(events_in(&in, 2), 1);
+  assert_int_equal(events_in(&in, 3), 0);
+  for (uint32_t i = 0; i < in.n; i++)
+    if (in.it[i].kind == WEFT_NET_ITEM_EVENT && in.it[i].event_type == 1) {
+      assert_int_equal(in.it[i].entity, a);
+      assert_int_equal(in.it[i].values_len, 3);
+      assert_memory_equal(in.it[i].values, payload, 3);
+    }
+  read_packet(&x, s2, &in);
+  assert_int_equal(events_in(&in, 1), 0);
+  assert_int_equal(events_in(&in, 2), 1);
+  assert_int_equal(events_in(&in, 3), 0);
+  /* Once: the next packet has none. */
+  nt_step(&x, true);
+  read_packet(&x, s1, &in);
+  assert_int_equal(events_in(&in, 1) + events_in(&in, 2), 0);
+  /* The tick's buffer is bounded. */
+  int rc = 0;
+  uint32_t queued = 0;
+  while ((rc = weft_net_event(x.net, a, b, 9, NULL, 0)) == WEFT_OK)
+    queued++;
+  assert_int_equal(rc, WEFT_ELIMIT);
+  assert_true(queued > 0);
+  assert_non_null(strstr(weft_net_last_error(x.net), "full"));
+  uint8_t big[WEFT_NET_MAX_EVENT + 1] = {0};
+  assert_int_equal(weft_net_event(x.net, a, b, 9, big, sizeof big),
+                   WEFT_EINVAL);
+  nt_close(&x);
+}
+
 /* Stamps and builds go backwards only with an error. */
 static void test_net_replicate_ticks_move_forward(void **state) {
   (void)state;
@@ -248,6 +305,7 @@ static void test_net_replicate_steady_ticks_allocate_nothing(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_net_replicate_delta_carries_exactly_the_changes),
+      cmocka_unit_test(test_net_replicate_events_reach_who_knows),
       cmocka_unit_test(test_net_replicate_ticks_move_forward),
       cmocka_unit_test(test_net_replicate_config_checked),
       cmocka_unit_test(test_net_replicate_steady_ticks_allocate_nothing),
