@@ -13,6 +13,14 @@
  * writes the same items (kind, handle, mask and the values, memcpy'd from
  * flat arrays) into one buffer per session. No target. Unit: ns per
  * session-entity.
+ *
+ * net/delta_build: the steady state. Each tick one entity in 8 gets new
+ * hit points (untimed, with the stamp and the dirty clear), the packets
+ * are built (timed: deltas of that one component) and every session
+ * acknowledges (untimed). The baseline is the least a C server does for
+ * the same: per session, a walk over the view's entities that tests a
+ * changed flag and writes the changed ones' items. No target. Unit: ns
+ * per session-entity.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +37,10 @@ typedef struct net_pos_t {
 
 typedef struct net_state_t {
   uint32_t n, sessions;
+  uint32_t ids[8];
+  weft_component_t hp;
+  uint8_t *changed; /* n flags, the baseline's dirty bits */
+  uint32_t round;
   weft_world_t *w;
   weft_net_t *net;
   uint64_t tick;
@@ -68,6 +80,63 @@ static uint64_t net_copy(void *p, uint64_t reps) {
   return s->out[(size_t)s->sessions * s->n * NET_ITEM - 1];
 }
 
+/* One steady tick: writes, stamp and clear (untimed), the build
+ * (timed), the acks (untimed). */
+static uint64_t net_delta(void *p, uint64_t reps) {
+  net_state_t *s = p;
+  double ns = 0;
+  for (uint64_t r = 0; r < reps; r++) {
+    s->round++;
+    for (uint32_t i = s->round % 8; i < s->n; i += 8) {
+      int32_t hp = (int32_t)(s->round + i);
+      bench_check(weft_set(s->w, s->handles[i], s->hp, &hp), "weft_set");
+    }
+    ++s->tick;
+    weft_world_set_tick(s->w, s->tick);
+    bench_check(weft_net_stamp(s->net, s->tick), "weft_net_stamp");
+    bench_check(weft_world_clear_dirty(s->w), "clear_dirty");
+    double t0 = bench_now_ns();
+    bench_check(weft_net_build(s->net, s->tick), "weft_net_build");
+    ns += bench_now_ns() - t0;
+    weft_net_client_msg_t a = {.type = WEFT_NET_ACK, .tick = s->tick};
+    uint8_t buf[WEFT_NET_MAX_CLIENT_MESSAGE];
+    int n = weft_net_encode_client(&a, buf, sizeof buf);
+    for (uint32_t k = 0; k < s->sessions; k++)
+      bench_check(weft_net_receive(s->net, s->ids[k], buf, (size_t)n),
+                  "weft_net_receive");
+  }
+  return (uint64_t)ns;
+}
+
+/* Baseline: per session, the view's changed entities' items. */
+static uint64_t net_delta_copy(void *p, uint64_t reps) {
+  net_state_t *s = p;
+  double ns = 0;
+  for (uint64_t r = 0; r < reps; r++) {
+    s->round++;
+    for (uint32_t i = 0; i < s->n; i++)
+      s->changed[i] = (uint8_t)(i % 8 == s->round % 8);
+    double t0 = bench_now_ns();
+    for (uint32_t k = 0; k < s->sessions; k++) {
+      uint8_t *o = s->out + (size_t)k * s->n * NET_ITEM;
+      for (uint32_t i = 0; i < s->n; i++) {
+        if (!s->changed[i])
+          continue;
+        const uint64_t bit = 4;
+        o[0] = 2;
+        memcpy(o + 1, &s->handles[i], 8);
+        memcpy(o + 9, &bit, 8);
+        memcpy(o + 17, &bit, 8);
+        memcpy(o + 25, s->values + (size_t)i * NET_VALUES + 16, 4);
+        o += 29;
+      }
+    }
+    bench_clobber();
+    ns += bench_now_ns() - t0;
+  }
+  return (uint64_t)ns;
+}
+
 static weft_component_t net_component(weft_world_t *w, const char *name,
                                       uint32_t size) {
   weft_component_desc_t d = {.name = name,
@@ -88,8 +157,8 @@ static void net_send(net_state_t *s, uint32_t id,
 }
 
 void bench_net(bench_ctx_t *ctx) {
-  const char *row = "net/packet_build";
-  if (!bench_selected(ctx, row))
+  const char *row = "net/packet_build", *row2 = "net/delta_build";
+  if (!bench_selected(ctx, row) && !bench_selected(ctx, row2))
     return;
   net_state_t s;
   memset(&s, 0, sizeof s);
@@ -102,6 +171,8 @@ void bench_net(bench_ctx_t *ctx) {
   s.handles = bench_alloc(s.n * sizeof *s.handles);
   s.values = bench_alloc((size_t)s.n * NET_VALUES);
   s.out = bench_alloc((size_t)s.sessions * s.n * NET_ITEM);
+  s.changed = bench_alloc(s.n);
+  s.hp = c[2];
   for (uint32_t i = 0; i < s.n; i++) {
     net_pos_t p = {(float)(i % 64), (float)(i / 64)};
     net_pos_t v = {1.0f, (float)i};
@@ -126,6 +197,7 @@ void bench_net(bench_ctx_t *ctx) {
   for (uint32_t k = 0; k < s.sessions; k++) {
     uint32_t id = 0;
     bench_check(weft_net_session_open(s.net, &id), "session_open");
+    s.ids[k] = id;
     weft_net_client_msg_t m = {.type = WEFT_NET_HELLO,
                                .version = WEFT_NET_PROTOCOL_VERSION};
     net_send(&s, id, &m);
@@ -144,8 +216,18 @@ void bench_net(bench_ctx_t *ctx) {
       .work = {"weft", net_build, &s, ops, false},
       .base = {"c_memcpy", net_copy, &s, ops, false},
   };
-  bench_compare(ctx, &bc);
+  if (bench_selected(ctx, row))
+    bench_compare(ctx, &bc);
+  if (bench_selected(ctx, row2)) {
+    net_delta(&s, 2); /* every entity acknowledged: deltas from here */
+    bench_case_t dc = bc;
+    dc.name = row2;
+    dc.work = (bench_side_t){"weft", net_delta, &s, ops, true};
+    dc.base = (bench_side_t){"c_memcpy", net_delta_copy, &s, ops, true};
+    bench_compare(ctx, &dc);
+  }
   weft_net_destroy(s.net);
+  bench_free(s.changed);
   bench_free(s.handles);
   bench_free(s.values);
   bench_free(s.out);
