@@ -156,6 +156,8 @@ static void net_send(net_state_t *s, uint32_t id,
               "weft_net_receive");
 }
 
+/* Called by bench/main.c, where weft::net is built (WEFT_BENCH_NET). */
+void bench_net(bench_ctx_t *ctx);
 void bench_net(bench_ctx_t *ctx) {
   const char *row = "net/packet_build", *row2 = "net/delta_build";
   if (!bench_selected(ctx, row) && !bench_selected(ctx, row2))

@@ -171,9 +171,6 @@ void bench_relation(bench_ctx_t *ctx);
 void bench_compact(bench_ctx_t *ctx);
 void bench_snapshot(bench_ctx_t *ctx);
 void bench_codec(bench_ctx_t *ctx);
-#ifdef WEFT_BENCH_NET
-void bench_net(bench_ctx_t *ctx); /* bench_net.c, where weft::net is built */
-#endif
 
 /* Sets defaults (full or quick); 0 rounds or passes keeps the mode's
  * default. */
