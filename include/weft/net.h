@@ -11,7 +11,8 @@
  * step the server stamps, per entity and replicated component, the tick
  * it last changed (weft_net_stamp(), from the dirty bits: replicated
  * components must be WEFT_COMPONENT_TRACK_DIRTY). At each network tick
- * weft_net_build() writes one packet per session: learns (an entity's
+ * weft_net_build() writes one packet per session (weft_net_install()
+ * runs both in the world's pipeline): learns (an entity's
  * full state) for entities that entered the view, deltas (only the
  * components whose stamp is newer than what the client acknowledged) and
  * forgets. A lost packet is never resent: the next packet diffs against
