@@ -549,6 +549,46 @@ static void test_net_session_refuses_bad_messages(void **state) {
   nt_close(&x); /* frees the open sessions */
 }
 
+/* The per-session memory bound: a view over more entities than max_known
+ * gets max_known of them, the mirror agrees with the server on which, and
+ * a view moved away forgets them all. */
+static void test_net_session_known_set_is_bounded(void **state) {
+  (void)state;
+  nt_world x;
+  nt_open(&x, NULL);
+  weft_net_destroy(x.net);
+  weft_net_config_t c = nt_config(&x);
+  c.max_known = 10;
+  assert_int_equal(weft_net_create(x.w, &c, &x.net), WEFT_OK);
+  for (uint32_t i = 0; i < 100; i++)
+    nt_spawn(&x, (float)(i % 10), (float)(i / 10), (int32_t)i);
+  uint32_t id = nt_session(&x, 5, 5, 20);
+  weft_net_mirror_t *m = nt_mirror(&x);
+  for (uint32_t t = 0; t < 6; t++) {
+    if (t == 3) {
+      /* Away from everything: all forgotten. */
+      weft_net_client_msg_t v = {
+          .type = WEFT_NET_VIEW, .x = 500, .y = 500, .radius = 20};
+      nt_send(&x, id, &v);
+    }
+    nt_step(&x, true);
+    const void *p;
+    size_t len, alen;
+    uint8_t ack[WEFT_NET_MAX_CLIENT_MESSAGE];
+    assert_int_equal(weft_net_packet(x.net, id, &p, &len), WEFT_OK);
+    assert_int_equal(weft_net_mirror_apply(m, p, len, ack, &alen), WEFT_OK);
+    assert_int_equal(weft_net_receive(x.net, id, ack, alen), WEFT_OK);
+    uint64_t ds;
+    uint32_t ns, nm;
+    assert_int_equal(weft_net_session_digest(x.net, id, &ds, &ns), WEFT_OK);
+    assert_int_equal(weft_net_mirror_digest(m, &nm), ds);
+    assert_int_equal(nm, ns);
+    assert_int_equal(ns, t < 3 ? 10 : 0);
+  }
+  weft_net_mirror_free(m);
+  nt_close(&x);
+}
+
 /* Opening, using and closing sessions leaves nothing allocated (ASan's
  * leak check, and the server's counters: a reopened slot allocates the
  * same as the first). */
@@ -584,6 +624,7 @@ int main(void) {
       cmocka_unit_test(test_net_session_runs_in_the_pipeline),
       cmocka_unit_test(test_net_session_stale_handles_are_misses),
       cmocka_unit_test(test_net_session_refuses_bad_messages),
+      cmocka_unit_test(test_net_session_known_set_is_bounded),
       cmocka_unit_test(test_net_session_teardown_frees_everything),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
