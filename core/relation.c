@@ -5,6 +5,7 @@
  * drain applies. Reads and traversals are in relation_read.c. See
  * core/relation.h for the store's layout and why it keeps a reverse index.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -508,7 +509,7 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   weft__rel_vec_t *in = &r->in[t];
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Appended: still sorted when it comes after the last entry. */
-  weft__rel_edge_t x = {src, rel, slot, 0, 0};
+  weft__rel_edge_t x = weft__rel_in_entry(src, rel, slot, tgt);
   bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
   in->v[in->n++] = x;
   if (ordered)
@@ -899,6 +900,27 @@ fast_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
       w, e, at, add ? WEFT__EDGE_REL_ADD : WEFT__EDGE_REL_REMOVE, comp, &edge);
 }
 
+_Static_assert(sizeof(weft__rel_edge_t) == 24 &&
+                   offsetof(weft__rel_edge_t, slot) == 12 &&
+                   offsetof(weft__rel_edge_t, pad) == 20,
+               "an edge is a handle and two words of two fields");
+
+/* Writes edge (other, rel, slot, back), pad 0, as three 8-byte words: the
+ * first-edge path writes two edges a call, which compilers otherwise
+ * store field by field. */
+static inline void edge_put(weft__rel_edge_t *e, weft_entity_t other,
+                            uint32_t rel, uint32_t slot, uint32_t back) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t rs = (uint64_t)slot << 32 | rel, bp = back;
+  unsigned char *p = (unsigned char *)e;
+  memcpy(p, &other, 8);
+  memcpy(p + 8, &rs, 8);
+  memcpy(p + 16, &bp, 8);
+#else
+  *e = (weft__rel_edge_t){other, rel, slot, back, 0};
+#endif
+}
+
 /* The store's side of a first edge: src's only edge, to tgt, and the
  * last of tgt's reverse entries (in has room). */
 static inline __attribute__((always_inline)) void
@@ -906,7 +928,7 @@ first_edge_put(weft__relations_t *r, weft__rel_vec_t *out, weft__rel_vec_t *in,
                uint32_t rel, uint32_t slot, weft_entity_t src,
                weft_entity_t tgt) {
   const uint32_t back = in->n;
-  out->v[0] = (weft__rel_edge_t){tgt, rel, slot, back, 0};
+  edge_put(out->v, tgt, rel, slot, back);
   out->n = 1;
   /* Appended: still sorted when it comes after the last entry. */
   weft__rel_edge_t *x = &in->v[back];
@@ -914,7 +936,7 @@ first_edge_put(weft__relations_t *r, weft__rel_vec_t *out, weft__rel_vec_t *in,
     in->sorted = 1;
   else
     in_unsorted(r, tgt);
-  *x = (weft__rel_edge_t){src, rel, slot, 0, 0};
+  edge_put(x, src, rel, slot, (uint32_t)(tgt >> 32)); /* weft__rel_in_entry */
   in->n = back + 1;
   r->edges++;
 }
@@ -938,6 +960,14 @@ only_edge_drop(weft__relations_t *r, weft__rel_vec_t *out, weft_entity_t tgt) {
     in_unsorted(r, tgt);
   }
   r->edges--;
+}
+
+/* Whether tgt is live, for add_first(): out of line, so that the index
+ * reads it shares with the source's lookup are not kept in registers (or
+ * spilled) on the path where the target's entries vouch for it. */
+static __attribute__((noinline)) bool target_live(const weft_world_t *w,
+                                                  weft_entity_t tgt) {
+  return weft__lookup(w, tgt) != NULL;
 }
 
 /* Takes back the edge add_first() put in when its move failed: every
@@ -1013,21 +1043,30 @@ remove_only_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
  * out again when the move fails. */
 static inline __attribute__((always_inline)) int
 add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
-          weft_entity_t tgt, const void *value, uint32_t kind) {
+          weft_entity_t tgt, const void *value, uint32_t kind, bool slab) {
   weft__relations_t *r = w->rel;
   const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
-  weft__where_t at;
-  if (tgt == WEFT_ENTITY_NULL || !weft__locate(w, src, &at) ||
-      !weft__lookup(w, tgt))
-    return REL_SLOW;
   const uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
-  if ((s > t ? s : t) >= r->nslots)
+  if (tgt == WEFT_ENTITY_NULL || (s > t ? s : t) >= r->nslots)
     return REL_SLOW;
-  weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
-  if (out->n || in->n == in->cap)
+  /* The target first, while little else is live: one with sources is
+   * live when their entries carry its high word (weft__rel_in_entry()),
+   * one without is looked up. */
+  weft__rel_vec_t *in = &r->in[t];
+  const uint32_t back = in->n;
+  if (back == in->cap)
+    return REL_SLOW;
+  if ((back == 0 || in->v[back - 1].back != (uint32_t)(tgt >> 32)) &&
+      !target_live(w, tgt))
+    return REL_SLOW;
+  weft__where_t at;
+  if (!weft__locate(w, src, &at))
+    return REL_SLOW;
+  weft__rel_vec_t *out = &r->out[s];
+  if (out->n)
     return REL_SLOW;
   uint32_t slot = WEFT__REL_NOSLOT;
-  if (__builtin_expect((kind & WEFT__REL_SLAB_BIT) != 0, 0)) {
+  if (slab) {
     weft__rel_def_t *d = &r->defs[rel];
     if (!d->nfree && d->slab_n == d->slab_cap)
       return REL_SLOW;
@@ -1049,7 +1088,7 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
  * (store index rel): apply_remove() for a source with one edge. */
 static inline __attribute__((always_inline)) int
 remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
-            weft_entity_t tgt, uint32_t kind) {
+            weft_entity_t tgt, uint32_t kind, bool slab) {
   weft__relations_t *r = w->rel;
   const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
   weft__where_t at;
@@ -1059,12 +1098,16 @@ remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
   const weft__rel_edge_t *e = &out->v[0];
   if (out->n != 1 || e->rel != rel || e->other != tgt)
     return REL_SLOW;
-  const uint32_t slot = e->slot;
+  /* The move first (it moves the version too): a failed one has changed
+   * nothing, and the store's side needs only what the call was given. */
+  if (__builtin_expect(fast_move(w, src, &at, c, false) != 0, 0))
+    return REL_SLOW; /* mutate() fails the same way and says why */
+  r = w->rel;
+  out = &r->out[(uint32_t)src];
+  const uint32_t slot = slab ? out->v[0].slot : WEFT__REL_NOSLOT;
   only_edge_drop(r, out, tgt);
-  payload_give(&r->defs[rel], slot);
-  int rc = fast_move(w, src, &at, c, false); /* moves the version too */
-  WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
-             (unsigned long long)src, (unsigned long long)tgt);
+  if (slab)
+    payload_give(&r->defs[rel], slot);
   return 0;
 }
 
@@ -1096,7 +1139,9 @@ int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Where the reverse entry belongs waits in its pad for
    * weft__rel_restore_finish(). */
-  in->v[in->n++] = (weft__rel_edge_t){src, rel, slot, 0, back};
+  weft__rel_edge_t x = weft__rel_in_entry(src, rel, slot, tgt);
+  x.pad = back;
+  in->v[in->n++] = x;
   r->edges++;
   return 0;
 }
@@ -1168,16 +1213,36 @@ static __attribute__((noinline)) int remove_other(weft_world_t *w,
 /* weft_relation_add() of sparse relation c (its sparse_by_comp entry
  * kind) where fast_ok() holds. */
 static __attribute__((noinline)) int
+add_slab(weft_world_t *w, weft_entity_t src, weft_component_t c,
+         weft_entity_t tgt, const void *value, uint32_t kind) {
+  int rc = add_first(w, src, c, tgt, value, kind, true);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
+}
+
+/* The same for a relation without slab payloads (tag edges: a compiled
+ * path of its own, with no payload slot to keep in a register). */
+static __attribute__((noinline)) int
 add_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
            weft_entity_t tgt, const void *value, uint32_t kind) {
-  int rc = add_first(w, src, c, tgt, value, kind);
+  if (__builtin_expect((kind & WEFT__REL_SLAB_BIT) != 0, 0))
+    return add_slab(w, src, c, tgt, value, kind);
+  int rc = add_first(w, src, c, tgt, value, kind, false);
   return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
+}
+
+static __attribute__((noinline)) int
+remove_slab(weft_world_t *w, weft_entity_t src, weft_component_t c,
+            weft_entity_t tgt, uint32_t kind) {
+  int rc = remove_only(w, src, c, tgt, kind, true);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
 }
 
 static __attribute__((noinline)) int
 remove_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
               weft_entity_t tgt, uint32_t kind) {
-  int rc = remove_only(w, src, c, tgt, kind);
+  if (__builtin_expect((kind & WEFT__REL_SLAB_BIT) != 0, 0))
+    return remove_slab(w, src, c, tgt, kind);
+  int rc = remove_only(w, src, c, tgt, kind, false);
   return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
 }
 
