@@ -1088,7 +1088,7 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
  * (store index rel): apply_remove() for a source with one edge. */
 static inline __attribute__((always_inline)) int
 remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
-            weft_entity_t tgt, uint32_t kind, bool slab) {
+            weft_entity_t tgt, uint32_t kind) {
   weft__relations_t *r = w->rel;
   const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
   weft__where_t at;
@@ -1098,16 +1098,12 @@ remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
   const weft__rel_edge_t *e = &out->v[0];
   if (out->n != 1 || e->rel != rel || e->other != tgt)
     return REL_SLOW;
-  /* The move first (it moves the version too): a failed one has changed
-   * nothing, and the store's side needs only what the call was given. */
-  if (__builtin_expect(fast_move(w, src, &at, c, false) != 0, 0))
-    return REL_SLOW; /* mutate() fails the same way and says why */
-  r = w->rel;
-  out = &r->out[(uint32_t)src];
-  const uint32_t slot = slab ? out->v[0].slot : WEFT__REL_NOSLOT;
+  const uint32_t slot = e->slot;
   only_edge_drop(r, out, tgt);
-  if (slab)
-    payload_give(&r->defs[rel], slot);
+  payload_give(&r->defs[rel], slot);
+  int rc = fast_move(w, src, &at, c, false); /* moves the version too */
+  WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
+             (unsigned long long)src, (unsigned long long)tgt);
   return 0;
 }
 
@@ -1231,18 +1227,9 @@ add_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
 }
 
 static __attribute__((noinline)) int
-remove_slab(weft_world_t *w, weft_entity_t src, weft_component_t c,
-            weft_entity_t tgt, uint32_t kind) {
-  int rc = remove_only(w, src, c, tgt, kind, true);
-  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
-}
-
-static __attribute__((noinline)) int
 remove_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
               weft_entity_t tgt, uint32_t kind) {
-  if (__builtin_expect((kind & WEFT__REL_SLAB_BIT) != 0, 0))
-    return remove_slab(w, src, c, tgt, kind);
-  int rc = remove_only(w, src, c, tgt, kind, false);
+  int rc = remove_only(w, src, c, tgt, kind);
   return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
 }
 
