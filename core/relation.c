@@ -970,6 +970,16 @@ static __attribute__((noinline)) bool target_live(const weft_world_t *w,
   return weft__lookup(w, tgt) != NULL;
 }
 
+/* Whether tgt, whose slot's reverse entries are in, is live: vouched for
+ * by its last entry when it has sources (weft__rel_in_entry()), looked up
+ * when it has none. */
+static inline __attribute__((always_inline)) bool
+target_vouched(const weft_world_t *w, const weft__rel_vec_t *in,
+               weft_entity_t tgt) {
+  return (in->n && in->v[in->n - 1].back == (uint32_t)(tgt >> 32)) ||
+         target_live(w, tgt);
+}
+
 /* Takes back the edge add_first() put in when its move failed: every
  * value it needs is in the store, so none lives across the move. */
 static __attribute__((noinline, cold)) void
@@ -992,15 +1002,18 @@ add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
                 weft_entity_t tgt, const void *value) {
   weft__relations_t *r = w->rel;
   const uint32_t rel = r->dense_by_comp[c] - 1u;
-  weft__where_t at;
-  if (rel == UINT32_MAX || tgt == WEFT_ENTITY_NULL ||
-      !weft__locate(w, src, &at) || !weft__lookup(w, tgt))
-    return REL_SLOW;
   const uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
-  if ((s > t ? s : t) >= r->nslots)
+  if (rel == UINT32_MAX || tgt == WEFT_ENTITY_NULL ||
+      (s > t ? s : t) >= r->nslots)
     return REL_SLOW;
-  weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
-  if (out->n || in->n == in->cap)
+  weft__rel_vec_t *in = &r->in[t];
+  if (in->n == in->cap || !target_vouched(w, in, tgt))
+    return REL_SLOW;
+  weft__where_t at;
+  if (!weft__locate(w, src, &at))
+    return REL_SLOW;
+  weft__rel_vec_t *out = &r->out[s];
+  if (out->n)
     return REL_SLOW;
   const weft__edge_t *edge =
       weft__pair_edge_cached(at.arch, WEFT__PAIR_ADD, c, tgt);
@@ -1056,8 +1069,7 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   const uint32_t back = in->n;
   if (back == in->cap)
     return REL_SLOW;
-  if ((back == 0 || in->v[back - 1].back != (uint32_t)(tgt >> 32)) &&
-      !target_live(w, tgt))
+  if (!target_vouched(w, in, tgt))
     return REL_SLOW;
   weft__where_t at;
   if (!weft__locate(w, src, &at))
