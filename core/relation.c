@@ -932,9 +932,9 @@ first_edge_put(weft__relations_t *r, weft__rel_vec_t *out, weft__rel_vec_t *in,
   out->n = 1;
   /* Appended: still sorted when it comes after the last entry. */
   weft__rel_edge_t *x = &in->v[back];
-  if (back == 0 || (in->sorted && edge_less(x - 1, rel, src)))
+  if (back == 0)
     in->sorted = 1;
-  else
+  else if (!in->sorted || !edge_less(x - 1, rel, src))
     in_unsorted(r, tgt);
   edge_put(x, src, rel, slot, (uint32_t)(tgt >> 32)); /* weft__rel_in_entry */
   in->n = back + 1;
@@ -1058,7 +1058,7 @@ static inline __attribute__((always_inline)) int
 add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
           weft_entity_t tgt, const void *value, uint32_t kind, bool slab) {
   weft__relations_t *r = w->rel;
-  const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
+  const uint32_t rel = (slab ? kind & ~WEFT__REL_SLAB_BIT : kind) - 1u;
   const uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
   if (tgt == WEFT_ENTITY_NULL || (s > t ? s : t) >= r->nslots)
     return REL_SLOW;
