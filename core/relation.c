@@ -962,14 +962,6 @@ only_edge_drop(weft__relations_t *r, weft__rel_vec_t *out, weft_entity_t tgt) {
   r->edges--;
 }
 
-/* Whether tgt is live, for add_first(): out of line, so that the index
- * reads it shares with the source's lookup are not kept in registers (or
- * spilled) on the path where the target's entries vouch for it. */
-static __attribute__((noinline)) bool target_live(const weft_world_t *w,
-                                                  weft_entity_t tgt) {
-  return weft__lookup(w, tgt) != NULL;
-}
-
 /* Whether tgt, whose slot's reverse entries are in, is live: vouched for
  * by its last entry when it has sources (weft__rel_in_entry()), looked up
  * when it has none. */
@@ -977,7 +969,7 @@ static inline __attribute__((always_inline)) bool
 target_vouched(const weft_world_t *w, const weft__rel_vec_t *in,
                weft_entity_t tgt) {
   return (in->n && in->v[in->n - 1].back == (uint32_t)(tgt >> 32)) ||
-         target_live(w, tgt);
+         weft__lookup(w, tgt);
 }
 
 /* Takes back the edge add_first() put in when its move failed: every
