@@ -879,12 +879,14 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
 
 /* Whether the direct paths may run for component c: a world with a
  * store, no traversal running, calls not routed, c in range. Observer
- * events (the transition log) decline too: the fast moves tell nobody.
- * The public calls test it once, before any path saves a register. */
+ * events (the transition log) must decline too, the fast moves telling
+ * nobody, and they do: calls are routed while any are set
+ * (weft__route_sync() follows every change of obs_events), so the
+ * routing test covers them. The public calls test it once, before any
+ * path saves a register. */
 static inline bool fast_ok(const weft_world_t *w, weft_component_t c) {
   const weft__relations_t *r = w ? w->rel : NULL;
-  return r && c <= WEFT_MAX_COMPONENTS && !r->busy && !weft__routing(w) &&
-         !w->obs_events;
+  return r && c <= WEFT_MAX_COMPONENTS && !r->busy && !weft__routing(w);
 }
 
 /* weft__tag_move_at() inlined for the fast paths, which run only where
