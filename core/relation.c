@@ -5,6 +5,7 @@
  * drain applies. Reads and traversals are in relation_read.c. See
  * core/relation.h for the store's layout and why it keeps a reverse index.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -508,7 +509,7 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   weft__rel_vec_t *in = &r->in[t];
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Appended: still sorted when it comes after the last entry. */
-  weft__rel_edge_t x = {src, rel, slot, 0, 0};
+  weft__rel_edge_t x = weft__rel_in_entry(src, rel, slot, tgt);
   bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
   in->v[in->n++] = x;
   if (ordered)
@@ -878,12 +879,14 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
 
 /* Whether the direct paths may run for component c: a world with a
  * store, no traversal running, calls not routed, c in range. Observer
- * events (the transition log) decline too: the fast moves tell nobody.
- * The public calls test it once, before any path saves a register. */
+ * events (the transition log) must decline too, the fast moves telling
+ * nobody, and they do: calls are routed while any are set
+ * (weft__route_sync() follows every change of obs_events), so the
+ * routing test covers them. The public calls test it once, before any
+ * path saves a register. */
 static inline bool fast_ok(const weft_world_t *w, weft_component_t c) {
   const weft__relations_t *r = w ? w->rel : NULL;
-  return r && c <= WEFT_MAX_COMPONENTS && !r->busy && !weft__routing(w) &&
-         !w->obs_events;
+  return r && c <= WEFT_MAX_COMPONENTS && !r->busy && !weft__routing(w);
 }
 
 /* weft__tag_move_at() inlined for the fast paths, which run only where
@@ -899,6 +902,27 @@ fast_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
       w, e, at, add ? WEFT__EDGE_REL_ADD : WEFT__EDGE_REL_REMOVE, comp, &edge);
 }
 
+_Static_assert(sizeof(weft__rel_edge_t) == 24 &&
+                   offsetof(weft__rel_edge_t, slot) == 12 &&
+                   offsetof(weft__rel_edge_t, pad) == 20,
+               "an edge is a handle and two words of two fields");
+
+/* Writes edge (other, rel, slot, back), pad 0, as three 8-byte words: the
+ * first-edge path writes two edges a call, which compilers otherwise
+ * store field by field. */
+static inline void edge_put(weft__rel_edge_t *e, weft_entity_t other,
+                            uint32_t rel, uint32_t slot, uint32_t back) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t rs = (uint64_t)slot << 32 | rel, bp = back;
+  unsigned char *p = (unsigned char *)e;
+  memcpy(p, &other, 8);
+  memcpy(p + 8, &rs, 8);
+  memcpy(p + 16, &bp, 8);
+#else
+  *e = (weft__rel_edge_t){other, rel, slot, back, 0};
+#endif
+}
+
 /* The store's side of a first edge: src's only edge, to tgt, and the
  * last of tgt's reverse entries (in has room). */
 static inline __attribute__((always_inline)) void
@@ -906,15 +930,15 @@ first_edge_put(weft__relations_t *r, weft__rel_vec_t *out, weft__rel_vec_t *in,
                uint32_t rel, uint32_t slot, weft_entity_t src,
                weft_entity_t tgt) {
   const uint32_t back = in->n;
-  out->v[0] = (weft__rel_edge_t){tgt, rel, slot, back, 0};
+  edge_put(out->v, tgt, rel, slot, back);
   out->n = 1;
   /* Appended: still sorted when it comes after the last entry. */
   weft__rel_edge_t *x = &in->v[back];
-  if (back == 0 || (in->sorted && edge_less(x - 1, rel, src)))
+  if (back == 0)
     in->sorted = 1;
-  else
+  else if (!in->sorted || !edge_less(x - 1, rel, src))
     in_unsorted(r, tgt);
-  *x = (weft__rel_edge_t){src, rel, slot, 0, 0};
+  edge_put(x, src, rel, slot, (uint32_t)(tgt >> 32)); /* weft__rel_in_entry */
   in->n = back + 1;
   r->edges++;
 }
@@ -940,6 +964,16 @@ only_edge_drop(weft__relations_t *r, weft__rel_vec_t *out, weft_entity_t tgt) {
   r->edges--;
 }
 
+/* Whether tgt, whose slot's reverse entries are in, is live: vouched for
+ * by its last entry when it has sources (weft__rel_in_entry()), looked up
+ * when it has none. */
+static inline __attribute__((always_inline)) bool
+target_vouched(const weft_world_t *w, const weft__rel_vec_t *in,
+               weft_entity_t tgt) {
+  return (in->n && in->v[in->n - 1].back == (uint32_t)(tgt >> 32)) ||
+         weft__lookup(w, tgt);
+}
+
 /* Takes back the edge add_first() put in when its move failed: every
  * value it needs is in the store, so none lives across the move. */
 static __attribute__((noinline, cold)) void
@@ -962,15 +996,18 @@ add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
                 weft_entity_t tgt, const void *value) {
   weft__relations_t *r = w->rel;
   const uint32_t rel = r->dense_by_comp[c] - 1u;
-  weft__where_t at;
-  if (rel == UINT32_MAX || tgt == WEFT_ENTITY_NULL ||
-      !weft__locate(w, src, &at) || !weft__lookup(w, tgt))
-    return REL_SLOW;
   const uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
-  if ((s > t ? s : t) >= r->nslots)
+  if (rel == UINT32_MAX || tgt == WEFT_ENTITY_NULL ||
+      (s > t ? s : t) >= r->nslots)
     return REL_SLOW;
-  weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
-  if (out->n || in->n == in->cap)
+  weft__rel_vec_t *in = &r->in[t];
+  if (in->n == in->cap || !target_vouched(w, in, tgt))
+    return REL_SLOW;
+  weft__where_t at;
+  if (!weft__locate(w, src, &at))
+    return REL_SLOW;
+  weft__rel_vec_t *out = &r->out[s];
+  if (out->n)
     return REL_SLOW;
   const weft__edge_t *edge =
       weft__pair_edge_cached(at.arch, WEFT__PAIR_ADD, c, tgt);
@@ -1013,21 +1050,29 @@ remove_only_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
  * out again when the move fails. */
 static inline __attribute__((always_inline)) int
 add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
-          weft_entity_t tgt, const void *value, uint32_t kind) {
+          weft_entity_t tgt, const void *value, uint32_t kind, bool slab) {
   weft__relations_t *r = w->rel;
-  const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
-  weft__where_t at;
-  if (tgt == WEFT_ENTITY_NULL || !weft__locate(w, src, &at) ||
-      !weft__lookup(w, tgt))
-    return REL_SLOW;
+  const uint32_t rel = (slab ? kind & ~WEFT__REL_SLAB_BIT : kind) - 1u;
   const uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
-  if ((s > t ? s : t) >= r->nslots)
+  if (tgt == WEFT_ENTITY_NULL || (s > t ? s : t) >= r->nslots)
     return REL_SLOW;
-  weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
-  if (out->n || in->n == in->cap)
+  /* The target first, while little else is live: one with sources is
+   * live when their entries carry its high word (weft__rel_in_entry()),
+   * one without is looked up. */
+  weft__rel_vec_t *in = &r->in[t];
+  const uint32_t back = in->n;
+  if (back == in->cap)
+    return REL_SLOW;
+  if (!target_vouched(w, in, tgt))
+    return REL_SLOW;
+  weft__where_t at;
+  if (!weft__locate(w, src, &at))
+    return REL_SLOW;
+  weft__rel_vec_t *out = &r->out[s];
+  if (out->n)
     return REL_SLOW;
   uint32_t slot = WEFT__REL_NOSLOT;
-  if (__builtin_expect((kind & WEFT__REL_SLAB_BIT) != 0, 0)) {
+  if (slab) {
     weft__rel_def_t *d = &r->defs[rel];
     if (!d->nfree && d->slab_n == d->slab_cap)
       return REL_SLOW;
@@ -1096,7 +1141,9 @@ int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Where the reverse entry belongs waits in its pad for
    * weft__rel_restore_finish(). */
-  in->v[in->n++] = (weft__rel_edge_t){src, rel, slot, 0, back};
+  weft__rel_edge_t x = weft__rel_in_entry(src, rel, slot, tgt);
+  x.pad = back;
+  in->v[in->n++] = x;
   r->edges++;
   return 0;
 }
@@ -1168,9 +1215,20 @@ static __attribute__((noinline)) int remove_other(weft_world_t *w,
 /* weft_relation_add() of sparse relation c (its sparse_by_comp entry
  * kind) where fast_ok() holds. */
 static __attribute__((noinline)) int
+add_slab(weft_world_t *w, weft_entity_t src, weft_component_t c,
+         weft_entity_t tgt, const void *value, uint32_t kind) {
+  int rc = add_first(w, src, c, tgt, value, kind, true);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
+}
+
+/* The same for a relation without slab payloads (tag edges: a compiled
+ * path of its own, with no payload slot to keep in a register). */
+static __attribute__((noinline)) int
 add_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
            weft_entity_t tgt, const void *value, uint32_t kind) {
-  int rc = add_first(w, src, c, tgt, value, kind);
+  if (__builtin_expect((kind & WEFT__REL_SLAB_BIT) != 0, 0))
+    return add_slab(w, src, c, tgt, value, kind);
+  int rc = add_first(w, src, c, tgt, value, kind, false);
   return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
 }
 

@@ -32,7 +32,8 @@ struct weft_cmdbuf_t;
  * target's `in`) or as the target's reverse entry (other = source, slot
  * the same payload slot: a slot stays with its edge until the edge goes,
  * so weft_relation_sources() reads payloads without visiting each
- * source's vector; back unused). */
+ * source's vector; back = the target's own handle's high word, see
+ * weft__rel_in_entry()). */
 typedef struct weft__rel_edge_t {
   weft_entity_t other;
   uint32_t rel; /* the relation's index in the store */
@@ -42,6 +43,18 @@ typedef struct weft__rel_edge_t {
 } weft__rel_edge_t;
 
 #define WEFT__REL_NOSLOT 0xffffffffu
+
+/* Target tgt's reverse entry for the edge from src. Its `back` holds
+ * tgt's high word (generation and world tag): every edge's ends are live
+ * and a death empties its slot's vectors, so a slot whose `in` holds an
+ * entry with a handle's high word holds that live handle's sources, and
+ * the direct add to a target with sources (a hub) skips the target's
+ * lookup in the entity index. */
+static inline weft__rel_edge_t weft__rel_in_entry(weft_entity_t src,
+                                                  uint32_t rel, uint32_t slot,
+                                                  weft_entity_t tgt) {
+  return (weft__rel_edge_t){src, rel, slot, (uint32_t)(tgt >> 32), 0};
+}
 
 /* In sparse_by_comp: the relation's payloads live in its slab (a def
  * index never reaches this bit: there are at most WEFT_MAX_COMPONENTS). */

@@ -836,6 +836,72 @@ static void test_relation_first_and_only_edges(void **state) {
 }
 
 /*
+ * The direct add takes a target's reverse entries as proof that it lives
+ * (they carry its handle's high word) instead of looking it up: every
+ * other handle of the hub's slot (other generations, another world tag,
+ * the slot's former occupant once a new one has sources) must still be a
+ * counted miss that adds nothing, with sparse tag and payload edges alike.
+ */
+static void test_relation_hub_target_handles_are_checked(void **state) {
+  (void)state;
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t rels[2] = {
+      reg_rel(w, "Near", 0, WEFT_RELATION_SPARSE),
+      reg_rel(w, "Owes", sizeof(pay_t), WEFT_RELATION_SPARSE)};
+  wt_spawn(w); /* the hub's slot is not 0: its handle is never NULL */
+  weft_entity_t hub = wt_spawn(w), e[6];
+  for (int i = 0; i < 6; i++)
+    e[i] = wt_spawn(w);
+  const uint32_t idx = (uint32_t)hub, gen = (uint32_t)(hub >> 32) & 0xffffffu;
+  const uint32_t tag = (uint32_t)(hub >> 56);
+  const weft_entity_t forged[3] = {wt_handle(idx, gen + 1, tag),
+                                   wt_handle(idx, gen ^ 0x800000u, tag),
+                                   wt_handle(idx, gen, tag ^ 0x5au)};
+  /* The store covers every slot here (an edge that came and went), so
+   * that each add below meets the direct path's check, not its bounds. */
+  assert_int_equal(weft_relation_add(w, e[5], rels[0], e[4], NULL), WEFT_OK);
+  assert_int_equal(weft_relation_remove(w, e[5], rels[0], e[4]), WEFT_OK);
+  for (int k = 0; k < 2; k++) {
+    pay_t p = {7, k};
+    /* The hub gets sources first: its entries vouch for it from then on. */
+    for (int i = 0; i < 3; i++)
+      assert_int_equal(weft_relation_add(w, e[i], rels[k], hub, &p), WEFT_OK);
+    for (int f = 0; f < 3; f++) {
+      uint64_t stale0 = wt_stats(w).stale;
+      assert_int_equal(weft_relation_add(w, e[3], rels[k], forged[f], &p),
+                       WEFT_ESTALE);
+      assert_true(wt_stats(w).stale > stale0);
+      assert_false(weft_has(w, e[3], rels[k]));
+      assert_int_equal(weft_relation_count(w, e[3], rels[k]), 0);
+    }
+    assert_int_equal(weft_relation_count(w, hub, rels[k]), 0);
+    assert_int_equal(sources_of(w, hub, rels[k], (weft_entity_t[64]){0}), 3);
+  }
+  assert_int_equal(weft_relation_edge_count(w), 6);
+  /* The hub dies (its incoming edges with it) and a new entity takes its
+   * slot and gets sources of its own: the old handle stays dead. */
+  assert_int_equal(weft_despawn(w, hub), WEFT_OK);
+  assert_int_equal(weft_relation_edge_count(w), 0);
+  weft_entity_t heir = wt_spawn(w);
+  for (int tries = 0; tries < 64 && (uint32_t)heir != idx; tries++) {
+    assert_int_equal(weft_despawn(w, heir), WEFT_OK);
+    heir = wt_spawn(w);
+  }
+  assert_int_equal((uint32_t)heir, idx);
+  assert_true(heir != hub);
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(weft_relation_add(w, e[0], rels[k], heir, NULL), WEFT_OK);
+    assert_int_equal(weft_relation_add(w, e[1], rels[k], hub, NULL),
+                     WEFT_ESTALE);
+    assert_false(weft_has(w, e[1], rels[k]));
+    assert_int_equal(weft_relation_add(w, e[1], rels[k], heir, NULL), WEFT_OK);
+    assert_int_equal(sources_of(w, heir, rels[k], (weft_entity_t[64]){0}), 2);
+  }
+  assert_int_equal(weft_relation_edge_count(w), 4);
+  weft_world_destroy(w);
+}
+
+/*
  * A vector's first edge lives inside its header, and the headers' arrays
  * grow with the slots: edges held inline by the first entities (at both
  * ends, with payloads, and a vector that went to heap memory and back to
@@ -982,6 +1048,7 @@ int main(void) {
       cmocka_unit_test(test_relation_add_has_first_each_sources),
       cmocka_unit_test(test_relation_exclusive_replaces),
       cmocka_unit_test(test_relation_first_and_only_edges),
+      cmocka_unit_test(test_relation_hub_target_handles_are_checked),
       cmocka_unit_test(test_relation_inline_edges_survive_slot_growth),
       cmocka_unit_test(test_relation_sources_payloads_follow_edges),
       cmocka_unit_test(test_relation_plain_calls_are_refused),
