@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The distributed test program (tests/mpi/run_mpi.cmake runs it under
+ * mpirun at several rank and thread counts and compares what it prints).
+ *
+ *   mpi_sim SCENARIO ENTITIES TICKS THREADS SEED
+ *
+ * Every rank builds the same world description and spawns, from
+ * counter-based draws by spawn index, only the entities whose position it
+ * owns (weft.Key = the index), then runs TICKS distributed ticks and
+ * prints its count and the global digest:
+ *
+ *   rank R local N
+ *   digest 0x... entities N        (rank 0 only)
+ *
+ * Scenarios:
+ *   particles  gravity, damping, bouncing walls (weft_sys_integrate)
+ *   cross      velocities of one to two regions per tick: entities cross
+ *              boundaries (and skip regions) every tick
+ *   empty      everything drifts to the left wall (clamped): the regions
+ *              on the right empty out; their ranks print local 0
+ *   neighbours particles plus a system of this program that reads the
+ *              neighbours within a radius (ghosts included) in key order
+ *   badhalo    a halo wider than a region: every rank prints the error
+ *              ("error: ...") and exits 0 when weft_mpi_new() refused it
+ *   differ     rank 1's halo differs from the others': the same
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <weft.h>
+#include <weft/mpi.h>
+
+#define DT (1.0 / 60.0)
+
+typedef struct args_t {
+  const char *scenario;
+  uint32_t entities, ticks, threads;
+  uint64_t seed;
+} args_t;
+
+/* A uniform float in [0, 1) for spawn index i, draw n. */
+static float draw(uint64_t seed, uint64_t i, uint32_t n) {
+  return (float)(weft_random_at(seed, i, 0, 7, n) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* ---- the neighbour-reading system ------------------------------------- */
+
+typedef struct near_t {
+  uint64_t key;
+  float x, y;
+  weft_entity_t e;
+  int owned;
+} near_t;
+
+typedef struct neigh_t {
+  weft_std_t std;
+  weft_component_t key, ghost;
+  weft_query_t *all;
+  near_t *items;
+  uint32_t cap;
+  float radius;
+} neigh_t;
+
+static int by_key(const void *a, const void *b) {
+  uint64_t x = ((const near_t *)a)->key, y = ((const near_t *)b)->key;
+  return x < y ? -1 : x > y;
+}
+
+/* Every owned entity is pushed away from its neighbours within the
+ * radius, summed in key order, from the positions at the start of the
+ * tick (ghosts included), then the integration runs. */
+static int neighbour_tick(void *user, weft_world_t *w, double dt) {
+  neigh_t *n = user;
+  uint32_t count = 0;
+  weft_iter_t it;
+  for (weft_query_iter(n->all, &it); weft_iter_next(&it);) {
+    const uint64_t *keys = it.columns[0];
+    const float *px = weft_iter_field(&it, 1, 0);
+    const float *py = weft_iter_field(&it, 1, 1);
+    for (uint32_t i = 0; i < it.count; i++) {
+      if (count == n->cap) {
+        n->cap = n->cap ? n->cap * 2 : 1024;
+        n->items = realloc(n->items, sizeof *n->items * n->cap);
+        if (!n->items)
+          abort();
+      }
+      n->items[count++] = (near_t){keys[i], px[i], py[i], it.entities[i],
+                                   !weft_has(w, it.entities[i], n->ghost)};
+    }
+  }
+  qsort(n->items, count, sizeof *n->items, by_key);
+  float r2 = n->radius * n->radius;
+  for (uint32_t i = 0; i < count; i++) {
+    if (!n->items[i].owned)
+      continue;
+    float fx = 0, fy = 0;
+    for (uint32_t j = 0; j < count; j++) {
+      float dx = n->items[i].x - n->items[j].x;
+      float dy = n->items[i].y - n->items[j].y;
+      float d2 = dx * dx + dy * dy;
+      if (j != i && d2 < r2) {
+        fx += dx / (d2 + 1.0f);
+        fy += dy / (d2 + 1.0f);
+      }
+    }
+    weft_vec2_t v;
+    if (weft_read(w, n->items[i].e, n->std.velocity, &v))
+      return WEFT_EINVAL;
+    v.x += fx * 40.0f;
+    v.y += fy * 40.0f;
+    int rc = weft_set(w, n->items[i].e, n->std.velocity, &v);
+    if (rc)
+      return rc;
+  }
+  return weft_world_progress(w, dt);
+}
+
+/* ---- building the world ---------------------------------------------- */
+
+typedef struct scene_t {
+  float side, speed, halo;
+  weft_integrate_config_t ic;
+} scene_t;
+
+static int scene_for(const char *name, scene_t *s) {
+  memset(s, 0, sizeof *s);
+  s->side = 1000.0f;
+  s->speed = 20.0f;
+  s->halo = 10.0f;
+  s->ic = (weft_integrate_config_t){
+      .gravity = {0.0f, -9.81f}, .damping = 0.01f, .mode = WEFT_BOUNDS_BOUNCE};
+  if (strcmp(name, "cross") == 0) {
+    s->side = 400.0f;
+    s->speed = 12000.0f; /* up to 200 units a tick, regions of 100+ */
+    s->ic.gravity = (weft_vec2_t){0, 0};
+  } else if (strcmp(name, "empty") == 0) {
+    s->side = 400.0f;
+    s->speed = 0.0f;
+    s->ic.gravity = (weft_vec2_t){-4000.0f, 0.0f};
+    s->ic.mode = WEFT_BOUNDS_CLAMP;
+  } else if (strcmp(name, "neighbours") == 0) {
+    s->side = 200.0f;
+    s->halo = 8.0f;
+  } else if (strcmp(name, "badhalo") == 0) {
+    s->halo = s->side; /* no region is wider than the box */
+  } else if (strcmp(name, "differ") == 0) {
+    s->halo = 10.0f;
+  } else if (strcmp(name, "particles") != 0) {
+    return -1;
+  }
+  s->ic.min = (weft_vec2_t){0, 0};
+  s->ic.max = (weft_vec2_t){s->side, s->side};
+  return 0;
+}
+
+static int spawn_owned(weft_world_t *w, weft_mpi_t *mpi, const weft_std_t *std,
+                       weft_component_t key, const args_t *a,
+                       const scene_t *s) {
+  uint32_t me = weft_mpi_rank(mpi);
+  for (uint64_t i = 0; i < a->entities; i++) {
+    weft_vec2_t p = {draw(a->seed, i, 0) * s->side,
+                     draw(a->seed, i, 1) * s->side};
+    if (weft_mpi_owner(mpi, p.x, p.y) != me)
+      continue;
+    weft_vec2_t v = {(draw(a->seed, i, 2) * 2 - 1) * s->speed,
+                     (draw(a->seed, i, 3) * 2 - 1) * s->speed};
+    uint64_t k = i;
+    weft_entity_t e;
+    int rc = weft_spawn_with(
+        w, (weft_component_t[]){std->position, std->velocity, key, 0},
+        (const void *[]){&p, &v, &k}, &e);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int parse(int argc, char **argv, args_t *a) {
+  if (argc != 6)
+    return -1;
+  a->scenario = argv[1];
+  a->entities = (uint32_t)strtoul(argv[2], NULL, 10);
+  a->ticks = (uint32_t)strtoul(argv[3], NULL, 10);
+  a->threads = (uint32_t)strtoul(argv[4], NULL, 10);
+  a->seed = strtoull(argv[5], NULL, 10);
+  return 0;
+}
+
+/* Creates the driver; for the refused scenarios prints the verdict. */
+static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
+                       weft_mpi_config_t *mc, neigh_t *n, weft_mpi_t **out) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  mc->min = s->ic.min;
+  mc->max = s->ic.max;
+  mc->halo = s->halo;
+  if (strcmp(a->scenario, "differ") == 0 && rank == 1)
+    mc->halo = s->halo * 2;
+  if (strcmp(a->scenario, "neighbours") == 0) {
+    n->radius = s->halo;
+    mc->tick = neighbour_tick;
+    mc->tick_user = n;
+  }
+  int rc = weft_mpi_new(w, MPI_COMM_WORLD, mc, out);
+  int refused = strcmp(a->scenario, "badhalo") == 0 ||
+                (strcmp(a->scenario, "differ") == 0 && size > 1);
+  if (refused) {
+    printf("rank %d error: %s\n", rank, rc ? weft_world_last_error(w) : "none");
+    weft_mpi_free(*out);
+    return rc ? 1 : 2; /* 1: refused as expected, stop with status 0 */
+  }
+  if (rc)
+    fprintf(stderr, "rank %d: weft_mpi_new: %s\n", rank,
+            weft_world_last_error(w));
+  return rc ? 2 : 0;
+}
+
+static int run(weft_world_t *w, const args_t *a) {
+  scene_t s;
+  if (scene_for(a->scenario, &s)) {
+    fprintf(stderr, "mpi_sim: unknown scenario %s\n", a->scenario);
+    return 2;
+  }
+  weft_std_t std;
+  weft_integrate_systems_t is;
+  weft_pipeline_config_t pc = {.fixed_dt = DT, .time_inline = true};
+  int rc = weft_std_register(w, &std);
+  if (!rc)
+    rc = weft_pipeline_configure(w, &pc);
+  if (!rc)
+    rc = weft_sys_integrate(w, &std, &s.ic, &is);
+  if (rc)
+    return fprintf(stderr, "setup: %s\n", weft_world_last_error(w)), 2;
+  weft_mpi_config_t mc = {0};
+  neigh_t n = {.std = std};
+  weft_mpi_t *mpi = NULL;
+  int v = make_driver(w, a, &s, &mc, &n, &mpi);
+  if (v)
+    return v == 1 ? 0 : 2;
+  weft_component_lookup(w, "weft.Key", &n.key);
+  weft_component_lookup(w, "weft.Ghost", &n.ghost);
+  weft_query_desc_t q = {.include = {n.key, std.position}};
+  rc = weft_query_create(w, &q, &n.all);
+  if (!rc)
+    rc = spawn_owned(w, mpi, &std, n.key, a, &s);
+  for (uint32_t t = 0; t < a->ticks && !rc; t++)
+    rc = weft_mpi_step(mpi, DT);
+  /* The final positions decide ownership: one more exchange. */
+  if (!rc)
+    rc = weft_mpi_exchange(mpi);
+  weft_mpi_digest_t d;
+  int drc = weft_mpi_digest(mpi, &d);
+  weft_mpi_stats_t st;
+  weft_mpi_stats(mpi, &st);
+  if (rc || drc) {
+    fprintf(stderr, "rank %u: %s\n", weft_mpi_rank(mpi),
+            weft_world_last_error(w));
+  } else {
+    printf("rank %u local %llu emigrants %llu ghosts %llu\n",
+           weft_mpi_rank(mpi), (unsigned long long)d.local,
+           (unsigned long long)st.emigrants, (unsigned long long)st.ghosts);
+    if (weft_mpi_rank(mpi) == 0)
+      printf("digest 0x%016llx entities %llu\n", (unsigned long long)d.digest,
+             (unsigned long long)d.entities);
+  }
+  free(n.items);
+  weft_mpi_free(mpi);
+  return rc || drc ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  args_t a;
+  if (parse(argc, argv, &a)) {
+    fprintf(stderr, "usage: mpi_sim SCENARIO ENTITIES TICKS THREADS SEED\n");
+    MPI_Finalize();
+    return 2;
+  }
+  weft_pool_t *pool = NULL;
+  weft_pool_config_t pc = {0};
+  pc.placement.workers = a.threads;
+  pc.placement.caller_participates = true;
+  int rc = weft_pool_create(&pc, &pool);
+  weft_world_t *w = NULL;
+  if (!rc)
+    rc = weft_world_create(&(weft_world_config_t){.pool = pool}, &w);
+  int out = rc ? 2 : run(w, &a);
+  weft_world_destroy(w);
+  weft_pool_destroy(pool);
+  fflush(stdout);
+  MPI_Finalize();
+  return out;
+}

@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: MIT
+# Runs tests/mpi/mpi_sim under mpirun at every rank count x thread count
+# and checks what the ranks print (ctest label "mpi"):
+#
+#   cmake -DWEFT_MPIEXEC=mpirun -DWEFT_PROG=mpi_sim -DWEFT_SCENARIO=particles
+#         -DWEFT_ARGS="ENTITIES;TICKS;SEED" -DWEFT_RANKS=1,2,3,4
+#         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|empty|error]
+#         [-DWEFT_ERROR=regex] [-DWEFT_MPI_FLAGS=--bind-to;core]
+#         -P run_mpi.cmake
+#
+# digest: every run prints the same global digest and entity count.
+# empty:  that too, and with more than one rank some rank owns nothing.
+# error:  every rank prints the same error line, matching WEFT_ERROR.
+foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
+            WEFT_THREADS)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run_mpi.cmake: ${var} is not set")
+  endif()
+endforeach()
+if(NOT WEFT_EXPECT)
+  set(WEFT_EXPECT digest)
+endif()
+string(REPLACE "," ";" ranks "${WEFT_RANKS}")
+string(REPLACE "," ";" threads "${WEFT_THREADS}")
+string(REPLACE "," ";" args "${WEFT_ARGS}")
+list(GET args 0 entities)
+list(GET args 1 ticks)
+list(GET args 2 seed)
+string(REPLACE "," ";" mpi_flags "${WEFT_MPI_FLAGS}")
+
+set(first "")
+foreach(n IN LISTS ranks)
+  foreach(t IN LISTS threads)
+    set(cmd ${WEFT_MPIEXEC} --oversubscribe ${mpi_flags} -n ${n} ${WEFT_PROG}
+            ${WEFT_SCENARIO} ${entities} ${ticks} ${t} ${seed})
+    list(JOIN cmd " " cmd_text)
+    execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err TIMEOUT 240)
+    message(STATUS "${cmd_text}: exit ${rc}\n${out}")
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${cmd_text} failed (${rc}):\n${out}\n${err}")
+    endif()
+    if(WEFT_EXPECT STREQUAL "error")
+      string(REGEX MATCHALL "rank [0-9]+ error: [^\n]*" lines "${out}")
+      list(LENGTH lines count)
+      if(NOT count EQUAL n)
+        message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks reported "
+                            "the error:\n${out}\n${err}")
+      endif()
+      set(seen "")
+      foreach(line IN LISTS lines)
+        string(REGEX REPLACE "^rank [0-9]+ error: " "" text "${line}")
+        if(NOT text MATCHES "${WEFT_ERROR}")
+          message(FATAL_ERROR "${cmd_text}: '${text}' does not match "
+                              "'${WEFT_ERROR}'")
+        endif()
+        if(seen STREQUAL "")
+          set(seen "${text}")
+        elseif(NOT seen STREQUAL text)
+          message(FATAL_ERROR "${cmd_text}: ranks disagree: '${seen}' and "
+                              "'${text}'")
+        endif()
+      endforeach()
+      continue()
+    endif()
+    string(REGEX MATCH "digest 0x[0-9a-f]+ entities [0-9]+" got "${out}")
+    if(got STREQUAL "")
+      message(FATAL_ERROR "${cmd_text}: no digest line:\n${out}\n${err}")
+    endif()
+    string(REGEX MATCHALL "rank [0-9]+ local" locals "${out}")
+    list(LENGTH locals count)
+    if(NOT count EQUAL n)
+      message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks finished")
+    endif()
+    if(NOT got MATCHES "entities ${entities}$")
+      message(FATAL_ERROR "${cmd_text}: entities lost or doubled: ${got}")
+    endif()
+    if(first STREQUAL "")
+      set(first "${got}")
+      set(first_cmd "${cmd_text}")
+    elseif(NOT first STREQUAL got)
+      message(FATAL_ERROR "digests differ:\n  ${first_cmd}: ${first}\n"
+                          "  ${cmd_text}: ${got}")
+    endif()
+    if(WEFT_EXPECT STREQUAL "empty" AND n GREATER 1 AND
+       NOT out MATCHES "local 0 ")
+      message(FATAL_ERROR "${cmd_text}: no rank's region emptied:\n${out}")
+    endif()
+  endforeach()
+endforeach()
+message(STATUS "all runs agree: ${first}")
