@@ -176,7 +176,20 @@ static int alloc_buffers(weft_mpi_t *m) {
   m->in_mig = m->out_mig + 2 * P;
   m->in_ghost = m->out_mig + 3 * P;
   m->hdr_in = m->hdr_out + P * WEFT__HDR_WORDS;
-  return weft__mbuf_reserve(&m->scratch, m->grecord);
+  /* The neighbours' buffers start with room for a few dozen records: a
+   * corner neighbour may get its first ghost late in a run, and a steady
+   * run should not allocate then. */
+  uint32_t nb[9];
+  uint32_t n = weft__domain_neighbours(&m->dom, m->rank, nb);
+  nb[n++] = m->rank;
+  int rc = weft__mbuf_reserve(&m->scratch, m->grecord);
+  for (uint32_t i = 0; i < n && !rc; i++) {
+    weft__mbuf_t *b[4] = {&m->out_mig[nb[i]], &m->out_ghost[nb[i]],
+                          &m->in_mig[nb[i]], &m->in_ghost[nb[i]]};
+    for (int k = 0; k < 4 && !rc; k++)
+      rc = weft__mbuf_reserve(b[k], 2048);
+  }
+  return rc;
 }
 
 /* Everything weft_mpi_new() checks and builds on one rank. */

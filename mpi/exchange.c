@@ -67,7 +67,8 @@ static int put_ghost(weft_mpi_t *m, weft_entity_t e, uint64_t k,
 
 static int note_leaving(weft_mpi_t *m, weft_entity_t e) {
   if (m->leaving_n == m->leaving_cap) {
-    uint32_t cap = m->leaving_cap ? m->leaving_cap * 2 : 64;
+    /* Four times over: emigrant counts wander (see weft__mbuf_reserve). */
+    uint32_t cap = m->leaving_cap ? m->leaving_cap * 4 : 256;
     weft_entity_t *p = weft__realloc(
         NULL, m->leaving, sizeof *p * m->leaving_cap, sizeof *p * cap);
     if (!p)

@@ -18,8 +18,12 @@
 int weft__mbuf_reserve(weft__mbuf_t *b, size_t more) {
   if (b->len + more <= b->cap)
     return 0;
+  /* Room for twice the need: message sizes wander from tick to tick, and
+   * a buffer sized to the largest so far would grow again at each new
+   * high; with this headroom it stops once the run has seen half its
+   * largest message. */
   size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->len + more)
+  while (cap < 2 * (b->len + more))
     cap *= 2;
   uint8_t *p = weft__realloc(NULL, b->data, b->cap, cap);
   if (!p)

@@ -21,6 +21,10 @@
  *              on the right empty out; their ranks print local 0
  *   neighbours particles plus a system of this program that reads the
  *              neighbours within a radius (ghosts included) in key order
+ *   steady     particles fast enough to migrate often: the last 40
+ *              ticks must allocate nothing (the world's counters
+ *              and this thread's jemalloc counter); prints
+ *              "rank R steady allocs A bytes B" and fails otherwise
  *   badhalo    a halo wider than a region: every rank prints the error
  *              ("error: ...") and exits 0 when weft_mpi_new() refused it
  *   differ     rank 1's halo differs from the others': the same
@@ -32,6 +36,8 @@
 
 #include <weft.h>
 #include <weft/mpi.h>
+
+#include "core/alloc.h" /* weft__alloc_thread_counter() */
 
 #define DT (1.0 / 60.0)
 
@@ -136,6 +142,9 @@ static int scene_for(const char *name, scene_t *s) {
     s->side = 400.0f;
     s->speed = 12000.0f; /* up to 200 units a tick, regions of 100+ */
     s->ic.gravity = (weft_vec2_t){0, 0};
+  } else if (strcmp(name, "steady") == 0) {
+    s->side = 400.0f;
+    s->speed = 300.0f;
   } else if (strcmp(name, "empty") == 0) {
     s->side = 400.0f;
     s->speed = 0.0f;
@@ -219,6 +228,24 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
   return rc ? 2 : 0;
 }
 
+/* Runs @p ticks more and checks that they allocated nothing: 0, a
+ * WEFT_E* code from a step, or 1 when they allocated. */
+static int run_steady(weft_world_t *w, weft_mpi_t *mpi, uint32_t ticks) {
+  weft_world_stats_t s0, s1;
+  weft_world_stats(w, &s0);
+  const uint64_t *counter = weft__alloc_thread_counter();
+  uint64_t b0 = counter ? *counter : 0;
+  int rc = 0;
+  for (uint32_t t = 0; t < ticks && !rc; t++)
+    rc = weft_mpi_step(mpi, DT);
+  weft_world_stats(w, &s1);
+  uint64_t allocs = s1.allocs - s0.allocs;
+  uint64_t bytes = counter ? *counter - b0 : 0;
+  printf("rank %u steady allocs %llu bytes %llu\n", weft_mpi_rank(mpi),
+         (unsigned long long)allocs, (unsigned long long)bytes);
+  return rc ? rc : allocs || bytes ? 1 : 0;
+}
+
 static int run(weft_world_t *w, const args_t *a) {
   scene_t s;
   if (scene_for(a->scenario, &s)) {
@@ -247,8 +274,19 @@ static int run(weft_world_t *w, const args_t *a) {
   rc = weft_query_create(w, &q, &n.all);
   if (!rc)
     rc = spawn_owned(w, mpi, &std, n.key, a, &s);
-  for (uint32_t t = 0; t < a->ticks && !rc; t++)
+  int steady = strcmp(a->scenario, "steady") == 0;
+  uint32_t measured = a->ticks < 40 ? a->ticks : 40;
+  uint32_t half = steady ? a->ticks - measured : a->ticks;
+  for (uint32_t t = 0; t < half && !rc; t++)
     rc = weft_mpi_step(mpi, DT);
+  /* An allocation fails this rank only after the collective calls
+   * below, which every rank must still make. */
+  int allocated = 0;
+  if (steady && !rc) {
+    rc = run_steady(w, mpi, a->ticks - half);
+    allocated = rc == 1;
+    rc = rc == 1 ? 0 : rc;
+  }
   /* The final positions decide ownership: one more exchange. */
   if (!rc)
     rc = weft_mpi_exchange(mpi);
@@ -269,7 +307,7 @@ static int run(weft_world_t *w, const args_t *a) {
   }
   free(n.items);
   weft_mpi_free(mpi);
-  return rc || drc ? 1 : 0;
+  return rc || drc || allocated ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
