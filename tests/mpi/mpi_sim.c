@@ -25,11 +25,17 @@
  *              ticks must allocate nothing (the world's counters
  *              and this thread's jemalloc counter); prints
  *              "rank R steady allocs A bytes B" and fails otherwise
+ * Every rank also checks that its pool's workers are placed on CPUs the
+ * rank is bound to (mpirun --bind-to, a batch scheduler's binding): the
+ * pool plans within the process's CPU set.
+ *
  *   badhalo    a halo wider than a region: every rank prints the error
  *              ("error: ...") and exits 0 when weft_mpi_new() refused it
  *   differ     rank 1's halo differs from the others': the same
  */
+#define _GNU_SOURCE 1 /* sched_getaffinity() */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +316,28 @@ static int run(weft_world_t *w, const args_t *a) {
   return rc || drc || allocated ? 1 : 0;
 }
 
+/* 0 when every worker of the pool is placed on a CPU of this process's
+ * affinity mask; otherwise prints the first that is not and returns 1. */
+static int check_binding(const weft_pool_t *pool) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return 0; /* nothing to check against */
+  const weft_plan_t *plan = weft_pool_plan(pool);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (uint32_t w = 0; plan && w < weft_plan_workers(plan); w++) {
+    const weft_pu_info_t *pu = weft_plan_place(plan, w);
+    if (pu && !CPU_ISSET(pu->os_pu, &set)) {
+      printf("rank %d: worker %u is placed on CPU %u, outside the rank's "
+             "binding (%d CPUs)\n",
+             rank, w, pu->os_pu, CPU_COUNT(&set));
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   args_t a;
@@ -326,7 +354,9 @@ int main(int argc, char **argv) {
   weft_world_t *w = NULL;
   if (!rc)
     rc = weft_world_create(&(weft_world_config_t){.pool = pool}, &w);
+  int unbound = rc ? 0 : check_binding(pool);
   int out = rc ? 2 : run(w, &a);
+  out = out ? out : unbound;
   weft_world_destroy(w);
   weft_pool_destroy(pool);
   fflush(stdout);
