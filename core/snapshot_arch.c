@@ -385,3 +385,8 @@ int weft__snap_read_archs(weft__snap_rd_t *r, weft__snap_plan_t *pl) {
     return rc;
   return map_archs(r, pl);
 }
+
+int weft__snap_match_comp(weft__snap_rd_t *r, weft__snap_comp_t *c,
+                          uint32_t where) {
+  return match_comp(r, c, where);
+}

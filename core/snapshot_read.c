@@ -603,3 +603,8 @@ int weft__snap_fail(const weft_world_t *w, weft_snapshot_error_t *err, int code,
                section ? sec : "-", (unsigned long long)offset, msg);
   return code;
 }
+
+int weft__snap_read_comp(weft__snap_rd_t *r, weft__snap_plan_t *pl,
+                         uint32_t i) {
+  return read_comp(r, pl, i);
+}

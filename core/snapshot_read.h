@@ -58,4 +58,17 @@ int weft__snap_close_section(weft__snap_rd_t *r);
  * maps them to this program's components (snapshot_arch.c). */
 int weft__snap_read_archs(weft__snap_rd_t *r, weft__snap_plan_t *pl);
 
+/* Reads the fingerprint of component i (name, size, alignment, flags,
+ * fields) into pl->comps[i], checking it against those before it and
+ * looking its name up in the program; pl->comps has room for i + 1. The
+ * per-entity codec's tables (entity_codec.c) use the COMP format too. */
+int weft__snap_read_comp(weft__snap_rd_t *r, weft__snap_plan_t *pl, uint32_t i);
+
+/* Decides how component c's bytes reach the program's (c->mode, c->from):
+ * WEFT_ENOCOMP when the program does not register it, WEFT_EMIGRATE when
+ * its layout cannot be migrated. `where` is the archetype (or record)
+ * number the message names (snapshot_arch.c). */
+int weft__snap_match_comp(weft__snap_rd_t *r, weft__snap_comp_t *c,
+                          uint32_t where);
+
 #endif /* WEFT_CORE_SNAPSHOT_READ_H */

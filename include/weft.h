@@ -38,5 +38,6 @@
 #include "weft/trace.h"
 #include "weft/builtin.h"
 #include "weft/snapshot.h"
+#include "weft/entity_codec.h"
 
 #endif /* WEFT_H */
