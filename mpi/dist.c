@@ -73,22 +73,37 @@ static int find_or_register(weft_world_t *w, const char *name, uint32_t size,
   return weft_component_register(w, &d, out);
 }
 
-/* A hash of what every rank must agree on: the box, the halo and the
- * ghost components' names and sizes. */
+/* FNV-1a over n bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+  const uint8_t *p = data;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* A hash of what every rank must agree on: the box, the halo, the ghost
+ * components' names and sizes, and the codec's table (every component's
+ * name, size and fields), so that a record means the same on every rank.
+ * 0 when the table cannot be read (a failure then). */
 static uint64_t config_hash(const weft_mpi_t *m) {
-  uint64_t h = 0xcbf29ce484222325ull;
   float f[5] = {m->dom.min.x, m->dom.min.y, m->dom.max.x, m->dom.max.y,
                 m->dom.halo};
-  const uint8_t *p = (const uint8_t *)f;
-  for (size_t i = 0; i < sizeof f; i++)
-    h = (h ^ p[i]) * 0x100000001b3ull;
+  uint64_t h = fnv(0xcbf29ce484222325ull, f, sizeof f);
+  size_t len = 0;
+  weft_entity_codec_table(m->codec, NULL, 0, &len);
+  void *table = len ? weft__alloc(NULL, len, 16) : NULL;
+  if (!table || weft_entity_codec_table(m->codec, table, len, &len) != 0) {
+    weft__free(table, 0, 0);
+    return 0;
+  }
+  h = fnv(h, table, len);
+  weft__free(table, 0, 0);
   for (uint32_t i = 0; i < m->gcount; i++) {
     weft_component_info_t info;
     if (weft_component_info(m->world, m->gcomp[i], &info) != 0)
       continue;
-    for (const char *c = info.name; *c; c++)
-      h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-    h = (h ^ info.size) * 0x100000001b3ull;
+    h = fnv(h, info.name, strlen(info.name));
+    h = fnv(h, &info.size, sizeof info.size);
   }
   return h;
 }
@@ -217,14 +232,18 @@ static int setup(weft_mpi_t *m, const weft_mpi_config_t *c, char *msg) {
  * already sends neutral values; its failure wins in agree().) */
 static int check_same(const weft_mpi_t *m, MPI_Comm comm, int rc, char *msg) {
   uint64_t h = rc ? 0 : config_hash(m);
+  if (!rc && h == 0) {
+    snprintf(msg, MSG_MAX, "weft_mpi: cannot read the entity codec's table");
+    rc = WEFT_ENOMEM;
+  }
   uint64_t v[2] = {rc ? UINT64_MAX : h, rc ? UINT64_MAX : ~h}, r[2];
   if (MPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MIN, comm) != MPI_SUCCESS)
     return WEFT_EIO;
   uint64_t lo = r[0], hi = ~r[1];
   if (!rc && lo != hi) {
     snprintf(msg, MSG_MAX,
-             "weft_mpi: the configuration (box, halo, ghost "
-             "components) differs between ranks");
+             "weft_mpi: the configuration (box, halo, ghost components, "
+             "component layouts) differs between ranks");
     return WEFT_EINVAL;
   }
   return rc;

@@ -17,12 +17,7 @@
 #include "mpi/domain.h"
 #include "mpi/keymap.h"
 
-#if defined(__has_include)
-#if __has_include(<weft/entity_codec.h>)
 #include <weft/entity_codec.h>
-#define WEFT__MPI_CODEC 1
-#endif
-#endif
 
 /* A growable byte buffer; kept between ticks, so that a steady run stops
  * allocating once each has reached its largest size. */
@@ -63,9 +58,7 @@ struct weft_mpi_t {
   weft_query_t *owned; /* Key and Position, not Ghost */
   weft_mpi_tick_fn tick;
   void *tick_user;
-#ifdef WEFT__MPI_CODEC
-  weft_entity_codec_t *codec;
-#endif
+  weft_entity_codec_t *codec; /* migrants' records (record.c) */
 
   /* Per peer rank: outgoing and incoming migrants and ghosts. The own
    * rank's ghost buffer holds the records of entities that leave but stay

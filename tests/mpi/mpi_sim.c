@@ -32,6 +32,8 @@
  *   badhalo    a halo wider than a region: every rank prints the error
  *              ("error: ...") and exits 0 when weft_mpi_new() refused it
  *   differ     rank 1's halo differs from the others': the same
+ *   layout     rank 1 registers one more component than the others (its
+ *              migrant records would not mean the same): the same
  */
 #define _GNU_SOURCE 1 /* sched_getaffinity() */
 #include <math.h>
@@ -161,7 +163,7 @@ static int scene_for(const char *name, scene_t *s) {
     s->halo = 8.0f;
   } else if (strcmp(name, "badhalo") == 0) {
     s->halo = s->side; /* no region is wider than the box */
-  } else if (strcmp(name, "differ") == 0) {
+  } else if (strcmp(name, "differ") == 0 || strcmp(name, "layout") == 0) {
     s->halo = 10.0f;
   } else if (strcmp(name, "particles") != 0) {
     return -1;
@@ -215,6 +217,12 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
   mc->halo = s->halo;
   if (strcmp(a->scenario, "differ") == 0 && rank == 1)
     mc->halo = s->halo * 2;
+  int layout = strcmp(a->scenario, "layout") == 0;
+  if (layout && rank == 1) {
+    weft_component_desc_t d = {.name = "test.Extra", .size = 4};
+    weft_component_t extra;
+    weft_component_register(w, &d, &extra);
+  }
   if (strcmp(a->scenario, "neighbours") == 0) {
     n->radius = s->halo;
     mc->tick = neighbour_tick;
@@ -222,7 +230,7 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
   }
   int rc = weft_mpi_new(w, MPI_COMM_WORLD, mc, out);
   int refused = strcmp(a->scenario, "badhalo") == 0 ||
-                (strcmp(a->scenario, "differ") == 0 && size > 1);
+                ((strcmp(a->scenario, "differ") == 0 || layout) && size > 1);
   if (refused) {
     printf("rank %d error: %s\n", rank, rc ? weft_world_last_error(w) : "none");
     weft_mpi_free(*out);
