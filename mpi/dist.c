@@ -159,7 +159,7 @@ static int setup_components(weft_mpi_t *m, const weft_mpi_config_t *c,
   m->gcomp[0] = m->position;
   m->gsize[0] = 8;
   m->gcount = 1;
-  m->grecord = 16;
+  m->grecord = 24; /* the record's head, then Position */
   for (uint32_t i = 0; i < c->ghost_count; i++) {
     weft_component_t g = c->ghost_components[i];
     if (g == m->position)

@@ -48,8 +48,10 @@ struct weft_mpi_t {
 
   weft_component_t position, key, ghost;
   bool position_soa;
-  /* Ghost components, Position first; a ghost record is the key, then
-   * each one's bytes (sizes gsize[i]) in this order: grecord bytes. */
+  /* Ghost components, Position first (at most 32, for the record's
+   * mask); a ghost record is a 16-byte head (key, mask of the components
+   * present) and each one's bytes (sizes gsize[i]) in this order: grecord
+   * bytes (exchange.c). */
   weft_component_t gcomp[WEFT_MPI_GHOST_MAX + 1];
   uint32_t gsize[WEFT_MPI_GHOST_MAX + 1];
   uint32_t gcount;

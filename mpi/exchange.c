@@ -25,6 +25,7 @@
  * Every rank that owns an entity is the only one that sends records of
  * it, so a key arrives at most once per rank and round.
  */
+#include <limits.h>
 #include <string.h>
 
 #include <weft.h>
@@ -46,21 +47,34 @@ static pos_cols_t pos_cols(const weft_mpi_t *m, const weft_iter_t *it) {
   return (pos_cols_t){p, p + 1, 2};
 }
 
+/* A ghost record: the key, a mask of the ghost components the entity has
+ * (bit i: m->gcomp[i]), 4 bytes of padding, then every ghost component's
+ * bytes in order, zeros for one it lacks (records have one size, so a
+ * message is an array). m->grecord bytes. */
+enum { GHOST_HEAD = 16 };
+
 /* Appends the ghost record of e (key k) to b. */
 static int put_ghost(weft_mpi_t *m, weft_entity_t e, uint64_t k,
                      weft__mbuf_t *b) {
   int rc = weft__mbuf_reserve(b, m->grecord);
   if (rc)
     return rc;
-  uint8_t *p = b->data + b->len;
-  memcpy(p, &k, 8);
-  p += 8;
+  uint8_t *rec = b->data + b->len, *p = rec + GHOST_HEAD;
+  uint32_t mask = 0, pad = 0;
   for (uint32_t i = 0; i < m->gcount; i++) {
-    rc = m->gsize[i] ? weft_read(m->world, e, m->gcomp[i], p) : 0;
-    if (rc)
-      return rc;
+    if (weft_has(m->world, e, m->gcomp[i])) {
+      mask |= 1u << i;
+      rc = m->gsize[i] ? weft_read(m->world, e, m->gcomp[i], p) : 0;
+      if (rc)
+        return rc;
+    } else {
+      memset(p, 0, m->gsize[i]);
+    }
     p += m->gsize[i];
   }
+  memcpy(rec, &k, 8);
+  memcpy(rec + 8, &mask, 4);
+  memcpy(rec + 12, &pad, 4);
   b->len += m->grecord;
   return 0;
 }
@@ -220,43 +234,58 @@ static int spawn_migrants(weft_mpi_t *m, const weft__mbuf_t *b) {
   return 0;
 }
 
+/* Brings an existing ghost up to its record: components set, added or
+ * removed as the owner has them. */
+static int refresh_ghost(weft_mpi_t *m, weft_entity_t g, uint32_t mask,
+                         const void *const *values) {
+  for (uint32_t i = 0; i < m->gcount; i++) {
+    weft_component_t c = m->gcomp[i];
+    int rc = !(mask >> i & 1) ? weft_remove(m->world, g, c)
+             : m->gsize[i]    ? weft_set(m->world, g, c, values[i])
+                              : weft_add(m->world, g, c, NULL);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
 /* Refreshes or spawns the ghost of one record. */
 static int take_ghost(weft_mpi_t *m, const uint8_t *p) {
   uint64_t k;
+  uint32_t mask;
   memcpy(&k, p, 8);
+  memcpy(&mask, p + 8, 4);
   /* Values are copied out to aligned storage first (records are packed). */
   uint8_t *vals = m->scratch.data;
-  memcpy(vals, p + 8, m->grecord - 8);
-  const void *values[WEFT_MPI_GHOST_MAX + 3];
+  memcpy(vals, p + GHOST_HEAD, m->grecord - GHOST_HEAD);
+  const void *values[WEFT_MPI_GHOST_MAX + 1];
   size_t off = 0;
   for (uint32_t i = 0; i < m->gcount; i++) {
-    values[i + 2] = vals + off;
+    values[i] = vals + off;
     off += m->gsize[i];
   }
   weft__keyslot_t *s = weft__keymap_find(&m->ghosts, k);
   if (s) {
     s->round = m->round;
-    for (uint32_t i = 0; i < m->gcount; i++) {
-      if (m->gsize[i] == 0) /* a tag: present since the spawn */
-        continue;
-      int rc = weft_set(m->world, s->ghost, m->gcomp[i], values[i + 2]);
-      if (rc)
-        return rc;
-    }
-    return 0;
+    return refresh_ghost(m, s->ghost, mask, values);
   }
   weft_component_t comps[WEFT_MPI_GHOST_MAX + 4];
-  comps[0] = m->key;
-  comps[1] = m->ghost;
-  values[0] = &k;
-  values[1] = NULL;
+  const void *cvals[WEFT_MPI_GHOST_MAX + 4];
+  uint32_t n = 0;
+  comps[n] = m->key;
+  cvals[n++] = &k;
+  comps[n] = m->ghost;
+  cvals[n++] = NULL;
   for (uint32_t i = 0; i < m->gcount; i++)
-    comps[i + 2] = m->gcomp[i];
-  comps[m->gcount + 2] = WEFT_COMPONENT_NONE;
+    if (mask >> i & 1) {
+      comps[n] = m->gcomp[i];
+      cvals[n++] = values[i];
+    }
+  comps[n] = WEFT_COMPONENT_NONE;
   weft_entity_t g;
   int rc = weft__keymap_reserve(&m->ghosts);
   if (!rc)
-    rc = weft_spawn_with(m->world, comps, values, &g);
+    rc = weft_spawn_with(m->world, comps, cvals, &g);
   if (rc)
     return rc;
   weft__keymap_put(&m->ghosts, k, g)->round = m->round;
@@ -340,9 +369,23 @@ static int deliver(weft_mpi_t *m) {
   return rc;
 }
 
+/* MPI counts are ints: a message past INT_MAX bytes is refused (on
+ * every rank, through the status in the sizes' exchange). */
+static int check_sizes(weft_mpi_t *m) {
+  for (uint32_t r = 0; r < m->size; r++)
+    if (m->out_mig[r].len > INT_MAX || m->out_ghost[r].len > INT_MAX)
+      return weft_world_fail(m->world, WEFT_ELIMIT,
+                             "weft_mpi: more than 2 GiB for rank %u in one "
+                             "tick",
+                             r);
+  return 0;
+}
+
 int weft__exchange(weft_mpi_t *m) {
   m->round++;
   int rc = pack(m);
+  if (!rc)
+    rc = check_sizes(m);
   if (!rc)
     rc = weft__mbuf_reserve(&m->scratch, m->grecord);
   rc = trade_sizes(m, rc);

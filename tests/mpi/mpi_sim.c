@@ -38,6 +38,7 @@
 #define _GNU_SOURCE 1 /* sched_getaffinity() */
 #include <math.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,13 +66,15 @@ static float draw(uint64_t seed, uint64_t i, uint32_t n) {
 typedef struct near_t {
   uint64_t key;
   float x, y;
+  weft_vec2_t v;
   weft_entity_t e;
-  int owned;
+  bool owned, hot;
 } near_t;
 
 typedef struct neigh_t {
   weft_std_t std;
-  weft_component_t key, ghost;
+  weft_component_t key, ghost, hot;
+  float side;
   weft_query_t *all;
   near_t *items;
   uint32_t cap;
@@ -84,8 +87,11 @@ static int by_key(const void *a, const void *b) {
 }
 
 /* Every owned entity is pushed away from its neighbours within the
- * radius, summed in key order, from the positions at the start of the
- * tick (ghosts included), then the integration runs. */
+ * radius (twice as hard by "hot" ones) and nudged along their velocity,
+ * summed in key order, from the state at the start of the tick (ghosts
+ * included: position, velocity and the hot tag cross the boundary). Then
+ * the owned entities right of the middle become hot and the others stop
+ * being (ghosts see the tag come and go), and the integration runs. */
 static int neighbour_tick(void *user, weft_world_t *w, double dt) {
   neigh_t *n = user;
   uint32_t count = 0;
@@ -101,8 +107,15 @@ static int neighbour_tick(void *user, weft_world_t *w, double dt) {
         if (!n->items)
           abort();
       }
-      n->items[count++] = (near_t){keys[i], px[i], py[i], it.entities[i],
-                                   !weft_has(w, it.entities[i], n->ghost)};
+      near_t *o = &n->items[count++];
+      *o = (near_t){.key = keys[i],
+                    .x = px[i],
+                    .y = py[i],
+                    .e = it.entities[i],
+                    .owned = !weft_has(w, it.entities[i], n->ghost),
+                    .hot = weft_has(w, it.entities[i], n->hot)};
+      if (weft_read(w, o->e, n->std.velocity, &o->v))
+        return WEFT_EINVAL;
     }
   }
   qsort(n->items, count, sizeof *n->items, by_key);
@@ -116,16 +129,24 @@ static int neighbour_tick(void *user, weft_world_t *w, double dt) {
       float dy = n->items[i].y - n->items[j].y;
       float d2 = dx * dx + dy * dy;
       if (j != i && d2 < r2) {
-        fx += dx / (d2 + 1.0f);
-        fy += dy / (d2 + 1.0f);
+        float k = n->items[j].hot ? 2.0f : 1.0f;
+        fx += k * dx / (d2 + 1.0f) + 0.002f * n->items[j].v.x;
+        fy += k * dy / (d2 + 1.0f) + 0.002f * n->items[j].v.y;
       }
     }
-    weft_vec2_t v;
-    if (weft_read(w, n->items[i].e, n->std.velocity, &v))
-      return WEFT_EINVAL;
+    weft_vec2_t v = n->items[i].v;
     v.x += fx * 40.0f;
     v.y += fy * 40.0f;
     int rc = weft_set(w, n->items[i].e, n->std.velocity, &v);
+    if (rc)
+      return rc;
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    if (!n->items[i].owned)
+      continue;
+    int rc = n->items[i].x > n->side * 0.5f
+                 ? weft_add(w, n->items[i].e, n->hot, NULL)
+                 : weft_remove(w, n->items[i].e, n->hot);
     if (rc)
       return rc;
   }
@@ -225,6 +246,13 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
   }
   if (strcmp(a->scenario, "neighbours") == 0) {
     n->radius = s->halo;
+    n->side = s->side;
+    weft_component_desc_t d = {.name = "test.Hot"};
+    if (weft_component_register(w, &d, &n->hot) != 0)
+      return 2;
+    mc->ghost_components[0] = n->std.velocity;
+    mc->ghost_components[1] = n->hot;
+    mc->ghost_count = 2;
     mc->tick = neighbour_tick;
     mc->tick_user = n;
   }
