@@ -5,8 +5,11 @@
 #   cmake -DWEFT_MPIEXEC=mpirun -DWEFT_PROG=mpi_sim -DWEFT_SCENARIO=particles
 #         -DWEFT_ARGS="ENTITIES;TICKS;SEED" -DWEFT_RANKS=1,2,3,4
 #         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|empty|error]
-#         [-DWEFT_ERROR=regex] [-DWEFT_MPI_FLAGS=--bind-to;core]
-#         -P run_mpi.cmake
+#         [-DWEFT_ERROR=regex] [-DWEFT_MPI_FLAGS=--bind-to,core]
+#         [-DWEFT_STYLE=sim] -P run_mpi.cmake
+#
+# WEFT_STYLE=sim runs weft-sim (--scenario S --entities E ...) instead of
+# the positional arguments of mpi_sim.
 #
 # digest: every run prints the same global digest and entity count.
 # empty:  that too, and with more than one rank some rank owns nothing.
@@ -31,8 +34,14 @@ string(REPLACE "," ";" mpi_flags "${WEFT_MPI_FLAGS}")
 set(first "")
 foreach(n IN LISTS ranks)
   foreach(t IN LISTS threads)
+    if(WEFT_STYLE STREQUAL "sim")
+      set(prog_args --scenario ${WEFT_SCENARIO} --entities ${entities}
+                    --ticks ${ticks} --threads ${t} --seed ${seed})
+    else()
+      set(prog_args ${WEFT_SCENARIO} ${entities} ${ticks} ${t} ${seed})
+    endif()
     set(cmd ${WEFT_MPIEXEC} --oversubscribe ${mpi_flags} -n ${n} ${WEFT_PROG}
-            ${WEFT_SCENARIO} ${entities} ${ticks} ${t} ${seed})
+            ${prog_args})
     list(JOIN cmd " " cmd_text)
     execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                     ERROR_VARIABLE err TIMEOUT 240)
