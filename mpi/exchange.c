@@ -26,6 +26,8 @@
  * it, so a key arrives at most once per rank and round.
  */
 #include <limits.h>
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <weft.h>
@@ -110,24 +112,71 @@ static int pack_one(weft_mpi_t *m, weft_entity_t e, uint64_t k, float x,
   return rc;
 }
 
+/* This rank's interior: its region shrunk by the halo, unbounded on the
+ * box's outer sides. A point inside it is this rank's and in no other
+ * region's halo (the grown regions are half-open like the regions), so
+ * the pack skips it with four compares: in a steady run that is nearly
+ * every entity. */
+typedef struct interior_t {
+  float x0, x1, y0, y1;
+} interior_t;
+
+static interior_t interior(const weft_mpi_t *m) {
+  const weft__domain_t *d = &m->dom;
+  uint32_t ix = m->rank % d->px, iy = m->rank / d->px;
+  return (interior_t){ix == 0 ? -INFINITY : d->cut_x[ix] + d->halo,
+                      ix + 1 == d->px ? INFINITY : d->cut_x[ix + 1] - d->halo,
+                      iy == 0 ? -INFINITY : d->cut_y[iy] + d->halo,
+                      iy + 1 == d->py ? INFINITY : d->cut_y[iy + 1] - d->halo};
+}
+
+/* Whether any of the n points lies outside the interior (NaN does).
+ * Branch-free, so that the compiler vectorizes it: most blocks have
+ * none, and the pack then skips them whole. */
+static bool any_outside(const float *restrict x, const float *restrict y,
+                        uint32_t n, interior_t in) {
+  int out = 0;
+  for (uint32_t i = 0; i < n; i++)
+    out |=
+        !((x[i] >= in.x0) & (x[i] < in.x1) & (y[i] >= in.y0) & (y[i] < in.y1));
+  return out != 0;
+}
+
+/* Packs the entities of one chunk that leave or are seen elsewhere. */
+static int pack_chunk(weft_mpi_t *m, const weft_iter_t *it, interior_t in) {
+  enum { BLOCK = 64 };
+  const uint64_t *keys = it->columns[0];
+  pos_cols_t p = pos_cols(m, it);
+  for (uint32_t b = 0; b < it->count; b += BLOCK) {
+    uint32_t end = it->count - b < BLOCK ? it->count : b + BLOCK;
+    if (p.stride == 1 && !any_outside(p.x + b, p.y + b, end - b, in))
+      continue;
+    for (uint32_t i = b; i < end; i++) {
+      float x = p.x[i * p.stride], y = p.y[i * p.stride];
+      if (x >= in.x0 && x < in.x1 && y >= in.y0 && y < in.y1)
+        continue;
+      int rc = pack_one(m, it->entities[i], keys[i], x, y);
+      if (rc)
+        return rc;
+    }
+  }
+  return 0;
+}
+
 static int pack(weft_mpi_t *m) {
   for (uint32_t r = 0; r < m->size; r++)
     m->out_mig[r].len = m->out_ghost[r].len = 0;
   m->leaving_n = 0;
+  interior_t in = interior(m);
   weft_iter_t it;
-  int rc = 0;
   for (weft_query_iter(m->owned, &it); weft_iter_next(&it);) {
-    const uint64_t *keys = it.columns[0];
-    pos_cols_t p = pos_cols(m, &it);
-    for (uint32_t i = 0; i < it.count && !rc; i++)
-      rc = pack_one(m, it.entities[i], keys[i], p.x[i * p.stride],
-                    p.y[i * p.stride]);
+    int rc = pack_chunk(m, &it, in);
     if (rc) {
       weft_iter_close(&it);
-      break;
+      return rc;
     }
   }
-  return rc;
+  return 0;
 }
 
 /* The sizes and statuses of every rank; returns the first failure of any
