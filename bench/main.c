@@ -52,6 +52,7 @@ static const bench_scenario_t bench_registry[] = {
     {"relation", bench_relation},
     {"compact", bench_compact},
     {"snapshot", bench_snapshot},
+    {"codec", bench_codec},
 #ifdef WEFT_BENCH_MPI
     {"mpi", bench_mpi}, /* under mpirun: bench_mpi.c */
 #endif

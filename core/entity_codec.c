@@ -63,6 +63,7 @@ typedef struct dec_comp_t {
   uint32_t bytes;          /* in a record */
   uint32_t size;           /* the program's value */
   bool direct;             /* the record's bytes are the program's value */
+  bool covered;            /* the copies write every byte of the value */
   uint32_t ncopy;          /* else these build it in the scratch */
   size_t scratch;          /* where: an offset into dec_t.scratch */
   dec_copy_t copy[WEFT_MAX_FIELDS];
@@ -262,6 +263,34 @@ static int check_comp(const weft_entity_codec_t *k, weft__snap_rd_t *r,
   return weft__snap_match_comp(r, c, i);
 }
 
+/* Builds d's decode plan from the checked table components pl and sizes
+ * its working room. */
+static int plan_table(const weft_entity_codec_t *k, const weft__snap_plan_t *pl,
+                      dec_t *d) {
+  d->comps = calloc(pl->ncomp ? pl->ncomp : 1, sizeof(*d->comps));
+  if (!d->comps)
+    return WEFT_ENOMEM;
+  size_t room = 0;
+  for (uint32_t i = 0; i < pl->ncomp; i++) {
+    dec_comp_t *dc = &d->comps[i];
+    plan_copies(&pl->comps[i],
+                weft__registry_get(&k->w->registry, pl->comps[i].target), dc);
+    uint32_t sum = 0;
+    for (uint32_t c = 0; c < dc->ncopy; c++)
+      sum += dc->copy[c].size;
+    dc->covered = sum == dc->size; /* copies never overlap: fields don't */
+    dc->scratch = room;
+    room += ((size_t)dc->size + 63) & ~(size_t)63;
+  }
+  size_t n = (size_t)d->ncomp + 1;
+  d->scratch = aligned_alloc(64, room ? room : 64);
+  d->ids = calloc(n, sizeof(*d->ids));
+  d->vals = calloc(n, sizeof(*d->vals));
+  d->dis = calloc(n, 1);
+  d->how = calloc(n, sizeof(*d->how));
+  return d->scratch && d->ids && d->vals && d->dis && d->how ? 0 : WEFT_ENOMEM;
+}
+
 /* Reads and maps the table in d->table into d. */
 static int read_table(const weft_entity_codec_t *k, dec_t *d) {
   weft__snap_rd_t r = {
@@ -287,27 +316,10 @@ static int read_table(const weft_entity_codec_t *k, dec_t *d) {
   for (uint32_t i = 0; !rc && i < pl.ncomp; i++)
     rc = check_comp(k, &r, &pl.comps[i], i);
   d->ncomp = pl.ncomp;
-  d->comps = rc ? NULL : calloc(pl.ncomp ? pl.ncomp : 1, sizeof(*d->comps));
-  if (!rc && !d->comps)
-    rc = WEFT_ENOMEM;
-  size_t room = 0;
-  for (uint32_t i = 0; !rc && i < pl.ncomp; i++) {
-    dec_comp_t *dc = &d->comps[i];
-    plan_copies(&pl.comps[i],
-                weft__registry_get(&k->w->registry, pl.comps[i].target), dc);
-    dc->scratch = room;
-    room += ((size_t)dc->size + 63) & ~(size_t)63;
-  }
+  if (!rc)
+    rc = plan_table(k, &pl, d);
   free(pl.comps);
-  if (rc)
-    return rc;
-  size_t n = (size_t)d->ncomp + 1;
-  d->scratch = aligned_alloc(64, room ? room : 64);
-  d->ids = calloc(n, sizeof(*d->ids));
-  d->vals = calloc(n, sizeof(*d->vals));
-  d->dis = calloc(n, 1);
-  d->how = calloc(n, sizeof(*d->how));
-  return d->scratch && d->ids && d->vals && d->dis && d->how ? 0 : WEFT_ENOMEM;
+  return rc;
 }
 
 /* Binds a copy of [table, table + len); the binding the codec had stays on
@@ -448,37 +460,34 @@ size_t weft_entity_codec_max_record(const weft_entity_codec_t *k) {
 
 /* ---- encoding ------------------------------------------------------- */
 
-int weft_entity_encode(weft_entity_codec_t *k, weft_entity_t e, void *buf,
-                       size_t cap, size_t *len) {
-  WEFT_CHECK(k ? k->w : NULL, k && len && (buf || !cap), WEFT_EINVAL,
-             "NULL argument");
-  weft_world_t *w = k->w;
-  weft__where_t at;
-  WEFT_CHECK(w, weft__resolve(w, e, &at), WEFT_ESTALE,
-             "encode: handle %#llx is not a live entity",
-             (unsigned long long)e);
-  const weft__archetype_t *a = at.arch;
-  uint32_t n = 0;
+/* The components of the codec's set that archetype a holds (*n), and
+ * the size of their record. */
+static size_t record_size(const weft_entity_codec_t *k,
+                          const weft__archetype_t *a, uint32_t *n) {
   size_t bytes = 0;
+  *n = 0;
   for (uint32_t c = 0; c < a->ncomps; c++) {
     uint32_t t = a->comps[c] <= WEFT_MAX_COMPONENTS ? k->idx[a->comps[c]] : 0;
     if (t) {
-      n++;
+      ++*n;
       bytes += k->own[t - 1].bytes;
     }
   }
-  size_t mask = (n + 7) / 8, need = REC_HEAD + mask + 2 * (size_t)n + bytes;
-  *len = need;
-  WEFT_CHECK(w, cap >= need, WEFT_ELIMIT,
-             "encode: the record needs %zu bytes, the buffer holds %zu", need,
-             cap);
-  uint8_t *p = buf, *dis = p + REC_HEAD, *ix = dis + mask;
-  uint8_t *v = ix + 2 * (size_t)n;
+  return REC_HEAD + (*n + 7) / 8 + 2 * (size_t)*n + bytes;
+}
+
+/* Writes the record of the row at `at` (n components of the set) to p. */
+static void write_record(const weft_entity_codec_t *k, const weft__where_t *at,
+                         uint32_t n, uint8_t *p) {
+  const weft__archetype_t *a = at->arch;
+  size_t mask = (n + 7) / 8;
+  uint8_t *dis = p + REC_HEAD, *ix = dis + mask, *v = ix + 2 * (size_t)n;
   p[0] = REC_MAGIC;
   p[1] = 0;
   uint16_t n16 = (uint16_t)n;
   memcpy(p + 2, &n16, 2);
-  memset(dis, 0, mask);
+  for (size_t i = 0; i < mask; i++) /* one byte, mostly: no call */
+    dis[i] = 0;
   uint32_t j = 0;
   for (uint32_t c = 0; c < a->ncomps; c++) {
     weft_component_t id = a->comps[c];
@@ -496,10 +505,28 @@ int weft_entity_encode(weft_entity_codec_t *k, weft_entity_t e, void *buf,
     /* An SoA column's arrays are its fields, in field order. */
     for (uint32_t q = 0; q < col->array_count; q++) {
       uint32_t arr = col->first_array + q, elem = a->arrays[arr].elem;
-      weft__copy_elem(v, weft__chunk_at(at.chunk, arr, elem, at.row), elem);
+      weft__copy_elem(v, weft__chunk_at(at->chunk, arr, elem, at->row), elem);
       v += elem;
     }
   }
+}
+
+int weft_entity_encode(weft_entity_codec_t *k, weft_entity_t e, void *buf,
+                       size_t cap, size_t *len) {
+  WEFT_CHECK(k ? k->w : NULL, k && len && (buf || !cap), WEFT_EINVAL,
+             "NULL argument");
+  weft_world_t *w = k->w;
+  weft__where_t at;
+  WEFT_CHECK(w, weft__resolve(w, e, &at), WEFT_ESTALE,
+             "encode: handle %#llx is not a live entity",
+             (unsigned long long)e);
+  uint32_t n = 0;
+  size_t need = record_size(k, at.arch, &n);
+  *len = need;
+  WEFT_CHECK(w, cap >= need, WEFT_ELIMIT,
+             "encode: the record needs %zu bytes, the buffer holds %zu", need,
+             cap);
+  write_record(k, &at, n, buf);
   return 0;
 }
 
@@ -519,6 +546,37 @@ static const void *transient_default(const weft_world_t *w,
         return r->closure[i].value;
   }
   return NULL;
+}
+
+/* Component dc's value in the program's layout, from its record bytes at
+ * v: those bytes themselves, or built in the scratch; NULL for tags and
+ * transient components (zeros, until transient_defaults()). */
+static const void *value_of(const dec_t *d, const dec_comp_t *dc,
+                            const uint8_t *v) {
+  if (dc->direct)
+    return v;
+  if (dc->mode == WEFT__SNAP_ZERO || dc->mode == WEFT__SNAP_TAG)
+    return NULL;
+  uint8_t *val = d->scratch + dc->scratch;
+  if (!dc->covered) /* added fields and padding read as zeros */
+    memset(val, 0, dc->size);
+  for (uint32_t c = 0; c < dc->ncopy; c++)
+    weft__copy_elem(val + dc->copy[c].dst, v + dc->copy[c].src,
+                    dc->copy[c].size);
+  return val;
+}
+
+/* Gives the record's n transient components (in d) their defaults. */
+static void transient_defaults(const weft_world_t *w, dec_t *d, uint32_t n) {
+  weft__mask_t m;
+  memset(&m, 0, sizeof m);
+  for (uint32_t j = 0; j < n; j++)
+    weft__mask_set(&m, d->ids[j]);
+  if (w->registry.req)
+    weft__req_expand_list(&w->registry, d->ids, n, &m);
+  for (uint32_t j = 0; j < n; j++)
+    if (d->how[j]->mode == WEFT__SNAP_ZERO)
+      d->vals[j] = transient_default(w, &m, d->ids[j]);
 }
 
 #define REC_BAD(w, ...)                                                        \
@@ -581,33 +639,14 @@ static int parse(weft_entity_codec_t *k, const uint8_t *p, size_t len,
     d->dis[j] = dis[j >> 3] >> (j & 7) & 1;
     d->how[j] = dc;
     zero |= dc->mode == WEFT__SNAP_ZERO;
-    if (dc->direct) {
-      d->vals[j] = v;
-    } else if (dc->mode == WEFT__SNAP_ZERO || dc->mode == WEFT__SNAP_TAG) {
-      d->vals[j] = NULL;
-    } else {
-      uint8_t *val = d->scratch + dc->scratch;
-      memset(val, 0, dc->size);
-      for (uint32_t c = 0; c < dc->ncopy; c++)
-        memcpy(val + dc->copy[c].dst, v + dc->copy[c].src, dc->copy[c].size);
-      d->vals[j] = val;
-    }
+    d->vals[j] = value_of(d, dc, v);
     v += dc->bytes;
   }
   if (v != end)
     return REC_BAD(w, "%zu bytes after the record's values", (size_t)(end - v));
   d->ids[n] = WEFT_COMPONENT_NONE;
-  if (zero) {
-    weft__mask_t m;
-    memset(&m, 0, sizeof m);
-    for (uint32_t j = 0; j < n; j++)
-      weft__mask_set(&m, d->ids[j]);
-    if (w->registry.req)
-      weft__req_expand_list(&w->registry, d->ids, n, &m);
-    for (uint32_t j = 0; j < n; j++)
-      if (d->how[j]->mode == WEFT__SNAP_ZERO)
-        d->vals[j] = transient_default(w, &m, d->ids[j]);
-  }
+  if (zero)
+    transient_defaults(w, d, n);
   *count = n;
   return 0;
 }
@@ -654,6 +693,38 @@ int weft_entity_decode(weft_entity_codec_t *k, const void *buf, size_t len,
   return 0;
 }
 
+/* The common refresh: e (at `at`) already has every component of the
+ * record, each in the record's state, and nothing stages: the values go
+ * straight into its row, written and marked as weft_set() does, with one
+ * handle lookup for the whole record. False, having written nothing, in
+ * every other case. */
+static bool refresh_in_place(weft_world_t *w, const dec_t *d, uint32_t n,
+                             const weft__where_t *at) {
+  const weft__archetype_t *a = at->arch;
+  if (weft__routing(w))
+    return false;
+  for (uint32_t j = 0; j < n; j++)
+    if (!weft__mask_test(&a->present, d->ids[j]) ||
+        weft__mask_test(&a->disabled, d->ids[j]) != (bool)d->dis[j])
+      return false;
+  for (uint32_t j = 0; j < n; j++) {
+    uint32_t mode = d->how[j]->mode;
+    if (mode == WEFT__SNAP_ZERO || mode == WEFT__SNAP_TAG)
+      continue; /* present, and a transient keeps its value */
+    const weft__column_t *col = weft__archetype_col(a, d->ids[j]);
+    const uint8_t *v = d->vals[j];
+    /* weft__column_write(), with the common sizes' copies inline. */
+    for (uint32_t q = 0; q < col->array_count; q++) {
+      const weft__array_t *ar = &a->arrays[col->first_array + q];
+      weft__copy_elem(
+          weft__chunk_at(at->chunk, col->first_array + q, ar->elem, at->row),
+          v + ar->value_off, ar->elem);
+    }
+    weft__mark_write(w, at->chunk, col, at->row);
+  }
+  return true;
+}
+
 int weft_entity_decode_into(weft_entity_codec_t *k, weft_entity_t e,
                             const void *buf, size_t len) {
   WEFT_CHECK(k ? k->w : NULL, k && (buf || !len), WEFT_EINVAL, "NULL argument");
@@ -667,6 +738,8 @@ int weft_entity_decode_into(weft_entity_codec_t *k, weft_entity_t e,
   WEFT_CHECK(w, weft__resolve(w, e, &at), WEFT_ESTALE,
              "decode_into: handle %#llx is not a live entity",
              (unsigned long long)e);
+  if (refresh_in_place(w, d, n, &at))
+    return 0;
   for (uint32_t j = 0; !rc && j < n; j++) {
     const dec_comp_t *dc = d->how[j];
     bool data = dc->mode != WEFT__SNAP_ZERO && dc->mode != WEFT__SNAP_TAG;

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "fuzz/entity_codec_world.h"
+
 typedef struct pos_t {
   float x, y, z;
 } pos_t;
@@ -663,6 +665,18 @@ static void test_entity_codec_allocates_nothing(void **state) {
     }
   wt_assert_no_alloc(a.w, &pa, "set + encode");
   wt_assert_no_alloc(b.w, &p, "decode_into");
+  /* The refreshed copies hold the last values. */
+  for (int i = 0; i < N; i++)
+    for (int c = 0; c < NC; c++) {
+      assert_int_equal(weft_has(a.w, src[i], a.c[c]),
+                       weft_has(b.w, dst[i], b.c[c]));
+      uint8_t x[16] = {0}, y[16] = {0};
+      if (c == C_TAG || c == C_CACHE || !weft_has(a.w, src[i], a.c[c]))
+        continue;
+      assert_int_equal(weft_read(a.w, src[i], a.c[c], x), 0);
+      assert_int_equal(weft_read(b.w, dst[i], b.c[c], y), 0);
+      assert_memory_equal(x, y, sizeof x);
+    }
   weft_entity_codec_free(ka);
   weft_entity_codec_free(kb);
   weft_world_destroy(a.w);
@@ -719,7 +733,122 @@ static void test_entity_codec_many_and_staged(void **state) {
   weft_world_destroy(b);
 }
 
+static void count_spawns(weft_world_t *w, const weft_event_t *ev, void *user) {
+  (void)w;
+  if (ev->kind == WEFT_EVENT_SPAWN)
+    ++*(uint32_t *)user;
+}
+
+/* In a world with observers (every structural call drains at once), a
+ * decode is told as a spawn and lands whole, disabled components
+ * included; a requirement the receiving program declares (and the
+ * sending one does not) brings its component with its default. */
+static void test_entity_codec_observers_and_requirements(void **state) {
+  (void)state;
+  cw_t a = cw_new(1, false, false), b = cw_new(2, true, false);
+  weft_component_t regen = reg_flags(b.w, "regen", 4, 0);
+  const uint32_t regen_default = 5;
+  assert_int_equal(
+      weft_component_require(b.w, b.c[C_HP], regen, &regen_default), 0);
+  uint32_t spawns = 0;
+  weft_observer_desc_t od = {
+      .events = WEFT_EVENT_SPAWN, .fn = count_spawns, .user = &spawns};
+  weft_observer_t *obs = NULL;
+  assert_int_equal(weft_observer_create(b.w, &od, &obs), WEFT_OK);
+  weft_entity_codec_t *ka = codec(&a), *kb = codec(&b);
+  bind_to(kb, ka);
+  wt_rng_t r = wt_rng(21);
+  uint8_t buf[256];
+  for (uint32_t i = 0; i < 50; i++) {
+    ent_t m = ent_random(&r, false);
+    weft_entity_t e = ent_spawn(&a, &m), f = 0;
+    size_t len = encode(ka, e, buf, sizeof buf);
+    assert_int_equal(weft_entity_decode(kb, buf, len, &f), WEFT_OK);
+    assert_int_equal(spawns, i + 1);
+    ent_t want = m;
+    if (want.has >> C_CACHE & 1) /* no requirement gives it a default */
+      want.cache.v = 0;
+    ent_check(&b, f, &want, false);
+    bool hp = m.has >> C_HP & 1;
+    assert_int_equal(weft_has(b.w, f, regen), hp);
+    uint32_t v = 0;
+    if (hp) {
+      assert_int_equal(weft_read(b.w, f, regen, &v), WEFT_OK);
+      assert_int_equal(v, regen_default);
+    }
+    /* A refresh through the observed path (nothing in place to write
+     * when the copy lost a component). */
+    if (hp)
+      assert_int_equal(weft_remove(b.w, f, b.c[C_HP]), WEFT_OK);
+    assert_int_equal(weft_entity_decode_into(kb, f, buf, len), WEFT_OK);
+    ent_check(&b, f, &want, false);
+  }
+  weft_entity_codec_free(ka);
+  weft_entity_codec_free(kb);
+  weft_world_destroy(a.w);
+  weft_world_destroy(b.w);
+}
+
+/* Writes one seed: a mode byte, then n bytes. */
+static void seed_file(const char *dir, const char *name, uint8_t mode,
+                      const uint8_t *p, size_t n) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(&mode, 1, 1, f), 1);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* The fuzz target's world (fuzz/entity_codec_world.h): each sample
+ * entity's record decodes, as a new entity and into the target, and both
+ * tables bind. With WEFT_ENTITY_CODEC_SEEDS naming a folder, the records
+ * and tables are written there as the target's seed corpus. */
+static void test_entity_codec_fuzz_seeds(void **state) {
+  (void)state;
+  const char *dir = getenv("WEFT_ENTITY_CODEC_SEEDS");
+  fz_world_t f;
+  assert_int_equal(fz_world_build(&f), WEFT_OK);
+  uint8_t buf[512];
+  char name[64];
+  for (uint32_t i = 0; i < 16; i++) {
+    weft_entity_t e = 0, g = 0;
+    assert_int_equal(fz_sample(&f, i, &e), WEFT_OK);
+    size_t len = encode(f.codec, e, buf, sizeof buf);
+    assert_int_equal(weft_entity_decode(f.codec, buf, len, &g), WEFT_OK);
+    assert_int_equal(weft_entity_decode_into(f.codec, f.target, buf, len), 0);
+    if (dir && i % 3 == 0) {
+      snprintf(name, sizeof name, "record%02u.bin", i);
+      seed_file(dir, name, FZ_DECODE, buf, len);
+      snprintf(name, sizeof name, "into%02u.bin", i);
+      seed_file(dir, name, FZ_DECODE_INTO, buf, len);
+    }
+  }
+  weft_entity_codec_t *tables[] = {f.codec, f.peer};
+  for (int t = 0; t < 2; t++) {
+    size_t len = 0;
+    assert_int_equal(weft_entity_codec_table(tables[t], buf, sizeof buf, &len),
+                     WEFT_OK);
+    assert_int_equal(weft_entity_codec_bind(f.codec, buf, len), WEFT_OK);
+    if (dir) {
+      snprintf(name, sizeof name, "table%d.bin", t);
+      seed_file(dir, name, FZ_BIND, buf, len);
+    }
+  }
+  weft_entity_codec_free(f.codec);
+  weft_entity_codec_free(f.peer);
+  weft_world_destroy(f.w);
+}
+
 int main(void) {
+  /* Writing the fuzz seeds (tools/fuzz.sh, whose build skips checksums,
+   * which the damage tests rely on): that test alone. */
+  const struct CMUnitTest seeds[] = {
+      cmocka_unit_test(test_entity_codec_fuzz_seeds),
+  };
+  if (getenv("WEFT_ENTITY_CODEC_SEEDS"))
+    return cmocka_run_group_tests(seeds, NULL, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_entity_codec_round_trip),
       cmocka_unit_test(test_entity_codec_decode_into),
@@ -730,6 +859,8 @@ int main(void) {
       cmocka_unit_test(test_entity_codec_stale_and_small),
       cmocka_unit_test(test_entity_codec_allocates_nothing),
       cmocka_unit_test(test_entity_codec_many_and_staged),
+      cmocka_unit_test(test_entity_codec_observers_and_requirements),
+      cmocka_unit_test(test_entity_codec_fuzz_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

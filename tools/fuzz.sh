@@ -55,7 +55,8 @@ done
 # seeds <target> <folder>: fresh seed inputs a target wants beyond its
 # checked-in corpus. The snapshot loader gets real snapshots of every
 # scenario written by this build's weft-sim (the checked-in ones may
-# predate a format change).
+# predate a format change); the per-entity codec gets records and tables
+# written by this build's test_entity_codec.
 seeds() {
   case "$1" in
     snapshot)
@@ -64,6 +65,10 @@ seeds() {
         "$build/tools/weft-sim" --scenario "$scenario" --entities 64 \
           --ticks 3 --threads 0 --checkpoint "$2/$scenario.snap" >/dev/null
       done
+      ;;
+    entity_codec)
+      cmake --build "$build" --parallel "$jobs" --target weft_test_entity_codec
+      WEFT_ENTITY_CODEC_SEEDS="$2" "$build/tests/test_entity_codec" >/dev/null
       ;;
   esac
 }
