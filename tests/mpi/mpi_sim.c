@@ -21,6 +21,9 @@
  *              on the right empty out; their ranks print local 0
  *   neighbours particles plus a system of this program that reads the
  *              neighbours within a radius (ghosts included) in key order
+ *   dying      neighbours, and every entity dies after a lifetime drawn
+ *              from its index (weft_sys_lifetime): the ghosts of the dead
+ *              must go, or the neighbour sums differ
  *   steady     particles fast enough to migrate often: the last 40
  *              ticks must allocate nothing (the world's counters
  *              and this thread's jemalloc counter); prints
@@ -157,6 +160,7 @@ static int neighbour_tick(void *user, weft_world_t *w, double dt) {
 
 typedef struct scene_t {
   float side, speed, halo;
+  bool neighbours, dying;
   weft_integrate_config_t ic;
 } scene_t;
 
@@ -179,9 +183,11 @@ static int scene_for(const char *name, scene_t *s) {
     s->speed = 0.0f;
     s->ic.gravity = (weft_vec2_t){-4000.0f, 0.0f};
     s->ic.mode = WEFT_BOUNDS_CLAMP;
-  } else if (strcmp(name, "neighbours") == 0) {
+  } else if (strcmp(name, "neighbours") == 0 || strcmp(name, "dying") == 0) {
     s->side = 200.0f;
     s->halo = 8.0f;
+    s->neighbours = true;
+    s->dying = strcmp(name, "dying") == 0;
   } else if (strcmp(name, "badhalo") == 0) {
     s->halo = s->side; /* no region is wider than the box */
   } else if (strcmp(name, "differ") == 0 || strcmp(name, "layout") == 0) {
@@ -206,10 +212,13 @@ static int spawn_owned(weft_world_t *w, weft_mpi_t *mpi, const weft_std_t *std,
     weft_vec2_t v = {(draw(a->seed, i, 2) * 2 - 1) * s->speed,
                      (draw(a->seed, i, 3) * 2 - 1) * s->speed};
     uint64_t k = i;
+    weft_lifetime_t life = {0.1f + draw(a->seed, i, 4) * 0.6f};
     weft_entity_t e;
-    int rc = weft_spawn_with(
-        w, (weft_component_t[]){std->position, std->velocity, key, 0},
-        (const void *[]){&p, &v, &k}, &e);
+    int rc =
+        weft_spawn_with(w,
+                        (weft_component_t[]){std->position, std->velocity, key,
+                                             s->dying ? std->lifetime : 0, 0},
+                        (const void *[]){&p, &v, &k, &life}, &e);
     if (rc)
       return rc;
   }
@@ -244,7 +253,7 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
     weft_component_t extra;
     weft_component_register(w, &d, &extra);
   }
-  if (strcmp(a->scenario, "neighbours") == 0) {
+  if (s->neighbours) {
     n->radius = s->halo;
     n->side = s->side;
     weft_component_desc_t d = {.name = "test.Hot"};
@@ -302,6 +311,9 @@ static int run(weft_world_t *w, const args_t *a) {
     rc = weft_pipeline_configure(w, &pc);
   if (!rc)
     rc = weft_sys_integrate(w, &std, &s.ic, &is);
+  weft_system_t life;
+  if (!rc && s.dying)
+    rc = weft_sys_lifetime(w, &std, WEFT_PHASE_FIXED_UPDATE, &life);
   if (rc)
     return fprintf(stderr, "setup: %s\n", weft_world_last_error(w)), 2;
   weft_mpi_config_t mc = {0};
