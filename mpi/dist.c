@@ -81,14 +81,17 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n) {
   return h;
 }
 
-/* A hash of what every rank must agree on: the box, the halo, the ghost
- * components' names and sizes, and the codec's table (every component's
+/* A hash of what every rank must agree on: the box, the halo, how often
+ * to rebalance, the ghost components' names and sizes, and the codec's
+ * table (every component's
  * name, size and fields), so that a record means the same on every rank.
  * 0 when the table cannot be read (a failure then). */
 static uint64_t config_hash(const weft_mpi_t *m) {
   float f[5] = {m->dom.min.x, m->dom.min.y, m->dom.max.x, m->dom.max.y,
                 m->dom.halo};
   uint64_t h = fnv(0xcbf29ce484222325ull, f, sizeof f);
+  /* Ranks that rebalanced at different ticks would mismatch collectives. */
+  h = fnv(h, &m->balance_every, sizeof m->balance_every);
   size_t len = 0;
   weft_entity_codec_table(m->codec, NULL, 0, &len);
   void *table = len ? weft__alloc(NULL, len, 16) : NULL;
@@ -185,7 +188,8 @@ static int alloc_buffers(weft_mpi_t *m) {
   m->hdr_out =
       weft__calloc(NULL, sizeof(uint64_t) * P * WEFT__HDR_WORDS * 2, 16);
   m->reqs = weft__alloc(NULL, sizeof(MPI_Request) * P * 4, 16);
-  if (!m->out_mig || !m->hdr_out || !m->reqs)
+  m->hist = weft__alloc(NULL, sizeof(uint64_t) * 2 * WEFT__BALANCE_BINS, 16);
+  if (!m->out_mig || !m->hdr_out || !m->reqs || !m->hist)
     return WEFT_ENOMEM;
   m->out_ghost = m->out_mig + P;
   m->in_mig = m->out_mig + 2 * P;
@@ -277,6 +281,7 @@ int weft_mpi_new(weft_world_t *world, MPI_Comm comm,
     m->size = (uint32_t)size;
     if (!rc) {
       m->tick = config->tick;
+      m->balance_every = config->balance_every;
       m->tick_user = config->tick_user;
       rc = setup(m, config, msg);
     }
@@ -304,6 +309,7 @@ void weft_mpi_free(weft_mpi_t *m) {
   weft__free(m->out_mig, 0, 0);
   weft__free(m->hdr_out, 0, 0);
   weft__free(m->reqs, 0, 0);
+  weft__free(m->hist, 0, 0);
   weft__free(m->leaving, 0, 0);
   weft__free(m->stale, 0, 0);
   weft__keymap_free(&m->ghosts);
@@ -350,7 +356,12 @@ int weft_mpi_step(weft_mpi_t *m, double dt) {
   if (!m)
     return WEFT_EINVAL;
   double t0 = MPI_Wtime();
-  int rc = weft__exchange(m);
+  int rc = 0;
+  if (m->balance_every && m->stats.ticks > 0 &&
+      m->stats.ticks % m->balance_every == 0)
+    rc = weft_mpi_rebalance(m);
+  if (!rc)
+    rc = weft__exchange(m);
   double t1 = MPI_Wtime();
   if (!rc)
     rc = m->tick ? m->tick(m->tick_user, m->world, dt)

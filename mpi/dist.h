@@ -37,6 +37,9 @@ enum {
   WEFT__HDR_WORDS
 };
 
+/* Bins an axis of the load balance's histograms (balance.c). */
+#define WEFT__BALANCE_BINS 1024u
+
 /* Message tags on the driver's own communicator. */
 enum { WEFT__TAG_MIGRANTS = 1, WEFT__TAG_GHOSTS = 2 };
 
@@ -74,6 +77,9 @@ struct weft_mpi_t {
   uint32_t leaving_n, leaving_cap;
   uint64_t *stale; /* keys of ghosts no rank sent this round */
   uint32_t stale_cap;
+
+  uint64_t *hist; /* 2 * WEFT__BALANCE_BINS: x, then y (balance.c) */
+  uint32_t balance_every;
 
   weft__keymap_t ghosts;
   uint64_t round;

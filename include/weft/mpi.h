@@ -3,8 +3,8 @@
  * @file weft/mpi.h
  * One simulation over many MPI ranks (library weft::mpi, libweft_mpi.a,
  * pkg-config weft-mpi). Work in progress (issue 32): decomposition,
- * migration, ghosts and the global digest are here; load balance and
- * distributed checkpoints are not yet.
+ * migration, ghosts, count-based load balance and the global digest are
+ * here; distributed checkpoints are not yet.
  *
  * The simulated space is a 2D box [min, max) cut into px x py regions,
  * one per rank of the communicator (the most square factorisation of the
@@ -71,6 +71,9 @@ typedef struct weft_mpi_config_t {
    * every tick (Position is always copied; listing it is harmless). */
   weft_component_t ghost_components[WEFT_MPI_GHOST_MAX];
   uint32_t ghost_count;
+  /** weft_mpi_step() rebalances (weft_mpi_rebalance()) before every
+   * balance_every-th tick; 0: never. */
+  uint32_t balance_every;
   /** The tick weft_mpi_step() runs; NULL: weft_world_progress(world,
    * dt). */
   weft_mpi_tick_fn tick;
@@ -84,6 +87,7 @@ typedef struct weft_mpi_stats_t {
   uint64_t immigrants; /**< entities received from another rank */
   uint64_t ghost_sent; /**< ghost records sent */
   uint64_t ghosts;     /**< ghosts in the world now */
+  uint64_t rebalances; /**< weft_mpi_rebalance() calls */
   uint64_t bytes_sent; /**< payload bytes sent (migrants and ghosts) */
   uint64_t bytes_recv; /**< payload bytes received */
   double exchange_s;   /**< seconds in migration and ghost exchange */
@@ -166,6 +170,16 @@ int weft_mpi_exchange(weft_mpi_t *mpi);
  * (the same code on every rank).
  */
 int weft_mpi_step(weft_mpi_t *mpi, double dt);
+
+/**
+ * Moves the cuts between regions so that every column and every row of
+ * regions holds the same share of the owned entities (by their
+ * positions, over all ranks), no region narrower than the halo allows.
+ * The next exchange moves the entities whose owner changed; results do
+ * not change, only the balance. Collective. Allocates nothing. Returns 0
+ * or WEFT_EIO.
+ */
+int weft_mpi_rebalance(weft_mpi_t *mpi);
 
 /**
  * The global digest of the owned entities: the sum mod 2^64 of a 64-bit

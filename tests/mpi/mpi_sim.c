@@ -24,6 +24,10 @@
  *   dying      neighbours, and every entity dies after a lifetime drawn
  *              from its index (weft_sys_lifetime): the ghosts of the dead
  *              must go, or the neighbour sums differ
+ *   crowd      particles that all start in the left quarter of the box,
+ *              rebalanced every 5 ticks (weft_mpi_rebalance): the same
+ *              digest, and the ranks share the entities ("imbalance X",
+ *              the largest rank's count over the mean, on rank 0)
  *   steady     particles fast enough to migrate often: the last 40
  *              ticks must allocate nothing (the world's counters
  *              and this thread's jemalloc counter); prints
@@ -160,7 +164,7 @@ static int neighbour_tick(void *user, weft_world_t *w, double dt) {
 
 typedef struct scene_t {
   float side, speed, halo;
-  bool neighbours, dying;
+  bool neighbours, dying, crowd;
   weft_integrate_config_t ic;
 } scene_t;
 
@@ -175,6 +179,8 @@ static int scene_for(const char *name, scene_t *s) {
     s->side = 400.0f;
     s->speed = 12000.0f; /* up to 200 units a tick, regions of 100+ */
     s->ic.gravity = (weft_vec2_t){0, 0};
+  } else if (strcmp(name, "crowd") == 0) {
+    s->crowd = true;
   } else if (strcmp(name, "steady") == 0) {
     s->side = 400.0f;
     s->speed = 300.0f;
@@ -205,7 +211,7 @@ static int spawn_owned(weft_world_t *w, weft_mpi_t *mpi, const weft_std_t *std,
                        const scene_t *s) {
   uint32_t me = weft_mpi_rank(mpi);
   for (uint64_t i = 0; i < a->entities; i++) {
-    weft_vec2_t p = {draw(a->seed, i, 0) * s->side,
+    weft_vec2_t p = {draw(a->seed, i, 0) * s->side * (s->crowd ? 0.25f : 1),
                      draw(a->seed, i, 1) * s->side};
     if (weft_mpi_owner(mpi, p.x, p.y) != me)
       continue;
@@ -245,6 +251,7 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
   mc->min = s->ic.min;
   mc->max = s->ic.max;
   mc->halo = s->halo;
+  mc->balance_every = s->crowd ? 5 : 0;
   if (strcmp(a->scenario, "differ") == 0 && rank == 1)
     mc->halo = s->halo * 2;
   int layout = strcmp(a->scenario, "layout") == 0;
@@ -355,9 +362,12 @@ static int run(weft_world_t *w, const args_t *a) {
     printf("rank %u local %llu emigrants %llu ghosts %llu\n",
            weft_mpi_rank(mpi), (unsigned long long)d.local,
            (unsigned long long)st.emigrants, (unsigned long long)st.ghosts);
+    uint64_t most = 0;
+    MPI_Allreduce(&d.local, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     if (weft_mpi_rank(mpi) == 0)
-      printf("digest 0x%016llx entities %llu\n", (unsigned long long)d.digest,
-             (unsigned long long)d.entities);
+      printf("digest 0x%016llx entities %llu\nimbalance %.2f\n",
+             (unsigned long long)d.digest, (unsigned long long)d.entities,
+             d.entities ? (double)most * weft_mpi_size(mpi) / d.entities : 1.0);
   }
   free(n.items);
   weft_mpi_free(mpi);

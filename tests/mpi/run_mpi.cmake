@@ -4,7 +4,7 @@
 #
 #   cmake -DWEFT_MPIEXEC=mpirun -DWEFT_PROG=mpi_sim -DWEFT_SCENARIO=particles
 #         -DWEFT_ARGS="ENTITIES;TICKS;SEED" -DWEFT_RANKS=1,2,3,4
-#         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|digest_any|empty|error]
+#         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|digest_any|empty|balanced|error]
 #         [-DWEFT_ERROR=regex] [-DWEFT_MPI_FLAGS=--bind-to,core]
 #         [-DWEFT_STYLE=sim] -P run_mpi.cmake
 #
@@ -15,6 +15,8 @@
 #         count given (nothing is lost or doubled).
 # digest_any: the same, where the simulation despawns (any count).
 # empty:  that too, and with more than one rank some rank owns nothing.
+# balanced: that too, and with more than one rank the largest rank holds
+#         at most 1.5 times the mean.
 # error:  every rank prints the same error line, matching WEFT_ERROR.
 foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
             WEFT_THREADS)
@@ -93,6 +95,12 @@ foreach(n IN LISTS ranks)
     elseif(NOT first STREQUAL got)
       message(FATAL_ERROR "digests differ:\n  ${first_cmd}: ${first}\n"
                           "  ${cmd_text}: ${got}")
+    endif()
+    if(WEFT_EXPECT STREQUAL "balanced" AND n GREATER 1)
+      string(REGEX MATCH "imbalance ([0-9.]+)" imb "${out}")
+      if(NOT imb OR CMAKE_MATCH_1 GREATER 1.5)
+        message(FATAL_ERROR "${cmd_text}: not balanced ('${imb}'):\n${out}")
+      endif()
     endif()
     if(WEFT_EXPECT STREQUAL "empty" AND n GREATER 1 AND
        NOT out MATCHES "local 0 ")
