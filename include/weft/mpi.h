@@ -117,7 +117,10 @@ int weft_mpi_grid(uint32_t ranks, uint32_t *px, uint32_t *py);
  * non-finite box, a component that is unknown or of the wrong size, a
  * difference between ranks) returns the same WEFT_EINVAL on every rank,
  * with the same message in the world's last error, and no rank hangs.
- * Registers "weft.Key" and "weft.Ghost" when asked and missing.
+ * Registers "weft.Key" and "weft.Ghost" when asked and missing. Call it
+ * once every component is registered: migrants carry the components the
+ * world has now (the entity codec's set), and every rank must have the
+ * same ones.
  * *out belongs to the caller until weft_mpi_free(); it must not outlive
  * the world or the communicator. Returns 0, WEFT_EINVAL, WEFT_ENOMEM or a
  * registration's error.
