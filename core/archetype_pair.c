@@ -16,6 +16,7 @@
 
 #include "core/archetype.h"
 #include "core/check.h"
+#include "core/relation.h"
 #include "core/require.h"
 #include "core/world.h"
 
@@ -73,17 +74,13 @@ uint64_t weft__pairs_hash(const weft__pair_t *pairs, uint32_t n) {
 /* ---- the transition table -------------------------------------------------
  */
 
-static inline uint32_t pedge_hash(uint32_t key, weft_entity_t t, uint32_t cap) {
-  uint64_t h = (t ^ ((uint64_t)key << 40)) * UINT64_C(0x9e3779b97f4a7c15);
-  return (uint32_t)(h >> 40) & (cap - 1);
-}
-
 /* The slot of (key, t) in a's table: the entry, or the empty slot where
  * it would go. The table is never full (grown at half). */
 static weft__pair_edge_t *pedge_find(const weft__archetype_t *a, uint32_t key,
                                      weft_entity_t t) {
   uint32_t mask = a->pedge_cap - 1;
-  for (uint32_t i = pedge_hash(key, t, a->pedge_cap);; i = (i + 1) & mask) {
+  for (uint32_t i = weft__pedge_hash(key, t, a->pedge_cap);;
+       i = (i + 1) & mask) {
     weft__pair_edge_t *e = &a->pedges[i];
     if (e->e.key == 0 || (e->e.key == key && e->target == t))
       return e;
@@ -113,7 +110,7 @@ static void pedge_delete(weft__archetype_t *a, uint32_t i) {
   weft__free(a->pedges[i].e.plan, 0, 16);
   for (uint32_t j = (i + 1) & mask; a->pedges[j].e.key; j = (j + 1) & mask) {
     uint32_t home =
-        pedge_hash(a->pedges[j].e.key, a->pedges[j].target, a->pedge_cap);
+        weft__pedge_hash(a->pedges[j].e.key, a->pedges[j].target, a->pedge_cap);
     if (((j - home) & mask) >= ((j - i) & mask)) {
       a->pedges[i] = a->pedges[j];
       i = j;
@@ -228,13 +225,10 @@ static int pair_edge_slow(weft_world_t *w, weft__archetype_t *a, uint32_t op,
 int weft__archetype_pair_edge(weft_world_t *w, weft__archetype_t *a,
                               uint32_t op, weft_component_t rel,
                               weft_entity_t target, const weft__edge_t **out) {
-  uint32_t key = op << 16 | rel;
-  if (a->pedge_cap) {
-    const weft__pair_edge_t *e = pedge_find(a, key, target);
-    if (e->e.key) {
-      *out = &e->e;
-      return 0;
-    }
+  const weft__edge_t *e = weft__pair_edge_cached(a, op, rel, target);
+  if (e) {
+    *out = e;
+    return 0;
   }
   return pair_edge_slow(w, a, op, rel, target, out);
 }

@@ -435,7 +435,10 @@ int weft_relation_register(weft_world_t *w, const weft_relation_desc_t *d,
   def->flags = d->flags;
   r->by_comp[c] = (uint16_t)(++r->ndefs);
   if (d->flags & WEFT_RELATION_SPARSE)
-    r->sparse_by_comp[c] = r->by_comp[c];
+    r->sparse_by_comp[c] =
+        (uint16_t)(r->by_comp[c] | (def->stride ? WEFT__REL_SLAB_BIT : 0));
+  else
+    r->dense_by_comp[c] = r->by_comp[c];
   if (d->flags & WEFT_RELATION_CASCADE)
     r->cascades++;
   *out = c;
@@ -505,7 +508,7 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   weft__rel_vec_t *in = &r->in[t];
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Appended: still sorted when it comes after the last entry. */
-  weft__rel_edge_t x = {src, rel, WEFT__REL_NOSLOT, 0, 0};
+  weft__rel_edge_t x = {src, rel, slot, 0, 0};
   bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
   in->v[in->n++] = x;
   if (ordered)
@@ -864,7 +867,8 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
  * edge going out (every child's ChildOf, every unit's squad). These paths
  * do that with the fewest loads and calls, and decline (REL_SLOW) anything
  * else: errors, staging, payload growth, a source with other edges, a
- * vector or pool that needs memory. mutate() then does the general work,
+ * vector or pool that needs memory, a dense relation whose pair
+ * transition is not cached yet. mutate() then does the general work,
  * checks and error reports included, from the start: a declined call has
  * changed nothing.
  */
@@ -872,22 +876,18 @@ static int mutate(weft_world_t *w, uint32_t op, weft_entity_t src,
 /* A fast path declined; mutate() takes over. */
 #define REL_SLOW 2
 
-/* The store index of relation c when the direct paths may run, or
- * UINT32_MAX: no store, a traversal running, calls routed, not a
- * relation, or a dense one (its edges are pair moves: relation_dense.c).
- * Observer events (the transition log) decline too: fast_move() tells
- * nobody. */
-static inline uint32_t fast_rel(const weft_world_t *w,
-                                const weft__relations_t *r,
-                                weft_component_t c) {
-  if (!r || r->busy || weft__routing(w) || w->obs_events ||
-      c > WEFT_MAX_COMPONENTS)
-    return UINT32_MAX;
-  return r->sparse_by_comp[c] - 1u; /* UINT32_MAX when 0 */
+/* Whether the direct paths may run for component c: a world with a
+ * store, no traversal running, calls not routed, c in range. Observer
+ * events (the transition log) decline too: the fast moves tell nobody.
+ * The public calls test it once, before any path saves a register. */
+static inline bool fast_ok(const weft_world_t *w, weft_component_t c) {
+  const weft__relations_t *r = w ? w->rel : NULL;
+  return r && c <= WEFT_MAX_COMPONENTS && !r->busy && !weft__routing(w) &&
+         !w->obs_events;
 }
 
 /* weft__tag_move_at() inlined for the fast paths, which run only where
- * there are no observer events to tell (fast_rel()): the tag of relation
+ * there are no observer events to tell (fast_ok()): the tag of relation
  * comp goes on (add) or off live e, located at *at. */
 static inline __attribute__((always_inline)) int
 fast_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
@@ -897,6 +897,47 @@ fast_move(weft_world_t *w, weft_entity_t e, weft__where_t *at,
   const weft__edge_t *edge;
   return weft__move_along(
       w, e, at, add ? WEFT__EDGE_REL_ADD : WEFT__EDGE_REL_REMOVE, comp, &edge);
+}
+
+/* The store's side of a first edge: src's only edge, to tgt, and the
+ * last of tgt's reverse entries (in has room). */
+static inline __attribute__((always_inline)) void
+first_edge_put(weft__relations_t *r, weft__rel_vec_t *out, weft__rel_vec_t *in,
+               uint32_t rel, uint32_t slot, weft_entity_t src,
+               weft_entity_t tgt) {
+  const uint32_t back = in->n;
+  out->v[0] = (weft__rel_edge_t){tgt, rel, slot, back, 0};
+  out->n = 1;
+  /* Appended: still sorted when it comes after the last entry. */
+  weft__rel_edge_t *x = &in->v[back];
+  if (back == 0 || (in->sorted && edge_less(x - 1, rel, src)))
+    in->sorted = 1;
+  else
+    in_unsorted(r, tgt);
+  *x = (weft__rel_edge_t){src, rel, slot, 0, 0};
+  in->n = back + 1;
+  r->edges++;
+}
+
+/* The store's side of an only edge going: out's edge, to tgt, and its
+ * reverse entry, whose place the last entry takes (the caller gives its
+ * payload slot back). */
+static inline __attribute__((always_inline)) void
+only_edge_drop(weft__relations_t *r, weft__rel_vec_t *out, weft_entity_t tgt) {
+  const uint32_t pos = out->v[0].back;
+  out->n = 0;
+  weft__rel_vec_t *in = &r->in[(uint32_t)tgt];
+  const uint32_t last = --in->n;
+  if (pos != last) {
+    /* The edge the moved entry mirrors learns where it went (found at
+     * once when its source has one edge). */
+    const weft__rel_edge_t m = in->v[pos] = in->v[last];
+    weft__rel_vec_t *o = &r->out[(uint32_t)m.other];
+    uint32_t p = o->n == 1 ? 0 : vec_find(o, m.rel, tgt);
+    o->v[p].back = pos;
+    in_unsorted(r, tgt);
+  }
+  r->edges--;
 }
 
 /* Takes back the edge add_first() put in when its move failed: every
@@ -911,15 +952,16 @@ add_first_undo(weft__relations_t *r, weft_entity_t src, weft_entity_t tgt) {
   r->edges--;
 }
 
-/* The first edge of src, to tgt: apply_add() for a source without edges,
- * with room at the target and, for a payload, in the slab. The edge goes
- * in before the move into the relation's archetype, so that little has
- * to live across it, and comes out again when the move fails. */
+/* add_first() for a dense relation (fast_ok() holds): the row moves along
+ * the cached pair transition first, so that a failed move has changed
+ * nothing, then the store takes the edge. A payload goes into the
+ * relation's column as weft__dense_move() writes it; with no observers
+ * nothing can move the caller's value before it is copied. */
 static inline __attribute__((always_inline)) int
-add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
-          weft_entity_t tgt, const void *value) {
+add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
+                weft_entity_t tgt, const void *value) {
   weft__relations_t *r = w->rel;
-  const uint32_t rel = fast_rel(w, r, c);
+  const uint32_t rel = r->dense_by_comp[c] - 1u;
   weft__where_t at;
   if (rel == UINT32_MAX || tgt == WEFT_ENTITY_NULL ||
       !weft__locate(w, src, &at) || !weft__lookup(w, tgt))
@@ -928,29 +970,72 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   if ((s > t ? s : t) >= r->nslots)
     return REL_SLOW;
   weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
-  const uint32_t back = in->n;
-  if (out->n || back == in->cap)
+  if (out->n || in->n == in->cap)
     return REL_SLOW;
-  weft__rel_def_t *d = &r->defs[rel];
+  const weft__edge_t *edge =
+      weft__pair_edge_cached(at.arch, WEFT__PAIR_ADD, c, tgt);
+  if (!edge || weft__move_row(w, src, &at, edge))
+    return REL_SLOW; /* mutate() builds the transition, or fails the same */
+  if (edge->col) {
+    weft__write_or_zero(edge->to, edge->col, at.chunk, at.row, value);
+    weft__mark_write(w, at.chunk, edge->col, at.row);
+  }
+  first_edge_put(r, out, in, rel, WEFT__REL_NOSLOT, src, tgt);
+  return 0;
+}
+
+/* remove_only() for a dense relation (fast_ok() holds): the move along
+ * the cached pair transition first, then the store. */
+static inline __attribute__((always_inline)) int
+remove_only_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
+                  weft_entity_t tgt) {
+  weft__relations_t *r = w->rel;
+  const uint32_t rel = r->dense_by_comp[c] - 1u;
+  weft__where_t at;
+  if (rel == UINT32_MAX || !weft__locate(w, src, &at) ||
+      (uint32_t)src >= r->nslots)
+    return REL_SLOW;
+  weft__rel_vec_t *out = &r->out[(uint32_t)src];
+  if (out->n != 1 || out->v[0].rel != rel || out->v[0].other != tgt)
+    return REL_SLOW;
+  const weft__edge_t *edge =
+      weft__pair_edge_cached(at.arch, WEFT__PAIR_REMOVE, c, tgt);
+  if (!edge || weft__move_row(w, src, &at, edge))
+    return REL_SLOW;
+  only_edge_drop(r, out, tgt);
+  return 0;
+}
+
+/* The first edge of src, to tgt, of sparse relation c (store index rel):
+ * apply_add() for a source without edges, with room at the target and,
+ * for a payload, in the slab. The edge goes in before the move into the
+ * relation's archetype, so that little has to live across it, and comes
+ * out again when the move fails. */
+static inline __attribute__((always_inline)) int
+add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
+          weft_entity_t tgt, const void *value, uint32_t kind) {
+  weft__relations_t *r = w->rel;
+  const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
+  weft__where_t at;
+  if (tgt == WEFT_ENTITY_NULL || !weft__locate(w, src, &at) ||
+      !weft__lookup(w, tgt))
+    return REL_SLOW;
+  const uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
+  if ((s > t ? s : t) >= r->nslots)
+    return REL_SLOW;
+  weft__rel_vec_t *out = &r->out[s], *in = &r->in[t];
+  if (out->n || in->n == in->cap)
+    return REL_SLOW;
   uint32_t slot = WEFT__REL_NOSLOT;
-  if (__builtin_expect(d->stride != 0, 0)) {
+  if (__builtin_expect((kind & WEFT__REL_SLAB_BIT) != 0, 0)) {
+    weft__rel_def_t *d = &r->defs[rel];
     if (!d->nfree && d->slab_n == d->slab_cap)
       return REL_SLOW;
     slot = payload_take(d, value);
   }
-  out->v[0] = (weft__rel_edge_t){tgt, rel, slot, back, 0};
-  out->n = 1;
-  /* Appended: still sorted when it comes after the last entry. The flag
-   * stays right if the move fails: the entries before stay as they were,
-   * and a queued target is only sorted again. */
-  weft__rel_edge_t *x = &in->v[back];
-  if (back == 0 || (in->sorted && edge_less(x - 1, rel, src)))
-    in->sorted = 1;
-  else
-    in_unsorted(r, tgt);
-  *x = (weft__rel_edge_t){src, rel, WEFT__REL_NOSLOT, 0, 0};
-  in->n = back + 1;
-  r->edges++;
+  /* The sorted flag stays right if the move fails: the entries before
+   * stay as they were, and a queued target is only sorted again. */
+  first_edge_put(r, out, in, rel, slot, src, tgt);
   /* The move also moves weft_world_structure_version(), as every edge
    * change must. */
   if (__builtin_expect(fast_move(w, src, &at, c, true) != 0, 0)) {
@@ -960,38 +1045,23 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   return 0;
 }
 
-/* Removes the only edge of src, when it is (rel of c, tgt): apply_remove()
- * for a source with one edge. */
+/* Removes the only edge of src, when it is (c, tgt) of sparse relation c
+ * (store index rel): apply_remove() for a source with one edge. */
 static inline __attribute__((always_inline)) int
 remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
-            weft_entity_t tgt) {
+            weft_entity_t tgt, uint32_t kind) {
   weft__relations_t *r = w->rel;
-  const uint32_t rel = fast_rel(w, r, c);
+  const uint32_t rel = (kind & ~WEFT__REL_SLAB_BIT) - 1u;
   weft__where_t at;
-  if (rel == UINT32_MAX || !weft__locate(w, src, &at))
+  if (!weft__locate(w, src, &at) || (uint32_t)src >= r->nslots)
     return REL_SLOW;
-  const uint32_t s = (uint32_t)src;
-  if (s >= r->nslots)
-    return REL_SLOW;
-  weft__rel_vec_t *out = &r->out[s];
+  weft__rel_vec_t *out = &r->out[(uint32_t)src];
   const weft__rel_edge_t *e = &out->v[0];
   if (out->n != 1 || e->rel != rel || e->other != tgt)
     return REL_SLOW;
-  const uint32_t pos = e->back, slot = e->slot;
-  out->n = 0;
-  weft__rel_vec_t *in = &r->in[(uint32_t)tgt];
-  const uint32_t last = --in->n;
-  if (pos != last) {
-    /* The last reverse entry fills the hole; the edge it mirrors learns
-     * where it went (found at once when its source has one edge). */
-    const weft__rel_edge_t m = in->v[pos] = in->v[last];
-    weft__rel_vec_t *o = &r->out[(uint32_t)m.other];
-    uint32_t p = o->n == 1 ? 0 : vec_find(o, m.rel, tgt);
-    o->v[p].back = pos;
-    in_unsorted(r, tgt);
-  }
+  const uint32_t slot = e->slot;
+  only_edge_drop(r, out, tgt);
   payload_give(&r->defs[rel], slot);
-  r->edges--;
   int rc = fast_move(w, src, &at, c, false); /* moves the version too */
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
              (unsigned long long)src, (unsigned long long)tgt);
@@ -1026,7 +1096,7 @@ int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Where the reverse entry belongs waits in its pad for
    * weft__rel_restore_finish(). */
-  in->v[in->n++] = (weft__rel_edge_t){src, rel, WEFT__REL_NOSLOT, 0, back};
+  in->v[in->n++] = (weft__rel_edge_t){src, rel, slot, 0, back};
   r->edges++;
   return 0;
 }
@@ -1078,17 +1148,58 @@ int weft__rel_restore_finish(weft_world_t *w) {
   return 0;
 }
 
-int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t rel,
-                      weft_entity_t tgt, const void *value) {
-  int rc = w ? add_first(w, src, rel, tgt, value) : REL_SLOW;
-  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, rel, tgt, value);
+/* weft_relation_add() of a dense relation where fast_ok() holds (or of
+ * no relation: mutate() says so). */
+static __attribute__((noinline)) int
+add_other(weft_world_t *w, weft_entity_t src, weft_component_t c,
+          weft_entity_t tgt, const void *value) {
+  int rc = add_first_dense(w, src, c, tgt, value);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
 }
 
-int weft_relation_remove(weft_world_t *w, weft_entity_t src,
-                         weft_component_t rel, weft_entity_t tgt) {
-  int rc = w ? remove_only(w, src, rel, tgt) : REL_SLOW;
-  return rc != REL_SLOW ? rc
-                        : mutate(w, WEFT__RELOP_REMOVE, src, rel, tgt, NULL);
+static __attribute__((noinline)) int remove_other(weft_world_t *w,
+                                                  weft_entity_t src,
+                                                  weft_component_t c,
+                                                  weft_entity_t tgt) {
+  int rc = remove_only_dense(w, src, c, tgt);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
+}
+
+/* weft_relation_add() of sparse relation c (its sparse_by_comp entry
+ * kind) where fast_ok() holds. */
+static __attribute__((noinline)) int
+add_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
+           weft_entity_t tgt, const void *value, uint32_t kind) {
+  int rc = add_first(w, src, c, tgt, value, kind);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
+}
+
+static __attribute__((noinline)) int
+remove_sparse(weft_world_t *w, weft_entity_t src, weft_component_t c,
+              weft_entity_t tgt, uint32_t kind) {
+  int rc = remove_only(w, src, c, tgt, kind);
+  return rc != REL_SLOW ? rc : mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
+}
+
+/* The public calls test fast_ok() and dispatch (the general path, a
+ * sparse or a dense one's fast path) without saving a register: each
+ * path then saves what it needs once. */
+int weft_relation_add(weft_world_t *w, weft_entity_t src, weft_component_t c,
+                      weft_entity_t tgt, const void *value) {
+  if (!fast_ok(w, c))
+    return mutate(w, WEFT__RELOP_ADD, src, c, tgt, value);
+  const uint32_t kind = w->rel->sparse_by_comp[c];
+  return kind ? add_sparse(w, src, c, tgt, value, kind)
+              : add_other(w, src, c, tgt, value);
+}
+
+int weft_relation_remove(weft_world_t *w, weft_entity_t src, weft_component_t c,
+                         weft_entity_t tgt) {
+  if (!fast_ok(w, c))
+    return mutate(w, WEFT__RELOP_REMOVE, src, c, tgt, NULL);
+  const uint32_t kind = w->rel->sparse_by_comp[c];
+  return kind ? remove_sparse(w, src, c, tgt, kind)
+              : remove_other(w, src, c, tgt);
 }
 
 int weft__rel_remove_all(weft_world_t *w, weft_entity_t e, weft_component_t c) {

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/archetype.h"
 #include "weft/relation.h"
 
 struct weft_world_t;
@@ -28,7 +29,10 @@ struct weft_cmdbuf_t;
 
 /* One edge as a source holds it (other = target, slot = its payload, or
  * WEFT__REL_NOSLOT, back = the position of its reverse entry in the
- * target's `in`) or as the target's reverse entry (other = source). */
+ * target's `in`) or as the target's reverse entry (other = source, slot
+ * the same payload slot: a slot stays with its edge until the edge goes,
+ * so weft_relation_sources() reads payloads without visiting each
+ * source's vector; back unused). */
 typedef struct weft__rel_edge_t {
   weft_entity_t other;
   uint32_t rel; /* the relation's index in the store */
@@ -38,6 +42,10 @@ typedef struct weft__rel_edge_t {
 } weft__rel_edge_t;
 
 #define WEFT__REL_NOSLOT 0xffffffffu
+
+/* In sparse_by_comp: the relation's payloads live in its slab (a def
+ * index never reaches this bit: there are at most WEFT_MAX_COMPONENTS). */
+#define WEFT__REL_SLAB_BIT 0x8000u
 
 /* A vector's first edge lives inside its header (`one`, with cap 1 and
  * `v` pointing at it): most sources hold one edge and most targets one
@@ -114,9 +122,13 @@ typedef struct weft__relations_t {
   uint32_t ndefs;
   uint32_t defs_cap;
   uint16_t by_comp[WEFT_MAX_COMPONENTS + 1]; /* component -> def + 1 */
-  /* component -> def + 1 for SPARSE relations only: the direct fast
+  /* component -> def + 1 for SPARSE relations only, with
+   * WEFT__REL_SLAB_BIT set for those with slab payloads: the direct fast
    * paths' one lookup (dense edges are pair moves). */
   uint16_t sparse_by_comp[WEFT_MAX_COMPONENTS + 1];
+  /* The same for dense relations: their direct fast paths (pair moves
+   * along cached transitions) are relation.c's too. */
+  uint16_t dense_by_comp[WEFT_MAX_COMPONENTS + 1];
   uint32_t cascades;    /* CASCADE relations */
   weft__rel_vec_t *out; /* by slot, nslots entries */
   weft__rel_vec_t *in;
@@ -165,6 +177,34 @@ static inline const weft__rel_def_t *weft__rel_def(const weft__relations_t *r,
  * (core/relation_dense.c). */
 static inline bool weft__rel_dense(const weft__rel_def_t *d) {
   return !(d->flags & WEFT_RELATION_SPARSE);
+}
+
+/* Where the pair transition (key, t) hashes to first in an archetype's
+ * table of cap slots (core/archetype_pair.c). */
+static inline uint32_t weft__pedge_hash(uint32_t key, weft_entity_t t,
+                                        uint32_t cap) {
+  uint64_t h = (t ^ ((uint64_t)key << 40)) * UINT64_C(0x9e3779b97f4a7c15);
+  return (uint32_t)(h >> 40) & (cap - 1);
+}
+
+/* The cached pair transition op (rel, t) from a, or NULL when there is
+ * none yet. It builds nothing, so it cannot fail: the direct fast paths
+ * follow it inline and leave the building (weft__archetype_pair_edge())
+ * to the general path. */
+static inline const weft__edge_t *
+weft__pair_edge_cached(const weft__archetype_t *a, uint32_t op,
+                       weft_component_t rel, weft_entity_t t) {
+  if (!a->pedge_cap)
+    return NULL;
+  const uint32_t key = op << 16 | rel, mask = a->pedge_cap - 1;
+  for (uint32_t i = weft__pedge_hash(key, t, a->pedge_cap);;
+       i = (i + 1) & mask) {
+    const weft__pair_edge_t *e = &a->pedges[i];
+    if (e->e.key == key && e->target == t)
+      return &e->e;
+    if (e->e.key == 0)
+      return NULL;
+  }
 }
 
 /* Moves live e (located at *at, or looked up when at is NULL; *at follows

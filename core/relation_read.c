@@ -186,13 +186,10 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
   uint32_t rel = r->by_comp[c] - 1u, lo, hi;
   const weft__rel_vec_t *in = sources_of(r, tgt, rel, &lo, &hi);
   for (uint32_t i = lo; in && i < hi; i++) {
-    weft_entity_t src = in->v[i].other;
-    /* The payload sits with the source's edge. */
-    void *payload =
-        r->defs[rel].size
-            ? payload_of(w, src, vec_edge(&r->out[(uint32_t)src], rel, tgt))
-            : NULL;
-    if (!fn(src, tgt, payload, user))
+    /* The reverse entry holds the edge's payload slot too: the sources'
+     * vectors stay untouched. */
+    const weft__rel_edge_t *x = &in->v[i];
+    if (!fn(x->other, tgt, payload_of(w, x->other, x), user))
       break;
   }
   return 0;
@@ -203,9 +200,10 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
 static int push_sources(weft_world_t *w, weft__relations_t *r, weft_entity_t t,
                         uint32_t rel, uint32_t depth, uint32_t *n) {
   uint32_t lo, hi;
-  const weft__rel_vec_t *in = sources_of(r, t, rel, &lo, &hi);
-  if (!in)
+  /* Most entities of a tree are leaves: no search, no growth check. */
+  if ((uint32_t)t >= r->nslots || r->in[(uint32_t)t].n == 0)
     return 0;
+  const weft__rel_vec_t *in = sources_of(r, t, rel, &lo, &hi);
   if (weft__grow(&w->alloc, &r->stack, &r->stack_cap, *n + (hi - lo),
                  sizeof(*r->stack), 64))
     return WEFT_ENOMEM;

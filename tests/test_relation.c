@@ -901,6 +901,81 @@ static void test_relation_inline_edges_survive_slot_growth(void **state) {
   weft_world_destroy(w);
 }
 
+/*
+ * weft_relation_sources() reads each payload through the reverse entry's
+ * copy of the edge's slot: random adds (new edges and rewrites of
+ * existing ones), removals and source deaths on a sparse relation with a
+ * payload, checked after every step against an array oracle: the sources
+ * of the touched target in ascending handle order, each with its latest
+ * payload, and every target's now and then.
+ */
+static void check_sources(weft_world_t *w, weft_component_t rel,
+                          weft_entity_t t, const weft_entity_t *s,
+                          const int32_t *val, uint32_t ns, uint32_t stride) {
+  weft_entity_t want[64];
+  int32_t pay[64];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < ns; i++) {
+    if (val[i * stride] < 0)
+      continue;
+    uint32_t k = n++; /* insertion sort by handle: the documented order */
+    for (; k > 0 && want[k - 1] > s[i]; k--) {
+      want[k] = want[k - 1];
+      pay[k] = pay[k - 1];
+    }
+    want[k] = s[i];
+    pay[k] = val[i * stride];
+  }
+  seen_t got = {0};
+  assert_int_equal(weft_relation_sources(w, t, rel, on_source, &got), WEFT_OK);
+  assert_int_equal(got.n, n);
+  for (uint32_t k = 0; k < n; k++) {
+    assert_int_equal(got.e[k], want[k]);
+    assert_int_equal(got.pay[k], pay[k]);
+  }
+}
+
+static void test_relation_sources_payloads_follow_edges(void **state) {
+  (void)state;
+  enum { NS = 24, NT = 4, STEPS = 4000 };
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t link =
+      reg_rel(w, "Link", sizeof(pay_t), WEFT_RELATION_SPARSE);
+  weft_entity_t t[NT], s[NS];
+  int32_t val[NS][NT]; /* the payload's a of edge s[i] -> t[j], -1: none */
+  for (uint32_t j = 0; j < NT; j++)
+    t[j] = wt_spawn(w);
+  for (uint32_t i = 0; i < NS; i++) {
+    s[i] = wt_spawn(w);
+    for (uint32_t j = 0; j < NT; j++)
+      val[i][j] = -1;
+  }
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  for (int32_t step = 0; step < STEPS; step++) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    uint32_t r = (uint32_t)(x >> 33);
+    uint32_t i = r % NS, j = r / NS % NT, op = r / NS / NT % 8;
+    if (op < 4) {
+      pay_t p = {step, (int32_t)i};
+      assert_int_equal(weft_relation_add(w, s[i], link, t[j], &p), WEFT_OK);
+      val[i][j] = step;
+    } else if (op < 7) {
+      assert_int_equal(weft_relation_remove(w, s[i], link, t[j]), WEFT_OK);
+      val[i][j] = -1;
+    } else { /* the source dies with its edges; another takes its place */
+      assert_int_equal(weft_despawn(w, s[i]), WEFT_OK);
+      s[i] = wt_spawn(w);
+      for (uint32_t k = 0; k < NT; k++)
+        val[i][k] = -1;
+    }
+    check_sources(w, link, t[j], s, &val[0][j], NS, NT);
+    if (step % 64 == 0)
+      for (uint32_t k = 0; k < NT; k++)
+        check_sources(w, link, t[k], s, &val[0][k], NS, NT);
+  }
+  weft_world_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_relation_register_rejects_bad_input),
@@ -908,6 +983,7 @@ int main(void) {
       cmocka_unit_test(test_relation_exclusive_replaces),
       cmocka_unit_test(test_relation_first_and_only_edges),
       cmocka_unit_test(test_relation_inline_edges_survive_slot_growth),
+      cmocka_unit_test(test_relation_sources_payloads_follow_edges),
       cmocka_unit_test(test_relation_plain_calls_are_refused),
       cmocka_unit_test(test_relation_wildcard_queries),
       cmocka_unit_test(test_relation_traverse_dag_once),

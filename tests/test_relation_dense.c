@@ -637,6 +637,198 @@ static void test_relation_dense_moves_keep_dirty_rows(void **state) {
   weft_world_destroy(w);
 }
 
+/* The sources of t under rel: how many, and whether in ascending order. */
+typedef struct order_t {
+  weft_entity_t last;
+  uint32_t n;
+  bool sorted;
+} order_t;
+
+static bool on_ordered(weft_entity_t src, weft_entity_t tgt, void *payload,
+                       void *user) {
+  (void)tgt;
+  (void)payload;
+  order_t *o = user;
+  if (o->n && o->last >= src)
+    o->sorted = false;
+  o->last = src;
+  o->n++;
+  return true;
+}
+
+static uint32_t sources_sorted(weft_world_t *w, weft_entity_t t,
+                               weft_component_t rel) {
+  order_t o = {.sorted = true};
+  assert_int_equal(weft_relation_sources(w, t, rel, on_ordered, &o), WEFT_OK);
+  assert_true(o.sorted);
+  return o.n;
+}
+
+/*
+ * The direct fast paths of dense relations (relation.c: a first edge in
+ * and an only edge out, along cached pair transitions) against an
+ * oracle: random adds, removals and re-targets of an exclusive relation
+ * with a payload column and of a plain dense one, over sources with no,
+ * one or several edges (so the fast and the general paths both run),
+ * checked after every step: each source's edges, payload and bits, each
+ * target's sources in ascending order, and each pair query's rows.
+ */
+static void test_relation_dense_fast_paths_match_oracle(void **state) {
+  (void)state;
+  enum { NS = 16, NT = 3, STEPS = 3000 };
+  weft_world_t *w = wt_world_new(NULL);
+  weft_component_t pos = wt_register(w, "Pos", 4, 4);
+  weft_component_t slot =
+      wt_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
+  weft_component_t likes = wt_rel(w, "Likes", 0, 0);
+  weft_component_t comps[] = {pos, 0};
+  weft_entity_t t[NT], s[NS];
+  weft_query_t *qs[NT], *ql[NT];
+  int slot_of[NS];    /* the oracle: s[i]'s Slot target index, -1: none */
+  int32_t slot_a[NS]; /* its payload's a */
+  bool like[NS][NT];  /* s[i] likes t[j] */
+  for (uint32_t j = 0; j < NT; j++) {
+    t[j] = wt_spawn(w);
+    qs[j] = pair_query(w, slot, t[j], 0, 0);
+    ql[j] = pair_query(w, likes, t[j], 0, 0);
+  }
+  for (uint32_t i = 0; i < NS; i++) {
+    s[i] = wt_spawn_with(w, comps, NULL);
+    slot_of[i] = -1;
+    for (uint32_t j = 0; j < NT; j++)
+      like[i][j] = false;
+  }
+  uint64_t x = 0x2545f4914f6cdd1du;
+  for (int32_t step = 0; step < STEPS; step++) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    uint32_t r = (uint32_t)(x >> 33);
+    uint32_t i = r % NS, j = r / NS % NT, op = r / NS / NT % 4;
+    if (op == 0) {
+      slot_t v = {step, (int32_t)i};
+      assert_int_equal(weft_relation_add(w, s[i], slot, t[j], &v), WEFT_OK);
+      slot_of[i] = (int)j;
+      slot_a[i] = step;
+    } else if (op == 1) {
+      assert_int_equal(weft_relation_remove(w, s[i], slot, t[j]), WEFT_OK);
+      if (slot_of[i] == (int)j)
+        slot_of[i] = -1;
+    } else {
+      int rc = op == 2 ? weft_relation_add(w, s[i], likes, t[j], NULL)
+                       : weft_relation_remove(w, s[i], likes, t[j]);
+      assert_int_equal(rc, WEFT_OK);
+      like[i][j] = op == 2;
+    }
+    for (uint32_t a = 0; a < NS; a++) {
+      uint32_t nl = 0;
+      for (uint32_t b = 0; b < NT; b++) {
+        assert_int_equal(weft_relation_has(w, s[a], slot, t[b]),
+                         slot_of[a] == (int)b);
+        assert_int_equal(weft_relation_has(w, s[a], likes, t[b]), like[a][b]);
+        nl += like[a][b];
+      }
+      assert_int_equal(weft_relation_count(w, s[a], likes), nl);
+      assert_int_equal(weft_has(w, s[a], likes), nl > 0);
+      assert_int_equal(weft_has(w, s[a], slot), slot_of[a] >= 0);
+      assert_true(weft_has(w, s[a], pos));
+      if (slot_of[a] >= 0) {
+        const slot_t *p = weft_relation_get(w, s[a], slot, t[slot_of[a]]);
+        assert_non_null(p);
+        assert_int_equal(p->a, slot_a[a]);
+        assert_int_equal(p->b, (int32_t)a);
+      }
+    }
+    for (uint32_t b = 0; b < NT; b++) {
+      uint32_t ns = 0, nl = 0;
+      for (uint32_t a = 0; a < NS; a++) {
+        ns += slot_of[a] == (int)b;
+        nl += like[a][b];
+      }
+      assert_int_equal(rows_of(qs[b], slot, t[b], NULL), ns);
+      /* Not the chunks' first target: a source may like several. */
+      assert_int_equal(rows_of(ql[b], likes, WEFT_ENTITY_NULL, NULL), nl);
+      assert_int_equal(sources_sorted(w, t[b], slot), ns);
+      assert_int_equal(sources_sorted(w, t[b], likes), nl);
+    }
+  }
+  for (uint32_t j = 0; j < NT; j++) {
+    assert_int_equal(weft_query_destroy(qs[j]), WEFT_OK);
+    assert_int_equal(weft_query_destroy(ql[j]), WEFT_OK);
+  }
+  weft_world_destroy(w);
+}
+
+/*
+ * A dense first edge whose move fails (out of memory for the pair
+ * archetype's next chunk) on the fast path: the path must decline having
+ * changed nothing, and the general path then places the edge. Each add
+ * runs with its first allocation failing; the world must end as the one
+ * built without failures (same digest), every edge and payload in place.
+ */
+static uint64_t build_dense_fanin(bool inject, uint32_t *injected) {
+  enum { N = 3000 };
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.world_tag = 7; /* the same handles in both worlds */
+  weft_world_t *w = wt_world_new(&cfg);
+  weft_component_t pos = wt_register(w, "Pos", 4, 4);
+  weft_component_t slot =
+      wt_rel(w, "Slot", sizeof(slot_t), WEFT_RELATION_EXCLUSIVE);
+  weft_component_t other = wt_rel(w, "Other", 0, WEFT_RELATION_SPARSE);
+  weft_component_t comps[] = {pos, 0};
+  weft_entity_t t = wt_spawn(w);
+  static weft_entity_t s[N];
+  for (uint32_t i = 0; i < N; i++)
+    s[i] = wt_spawn_with(w, comps, NULL);
+  /* t's reverse vector grows through the sparse relation and keeps its
+   * capacity: the dense adds below allocate only in their moves. */
+  for (uint32_t i = 0; i < N; i++)
+    assert_int_equal(weft_relation_add(w, s[i], other, t, NULL), WEFT_OK);
+  for (uint32_t i = 0; i < N; i++)
+    assert_int_equal(weft_relation_remove(w, s[i], other, t), WEFT_OK);
+  *injected = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    slot_t v = {(int32_t)i, -(int32_t)i};
+    /* The first add builds the transition: the general path's. */
+    w->alloc.fail_in = inject && i ? 1 : 0;
+    assert_int_equal(weft_relation_add(w, s[i], slot, t, &v), WEFT_OK);
+    *injected += inject && i && w->alloc.fail_in == 0;
+    w->alloc.fail_in = 0;
+  }
+  weft_query_t *q = pair_query(w, slot, t, 0, 0);
+  assert_int_equal(rows_of(q, slot, t, NULL), N);
+  assert_int_equal(sources_sorted(w, t, slot), N);
+  assert_int_equal(weft_relation_edge_count(w), N);
+  for (uint32_t i = 0; i < N; i++) {
+    const slot_t *p = weft_relation_get(w, s[i], slot, t);
+    assert_non_null(p);
+    assert_int_equal(p->a, (int32_t)i);
+    assert_int_equal(p->b, -(int32_t)i);
+  }
+  uint64_t h = weft_world_digest(w);
+  /* The only edges go again, each after the first (which builds the
+   * transition) with an allocation set to fail. */
+  for (uint32_t i = 0; i < N; i++) {
+    w->alloc.fail_in = inject && i ? 1 : 0;
+    assert_int_equal(weft_relation_remove(w, s[i], slot, t), WEFT_OK);
+    w->alloc.fail_in = 0;
+    assert_false(weft_has(w, s[i], slot));
+  }
+  assert_int_equal(rows_of(q, slot, t, NULL), 0);
+  assert_int_equal(weft_relation_edge_count(w), 0);
+  assert_int_equal(weft_query_destroy(q), WEFT_OK);
+  weft_world_destroy(w);
+  return h;
+}
+
+static void
+test_relation_dense_fast_move_failure_changes_nothing(void **state) {
+  (void)state;
+  uint32_t injected = 0, none = 0;
+  uint64_t want = build_dense_fanin(false, &none);
+  assert_int_equal(build_dense_fanin(true, &injected), want);
+  assert_true(injected > 0); /* some moves did need a chunk */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_relation_dense_register_rules),
@@ -652,6 +844,8 @@ int main(void) {
       cmocka_unit_test(test_relation_dense_steady_state_allocates_nothing),
       cmocka_unit_test(test_relation_dense_pair_edges_drop_if),
       cmocka_unit_test(test_relation_dense_moves_keep_dirty_rows),
+      cmocka_unit_test(test_relation_dense_fast_paths_match_oracle),
+      cmocka_unit_test(test_relation_dense_fast_move_failure_changes_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
