@@ -266,6 +266,10 @@ int weft_mpi_new(weft_world_t *world, MPI_Comm comm,
     weft__free(m, 0, 0);
     return weft_world_fail(world, WEFT_EINVAL, "weft_mpi_new: bad comm");
   }
+  /* MPI errors on the driver's messages come back as codes (checked
+   * everywhere) instead of aborting the job. */
+  if (m)
+    MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
   MPI_Comm c = m ? m->comm : comm;
   MPI_Comm_rank(c, &rank);
   MPI_Comm_size(c, &size);

@@ -209,28 +209,36 @@ static int make_room(weft__mbuf_t *b, uint64_t n) {
   return weft__mbuf_reserve(b, (size_t)n);
 }
 
+/* Posts the receive of one message of n bytes from rank r into b. When b
+ * cannot grow to n, a receive of 0 bytes still takes the message (it
+ * ends in a truncation error, returned on the driver's communicator):
+ * the sender must not wait for a receive that never comes. */
+static int post_recv(weft_mpi_t *m, weft__mbuf_t *b, uint64_t n, uint32_t r,
+                     int tag, MPI_Request *req) {
+  static uint8_t swallow;
+  int rc = make_room(b, n);
+  b->len = rc ? 0 : (size_t)n;
+  if (n && MPI_Irecv(rc ? &swallow : b->data, rc ? 0 : (int)n, MPI_BYTE, (int)r,
+                     tag, m->comm, req) != MPI_SUCCESS)
+    rc = rc ? rc : WEFT_EIO;
+  return rc;
+}
+
 /* Posts every receive and send; the first 2 * size requests are the
- * receives (migrants, then ghosts), the rest the sends. */
+ * receives (migrants, then ghosts), the rest the sends. Every message is
+ * posted even after a failure, so that no rank waits for this one. */
 static int post(weft_mpi_t *m) {
   uint32_t P = m->size;
+  int rc = 0, bad = 0;
   for (uint32_t i = 0; i < 4 * P; i++)
     m->reqs[i] = MPI_REQUEST_NULL;
   for (uint32_t r = 0; r < P; r++) {
     const uint64_t *h = &m->hdr_in[r * WEFT__HDR_WORDS];
-    if (make_room(&m->in_mig[r], h[WEFT__HDR_MIGRANTS]) ||
-        make_room(&m->in_ghost[r], h[WEFT__HDR_GHOSTS]))
-      return WEFT_ENOMEM;
-    m->in_mig[r].len = (size_t)h[WEFT__HDR_MIGRANTS];
-    m->in_ghost[r].len = (size_t)h[WEFT__HDR_GHOSTS];
-  }
-  int bad = 0;
-  for (uint32_t r = 0; r < P; r++) {
-    if (m->in_mig[r].len)
-      bad |= MPI_Irecv(m->in_mig[r].data, (int)m->in_mig[r].len, MPI_BYTE,
-                       (int)r, WEFT__TAG_MIGRANTS, m->comm, &m->reqs[r]);
-    if (m->in_ghost[r].len)
-      bad |= MPI_Irecv(m->in_ghost[r].data, (int)m->in_ghost[r].len, MPI_BYTE,
-                       (int)r, WEFT__TAG_GHOSTS, m->comm, &m->reqs[P + r]);
+    int a = post_recv(m, &m->in_mig[r], h[WEFT__HDR_MIGRANTS], r,
+                      WEFT__TAG_MIGRANTS, &m->reqs[r]);
+    int b = post_recv(m, &m->in_ghost[r], h[WEFT__HDR_GHOSTS], r,
+                      WEFT__TAG_GHOSTS, &m->reqs[P + r]);
+    rc = rc ? rc : a ? a : b;
   }
   for (uint32_t r = 0; r < P; r++) {
     if (r == m->rank)
@@ -245,7 +253,7 @@ static int post(weft_mpi_t *m) {
     m->stats.bytes_sent += m->out_mig[r].len + m->out_ghost[r].len;
     m->stats.ghost_sent += m->out_ghost[r].len / m->grecord;
   }
-  return bad ? WEFT_EIO : 0;
+  return rc ? rc : bad ? WEFT_EIO : 0;
 }
 
 static int drop_ghost(weft_mpi_t *m, weft__keyslot_t *s) {
