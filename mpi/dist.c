@@ -275,8 +275,7 @@ int weft_mpi_new(weft_world_t *world, MPI_Comm comm,
   MPI_Comm_size(c, &size);
   if (!rc && (!world || !config || !out)) {
     snprintf(msg, sizeof msg,
-             "weft_mpi_new: world, config and out must "
-             "not be NULL");
+             "weft_mpi_new: world, config and out must not be NULL");
     rc = WEFT_EINVAL;
   }
   if (m) {
