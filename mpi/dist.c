@@ -51,7 +51,7 @@ static int agree(weft_world_t *w, MPI_Comm comm, int rank, int rc,
 }
 
 /* A tick's result on every rank: the lowest failing rank's code. */
-static int agree_code(weft_mpi_t *m, int rc) {
+int weft__agree_code(weft_mpi_t *m, int rc) {
   const char *msg = rc ? weft_world_last_error(m->world) : NULL;
   char copy[MSG_MAX];
   snprintf(copy, sizeof copy, "%s", msg ? msg : weft_strerror(rc));
@@ -352,7 +352,7 @@ int weft_mpi_exchange(weft_mpi_t *m) {
   double t0 = MPI_Wtime();
   int rc = weft__exchange(m);
   m->stats.exchange_s += MPI_Wtime() - t0;
-  return agree_code(m, rc);
+  return weft__agree_code(m, rc);
 }
 
 int weft_mpi_step(weft_mpi_t *m, double dt) {
@@ -372,7 +372,7 @@ int weft_mpi_step(weft_mpi_t *m, double dt) {
   m->stats.exchange_s += t1 - t0;
   m->stats.tick_s += MPI_Wtime() - t1;
   m->stats.ticks++;
-  return agree_code(m, rc);
+  return weft__agree_code(m, rc);
 }
 
 void weft_mpi_stats(const weft_mpi_t *m, weft_mpi_stats_t *out) {

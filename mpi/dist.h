@@ -103,6 +103,10 @@ int weft__record_spawn(weft_mpi_t *m, const uint8_t *p, size_t n,
 int weft__record_init(weft_mpi_t *m);
 void weft__record_fini(weft_mpi_t *m);
 
+/* Every rank's verdict on a collective call: the lowest failing rank's
+ * code and message (dist.c), or 0. Collective. */
+int weft__agree_code(weft_mpi_t *m, int rc);
+
 /* One round of migration and ghost exchange (exchange.c). Collective. */
 int weft__exchange(weft_mpi_t *m);
 

@@ -3,8 +3,8 @@
  * @file weft/mpi.h
  * One simulation over many MPI ranks (library weft::mpi, libweft_mpi.a,
  * pkg-config weft-mpi). Work in progress (issue 32): decomposition,
- * migration, ghosts, count-based load balance and the global digest are
- * here; distributed checkpoints are not yet.
+ * migration, ghosts, count-based load balance, checkpoints that restart
+ * on another rank count (entity state) and the global digest are here.
  *
  * The simulated space is a 2D box [min, max) cut into px x py regions,
  * one per rank of the communicator (the most square factorisation of the
@@ -183,6 +183,28 @@ int weft_mpi_step(weft_mpi_t *mpi, double dt);
  * or WEFT_EIO.
  */
 int weft_mpi_rebalance(weft_mpi_t *mpi);
+
+/**
+ * Writes a distributed checkpoint: this rank's owned entities (entity
+ * codec records, with their positions) to "PREFIX.R" for rank R, and on
+ * rank 0 "PREFIX.index" with the rank count; each file through a
+ * temporary and a rename. Collective. Returns 0, or on every rank the
+ * lowest failing rank's error (WEFT_EIO with the path in the message).
+ */
+int weft_mpi_checkpoint(weft_mpi_t *mpi, const char *prefix);
+
+/**
+ * Restores a checkpoint written by weft_mpi_checkpoint() on any rank
+ * count: every rank reads every rank's file and spawns the entities whose
+ * position it owns now, decoded through the file's component table (so a
+ * changed layout migrates as a snapshot load does). Entity state only:
+ * pipeline clocks, random streams and resources are not in it yet. Call
+ * it on a world without the checkpoint's entities, before the first
+ * step. Collective. Returns 0, or on every rank the lowest failing rank's
+ * error (WEFT_EFORMAT for a missing or damaged file, WEFT_EMIGRATE for a
+ * layout that cannot be migrated, a spawn's error).
+ */
+int weft_mpi_restore(weft_mpi_t *mpi, const char *prefix);
 
 /**
  * The global digest of the owned entities: the sum mod 2^64 of a 64-bit

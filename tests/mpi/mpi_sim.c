@@ -3,7 +3,7 @@
  * The distributed test program (tests/mpi/run_mpi.cmake runs it under
  * mpirun at several rank and thread counts and compares what it prints).
  *
- *   mpi_sim SCENARIO ENTITIES TICKS THREADS SEED
+ *   mpi_sim SCENARIO ENTITIES TICKS THREADS SEED [save:PREFIX|load:PREFIX]
  *
  * Every rank builds the same world description and spawns, from
  * counter-based draws by spawn index, only the entities whose position it
@@ -12,6 +12,10 @@
  *
  *   rank R local N
  *   digest 0x... entities N        (rank 0 only)
+ *
+ * save:PREFIX writes a distributed checkpoint after the ticks
+ * (weft_mpi_checkpoint()); load:PREFIX starts from one instead of
+ * spawning (weft_mpi_restore(), any rank count).
  *
  * Scenarios:
  *   particles  gravity, damping, bouncing walls (weft_sys_integrate)
@@ -61,6 +65,7 @@ typedef struct args_t {
   const char *scenario;
   uint32_t entities, ticks, threads;
   uint64_t seed;
+  const char *save, *load; /* checkpoint prefixes, or NULL */
 } args_t;
 
 /* A uniform float in [0, 1) for spawn index i, draw n. */
@@ -232,7 +237,14 @@ static int spawn_owned(weft_world_t *w, weft_mpi_t *mpi, const weft_std_t *std,
 }
 
 static int parse(int argc, char **argv, args_t *a) {
-  if (argc != 6)
+  if (argc != 6 && argc != 7)
+    return -1;
+  a->save = a->load = NULL;
+  if (argc == 7 && strncmp(argv[6], "save:", 5) == 0)
+    a->save = argv[6] + 5;
+  else if (argc == 7 && strncmp(argv[6], "load:", 5) == 0)
+    a->load = argv[6] + 5;
+  else if (argc == 7)
     return -1;
   a->scenario = argv[1];
   a->entities = (uint32_t)strtoul(argv[2], NULL, 10);
@@ -334,7 +346,8 @@ static int run(weft_world_t *w, const args_t *a) {
   weft_query_desc_t q = {.include = {n.key, std.position}};
   rc = weft_query_create(w, &q, &n.all);
   if (!rc)
-    rc = spawn_owned(w, mpi, &std, n.key, a, &s);
+    rc = a->load ? weft_mpi_restore(mpi, a->load)
+                 : spawn_owned(w, mpi, &std, n.key, a, &s);
   int steady = strcmp(a->scenario, "steady") == 0;
   uint32_t measured = a->ticks < 40 ? a->ticks : 40;
   uint32_t half = steady ? a->ticks - measured : a->ticks;
@@ -348,6 +361,8 @@ static int run(weft_world_t *w, const args_t *a) {
     allocated = rc == 1;
     rc = rc == 1 ? 0 : rc;
   }
+  if (!rc && a->save)
+    rc = weft_mpi_checkpoint(mpi, a->save);
   /* The final positions decide ownership: one more exchange. */
   if (!rc)
     rc = weft_mpi_exchange(mpi);
@@ -400,7 +415,8 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   args_t a;
   if (parse(argc, argv, &a)) {
-    fprintf(stderr, "usage: mpi_sim SCENARIO ENTITIES TICKS THREADS SEED\n");
+    fprintf(stderr, "usage: mpi_sim SCENARIO ENTITIES TICKS THREADS SEED "
+                    "[save:PREFIX|load:PREFIX]\n");
     MPI_Finalize();
     return 2;
   }

@@ -4,9 +4,9 @@
 #
 #   cmake -DWEFT_MPIEXEC=mpirun -DWEFT_PROG=mpi_sim -DWEFT_SCENARIO=particles
 #         -DWEFT_ARGS="ENTITIES;TICKS;SEED" -DWEFT_RANKS=1,2,3,4
-#         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|digest_any|empty|balanced|error]
+#         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|digest_any|empty|balanced|restart|error]
 #         [-DWEFT_ERROR=regex] [-DWEFT_MPI_FLAGS=--bind-to,core]
-#         [-DWEFT_STYLE=sim] -P run_mpi.cmake
+#         [-DWEFT_STYLE=sim] [-DWEFT_DIR=scratch dir] -P run_mpi.cmake
 #
 # WEFT_STYLE=sim runs weft-sim (--scenario S --entities E ...) instead of
 # the positional arguments of mpi_sim.
@@ -34,6 +34,42 @@ list(GET args 0 entities)
 list(GET args 1 ticks)
 list(GET args 2 seed)
 string(REPLACE "," ";" mpi_flags "${WEFT_MPI_FLAGS}")
+
+# restart: the digest of a straight run of TICKS on one rank equals that
+# of TICKS/2 on the largest rank count, checkpointed (WEFT_DIR), then
+# restored for the rest on every rank count.
+if(WEFT_EXPECT STREQUAL "restart")
+  list(GET threads 0 t)
+  list(GET ranks -1 most)
+  math(EXPR half "${ticks} / 2")
+  math(EXPR rest "${ticks} - ${half}")
+  file(REMOVE_RECURSE "${WEFT_DIR}")
+  file(MAKE_DIRECTORY "${WEFT_DIR}")
+  function(run_sim n k extra out_var)
+    set(cmd ${WEFT_MPIEXEC} --oversubscribe -n ${n} ${WEFT_PROG}
+            ${WEFT_SCENARIO} ${entities} ${k} ${t} ${seed} ${extra})
+    list(JOIN cmd " " cmd_text)
+    execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err TIMEOUT 240)
+    message(STATUS "${cmd_text}: exit ${rc}\n${out}")
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${cmd_text} failed (${rc}):\n${out}\n${err}")
+    endif()
+    string(REGEX MATCH "digest 0x[0-9a-f]+ entities [0-9]+" got "${out}")
+    set(${out_var} "${got}" PARENT_SCOPE)
+  endfunction()
+  run_sim(1 ${ticks} "" straight)
+  run_sim(${most} ${half} "save:${WEFT_DIR}/ck" saved)
+  foreach(n IN LISTS ranks)
+    run_sim(${n} ${rest} "load:${WEFT_DIR}/ck" restored)
+    if(NOT restored STREQUAL straight OR straight STREQUAL "")
+      message(FATAL_ERROR "restored on ${n} ranks: '${restored}', straight "
+                          "run: '${straight}'")
+    endif()
+  endforeach()
+  message(STATUS "restarts agree with the straight run: ${straight}")
+  return()
+endif()
 
 set(first "")
 foreach(n IN LISTS ranks)
