@@ -47,7 +47,13 @@ static int agree(weft_world_t *w, MPI_Comm comm, int rank, int rc,
     snprintf(v.msg, sizeof v.msg, "%s", msg);
   if (MPI_Bcast(&v, (int)sizeof v, MPI_BYTE, lowest, comm) != MPI_SUCCESS)
     return weft_world_fail(w, WEFT_EIO, "weft_mpi: MPI_Bcast failed");
-  return weft_world_fail(w, v.code, "%s (rank %d)", v.msg, lowest);
+  /* A world's last error starts with its code's name, which
+   * weft_world_fail() adds again: said once. */
+  const char *text = v.msg, *name = weft_strerror_name(v.code);
+  size_t len = strlen(name);
+  if (strncmp(text, name, len) == 0 && strncmp(text + len, ": ", 2) == 0)
+    text += len + 2;
+  return weft_world_fail(w, v.code, "%s (rank %d)", text, lowest);
 }
 
 /* A tick's result on every rank: the lowest failing rank's code. */

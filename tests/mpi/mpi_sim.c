@@ -40,6 +40,9 @@
  * rank is bound to (mpirun --bind-to, a batch scheduler's binding): the
  * pool plans within the process's CPU set.
  *
+ *   failtick   the last rank's tick fails at its fourth step: every rank
+ *              returns that error from the same weft_mpi_step() and
+ *              prints it ("error: ...")
  *   badhalo    a halo wider than a region: every rank prints the error
  *              ("error: ...") and exits 0 when weft_mpi_new() refused it
  *   differ     rank 1's halo differs from the others': the same
@@ -165,6 +168,18 @@ static int neighbour_tick(void *user, weft_world_t *w, double dt) {
   return weft_world_progress(w, dt);
 }
 
+/* The last rank's tick fails at its fourth tick (failtick). */
+static int failing_tick(void *user, weft_world_t *w, double dt) {
+  (void)user;
+  static int ticks;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank == size - 1 && ++ticks == 4)
+    return weft_world_fail(w, WEFT_ESYSTEM, "test: the tick failed here");
+  return weft_world_progress(w, dt);
+}
+
 /* ---- building the world ---------------------------------------------- */
 
 typedef struct scene_t {
@@ -184,6 +199,7 @@ static int scene_for(const char *name, scene_t *s) {
     s->side = 400.0f;
     s->speed = 12000.0f; /* up to 200 units a tick, regions of 100+ */
     s->ic.gravity = (weft_vec2_t){0, 0};
+  } else if (strcmp(name, "failtick") == 0) {
   } else if (strcmp(name, "crowd") == 0) {
     s->crowd = true;
   } else if (strcmp(name, "steady") == 0) {
@@ -284,6 +300,8 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
     mc->tick = neighbour_tick;
     mc->tick_user = n;
   }
+  if (strcmp(a->scenario, "failtick") == 0)
+    mc->tick = failing_tick;
   int rc = weft_mpi_new(w, MPI_COMM_WORLD, mc, out);
   int refused = strcmp(a->scenario, "badhalo") == 0 ||
                 ((strcmp(a->scenario, "differ") == 0 || layout) && size > 1);
@@ -353,6 +371,14 @@ static int run(weft_world_t *w, const args_t *a) {
   uint32_t half = steady ? a->ticks - measured : a->ticks;
   for (uint32_t t = 0; t < half && !rc; t++)
     rc = weft_mpi_step(mpi, DT);
+  if (strcmp(a->scenario, "failtick") == 0) {
+    /* Every rank stops at the same step with the same error. */
+    printf("rank %u error: %s\n", weft_mpi_rank(mpi),
+           rc ? weft_world_last_error(w) : "none");
+    free(n.items);
+    weft_mpi_free(mpi);
+    return rc == WEFT_ESYSTEM ? 0 : 1;
+  }
   /* An allocation fails this rank only after the collective calls
    * below, which every rank must still make. */
   int allocated = 0;
