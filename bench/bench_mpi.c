@@ -3,7 +3,11 @@
  * mpi/halo (weft-bench built with weft::mpi; run it under mpirun, e.g.
  * `mpirun -n 2 weft-bench --filter mpi/`): one weft_mpi_exchange() of a
  * steady world against a raw MPI exchange of the same bytes, in the same
- * run.
+ * run. mpi/migrate: the same world, but before each exchange a pass moves
+ * every owned entity one region width right (wrapping round the box), so
+ * that every entity migrates: nanoseconds per migrant (encode, messages,
+ * despawn, decode and spawn, and the pass), against the raw exchange of
+ * the same bytes; no target yet.
  *
  * Every rank owns 20,000 entities (Position, Velocity, weft.Key) spread
  * evenly over its region of a 1000 x 1000 box, still, with a halo of 25:
@@ -21,6 +25,7 @@
  * time, which every rank then calibrates with alike. Ranks other than 0
  * print nothing. Outside mpirun, or on one rank, the row is skipped.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +42,10 @@ typedef struct halo_state_t {
   weft_world_t *w;
   weft_mpi_t *mpi;
   uint32_t ranks;
+  /* mpi/migrate: every exchange follows a pass that moves every owned
+   * entity one region width right (wrapping), so all of them migrate. */
+  weft_query_t *movers;
+  float shift, side;
   /* The baseline's messages: the sizes the exchange sent to and received
    * from each rank, and buffers of those sizes. */
   uint64_t *hdr_out, *hdr_in;
@@ -79,12 +88,28 @@ static uint64_t agreed_reps(uint64_t reps) {
   return all;
 }
 
+/* Moves every owned entity one region width right, wrapping. */
+static void shift_all(halo_state_t *s) {
+  weft_iter_t it;
+  for (weft_query_iter(s->movers, &it); weft_iter_next(&it);) {
+    float *x = weft_iter_field(&it, 0, 0);
+    for (uint32_t i = 0; i < it.count; i++) {
+      x[i] += s->shift;
+      if (x[i] >= s->side)
+        x[i] -= s->side;
+    }
+  }
+}
+
 static uint64_t halo_weft(void *p, uint64_t reps) {
   halo_state_t *s = p;
   reps = agreed_reps(reps);
   double t0 = bench_now_ns();
-  for (uint64_t r = 0; r < reps; r++)
+  for (uint64_t r = 0; r < reps; r++) {
+    if (s->movers)
+      shift_all(s);
     bench_check(weft_mpi_exchange(s->mpi), "weft_mpi_exchange");
+  }
   return slowest(bench_now_ns() - t0);
 }
 
@@ -98,14 +123,20 @@ static uint64_t halo_raw(void *p, uint64_t reps) {
                  WEFT__HDR_WORDS, MPI_UINT64_T, MPI_COMM_WORLD);
     uint32_t n = 0;
     for (uint32_t r = 0; r < P; r++) {
-      int in = (int)s->hdr_in[r * WEFT__HDR_WORDS + WEFT__HDR_GHOSTS];
-      int out = (int)s->hdr_out[r * WEFT__HDR_WORDS + WEFT__HDR_GHOSTS];
-      if (in)
-        MPI_Irecv(s->in[r], in, MPI_BYTE, (int)r, 2, MPI_COMM_WORLD,
-                  &s->reqs[n++]);
-      if (out)
-        MPI_Isend(s->out[r], out, MPI_BYTE, (int)r, 2, MPI_COMM_WORLD,
-                  &s->reqs[n++]);
+      /* The two sections land side by side (receives must not overlap);
+       * sends may share their buffer. */
+      const uint64_t *hi = &s->hdr_in[r * WEFT__HDR_WORDS];
+      const uint64_t *ho = &s->hdr_out[r * WEFT__HDR_WORDS];
+      uint8_t *at = s->in[r];
+      for (int sec = WEFT__HDR_MIGRANTS; sec <= WEFT__HDR_GHOSTS; sec++) {
+        if (hi[sec])
+          MPI_Irecv(at, (int)hi[sec], MPI_BYTE, (int)r, sec, MPI_COMM_WORLD,
+                    &s->reqs[n++]);
+        if (ho[sec])
+          MPI_Isend(s->out[r], (int)ho[sec], MPI_BYTE, (int)r, sec,
+                    MPI_COMM_WORLD, &s->reqs[n++]);
+        at += hi[sec];
+      }
     }
     MPI_Waitall((int)n, s->reqs, MPI_STATUSES_IGNORE);
     int v = 0, all = 0;
@@ -143,14 +174,20 @@ static void copy_sizes(halo_state_t *s) {
   s->hdr_in = s->hdr_out + (size_t)P * WEFT__HDR_WORDS;
   s->out = calloc(P, sizeof *s->out);
   s->in = calloc(P, sizeof *s->in);
-  s->reqs = calloc(2 * (size_t)P, sizeof *s->reqs);
+  s->reqs = calloc(4 * (size_t)P, sizeof *s->reqs);
   if (!s->hdr_out || !s->out || !s->in || !s->reqs)
     bench_die("baseline buffers", WEFT_ENOMEM);
+  /* A send buffer a peer as large as its larger section (both send from
+   * it: the bytes matter, not their contents), a receive buffer for
+   * both sections side by side. */
   for (uint32_t r = 0; r < P; r++) {
-    size_t n = r == m->rank ? 0 : m->out_ghost[r].len;
-    s->hdr_out[r * WEFT__HDR_WORDS + WEFT__HDR_GHOSTS] = n;
-    s->out[r] = calloc(1, n + 1);
-    s->in[r] = calloc(1, m->in_ghost[r].len + 1);
+    size_t mig = r == m->rank ? 0 : m->out_mig[r].len;
+    size_t gh = r == m->rank ? 0 : m->out_ghost[r].len;
+    s->hdr_out[r * WEFT__HDR_WORDS + WEFT__HDR_MIGRANTS] = mig;
+    s->hdr_out[r * WEFT__HDR_WORDS + WEFT__HDR_GHOSTS] = gh;
+    size_t in = m->in_mig[r].len + m->in_ghost[r].len;
+    s->out[r] = calloc(1, (mig > gh ? mig : gh) + 1);
+    s->in[r] = calloc(1, in + 1);
     if (!s->out[r] || !s->in[r])
       bench_die("baseline buffers", WEFT_ENOMEM);
   }
@@ -169,22 +206,8 @@ static void halo_free(halo_state_t *s) {
   weft_world_destroy(s->w);
 }
 
-void bench_mpi(bench_ctx_t *ctx) {
-  if (!bench_selected(ctx, "mpi/halo"))
-    return;
-  /* One rank has no neighbour: nothing to compare. Outside mpirun the
-   * row is skipped without starting MPI at all. */
-  int size = 1;
-  if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
-      getenv("PMIX_RANK")) {
-    start_mpi();
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
-  if (size < 2) {
-    fprintf(stderr, "mpi/halo: skipped (run weft-bench under mpirun -n 2 "
-                    "or more)\n");
-    return;
-  }
+/* Runs one row: mpi/halo (still entities) or mpi/migrate (all move). */
+static void run_row(bench_ctx_t *ctx, const char *row, bool migrate) {
   halo_state_t s;
   memset(&s, 0, sizeof s);
   weft_std_t std;
@@ -202,19 +225,58 @@ void bench_mpi(bench_ctx_t *ctx) {
   spawn_region(&s, &std, key);
   /* The first exchange spawns the ghosts; the timed ones refresh them. */
   bench_check(weft_mpi_exchange(s.mpi), "weft_mpi_exchange");
+  double ops = 1e3; /* mpi/halo: microseconds an exchange */
+  if (migrate) {
+    /* The owned entities: ghosts follow their owners' records. */
+    weft_component_t ghost;
+    bench_check(weft_component_lookup(s.w, "weft.Ghost", &ghost), "weft.Ghost");
+    weft_query_desc_t q = {.include = {std.position, key}, .exclude = {ghost}};
+    bench_check(weft_query_create(s.w, &q, &s.movers), "weft_query_create");
+    s.side = 1000;
+    s.shift = 1000.0f / (float)s.mpi->dom.px;
+    shift_all(&s); /* one round untimed: the sizes of a migrating one */
+    bench_check(weft_mpi_exchange(s.mpi), "weft_mpi_exchange");
+    ops = (double)OWNED; /* nanoseconds per migrant: all of them move */
+  }
   copy_sizes(&s);
   char name[64];
   snprintf(name, sizeof name, "raw MPI, %u rank%s", s.ranks,
            s.ranks == 1 ? "" : "s");
   bench_case_t c = {
-      .name = "mpi/halo",
-      .unit = "us/exch",
+      .name = row,
+      .unit = migrate ? "ns/migrant" : "us/exch",
       .n = (uint64_t)OWNED * s.ranks,
-      .work = {"weft_mpi_exchange", halo_weft, &s, 1e3, true},
-      .base = {name, halo_raw, &s, 1e3, true},
-      .target_kind = BENCH_TARGET_RATIO,
+      .work = {"weft_mpi_exchange", halo_weft, &s, ops, true},
+      .base = {name, halo_raw, &s, ops, true},
+      .target_kind = migrate ? BENCH_TARGET_NONE : BENCH_TARGET_RATIO,
       .target = 1.3,
   };
   bench_compare(ctx, &c);
+  if (s.movers)
+    weft_query_destroy(s.movers);
   halo_free(&s);
+}
+
+void bench_mpi(bench_ctx_t *ctx) {
+  bool halo = bench_selected(ctx, "mpi/halo");
+  bool migrate = bench_selected(ctx, "mpi/migrate");
+  if (!halo && !migrate)
+    return;
+  /* One rank has no neighbour: nothing to compare. Outside mpirun the
+   * rows are skipped without starting MPI at all. */
+  int size = 1;
+  if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
+      getenv("PMIX_RANK")) {
+    start_mpi();
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  if (size < 2) {
+    fprintf(stderr, "mpi/*: skipped (run weft-bench under mpirun -n 2 "
+                    "or more)\n");
+    return;
+  }
+  if (halo)
+    run_row(ctx, "mpi/halo", false);
+  if (migrate)
+    run_row(ctx, "mpi/migrate", true);
 }
