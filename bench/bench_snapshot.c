@@ -3,8 +3,9 @@
  * snapshot: a world of 1M entities (Position and Velocity, vec3 each, and
  * a float Health) saved with weft_snapshot_save() into a preallocated
  * memory sink, and loaded back with weft_snapshot_load_memory() into a
- * world that holds the same 1M (so every load clears it first, validates
- * the whole input, XXH3 included, and refills it). Each is measured
+ * world that holds the same 1M (so every load validates the whole input,
+ * XXH3 included, staging the rows in fresh segment memory as it goes, and
+ * swaps them in). Each is measured
  * against a memcpy of the snapshot's bytes (the baseline any format that
  * copies columns is bound by); target <= 2x. Unit: ns per entity.
  *

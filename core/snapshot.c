@@ -14,7 +14,9 @@
  * saved one, and so does the world's digest. When a component's size
  * changed (a migration), rows per chunk may differ; the rows are then
  * packed into chunks as a spawn would, and only the handles and values
- * are kept.
+ * are kept. A world that already has the snapshot's archetypes and
+ * segments keeps them: the validator staged the rows in fresh segment
+ * memory (snapshot_stage.h), which replaces the old here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,13 +25,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__SSE2__)
-#include <emmintrin.h>
-#define WEFT__SNAP_STREAM 1
-#endif
 
 #include "core/check.h"
 #include "core/relation.h"
+#include "core/snapshot_stage.h"
 #include "core/snapshot_state.h"
 #include "core/world.h"
 
@@ -165,7 +164,8 @@ static int replay_segments(weft_world_t *w, const weft__snap_plan_t *pl) {
   return rc;
 }
 
-static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl) {
+static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl,
+                         const weft__snap_stage_t *st) {
   weft__index_t *ix = &w->index;
   int rc = weft__index_reserve(ix, &w->alloc, pl->hwm);
   if (!rc)
@@ -177,8 +177,10 @@ static int restore_index(weft_world_t *w, const weft__snap_plan_t *pl) {
   for (uint32_t base = 0; base < pl->hwm; base += WEFT__PAGE_SIZE) {
     uint32_t n =
         pl->hwm - base < WEFT__PAGE_SIZE ? pl->hwm - base : WEFT__PAGE_SIZE;
-    memcpy(ix->pages[base >> WEFT__PAGE_BITS], pl->recs + 4 * (size_t)base,
-           (size_t)n * 4);
+    /* Staged: the records with the rows' places (snapshot_stage.h). */
+    const void *from = st->on ? (const void *)(st->loc + base)
+                              : (const void *)(pl->recs + 4 * (size_t)base);
+    memcpy(ix->pages[base >> WEFT__PAGE_BITS], from, (size_t)n * 4);
   }
   ix->hwm = pl->hwm;
   ix->alive = pl->alive;
@@ -213,44 +215,13 @@ typedef struct fill_t {
   uint8_t *value; /* one component value, for migrations */
   bool exact;     /* chunks as saved */
   bool stream;    /* rows past the caches: stores bypass them */
+  /* The handles and WEFT__SNAP_SAME columns are in place already: the
+   * validator staged them (snapshot_stage.h). */
+  bool staged;
   /* By program component id: 1 when its saved column is copied as it
    * lies (WEFT__SNAP_SAME), so its arrays need no zero-fill first. */
   uint8_t same[WEFT_MAX_COMPONENTS + 1];
 } fill_t;
-
-/* Rows beyond this many bytes are copied with non-temporal stores: the
- * loaded rows no longer fit the caches, so ordinary stores would first
- * read every destination line (a third pass over the bytes) only to
- * evict it again. */
-#define WEFT__SNAP_STREAM_MIN ((uint64_t)8 << 20)
-
-/* memcpy, with non-temporal stores where f->stream asks for them (the
- * load ends with a store fence). Same bytes either way. */
-static void copy_bytes(const fill_t *f, void *dst, const void *src, size_t n) {
-#ifdef WEFT__SNAP_STREAM
-  if (f->stream && n >= 256) {
-    uint8_t *d = dst;
-    const uint8_t *s = src;
-    size_t head = (size_t)(-(uintptr_t)d & 15);
-    memcpy(d, s, head);
-    d += head, s += head, n -= head;
-    for (; n >= 64; d += 64, s += 64, n -= 64) {
-      __m128i a = _mm_loadu_si128((const __m128i *)s);
-      __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
-      __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
-      __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
-      _mm_stream_si128((__m128i *)d, a);
-      _mm_stream_si128((__m128i *)(d + 16), b);
-      _mm_stream_si128((__m128i *)(d + 32), c);
-      _mm_stream_si128((__m128i *)(d + 48), e);
-    }
-    memcpy(d, s, n);
-    return;
-  }
-#endif
-  (void)f;
-  memcpy(dst, src, n);
-}
 
 /* Builds one row's value in the program's layout from a saved column
  * that is not stored the same way (migrations, storage changes). */
@@ -281,11 +252,14 @@ static void copy_column(const fill_t *f, const weft__archetype_t *a,
                         const uint8_t *base, uint32_t n, uint32_t j,
                         uint32_t m) {
   if (c->mode == WEFT__SNAP_SAME) {
+    if (f->staged)
+      return;
     size_t at = 0;
     for (uint32_t k = 0; k < col->array_count; k++) {
       uint32_t elem = a->arrays[col->first_array + k].elem;
-      copy_bytes(f, ch->bases[col->first_array + k] + (size_t)row0 * elem,
-                 base + at + (size_t)j * elem, (size_t)m * elem);
+      weft__snap_copy(f->stream,
+                      ch->bases[col->first_array + k] + (size_t)row0 * elem,
+                      base + at + (size_t)j * elem, (size_t)m * elem);
       at += (size_t)n * elem;
     }
     return;
@@ -342,12 +316,17 @@ static void fill_rows(const fill_t *f, const weft__snap_arch_t *sa,
   ch->sversion = f->pl->change_version;
   /* A loaded world has no dirty rows: the flags go with the bytes. */
   memset(ch->all_dirty, 0, sizeof(ch->all_dirty));
-  copy_bytes(f, ch->entities + row0, p + (size_t)8 * j, (size_t)m * 8);
+  if (!f->staged)
+    weft__snap_copy(f->stream, ch->entities + row0, p + (size_t)8 * j,
+                    (size_t)m * 8);
   /* The slots come from the input: the rows just streamed out are not
    * read back. */
-  for (uint32_t r = 0; r < m; r++)
-    weft__index_place(&f->w->index, (uint32_t)weft__snap_u64(p + 8 * (j + r)),
-                      ch->id, row0 + r);
+  const weft__index_t *ix = &f->w->index;
+  const uint32_t loc = WEFT__REC_LOC | ch->id << weft__index_row_bits(ix);
+  weft__record_t *const *pages = ix->pages;
+  for (uint32_t r = 0; !f->staged && r < m; r++)
+    weft__pages_rec(pages, (uint32_t)weft__snap_u64(p + 8 * (j + r)))->v =
+        loc | (row0 + r);
   zero_rows(f, a, ch, row0, m);
   size_t at = (size_t)8 * n;
   for (uint32_t k = 0; k < sa->npresent; k++) {
@@ -448,49 +427,8 @@ static uint32_t max_value(const weft_world_t *w) {
   return m;
 }
 
-/* Whether w already has the snapshot's archetypes and chunk segments,
- * id for id (a world rewound to a snapshot of its own past, say): then
- * its chunks are refilled where they are, with no memory freed and
- * allocated again. */
-static bool same_layout(const weft_world_t *w, const weft__snap_plan_t *pl) {
-  if (w->arch_count != pl->narch || w->chunks.count != pl->chunk_count ||
-      w->arch_born != pl->arch_born || w->chunks.nfree != pl->chunk_nfree ||
-      (pl->chunk_nfree &&
-       memcmp(w->chunks.free, pl->chunk_free, (size_t)pl->chunk_nfree * 4)))
-    return false;
-  for (uint32_t i = 0; i < pl->narch; i++) {
-    const weft__archetype_t *a = w->archs[i];
-    const weft__snap_arch_t *sa = &pl->archs[i];
-    if ((a == &w->arch_vacant) != sa->vacant)
-      return false;
-    if (sa->vacant)
-      continue;
-    if (a->born != sa->born || a->npairs != sa->npairs ||
-        (a->npairs &&
-         memcmp(a->pairs, sa->pairs, a->npairs * sizeof(*a->pairs))) ||
-        !weft__mask_eq(&a->present, &sa->present) ||
-        !weft__mask_eq(&a->disabled, &sa->disabled) ||
-        a->row_cap != sa->row_cap || a->chunk_total != sa->chunk_total)
-      return false;
-  }
-  uint32_t *next = calloc(pl->narch, sizeof(*next));
-  bool same = next != NULL;
-  const uint8_t *p = pl->segs;
-  for (uint32_t s = 0; same && s < pl->nsegs; s++) {
-    uint32_t ai = weft__snap_u32(p), n = weft__snap_u32(p + 4);
-    const weft__archetype_t *a = w->archs[ai];
-    const weft__segment_t *sg = next[ai] < a->nsegs ? &a->segs[next[ai]++] : 0;
-    same = sg && sg->nchunks == n;
-    for (uint32_t k = 0; same && k < n; k++)
-      same = sg->headers[k].id == weft__snap_u32(p + 8 + 4 * (size_t)k);
-    p += 8 + 4 * (size_t)n;
-  }
-  free(next);
-  return same;
-}
-
-/* Empties w but keeps its archetypes and chunks (same_layout()): what
- * weft_world_clear() does, less releasing the rows' slots one by one, as
+/* Empties w but keeps its archetypes and chunks (weft__snap_same_layout()):
+ * what weft_world_clear() does, less releasing the rows' slots one by one, as
  * the index is replaced whole (restore_index() writes the records below
  * the new high-water mark; those above it are zeroed here). */
 static void clear_keep(weft_world_t *w, uint32_t hwm) {
@@ -511,12 +449,15 @@ static void clear_keep(weft_world_t *w, uint32_t hwm) {
   w->version++;
 }
 
-/* The second phase: the plan is sound; replace the world's contents. */
-static int apply(weft_world_t *w, const weft__snap_plan_t *pl) {
-  bool exact = false;
+/* The second phase: the plan is sound; replace the world's contents.
+ * Rows the validator staged go in by a swap of segment memory. */
+static int apply(weft_world_t *w, const weft__snap_plan_t *pl,
+                 weft__snap_stage_t *st) {
+  bool exact = false, staged = st->on;
   int rc;
-  if (same_layout(w, pl)) {
+  if (staged || weft__snap_same_layout(w, pl)) {
     clear_keep(w, pl->hwm);
+    weft__snap_stage_commit(st);
     rc = 0;
     exact = true;
   } else {
@@ -532,8 +473,8 @@ static int apply(weft_world_t *w, const weft__snap_plan_t *pl) {
       rc = replay_segments(w, pl);
   }
   if (!rc)
-    rc = restore_index(w, pl);
-  fill_t f = {.w = w, .pl = pl, .exact = exact};
+    rc = restore_index(w, pl, st);
+  fill_t f = {.w = w, .pl = pl, .exact = exact, .staged = staged};
   uint64_t rows_bytes = 0;
   for (uint32_t i = 0; i < pl->narch; i++)
     rows_bytes += pl->archs[i].rows_bytes;
@@ -545,9 +486,9 @@ static int apply(weft_world_t *w, const weft__snap_plan_t *pl) {
     f.value = aligned_alloc(64, ((size_t)max_value(w) + 63) & ~(size_t)63);
     rc = f.value ? fill_archetypes(&f) : WEFT_ENOMEM;
     free(f.value);
-#ifdef WEFT__SNAP_STREAM
-    _mm_sfence(); /* the streamed stores are visible before the world is */
-#endif
+    /* The streamed stores, staged ones included, are visible before the
+     * world is. */
+    weft__snap_copy_fence();
   }
   for (uint32_t i = 0; !rc && i < WEFT__SNAP_NSTATE; i++)
     rc = weft__snap_state_load(w, weft__snap_state_tags[i], pl, pl->state[i].p,
@@ -587,10 +528,14 @@ int weft_snapshot_load_memory(weft_world_t *w, const void *data, size_t n,
   if (!weft__snap_registry_get(w))
     return weft__snap_fail(w, err, WEFT_ENOMEM, 0, 0, "out of memory");
   weft__snap_plan_t pl;
-  int rc = weft__snap_parse(w, data, n, &pl, err);
-  if (rc)
+  weft__snap_stage_t st = {.w = w};
+  int rc = weft__snap_parse_staged(w, data, n, &pl, &st, err);
+  if (rc) {
+    weft__snap_stage_free(&st); /* the world never saw it */
     return rc;
-  rc = apply(w, &pl);
+  }
+  rc = apply(w, &pl, &st);
+  weft__snap_stage_free(&st);
   weft__snap_plan_free(&pl);
   if (rc)
     return weft__snap_fail(w, err, rc, 0, 0,

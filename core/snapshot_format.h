@@ -192,6 +192,15 @@ int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
                      weft__snap_plan_t *plan, weft_snapshot_error_t *err);
 void weft__snap_plan_free(weft__snap_plan_t *plan);
 
+/* The same, staging the rows on the way when stage is not NULL: the
+ * validator calls weft__snap_stage_begin() and weft__snap_stage_chunk()
+ * (snapshot_stage.h) on it; the caller commits or frees it. */
+struct weft__snap_stage_t;
+int weft__snap_parse_staged(const weft_world_t *w, const uint8_t *data,
+                            size_t n, weft__snap_plan_t *plan,
+                            struct weft__snap_stage_t *stage,
+                            weft_snapshot_error_t *err);
+
 /* The world's section registry, or NULL (snapshot.c). */
 const weft__snap_reg_t *weft__snap_registry(const weft_world_t *w);
 

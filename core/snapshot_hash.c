@@ -2,9 +2,10 @@
 /*
  * XXH3-64 for snapshots (snapshot_hash.h), from Debian's xxhash.h used
  * header-only: libweft.a carries the code, its users link nothing more.
- * The bulk of a snapshot is hashed by the AVX2 build of the same code
- * (snapshot_hash_avx2.c) when the CPU has AVX2: the loader hashes every
- * byte it reads, so the hash is a good part of a load's time.
+ * The bulk of a snapshot is hashed by the AVX-512 or AVX2 build of the
+ * same code (snapshot_hash_avx512.c, snapshot_hash_avx2.c) when the CPU
+ * has them: the loader hashes every byte it reads, so the hash is a good
+ * part of a load's time.
  */
 #include "core/snapshot_hash.h"
 
@@ -20,8 +21,17 @@ _Static_assert(sizeof(XXH3_state_t) <= sizeof(weft__xxh3_state_t) &&
 #else
 #define HAVE_AVX2() 0
 #endif
+#if defined(__x86_64__) && defined(WEFT__XXH3_AVX512)
+#define HAVE_AVX512() __builtin_cpu_supports("avx512f")
+#else
+#define HAVE_AVX512() 0
+#endif
 
 uint64_t weft__xxh3(const void *p, size_t n) {
+#if defined(__x86_64__) && defined(WEFT__XXH3_AVX512)
+  if (n >= 1024 && HAVE_AVX512())
+    return weft__xxh3_avx512(p, n);
+#endif
 #if defined(__x86_64__) && defined(WEFT__XXH3_AVX2)
   if (n >= 1024 && HAVE_AVX2())
     return weft__xxh3_avx2(p, n);
@@ -35,6 +45,12 @@ void weft__xxh3_reset(weft__xxh3_state_t *s) {
 }
 
 void weft__xxh3_update(weft__xxh3_state_t *s, const void *p, size_t n) {
+#if defined(__x86_64__) && defined(WEFT__XXH3_AVX512)
+  if (n >= 1024 && HAVE_AVX512()) {
+    weft__xxh3_update_avx512(s, p, n);
+    return;
+  }
+#endif
 #if defined(__x86_64__) && defined(WEFT__XXH3_AVX2)
   if (n >= 1024 && HAVE_AVX2()) {
     weft__xxh3_update_avx2(s, p, n);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * XXH3-64 for snapshot checksums (snapshot_hash.c): one-shot and
- * streaming, with the widest vector code the CPU runs (AVX2 where it
- * exists, from snapshot_hash_avx2.c; SSE2 otherwise), chosen per call.
+ * streaming, with the widest vector code the CPU runs (AVX-512 or AVX2
+ * where they exist, from snapshot_hash_avx512.c and snapshot_hash_avx2.c;
+ * SSE2 otherwise), chosen per call.
  */
 #ifndef WEFT_CORE_SNAPSHOT_HASH_H
 #define WEFT_CORE_SNAPSHOT_HASH_H
@@ -24,5 +25,10 @@ uint64_t weft__xxh3_digest(const weft__xxh3_state_t *s);
  * it). */
 uint64_t weft__xxh3_avx2(const void *p, size_t n);
 void weft__xxh3_update_avx2(weft__xxh3_state_t *s, const void *p, size_t n);
+
+/* And for AVX-512 (x86-64 only; call only when the CPU and the kernel run
+ * it). */
+uint64_t weft__xxh3_avx512(const void *p, size_t n);
+void weft__xxh3_update_avx512(weft__xxh3_state_t *s, const void *p, size_t n);
 
 #endif /* WEFT_CORE_SNAPSHOT_HASH_H */

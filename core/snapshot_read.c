@@ -15,7 +15,9 @@
 
 #include "core/snapshot_hash.h"
 #include "core/snapshot_read.h"
+#include "core/snapshot_stage.h"
 
+#include "core/alloc.h"
 #include "core/check.h"
 #include "core/relation.h"
 #include "core/snapshot_state.h"
@@ -194,7 +196,9 @@ static int read_meta(weft__snap_rd_t *r, weft__snap_plan_t *pl) {
                 "snapshot chunk size %u, this world's %u (create the world "
                 "with the same chunk_size)",
                 pl->chunk_size, w->chunk_size);
-  if (pl->max_gen != w->index.max_gen)
+  /* The world's limit, so below 2^24: the record and handle checks
+   * count on it (check_records, check_handles). */
+  if (pl->max_gen != w->index.max_gen || pl->max_gen > WEFT__GEN_MASK)
     return FAIL(r, WEFT_ELIMIT, "snapshot generation limit %u, this world's %u",
                 pl->max_gen, w->index.max_gen);
   if (pl->ncomp > WEFT_MAX_COMPONENTS || pl->narch == 0 ||
@@ -292,28 +296,90 @@ static int read_comps(weft__snap_rd_t *r, weft__snap_plan_t *pl) {
   return weft__snap_close_section(r);
 }
 
-/* Checks the dead records and the free list; sets every slot's state in
- * `live` (below hwm). */
-static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
-                         uint32_t *live) {
-  uint32_t nlive = 0, nretired = 0;
+/* Finds the first record check_records() refuses and reports it. */
+static int bad_record(weft__snap_rd_t *r, const weft__snap_plan_t *pl) {
   for (uint32_t s = 0; s < pl->hwm; s++) {
     uint32_t v = weft__snap_u32(pl->recs + 4 * s);
     if (v == WEFT__REC_LOC) {
-      live[s] = WEFT__SNAP_LIVE_REC;
-      nlive++;
       if (s >= pl->sweep && s < pl->sweep_end)
         return BAD(r, "slot %u is live inside the sweep range", s);
       continue;
     }
-    live[s] = 0; /* the scratch is not cleared beforehand: one pass */
     uint32_t gen = v & WEFT__GEN_MASK, flags = v & ~WEFT__GEN_MASK;
     bool retired = flags == WEFT__REC_RETIRED;
     if ((flags && !retired) || gen > pl->max_gen ||
         (!retired && gen >= pl->max_gen))
       return BAD(r, "slot %u: record 0x%08x is not a dead slot's", s, v);
-    nretired += retired;
   }
+  return BAD(r, "a record is refused"); /* not reached */
+}
+
+/* The walk of check_records(), with and without the copy into locs (the
+ * compiler clones it for each constant `copy`, and the `if` folds away).
+ * Not inlined: its restrict pointers are what lets it vectorize. */
+static __attribute__((noinline)) uint32_t
+records_loop(const uint8_t *recs, uint32_t max_gen, uint32_t s0, uint32_t s1,
+             uint8_t *restrict live, uint32_t *restrict locs, bool copy,
+             uint32_t *nlive, uint32_t *nretired) {
+  uint32_t bad = 0, nl = 0, nr = 0;
+  /* A dead record is a generation below max_gen with no flag, or one up
+   * to max_gen with the retired flag alone (max_gen < 2^24, so neither
+   * range reaches a flag bit): two unsigned compares. */
+  for (uint32_t s = s0; s < s1; s++) {
+    uint32_t v = weft__snap_u32(recs + 4 * s);
+    uint32_t is_live = v == WEFT__REC_LOC;
+    uint32_t retired = v - WEFT__REC_RETIRED <= max_gen;
+    /* Neither live nor dead (ok is 0 or 1). */
+    uint32_t ok = is_live | (v < max_gen) | retired;
+    bad |= ok ^ 1u;
+    /* WEFT__SNAP_LIVE_REC or 0: the scratch needs no clearing pass. */
+    live[s] = (uint8_t)is_live;
+    if (copy)
+      locs[s] = v;
+    nl += is_live;
+    nr += retired;
+  }
+  *nlive += nl;
+  *nretired += nr;
+  return bad;
+}
+
+/* What the walk over the records found (records_walk()). */
+typedef struct walk_t {
+  bool done; /* the walk ran (while INDX was hashed) */
+  uint32_t bad, nlive, nretired;
+} walk_t;
+
+/* Walks records [s0, s1) into the scratch (locs: NULL unless staging). */
+static void records_walk(const weft__snap_plan_t *pl, uint8_t *live,
+                         uint32_t *locs, uint32_t s0, uint32_t s1, walk_t *wk) {
+  if (locs)
+    wk->bad |= records_loop(pl->recs, pl->max_gen, s0, s1, live, locs, true,
+                            &wk->nlive, &wk->nretired);
+  else
+    wk->bad |= records_loop(pl->recs, pl->max_gen, s0, s1, live, NULL, false,
+                            &wk->nlive, &wk->nretired);
+}
+
+/* Checks the dead records and the free list; sets every slot's state in
+ * `live` (below hwm), and copies the records into locs (not NULL when
+ * staging: the row check then overwrites the live ones with their places,
+ * and the index is restored from there). The records, one per slot ever
+ * issued, are walked without branches, so that the compiler vectorizes
+ * the walk: a fault only sets `bad`, and bad_record() then walks again to
+ * name it. The walk may have run already, block by block as INDX was
+ * hashed (wk->done). */
+static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
+                         uint8_t *live, uint32_t *locs, walk_t *wk) {
+  const uint8_t *recs = pl->recs;
+  if (!wk->done)
+    records_walk(pl, live, locs, 0, pl->hwm, wk);
+  uint32_t bad = wk->bad, nlive = wk->nlive, nretired = wk->nretired;
+  /* No live record in the sweep range (a short one, walked apart). */
+  for (uint32_t s = pl->sweep; s < pl->sweep_end; s++)
+    bad |= weft__snap_u32(recs + 4 * s) == WEFT__REC_LOC;
+  if (bad)
+    return bad_record(r, pl);
   if (nlive != pl->alive || nretired != pl->retired)
     return BAD(r, "%u live and %u retired records, the header says %u and %u",
                nlive, nretired, pl->alive, pl->retired);
@@ -328,11 +394,118 @@ static int check_records(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
   return 0;
 }
 
+/* Points lv into the world's scratch (snapshot_format.h), grown to
+ * pl->hwm slots; WEFT_ENOMEM. The registry exists (the loader made sure
+ * of it), and reusing its scratch is no change of the world. */
+static int index_scratch(const weft_world_t *w, const weft__snap_plan_t *pl,
+                         weft__snap_live_t *lv) {
+  weft__snap_reg_t *reg = (weft__snap_reg_t *)weft__snap_registry(w);
+  if (reg->scratch_n < pl->hwm || !reg->scratch) {
+    free(reg->scratch);
+    size_t n = pl->hwm ? pl->hwm : 1;
+    /* Per slot: its row's generation, archetype and staged record (a
+     * word each), and its state (a byte). A large scratch is read at
+     * random (by handle), so it goes on huge pages where the kernel gives
+     * them: fewer TLB misses. */
+    size_t bytes = (3 * n + (n + 3) / 4) * sizeof(*reg->scratch);
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= huge) {
+      reg->scratch = aligned_alloc(huge, (bytes + huge - 1) & ~(huge - 1));
+      weft__advise_huge(reg->scratch, bytes);
+    } else {
+      reg->scratch = malloc(bytes);
+    }
+    reg->scratch_n = reg->scratch ? n : 0;
+    if (!reg->scratch)
+      return WEFT_ENOMEM;
+  }
+  lv->v = (uint8_t *)(reg->scratch + 3 * reg->scratch_n);
+  lv->loc = reg->scratch + 2 * reg->scratch_n;
+  /* Rows' generations and archetypes matter to edges alone
+   * (snapshot_state.c), and an edge names a saved relation component:
+   * without one, they are not recorded. */
+  lv->gen = lv->arch = NULL;
+  for (uint32_t i = 0; i < pl->ncomp; i++)
+    if (pl->comps[i].flags & WEFT_COMPONENT_RELATION) {
+      lv->gen = reg->scratch;
+      lv->arch = reg->scratch + reg->scratch_n;
+    }
+  return 0;
+}
+
+/* The index header's six counts, at p: hwm, alive, retired, the sweep
+ * range and the free list's length. */
+static void index_header(weft__snap_plan_t *pl, const uint8_t *p) {
+  pl->hwm = weft__snap_u32(p);
+  pl->alive = weft__snap_u32(p + 4);
+  pl->retired = weft__snap_u32(p + 8);
+  pl->sweep = weft__snap_u32(p + 12);
+  pl->sweep_end = weft__snap_u32(p + 16);
+  pl->free_n = weft__snap_u32(p + 20);
+}
+
+/* Whether the counts in pl pass read_index()'s checks. */
+static bool index_counts_ok(const weft__snap_plan_t *pl) {
+  return pl->free_n <= pl->hwm && pl->sweep <= pl->sweep_end &&
+         pl->sweep_end <= pl->hwm && pl->alive <= pl->hwm &&
+         pl->retired <= pl->hwm - pl->alive;
+}
+
+/* Whether INDX's payload (len bytes at p) passes every check of
+ * read_index() up to the records: then the records can be walked as they
+ * are hashed. Sets pl's counts. */
+static bool index_fits(const weft_world_t *w, weft__snap_plan_t *pl,
+                       const uint8_t *p, size_t len) {
+  if (len < 24)
+    return false;
+  index_header(pl, p);
+  uint64_t rows = 0;
+  for (uint32_t i = 0; i < pl->narch; i++)
+    rows += pl->archs[i].count;
+  return pl->hwm <= w->index.capacity && index_counts_ok(pl) &&
+         len == 24 + 4 * ((uint64_t)pl->free_n + pl->hwm) && rows == pl->alive;
+}
+
+/* Records hashed, then walked, at a time: a block is walked while it is
+ * in cache, so INDX is read from memory once. */
+#define WEFT__SNAP_INDX_BLOCK 4096u
+
+/* INDX: hashed, and when its counts allow, its records walked block by
+ * block as they are hashed (check_records() then only judges the walk);
+ * then checked in order, so that damage is reported as a checksum
+ * mismatch first and any other fault as before. */
 static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
-                      weft__snap_live_t *lv) {
-  int rc = weft__snap_open_section(r, WEFT__SNAP_INDX);
+                      weft__snap_live_t *lv, bool staging) {
+  size_t at = r->next;
+  uint64_t sum = 0;
+  int rc = open_unhashed(r, WEFT__SNAP_INDX, &sum);
   if (rc)
     return rc;
+  const uint8_t *p0 = r->p;
+  const size_t len = (size_t)(r->end - r->p);
+  weft__xxh3_state_t hs;
+  weft__xxh3_reset(&hs);
+  weft__xxh3_update(&hs, r->data + at, WEFT__SNAP_SEC_HEAD);
+  walk_t wk = {0};
+  size_t hashed = 0;
+  if (index_fits(r->w, pl, p0, len) && !index_scratch(r->w, pl, lv)) {
+    size_t head = 24 + 4 * (size_t)pl->free_n;
+    weft__xxh3_update(&hs, p0, head);
+    pl->recs = p0 + head;
+    for (uint32_t s = 0; s < pl->hwm; s += WEFT__SNAP_INDX_BLOCK) {
+      uint32_t e = pl->hwm - s < WEFT__SNAP_INDX_BLOCK
+                       ? pl->hwm
+                       : s + WEFT__SNAP_INDX_BLOCK;
+      weft__xxh3_update(&hs, pl->recs + 4 * (size_t)s, 4 * (size_t)(e - s));
+      records_walk(pl, lv->v, staging ? lv->loc : NULL, s, e, &wk);
+    }
+    wk.done = true;
+    hashed = len;
+  }
+  weft__xxh3_update(&hs, p0 + hashed, len - hashed);
+  if ((rc = check_sum(r, at, weft__xxh3_digest(&hs), sum)))
+    return rc;
+  r->p = p0;
   uint32_t *f[6] = {&pl->hwm,   &pl->alive,     &pl->retired,
                     &pl->sweep, &pl->sweep_end, &pl->free_n};
   for (int i = 0; i < 6 && !rc; i++)
@@ -343,9 +516,7 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
     return FAIL(r, WEFT_ELIMIT,
                 "snapshot uses %u entity slots, this world holds %u", pl->hwm,
                 r->w->index.capacity);
-  if (pl->free_n > pl->hwm || pl->sweep > pl->sweep_end ||
-      pl->sweep_end > pl->hwm || pl->alive > pl->hwm ||
-      pl->retired > pl->hwm - pl->alive)
+  if (!index_counts_ok(pl))
     return BAD(r,
                "index counts inconsistent (hwm %u, alive %u, retired %u, "
                "sweep %u..%u, free %u)",
@@ -361,41 +532,64 @@ static int read_index(weft__snap_rd_t *r, weft__snap_plan_t *pl,
   if (rows != pl->alive)
     return BAD(r, "%u live slots but %llu rows", pl->alive,
                (unsigned long long)rows);
-  /* The world's scratch (snapshot_format.h): the registry exists, the
-   * loader made sure of it; reusing it is no change of the world. */
-  weft__snap_reg_t *reg = (weft__snap_reg_t *)weft__snap_registry(r->w);
-  if (reg->scratch_n < pl->hwm || !reg->scratch) {
-    free(reg->scratch);
-    size_t n = pl->hwm ? pl->hwm : 1;
-    /* Two words per slot: its state, and its row's archetype. */
-    reg->scratch = malloc(2 * n * sizeof(*reg->scratch));
-    reg->scratch_n = reg->scratch ? n : 0;
-    if (!reg->scratch)
-      return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
-  }
-  lv->v = reg->scratch;
-  lv->arch = reg->scratch + reg->scratch_n;
-  return check_records(r, pl, lv->v);
+  if (!wk.done && index_scratch(r->w, pl, lv))
+    return FAIL(r, WEFT_ENOMEM, "out of memory checking the index");
+  return check_records(r, pl, lv->v, staging ? lv->loc : NULL, &wk);
 }
 
-/* Checks one chunk's handles: this world tag, live slots, each once. */
-/* Returns the first of the n handles at p that is foreign, not live,
- * repeated or of a bad generation; n when all are good. */
-static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
-                              uint32_t n, const weft__snap_live_t *lv,
-                              uint32_t arch) {
-  uint32_t *live = lv->v;
-  const uint64_t tag = (uint64_t)pl->tag << 56;
+/* Where a staged chunk's rows go: locs (the stage's records, NULL when
+ * not staging) and the record of the chunk's row 0. */
+typedef struct place_t {
+  uint32_t *locs;
+  uint32_t first;
+} place_t;
+
+/* Checks one chunk's handles: this world tag, live slots, each once; and
+ * records, when staging, each row's place in the index. Returns the first
+ * of the n handles at p that is foreign, not live, repeated or of a bad
+ * generation; n when all are good. Inlined once for each combination of
+ * what is recorded (the `if`s then fold away): this loop runs once per
+ * row of the snapshot. */
+static inline __attribute__((always_inline)) uint32_t
+handles_loop(const weft__snap_plan_t *pl, const uint8_t *p, uint32_t n,
+             const weft__snap_live_t *lv, uint32_t arch, place_t at,
+             bool staged, bool edges) {
+  /* The plan's limits in locals: the stores below could alias them. */
+  uint8_t *restrict live = lv->v;
+  uint32_t *restrict gens = lv->gen, *restrict where = lv->arch;
+  uint32_t *restrict locs = at.locs;
+  const uint32_t hwm = pl->hwm, max_gen = pl->max_gen;
+  /* A handle's high word is its tag (8 bits) over its generation (24):
+   * it is at least first (this tag, generation 1), and at most max_gen -
+   * 1 above it (max_gen < 2^24), in one unsigned compare. */
+  const uint32_t first = (uint32_t)pl->tag << 24 | 1u;
   for (uint32_t k = 0; k < n; k++) {
-    uint64_t e = weft__snap_u64(p + 8 * k);
-    uint32_t slot = (uint32_t)e, gen = (uint32_t)(e >> 32) & WEFT__GEN_MASK;
-    if ((e & WEFT__TAG_MASK) != tag || slot >= pl->hwm ||
-        live[slot] != WEFT__SNAP_LIVE_REC || gen == 0 || gen > pl->max_gen)
+    uint64_t e = weft__snap_u64(p + 8 * (size_t)k);
+    uint32_t slot = (uint32_t)e, hi = (uint32_t)(e >> 32);
+    if ((hi - first >= max_gen) | (slot >= hwm) ||
+        live[slot] != WEFT__SNAP_LIVE_REC)
       return k;
-    live[slot] = WEFT__SNAP_LIVE_ROW | gen;
-    lv->arch[slot] = arch;
+    live[slot] = WEFT__SNAP_LIVE_ROW;
+    if (staged)
+      locs[slot] = at.first | k;
+    if (edges) {
+      gens[slot] = hi & WEFT__GEN_MASK;
+      where[slot] = arch;
+    }
   }
   return n;
+}
+
+static uint32_t check_handles(const weft__snap_plan_t *pl, const uint8_t *p,
+                              uint32_t n, const weft__snap_live_t *lv,
+                              uint32_t arch, place_t at) {
+  if (at.locs && lv->gen)
+    return handles_loop(pl, p, n, lv, arch, at, true, true);
+  if (at.locs)
+    return handles_loop(pl, p, n, lv, arch, at, true, false);
+  if (lv->gen)
+    return handles_loop(pl, p, n, lv, arch, at, false, true);
+  return handles_loop(pl, p, n, lv, arch, at, false, false);
 }
 
 /* What hash_chunk found. */
@@ -406,13 +600,13 @@ enum { ROWS_OK, ROWS_SHORT, ROWS_BAD_HANDLE };
  * stays on the chunk; on ROWS_BAD_HANDLE it is on the first bad one. */
 static int hash_chunk(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
                       weft__xxh3_state_t *hs, uint64_t row, uint32_t n,
-                      const weft__snap_live_t *lv, uint32_t arch) {
+                      const weft__snap_live_t *lv, uint32_t arch, place_t at) {
   if (n > (uint64_t)(r->end - r->p) / row)
     return ROWS_SHORT; /* get_bytes reports it once the checksum holds */
   /* The caller's hash goes on from the chunk's end (r->p, or n * row
    * past it when a handle is bad). */
   weft__xxh3_update(hs, r->p, (size_t)(n * row));
-  uint32_t k = check_handles(pl, r->p, n, lv, arch);
+  uint32_t k = check_handles(pl, r->p, n, lv, arch, at);
   if (k < n) {
     r->p += 8 * (size_t)k;
     return ROWS_BAD_HANDLE;
@@ -423,11 +617,13 @@ static int hash_chunk(weft__snap_rd_t *r, const weft__snap_plan_t *pl,
 
 /* ROWS, the bulk of a snapshot, is read once: its checksum runs chunk by
  * chunk (streaming XXH3 gives the one-shot hash) and each chunk's handles
- * are checked right after it is hashed, while it is in cache. The first
- * fault found stops the walk; the rest of the section is hashed and a
- * damaged section is reported as such first, as for any other section. */
+ * are checked right after it is hashed, while it is in cache, and then
+ * its rows are staged when the load stages them (snapshot_stage.h). The
+ * first fault found stops the walk; the rest of the section is hashed and
+ * a damaged section is reported as such first, as for any other
+ * section. */
 static int read_rows(weft__snap_rd_t *r, weft__snap_plan_t *pl,
-                     const weft__snap_live_t *live) {
+                     const weft__snap_live_t *live, weft__snap_stage_t *st) {
   size_t at = r->next;
   uint64_t sum = 0;
   int rc = open_unhashed(r, WEFT__SNAP_ROWS, &sum);
@@ -436,6 +632,9 @@ static int read_rows(weft__snap_rd_t *r, weft__snap_plan_t *pl,
   weft__xxh3_state_t hs;
   weft__xxh3_reset(&hs);
   weft__xxh3_update(&hs, r->data + at, WEFT__SNAP_SEC_HEAD);
+  if (st)
+    st->stream = (uint64_t)(r->end - r->p) >= WEFT__SNAP_STREAM_MIN;
+  bool staging = st && st->on;
   int got = ROWS_OK;
   uint64_t row = 8;
   uint32_t n = 0;
@@ -449,7 +648,12 @@ static int read_rows(weft__snap_rd_t *r, weft__snap_plan_t *pl,
     for (uint32_t k = 0; got == ROWS_OK && k < a->nchunks; k++) {
       n = weft__snap_u32(a->counts + 4 * k);
       chunk = r->p;
-      got = hash_chunk(r, pl, &hs, row, n, live, i);
+      place_t to = {NULL, 0};
+      if (staging)
+        to = (place_t){st->loc, weft__snap_stage_place(st, i, k)};
+      got = hash_chunk(r, pl, &hs, row, n, live, i, to);
+      if (got == ROWS_OK && staging)
+        weft__snap_stage_chunk(st, pl, i, k, chunk, n);
     }
     a->rows_bytes = (uint64_t)(r->p - a->rows);
   }
@@ -547,6 +751,13 @@ static int read_tail(weft__snap_rd_t *r, weft__snap_plan_t *pl) {
 
 int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
                      weft__snap_plan_t *pl, weft_snapshot_error_t *err) {
+  return weft__snap_parse_staged(w, data, n, pl, NULL, err);
+}
+
+int weft__snap_parse_staged(const weft_world_t *w, const uint8_t *data,
+                            size_t n, weft__snap_plan_t *pl,
+                            weft__snap_stage_t *stage,
+                            weft_snapshot_error_t *err) {
   memset(pl, 0, sizeof(*pl));
   weft__snap_rd_t r = {.w = w, .err = err, .data = data, .n = n};
   weft__snap_live_t live = {0};
@@ -557,10 +768,14 @@ int weft__snap_parse(const weft_world_t *w, const uint8_t *data, size_t n,
     rc = read_comps(&r, pl);
   if (!rc)
     rc = weft__snap_read_archs(&r, pl);
+  if (!rc && stage)
+    weft__snap_stage_begin(stage, pl);
   if (!rc)
-    rc = read_index(&r, pl, &live);
+    rc = read_index(&r, pl, &live, stage && stage->on);
+  if (!rc && stage)
+    stage->loc = live.loc;
   if (!rc)
-    rc = read_rows(&r, pl, &live);
+    rc = read_rows(&r, pl, &live, stage);
   if (!rc)
     rc = read_state(&r, pl, &live);
   if (!rc)

@@ -191,9 +191,9 @@ static bool name(cur_t *c, char *buf, uint32_t max) {
 static bool live_handle(const weft__snap_plan_t *pl,
                         const weft__snap_live_t *lv, uint64_t e) {
   uint32_t s = (uint32_t)e;
-  return (e >> 56) == pl->tag && s < pl->hwm &&
-         lv->v[s] ==
-             (WEFT__SNAP_LIVE_ROW | ((uint32_t)(e >> 32) & WEFT__GEN_MASK));
+  return (e >> 56) == pl->tag && s < pl->hwm && lv->gen &&
+         lv->v[s] == WEFT__SNAP_LIVE_ROW &&
+         lv->gen[s] == ((uint32_t)(e >> 32) & WEFT__GEN_MASK);
 }
 
 /* One saved edge, for the checks across edges. */
@@ -225,6 +225,8 @@ static int by_target(const void *x, const void *y) {
 static bool fits_row(const weft__snap_plan_t *pl, const weft__snap_live_t *lv,
                      uint64_t src, weft_component_t c, uint64_t tgt,
                      bool dense) {
+  if (!lv->arch)
+    return false; /* no saved relation: no row carries one */
   const weft__snap_arch_t *a = &pl->archs[lv->arch[(uint32_t)src]];
   if (!weft__mask_test(&a->present, c))
     return false;

@@ -15,15 +15,23 @@ typedef struct weft__snap_why_t {
   uint64_t at;
 } weft__snap_why_t;
 
-/* Per slot of the snapshot's index (snapshot_read.c): a state in bits
- * 24..31 (1: a live record, 2: on the free list, 3: held by a row) and,
- * for state 3, the generation of the row's handle in bits 0..23. */
-#define WEFT__SNAP_LIVE_REC (1u << 24)
-#define WEFT__SNAP_LIVE_FREE (2u << 24)
-#define WEFT__SNAP_LIVE_ROW (3u << 24)
+/* Per slot of the snapshot's index (snapshot_read.c), one byte: its
+ * state (0: a dead record, 1: a live record, 2: on the free list, 3:
+ * held by a row). A byte, so that the states of a million slots fit a
+ * core's cache while the rows' handles are checked against them. */
+#define WEFT__SNAP_LIVE_REC 1u
+#define WEFT__SNAP_LIVE_FREE 2u
+#define WEFT__SNAP_LIVE_ROW 3u
 typedef struct weft__snap_live_t {
-  uint32_t *v;
-  uint32_t *arch; /* per live-row slot: its archetype's index */
+  uint8_t *v;
+  /* Per slot held by a row: its handle's generation and its archetype's
+   * index. Edges alone need them (snapshot_state.c), and an edge names a
+   * saved relation component: both are NULL when the snapshot saved
+   * none. */
+  uint32_t *gen;
+  uint32_t *arch;
+  /* Per slot: room for the record of its row (snapshot_stage.h). */
+  uint32_t *loc;
 } weft__snap_live_t;
 
 /* The state sections, in file order. */

@@ -9,7 +9,8 @@
  * number of threads.
  *
  * The kernel (weft_boids_steer), for boid s with neighbours o_1 .. o_n in
- * handle order, d_i = s - o_i (positions), all in float:
+ * key order (weft_grid_item_t.key: the Key's id, or the handle), with
+ * d_i = s - o_i (positions), all in float:
  *
  *   sep = sum over i with 0 < |d_i|^2 < min_distance^2 of d_i / |d_i|^2
  *         (the unnormalized inverse-distance push: magnitude 1 / |d_i|;
@@ -23,9 +24,15 @@
  * With no neighbour, v' is s.v (clamped). The sums run in the order the
  * neighbours are given; the system collects, row by row of the 3x3 cells
  * around the boid, the boids closer than the radius (self left out), puts
- * them in handle order and feeds the same accumulator as
+ * them in key order and feeds the same accumulator as
  * weft_boids_steer(), so a system step equals the kernel on the neighbour
- * list in handle order, bit for bit. How it orders them depends on how
+ * list in key order, bit for bit. Ordering by key rather than handle
+ * makes a keyed boid's step depend on its neighbours' values alone, not
+ * on where or when they were spawned, which is what lets a world split in
+ * regions (with ghost copies of the neighbours across a boundary) step
+ * each boid as one world holding all would. Self is recognised by handle:
+ * a ghost is another entity of this world, even with the key of the boid
+ * it copies. How it orders them depends on how
  * many there are: by rank up to 16, by merging the cells' runs up to 512,
  * and past that by merging the cells' items on the fly, which needs no
  * buffer, however dense the flock.
@@ -215,7 +222,7 @@ static uint32_t cells_around(const boids_cfg_t *cfg,
   return k;
 }
 
-/* The streaming form: a k-way merge by handle of every item of the 3x3
+/* The streaming form: a k-way merge by key of every item of the 3x3
  * cells (disjoint, each sorted), filtering as it goes. Needs no buffer,
  * however dense the flock; steer_one() takes it when its buffer is full. */
 static weft_vec2_t steer_merge(const boids_cfg_t *cfg,
@@ -230,7 +237,7 @@ static weft_vec2_t steer_merge(const boids_cfg_t *cfg,
   while (k) {
     uint32_t m = 0;
     for (uint32_t j = 1; j < k; j++)
-      if (cur[j].p->e < cur[m].p->e)
+      if (cur[j].p->key < cur[m].p->key)
         m = j;
     const weft_grid_item_t *o = cur[m].p++;
     if (cur[m].p == cur[m].end)
@@ -246,17 +253,17 @@ static weft_vec2_t steer_merge(const boids_cfg_t *cfg,
 }
 
 /* A neighbour within the radius, as the accumulator takes it, and its
- * handle (the merge's key). */
+ * key (the merge's). */
 typedef struct near_t {
   const weft_grid_item_t *o;
-  weft_entity_t e;
+  uint64_t key;
   float dx, dy, d2;
 } near_t;
 
 /*
  * One boid's new velocity from its neighbours' runs: the neighbours within
- * the radius are found first, cell by cell, into runs that stay in handle
- * order (each cell is); only those runs are then merged by handle into the
+ * the radius are found first, cell by cell, into runs that stay in key
+ * order (each cell is); only those runs are then merged by key into the
  * accumulator. Merging every item of the 3x3 cells instead, most of them
  * out of range (the circle covers a third of the square), had cost nine
  * comparisons per item. A flock denser than the buffer takes the streaming
@@ -279,7 +286,7 @@ static weft_vec2_t steer_runs(const boids_cfg_t *cfg,
     for (const weft_grid_item_t *o = cell[j].p; o < cell[j].end; o++) {
       float dx = self->x - o->x, dy = self->y - o->y;
       float d2 = dx * dx + dy * dy;
-      buf[n] = (near_t){o, o->e, dx, dy, d2};
+      buf[n] = (near_t){o, o->key, dx, dy, d2};
       n += (d2 < r2) & (o->e != self->e);
       if (n > BOIDS_NEAR_MAX)
         return steer_merge(cfg, self, dt);
@@ -289,12 +296,12 @@ static weft_vec2_t steer_runs(const boids_cfg_t *cfg,
     nruns += n > start;
   }
   /* The merge, also without data-dependent branches: each run's head
-   * handle (UINT64_MAX once it is used up; every run, used or not, is
-   * looked at), the smallest taken each step. Handles are unique, and
-   * UINT64_MAX is no live handle. */
+   * key (UINT64_MAX once it is used up; every run, used or not, is
+   * looked at), the smallest taken each step. Keys are unique, and
+   * UINT64_MAX is no handle and a reserved key (weft_key_t). */
   uint64_t head[9];
   for (uint32_t j = 0; j < 9; j++)
-    head[j] = j < nruns ? buf[run_at[j]].e : UINT64_MAX;
+    head[j] = j < nruns ? buf[run_at[j]].key : UINT64_MAX;
   acc_t a;
   memset(&a, 0, sizeof a);
   for (uint32_t left = n; left; left--) {
@@ -305,7 +312,7 @@ static weft_vec2_t steer_runs(const boids_cfg_t *cfg,
     /* buf[run_at[m]] is inside the buffer (run ends are at most n, and
      * buf holds one entry past the largest n) and read only when the run
      * still has it. */
-    head[m] = run_at[m] < run_end[m] ? buf[run_at[m]].e : UINT64_MAX;
+    head[m] = run_at[m] < run_end[m] ? buf[run_at[m]].key : UINT64_MAX;
     acc_add(&a, q->o, q->dx, q->dy, q->d2, min2);
   }
   return acc_finish(&a, c, self, dt);
@@ -315,8 +322,8 @@ static weft_vec2_t steer_runs(const boids_cfg_t *cfg,
  * One boid's new velocity, the common case: a few neighbours. A row's
  * three cells are one stretch of the grid's items, so the candidates are
  * read in three loops, one a row, with no per-cell bookkeeping; the few
- * within the radius are then put in handle order by rank (each one's
- * place is the number of smaller handles among them: n^2 comparisons, no
+ * within the radius are then put in key order by rank (each one's
+ * place is the number of smaller keys among them: n^2 comparisons, no
  * branch on the data) and summed in that order. That is the order
  * steer_runs() merges them into, so the result is the same, bit for bit,
  * without the cells' cursors and the nine-way merge (see
@@ -341,7 +348,7 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
   /* The three rows' clamps are worked out once here, where a call to
    * weft__grid_row() per row repeats them and its checks. As in
    * steer_runs(), every candidate is written and the kept ones
-   * counted, with one spare entry; but only its address and handle: the
+   * counted, with one spare entry; but only its address and key: the
    * few kept have their offsets worked out again below, the same
    * arithmetic on the same values. */
   const weft_grid_item_t *nb[BOIDS_RANK_MAX + 1];
@@ -354,7 +361,7 @@ static weft_vec2_t steer_one(const boids_cfg_t *cfg,
     for (; o < end; o++) {
       float dx = self->x - o->x, dy = self->y - o->y;
       nb[n] = o;
-      key[n] = o->e;
+      key[n] = o->key;
       n += (dx * dx + dy * dy < r2) & (o->e != self->e);
       if (n > BOIDS_RANK_MAX)
         return steer_runs(cfg, self, dt);
@@ -624,6 +631,7 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
   qd.include[0] = std->position;
   qd.include[1] = std->velocity;
   qd.include[2] = std->boid;
+  qd.exclude[0] = std->ghost;
   rc = weft_query_create(world, &qd, &cfg->boids);
   if (rc)
     return rc;
@@ -647,6 +655,7 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
   d.query.include[0] = std->position;
   d.query.include[1] = std->velocity;
   d.query.include[2] = std->boid;
+  d.query.exclude[0] = std->ghost; /* read as neighbours, never written */
   d.term_access[0] = WEFT_ACCESS_READ;
   d.term_access[1] = WEFT_ACCESS_WRITE;
   d.term_access[2] = WEFT_ACCESS_NONE;

@@ -36,6 +36,11 @@
 typedef struct collide_ctx_t {
   const weft_grid_t *grid;
   weft_channel_t channel;
+  weft_component_t ghost;
+  weft_query_t *ghosts; /* the world's ghosts (NULL: no Ghost id) */
+  /* Set by the task before its parts run: the world holds ghosts, so a
+   * pair's parties are looked up for the tag. */
+  bool any_ghost;
 } collide_ctx_t;
 
 /* A shape with no area is no collider (a zeroed grid item is one). */
@@ -180,13 +185,15 @@ typedef struct collide_run_t {
 } collide_run_t;
 
 /* Tests items a and b, emitting their collision if they collide: the
- * smaller handle is always the event's a, and the narrowphase sees it
- * first, so an event does not depend on which item found the pair. */
+ * smaller key (weft_grid_item_t.key: the handle without Key) is always the
+ * event's a, and the narrowphase sees it first, so an event does not
+ * depend on which item found the pair, nor, for keyed entities, on their
+ * handles. */
 static int collide_pair(weft_sysctx_t *ctx, const collide_ctx_t *cc,
                         const weft_grid_item_t *a, const weft_grid_item_t *b) {
   if (!layers_match(&a->collider, &b->collider))
     return 0;
-  if (b->e < a->e) {
+  if (b->key < a->key || (b->key == a->key && b->e < a->e)) {
     const weft_grid_item_t *t = a;
     a = b;
     b = t;
@@ -195,6 +202,11 @@ static int collide_pair(weft_sysctx_t *ctx, const collide_ctx_t *cc,
   memset(&ev, 0, sizeof ev);
   if (!weft_collide_test(&a->collider, a->x, a->y, &b->collider, b->x, b->y,
                          &ev.nx, &ev.ny, &ev.depth))
+    return 0;
+  /* Two ghosts: the worlds that own them report their contact. Looked up
+   * only for pairs that touch, in worlds that hold ghosts. */
+  if (cc->any_ghost && weft_has(ctx->world, a->e, cc->ghost) &&
+      weft_has(ctx->world, b->e, cc->ghost))
     return 0;
   ev.a = a->e;
   ev.b = b->e;
@@ -446,10 +458,11 @@ static void collide_job(void *arg, uint32_t worker) {
  */
 static int collide(weft_sysctx_t *ctx, const weft_iter_t *none) {
   (void)none;
-  const collide_ctx_t *cc = ctx->user;
+  collide_ctx_t *cc = ctx->user;
   const weft_grid_t *g = cc->grid;
   if (!g->items || g->count == 0 || g->ny <= 0)
     return 0;
+  cc->any_ghost = cc->ghosts && weft_query_count(cc->ghosts) > 0;
   collide_run_t run = {.task = ctx, .cc = cc, .nbands = g->nbands};
   atomic_init(&run.rc, 0);
   const uint32_t nx = (uint32_t)g->nx, rows = COLLIDE_PART_ROWS;
@@ -481,16 +494,32 @@ int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
 
   /* The callback's context lives in a resource of the same name (a
    * separate namespace), reused if an earlier registration left one. */
-  collide_ctx_t cc = {grid, std->collisions};
+  collide_ctx_t cc = {grid, std->collisions, std->ghost, NULL, false};
   weft_resource_t res = 0;
+  if (weft_resource_lookup(world, name, &res) == 0 &&
+      weft_resource_size(world, res) == sizeof cc) {
+    collide_ctx_t *old = weft_resource_get(world, res);
+    if (old && old->ghosts)
+      weft_query_destroy(old->ghosts);
+  }
   rc = weft__builtin_state(world, name, &cc, sizeof cc, &res);
   if (rc)
     return rc;
+  collide_ctx_t *kept = weft_resource_get(world, res);
+  if (std->ghost) {
+    weft_query_desc_t qd;
+    memset(&qd, 0, sizeof qd);
+    qd.include[0] = std->ghost;
+    rc = weft_query_create(world, &qd, &kept->ghosts);
+    if (rc)
+      return rc;
+  }
 
-  weft_system_desc_t d =
-      weft__builtin_desc(name, phase, collide, weft_resource_get(world, res));
-  /* A task: everything it reads is the grid's snapshot. */
+  weft_system_desc_t d = weft__builtin_desc(name, phase, collide, kept);
+  /* A task: everything it reads is the grid's snapshot, and the Ghost
+   * tags of the pairs that touch. */
   d.res_read[0] = weft_grid_resource(grid);
+  d.read[0] = std->ghost;
   d.emit[0] = std->collisions;
   return weft__builtin_register(world, &d, out);
 }

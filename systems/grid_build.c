@@ -8,8 +8,10 @@
  * stored SoA, and the public iterator only hands out the field arrays of
  * include terms, so the two queries are how an optional SoA component is
  * read. Their chunk order does not matter: items are gathered in any
- * order, counting-sorted by cell and then sorted by handle inside each
- * cell, so the grid is the same whatever the chunk layout or thread count.
+ * order, counting-sorted by cell and then sorted by key (the Key's id, or
+ * the handle for an entity without one) inside each cell, so the grid is
+ * the same whatever the chunk layout or thread count, and for keyed
+ * entities whatever their handles.
  *
  * Every array is kept between rebuilds and grows geometrically, so a
  * steady world rebuilds without allocating.
@@ -73,6 +75,7 @@ typedef struct grid_piece_t {
   const weft_entity_t *entities;
   const float *px, *py, *vx, *vy;
   const weft_collider_t *col;
+  const weft_key_t *key; /* NULL: the handles are the keys */
   uint32_t count;
   uint32_t first; /* index of its first item in scratch/cells */
 } grid_piece_t;
@@ -153,13 +156,17 @@ static int note_run(weft_grid_t *g, const weft_iter_t *it, bool moving,
   if (g->collider && weft_iter_enabled(it, g->collider) &&
       !(g->dead && weft_iter_enabled(it, g->dead)))
     col = weft_iter_column_of(it, g->collider);
+  /* Keyed entities are known by their key (a disabled Key still names
+   * the entity), the others by their handle. */
+  const weft_key_t *key = g->key ? weft_iter_column_of(it, g->key) : NULL;
   int rc = 0;
   for (uint32_t r = 0; !rc && r < it->count; r += GRID_PIECE) {
     uint32_t k = it->count - r < GRID_PIECE ? it->count - r : GRID_PIECE;
     rc = note_piece(g,
                     (grid_piece_t){it->entities + r, px + r, py + r,
                                    vx ? vx + r : NULL, vy ? vy + r : NULL,
-                                   col ? col + r : NULL, k, 0},
+                                   col ? col + r : NULL, key ? key + r : NULL,
+                                   k, 0},
                     n);
   }
   return rc;
@@ -308,6 +315,7 @@ gather_piece(const grid_piece_t *c, const grid_map_t *m, bool banded,
   const weft_entity_t *ent = c->entities;
   const float *px = c->px, *py = c->py, *vx = c->vx, *vy = c->vy;
   const weft_collider_t *col = c->col;
+  const weft_key_t *key = c->key;
   for (uint32_t r = 0, n = c->count; r < n; r++) {
     const float x = px[r], y = py[r];
     uint32_t cy = map_row(m, y);
@@ -319,6 +327,7 @@ gather_piece(const grid_piece_t *c, const grid_map_t *m, bool banded,
     }
     weft_grid_item_t *d = &scratch[i];
     d->e = ent[r];
+    d->key = key ? key[r].id : ent[r];
     d->x = x;
     d->y = y;
     d->vx = vx ? vx[r] : 0.0f;
@@ -356,11 +365,18 @@ static void gather(void *arg, uint32_t begin, uint32_t end, uint32_t worker) {
   }
 }
 
+/* The grid's order within a cell: by key, then by handle, so that even
+ * duplicate keys (a caller's mistake) give one order. */
+static inline bool item_after(const weft_grid_item_t *a,
+                              const weft_grid_item_t *b) {
+  return a->key > b->key || (a->key == b->key && a->e > b->e);
+}
+
 static void sort_small(weft_grid_item_t *a, uint32_t n) {
   for (uint32_t i = 1; i < n; i++) {
     weft_grid_item_t v = a[i];
     uint32_t j = i;
-    for (; j > 0 && a[j - 1].e > v.e; j--)
+    for (; j > 0 && item_after(&a[j - 1], &v); j--)
       a[j] = a[j - 1];
     a[j] = v;
   }
@@ -372,9 +388,9 @@ static void sift_down(weft_grid_item_t *a, uint32_t root, uint32_t n) {
     uint32_t child = 2 * root + 1;
     if (child >= n)
       break;
-    if (child + 1 < n && a[child + 1].e > a[child].e)
+    if (child + 1 < n && item_after(&a[child + 1], &a[child]))
       child++;
-    if (a[child].e <= v.e)
+    if (!item_after(&a[child], &v))
       break;
     a[root] = a[child];
     root = child;
@@ -382,8 +398,8 @@ static void sift_down(weft_grid_item_t *a, uint32_t root, uint32_t n) {
   a[root] = v;
 }
 
-/* Handles are unique, so an unstable sort gives one order. */
-static void sort_by_handle(weft_grid_item_t *a, uint32_t n) {
+/* (key, handle) pairs are unique, so an unstable sort gives one order. */
+static void sort_by_key(weft_grid_item_t *a, uint32_t n) {
   if (n <= GRID_SMALL_CELL) {
     sort_small(a, n);
     return;
@@ -513,7 +529,7 @@ static uint32_t cell_ends(uint32_t *restrict starts, uint32_t lo, uint32_t hi,
  * keep item order (hence chunk order) and every entry of starts ends at
  * its cell's first slot: one array of cells serves as counts, cursors and
  * offsets, a third of the memory traffic over the cells of a separate
- * cursor array. The noted cells are then sorted by handle. The cells far
+ * cursor array. The noted cells are then sorted by key. The cells far
  * outnumber the items in a sparse world, so the sort visits only the noted
  * ones rather than every cell again. The items of a band are a stretch of
  * their own, so the bands never write the same memory.
@@ -525,7 +541,7 @@ static void scatter_band(weft_grid_t *g, uint32_t b) {
   uint32_t nmulti = cell_ends(g->starts, lo, hi, at, g->band_total[b], multi);
   place(g, g->band_base[b], g->band_total[b]);
   for (uint32_t j = 0; j < nmulti; j += 2)
-    sort_by_handle(g->items + multi[j], multi[j + 1]);
+    sort_by_key(g->items + multi[j], multi[j + 1]);
 }
 
 /* Sorts bands [begin, end), each counted and scattered in one job: its
@@ -688,14 +704,17 @@ int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *g,
   }
 
   weft_system_desc_t d = weft__builtin_desc(name, phase, build, g);
-  d.read[0] = std->position;
-  d.read[1] = std->velocity;
-  d.read[2] = std->collider;
-  d.read[3] = std->dead;
-  d.read[4] =
-      with == std->velocity || with == std->collider || with == std->dead
-          ? 0
-          : with;
+  /* The list ends at its first 0: a std made by hand may lack some ids. */
+  const weft_component_t reads[] = {std->position, std->velocity, std->collider,
+                                    std->dead,     std->key,      with};
+  uint32_t nr = 0;
+  for (uint32_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+    bool seen = reads[i] == 0;
+    for (uint32_t j = 0; j < nr && !seen; j++)
+      seen = d.read[j] == reads[i];
+    if (!seen)
+      d.read[nr++] = reads[i];
+  }
   d.res_write[0] = g->res;
   weft_system_t id = 0;
   if (!rc)
@@ -709,6 +728,7 @@ int weft_sys_grid(weft_world_t *world, const weft_std_t *std, weft_grid_t *g,
   g->moving = moving;
   g->collider = std->collider;
   g->dead = std->dead;
+  g->key = std->key;
   if (out)
     *out = id;
   return 0;

@@ -68,7 +68,7 @@ struct weft_grid_t {
   /* Set by weft_sys_grid(). */
   weft_query_t *still;  /* Position, no (enabled) Velocity */
   weft_query_t *moving; /* Position and Velocity */
-  weft_component_t collider, dead;
+  weft_component_t collider, dead, key;
 };
 
 /* Block @p k (0 or 1) of the grid's scratch for its consumer (see

@@ -23,7 +23,14 @@
  * - a target takes damage only while hp > 0, and the hit that brings hp
  *   from above 0 to 0 or below kills it (once). "Killed earlier in this
  *   run" is exactly "hp <= 0", so no per-run set is needed; an entity that
- *   has Health with hp <= 0 but no Dead tag counts as dead already.
+ *   has Health with hp <= 0 but no Dead tag counts as dead already;
+ * - keyed mode (both parties have Key, builtin.h): a party deals damage
+ *   whatever its hp now (it was live and not Dead when the run started)
+ *   and takes it while hp > 0, so that the hits an entity takes follow
+ *   from its own events and its partners' state at the start of the run,
+ *   which is what a ghost copy of a partner holds in a split world;
+ * - a ghost takes no damage (its owner applies it) and a ghost whose
+ *   Lifetime runs out this step counts as gone (plan_keyed()).
  *
  * The system keeps its component ids in a world resource
  * ("weft.health.config"), so the caller's weft_std_t may be temporary.
@@ -45,7 +52,9 @@ typedef struct health_plan_t health_plan_t;
 
 typedef struct health_cfg_t {
   weft_std_t std;
-  health_plan_t *plan; /* the ring: HEALTH_RING blocks, a resource */
+  health_plan_t *plan;  /* the ring: HEALTH_RING blocks, a resource */
+  weft_query_t *ghosts; /* the world's ghosts, counted once a run */
+  weft_query_t *keyed;  /* the world's keyed entities, likewise */
 } health_cfg_t;
 
 /* The damage @p armor lets through of a hit of @p amount. */
@@ -105,7 +114,13 @@ static float mitigate(float amount, const weft_armor_t *armor) {
 /* Plan flags: the party may take part (live, no Dead tag, not a self
  * contact), and the other party deals it damage (it has Health, the other
  * has Damage). */
-enum { PLAN_OK_A = 1, PLAN_OK_B = 2, PLAN_HIT_A = 4, PLAN_HIT_B = 8 };
+enum {
+  PLAN_OK_A = 1,
+  PLAN_OK_B = 2,
+  PLAN_HIT_A = 4,
+  PLAN_HIT_B = 8,
+  PLAN_KEYED = 16 /* both parties keyed: the keyed rule (see apply()) */
+};
 
 struct health_plan_t {
   weft_health_t *h[2]; /* Health of a and b, or NULL */
@@ -120,6 +135,9 @@ typedef struct health_run_t {
   const weft_collision_t *ev; /* the block's first event */
   uint32_t n;                 /* events in the block */
   health_plan_t *plan;
+  bool ghosts; /* the world holds ghosts: look the parties' tags up */
+  bool keyed;  /* the world holds keyed entities: likewise */
+  float dt;    /* the run's step, as weft.lifetime counts it */
 } health_run_t;
 
 /*
@@ -133,6 +151,8 @@ typedef struct health_pipe_t {
   const health_cfg_t *cfg;
   const weft_collision_t *ev;
   uint32_t n, nblocks;
+  bool ghosts, keyed;
+  float dt;
   WEFT__LINE_ALIGNED _Atomic uint32_t next;    /* the next block to take */
   WEFT__LINE_ALIGNED _Atomic uint32_t applied; /* blocks applied */
   WEFT__LINE_ALIGNED _Atomic uint32_t stop;    /* nonzero: the apply failed */
@@ -141,6 +161,34 @@ typedef struct health_pipe_t {
     WEFT__LINE_ALIGNED _Atomic uint32_t k1;
   } ready[HEALTH_RING];
 } health_pipe_t;
+
+/*
+ * What keyed mode and ghosts add to a batch's plan, in worlds that hold
+ * them (one or two more lookup passes over the n parties; none in other
+ * worlds). ghost[i]: 0 for an owned party, 1 for a ghost, 2 for a ghost
+ * whose Lifetime runs out in this step: its owner's "weft.lifetime"
+ * despawns it at the sync point before this run, where it is stale, so
+ * here it counts as gone too. keyed[i]: the party has a Key.
+ */
+static void plan_keyed(const health_run_t *r, const weft_entity_t *e,
+                       uint32_t n, uint8_t *ghost, bool *keyed) {
+  if (r->ghosts) {
+    const weft_component_t lifetime[1] = {r->s->lifetime};
+    const void *lt[2 * HEALTH_BATCH];
+    bool is[2 * HEALTH_BATCH];
+    weft_get_many_opts_t o = {.has = r->s->ghost, .has_out = is};
+    weft_get_many_ex(r->w, e, n, lifetime, 1, lt, &o);
+    for (uint32_t i = 0; i < n; i++) {
+      const weft_lifetime_t *l = lt[i];
+      /* The owner's test, on the same float values (lifetime.c). */
+      ghost[i] = !is[i] ? 0 : l && !(l->remaining - r->dt > 0.0f) ? 2 : 1;
+    }
+  }
+  if (r->keyed) {
+    weft_get_many_opts_t o = {.has = r->s->key, .has_out = keyed};
+    weft_get_many_ex(r->w, e, n, NULL, 0, NULL, &o);
+  }
+}
 
 /* Plans events [lo, lo + k) of the block, k <= HEALTH_BATCH. */
 static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
@@ -171,6 +219,9 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
                             .has_out = dead,
                             .write = 1u << HP};
   weft_get_many_ex(r->w, e, 2 * k, comps, NCOMP, got, &o);
+  uint8_t ghost[2 * HEALTH_BATCH];
+  bool keyed[2 * HEALTH_BATCH];
+  plan_keyed(r, e, 2 * k, ghost, keyed);
   for (uint32_t j = 0; j < k; j++) {
     health_plan_t *pl = &r->plan[lo + j];
     const void *const *g[2] = {got + 2 * j * NCOMP, got + (2 * j + 1) * NCOMP};
@@ -180,15 +231,17 @@ static void plan_batch(const health_run_t *r, uint32_t lo, uint32_t k) {
       pl->h[p] = (weft_health_t *)g[p][HP];
     if (e[2 * j] == e[2 * j + 1])
       continue; /* not a contact */
+    if (r->keyed && keyed[2 * j] && keyed[2 * j + 1])
+      pl->flags |= PLAN_KEYED;
     for (int p = 0; p < 2; p++) {
       /* A party with none of the three can neither deal nor take damage,
        * so the event does nothing whether it lives or not; otherwise it
        * is live, and takes part unless tagged Dead. */
       bool some = g[p][HP] || g[p][DMG] || g[p][ARM];
-      if (some && !dead[2 * j + p])
+      if (some && !dead[2 * j + p] && !(r->ghosts && ghost[2 * j + p] == 2))
         pl->flags |= PLAN_OK_A << p;
       const weft_damage_t *d = g[1 - p][DMG]; /* what hits party p */
-      if (d && pl->h[p]) {
+      if (d && pl->h[p] && !(r->ghosts && ghost[2 * j + p])) {
         pl->flags |= PLAN_HIT_A << p;
         pl->dmg[p] = mitigate(d->amount, g[p][ARM]);
       }
@@ -238,11 +291,12 @@ static int hit(weft_sysctx_t *ctx, const weft_std_t *s, weft_health_t *h,
 /*
  * Applies block r's planned events in order: an event whose parties both
  * take part and stand (hp above 0, or no Health) lets a hit b, then b hit
- * a. This is the serial step of the system (planning runs on every
- * worker), so the loop reads each plan entry once and keeps its values in
- * registers, where a call per party would reload the entry. Party a's hp
- * need not be checked again before b hits it: a and b are different
- * entities, so b's hit left it as it was.
+ * a; between keyed parties, each hit needs only its target to stand (the
+ * keyed rule, at the top of the file). This is the serial step of the system
+ * (planning runs on every worker), so the loop reads each plan entry once and
+ * keeps its values in registers, where a call per party would reload the entry.
+ * Party a's hp need not be checked again before b hits it: a and b are
+ * different entities, so b's hit left it as it was.
  *
  * A block was most likely planned on another core: before the loop, whose
  * prefetches run ahead within the block, the block's first plan entries
@@ -271,12 +325,13 @@ static int apply(weft_sysctx_t *ctx, const health_run_t *r) {
     if ((f & both) != both)
       continue;
     weft_health_t *ha = plan[j].h[0], *hb = plan[j].h[1];
-    if ((ha && !(ha->hp > 0.0f)) || (hb && !(hb->hp > 0.0f)))
+    const bool sa = !ha || ha->hp > 0.0f, sb = !hb || hb->hp > 0.0f;
+    if (!(f & PLAN_KEYED) && !(sa && sb))
       continue;
     int rc = 0;
-    if (f & PLAN_HIT_B) /* a hits b */
+    if ((f & PLAN_HIT_B) && sb) /* a hits b */
       rc = hit(ctx, r->s, hb, plan[j].dmg[1], r->ev[j].b);
-    if (!rc && (f & PLAN_HIT_A)) /* then b hits a */
+    if (!rc && (f & PLAN_HIT_A) && sa) /* then b hits a */
       rc = hit(ctx, r->s, ha, plan[j].dmg[0], r->ev[j].a);
     if (rc)
       return rc;
@@ -287,10 +342,15 @@ static int apply(weft_sysctx_t *ctx, const health_run_t *r) {
 /* Block @p k of the run: its events and its place in the ring. */
 static health_run_t block_at(const health_pipe_t *p, uint32_t k) {
   uint32_t base = k * HEALTH_BLOCK_EVENTS;
-  return (health_run_t){p->w, &p->cfg->std, p->ev + base,
+  return (health_run_t){p->w,
+                        &p->cfg->std,
+                        p->ev + base,
                         p->n - base < HEALTH_BLOCK_EVENTS ? p->n - base
                                                           : HEALTH_BLOCK_EVENTS,
-                        p->cfg->plan + (k % HEALTH_RING) * HEALTH_BLOCK_EVENTS};
+                        p->cfg->plan + (k % HEALTH_RING) * HEALTH_BLOCK_EVENTS,
+                        p->ghosts,
+                        p->keyed,
+                        p->dt};
 }
 
 /*
@@ -368,6 +428,9 @@ static int health_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   p->cfg = cfg;
   p->ev = ev;
   p->n = n;
+  p->ghosts = cfg->ghosts && weft_query_count(cfg->ghosts) > 0;
+  p->keyed = cfg->keyed && weft_query_count(cfg->keyed) > 0;
+  p->dt = (float)ctx->dt;
   p->nblocks = (n - 1) / HEALTH_BLOCK_EVENTS + 1;
   atomic_init(&p->next, 0);
   atomic_init(&p->applied, 0);
@@ -398,6 +461,14 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   memset(&init, 0, sizeof init);
   init.std = *std;
   weft_resource_t res = 0, plan = 0;
+  /* A previous, removed registration left its queries: drop them. */
+  if (weft_resource_lookup(world, HEALTH_CONFIG, &res) == 0) {
+    health_cfg_t *old = weft_resource_get(world, res);
+    if (old && weft_resource_size(world, res) == sizeof *old) {
+      weft_query_destroy(old->ghosts); /* NULL: nothing */
+      weft_query_destroy(old->keyed);
+    }
+  }
   rc = weft__builtin_state(world, HEALTH_CONFIG, &init, sizeof init, &res);
   if (!rc)
     rc = weft__builtin_state(
@@ -407,6 +478,14 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
     return rc;
   health_cfg_t *cfg = weft_resource_get(world, res);
   cfg->plan = weft_resource_get(world, plan);
+  weft_query_desc_t qd;
+  memset(&qd, 0, sizeof qd);
+  qd.include[0] = std->ghost;
+  if (std->ghost && (rc = weft_query_create(world, &qd, &cfg->ghosts)) != 0)
+    return rc;
+  qd.include[0] = std->key;
+  if (std->key && (rc = weft_query_create(world, &qd, &cfg->keyed)) != 0)
+    return rc;
 
   weft_system_desc_t d =
       weft__builtin_desc(HEALTH_NAME, phase, health_run, cfg);
@@ -414,6 +493,12 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
   d.read[0] = std->damage;
   d.read[1] = std->armor;
   d.read[2] = std->dead;
+  d.read[3] = std->ghost;
+  d.read[4] = std->key;
+  /* Lifetime is read too, of ghosts only, and not declared: weft.lifetime
+   * writes only the Lifetime of entities it owns (it excludes ghosts, in
+   * chunks of their own), and a declared read would order health against
+   * it, moving lifetime's despawns behind health in every world. */
   d.cmd_write[0] = std->dead;
   d.cmd_write[1] = std->velocity;
   d.cmd_write[2] = std->collider;

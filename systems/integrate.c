@@ -254,6 +254,7 @@ static weft_system_desc_t desc(const char *name, const weft_std_t *std,
   weft_system_desc_t d = weft__builtin_desc(name, phase, run, NULL);
   d.query.include[T_POS] = std->position;
   d.query.include[T_VEL] = std->velocity;
+  d.query.exclude[0] = std->ghost; /* another world moves those */
   d.query.flags = WEFT_QUERY_CHUNK_RUNS;
   d.term_access[T_POS] = pos;
   d.term_access[T_VEL] = vel;

@@ -42,6 +42,7 @@ int weft_sys_lifetime(weft_world_t *w, const weft_std_t *std,
   weft_system_desc_t d =
       weft__builtin_desc("weft.lifetime", phase, lifetime_run, NULL);
   d.query.include[0] = std->lifetime;
+  d.query.exclude[0] = std->ghost; /* its owner counts a ghost's down */
   d.term_access[0] = WEFT_ACCESS_WRITE;
   d.flags = WEFT_SYSTEM_DESPAWNS;
   return weft__builtin_register(w, &d, out);
@@ -51,16 +52,42 @@ int weft_sys_lifetime(weft_world_t *w, const weft_std_t *std,
 
 /* What a projectile is spawned with, in this order (zero-terminated). The
  * list lives in a resource so that it outlives the caller's weft_std_t. */
-enum { P_POS, P_VEL, P_LIFETIME, P_COLLIDER, P_DAMAGE, P_COUNT };
+enum {
+  P_POS,
+  P_VEL,
+  P_LIFETIME,
+  P_COLLIDER,
+  P_DAMAGE,
+  P_COUNT,
+  P_KEY = P_COUNT
+};
 
 typedef struct spawn_list_t {
   weft_component_t comps[P_COUNT + 1];
   weft_component_t owned_by; /* projectile -> spawner; 0: no edge */
 } spawn_list_t;
 
-/* Records one burst of spawner @p s at (x, y) for entity @p e. */
-static int burst(weft_sysctx_t *ctx, const spawn_list_t *l, weft_entity_t e,
-                 const weft_spawner_t *s, float x, float y) {
+/* The system's user data: the list, and the list with Key for the
+ * projectiles of a keyed spawner (keyed[P_KEY] 0: no Key id). A scratch
+ * resource of its own, beside the list's, so that a world without keys
+ * keeps the digest it had before keyed mode existed. */
+typedef struct spawn_user_t {
+  const spawn_list_t *list;
+  weft_component_t keyed[P_COUNT + 2];
+} spawn_user_t;
+
+/*
+ * Records one burst of spawner @p s at (x, y) for entity @p e, whose Key
+ * is @p key (NULL: none). A keyed spawner draws its directions by its key
+ * and gives each projectile a key derived from its own, the tick and the
+ * projectile's number in the burst: a spawner fires at most once a tick,
+ * so the keys are distinct, and they depend on nothing a world's layout
+ * or the spawner's handle could change.
+ */
+static int burst(weft_sysctx_t *ctx, const spawn_user_t *u, weft_entity_t e,
+                 const weft_key_t *key, const weft_spawner_t *s, float x,
+                 float y) {
+  const spawn_list_t *l = u->list;
   weft_vec2_t pos = {x, y};
   weft_lifetime_t lt = {s->lifetime};
   weft_collider_t col;
@@ -70,14 +97,19 @@ static int burst(weft_sysctx_t *ctx, const spawn_list_t *l, weft_entity_t e,
   col.layer = s->layer;
   col.mask = s->mask;
   weft_damage_t dmg = {s->damage};
+  /* weft_sysctx_random() keys a draw by any 64-bit id: the handle, or
+   * the key in keyed mode. */
+  const uint64_t id = key ? key->id : e;
+  const uint64_t tick_key = key ? weft_key_derive(key->id, ctx->tick) : 0;
   for (uint32_t n = 0; n < s->burst; n++) {
     /* The draw is keyed by (spawner, tick, n): the same on every thread. */
-    uint64_t r = weft_sysctx_random(ctx, e, WEFT_SPAWNER_STREAM, n);
+    uint64_t r = weft_sysctx_random(ctx, id, WEFT_SPAWNER_STREAM, n);
     double a = 6.283185307179586 * ((double)(r >> 11) * 0x1.0p-53);
     weft_vec2_t vel = {(float)(s->speed * cos(a)), (float)(s->speed * sin(a))};
-    const void *values[P_COUNT] = {&pos, &vel, &lt, &col, &dmg};
+    weft_key_t pk = {weft_key_derive(tick_key, n)};
+    const void *values[P_COUNT + 1] = {&pos, &vel, &lt, &col, &dmg, &pk};
     weft_entity_t p;
-    int rc = weft_cmd_spawn(ctx->cmd, l->comps, values, &p);
+    int rc = weft_cmd_spawn(ctx->cmd, key ? u->keyed : l->comps, values, &p);
     if (!rc && l->owned_by)
       rc = weft_cmd_relation_add(ctx->cmd, p, l->owned_by, e, NULL);
     if (rc)
@@ -87,19 +119,22 @@ static int burst(weft_sysctx_t *ctx, const spawn_list_t *l, weft_entity_t e,
 }
 
 static int spawners_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
-  const spawn_list_t *l = ctx->user;
+  const spawn_user_t *u = ctx->user;
   weft_spawner_t *sp = it->columns[0];
   void *f[WEFT_MAX_FIELDS];
   if (weft_iter_fields(it, 1, f) != 2)
     return WEFT_EINVAL;
   const float *px = f[0], *py = f[1];
+  const weft_key_t *keys =
+      u->keyed[P_KEY] ? weft_iter_column_of(it, u->keyed[P_KEY]) : NULL;
   float dt = (float)ctx->dt;
   for (uint32_t i = 0; i < it->count; i++) {
     weft_spawner_t *s = &sp[i];
     s->timer -= dt;
     if (s->timer > 0.0f)
       continue;
-    int rc = burst(ctx, l, it->entities[i], s, px[i], py[i]);
+    int rc =
+        burst(ctx, u, it->entities[i], keys ? &keys[i] : NULL, s, px[i], py[i]);
     if (rc)
       return rc;
     s->timer += s->interval;
@@ -112,7 +147,8 @@ static int spawners_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
 /* Copies the projectile's component list into a fresh resource
  * "weft.spawners.N"; the world keeps it alive as long as the system. */
 static int keep_list(weft_world_t *w, const weft_std_t *std,
-                     weft_resource_t *res, const spawn_list_t **kept) {
+                     weft_resource_t *res, const spawn_list_t **kept,
+                     spawn_user_t **user) {
   spawn_list_t l;
   memset(&l, 0, sizeof l);
   l.comps[P_POS] = std->position;
@@ -134,7 +170,21 @@ static int keep_list(weft_world_t *w, const weft_std_t *std,
     return rc;
   *res = r;
   *kept = weft_resource_get(w, r);
-  return *kept ? 0 : WEFT_ENOMEM;
+  if (!*kept)
+    return WEFT_ENOMEM;
+  spawn_user_t u;
+  memset(&u, 0, sizeof u);
+  u.list = *kept;
+  memcpy(u.keyed, l.comps, sizeof l.comps);
+  u.keyed[P_KEY] = std->key;
+  char uname[64];
+  snprintf(uname, sizeof uname, "%s.keyed", name);
+  weft_resource_t ur;
+  rc = weft__builtin_state(w, uname, &u, sizeof u, &ur);
+  if (rc)
+    return rc;
+  *user = weft_resource_get(w, ur);
+  return *user ? 0 : WEFT_ENOMEM;
 }
 
 int weft_sys_spawners(weft_world_t *w, const weft_std_t *std,
@@ -147,19 +197,26 @@ int weft_sys_spawners(weft_world_t *w, const weft_std_t *std,
     return rc;
   weft_resource_t res;
   const spawn_list_t *l;
-  rc = keep_list(w, std, &res, &l);
+  spawn_user_t *u;
+  rc = keep_list(w, std, &res, &l, &u);
   if (rc)
     return rc;
   weft_system_desc_t d =
-      weft__builtin_desc("weft.spawners", phase, spawners_run, (void *)l);
+      weft__builtin_desc("weft.spawners", phase, spawners_run, u);
   d.query.include[0] = std->spawner;
   d.query.include[1] = std->position;
   d.query.exclude[0] = std->dead;
+  d.query.exclude[1] = std->ghost; /* its owner fires it */
   d.term_access[0] = WEFT_ACCESS_WRITE;
   d.term_access[1] = WEFT_ACCESS_READ;
+  d.read[0] = std->key;
+  uint32_t nw = 0;
   for (uint32_t i = 0; i < P_COUNT; i++)
-    d.cmd_write[i] = l->comps[i];
-  d.cmd_write[P_COUNT] = l->owned_by;
+    d.cmd_write[nw++] = l->comps[i];
+  if (l->owned_by)
+    d.cmd_write[nw++] = l->owned_by;
+  if (u->keyed[P_KEY])
+    d.cmd_write[nw++] = u->keyed[P_KEY];
   d.res_read[0] = res;
   return weft__builtin_register(w, &d, out);
 }

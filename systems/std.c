@@ -76,6 +76,13 @@ int weft_std_register(weft_world_t *w, weft_std_t *out) {
   if (!rc && weft_channel_lookup(w, "weft.collisions", &s.collisions) != 0)
     rc = weft_channel_register(w, "weft.collisions", sizeof(weft_collision_t),
                                &s.collisions);
+  /* Keyed mode and ghosts (builtin.h), last, so that the ids registered
+   * before them are what they were before keyed mode existed: the systems
+   * behave, bit for bit, as before for entities that carry neither. */
+  if (!rc)
+    rc = plain(w, "weft.Key", sizeof(weft_key_t), _Alignof(weft_key_t), &s.key);
+  if (!rc)
+    rc = plain(w, "weft.Ghost", 0, 0, &s.ghost);
   if (rc)
     return rc;
   *out = s;

@@ -21,6 +21,8 @@
 #include "support/weft_test.h"
 #include "weft.h"
 
+#include "core/world.h" /* w->alloc: the world's heap */
+
 /* ---- the world: a component, a tracked one, four relations -------------- */
 
 typedef struct pos_t {
@@ -668,6 +670,344 @@ static void test_snapshot_layout_rows_checked_in_one_pass(void **state) {
   weft_world_destroy(b.w);
 }
 
+/* The world's heap: its active pages, or false where there is no heap (no
+ * jemalloc: sanitizer builds, where LeakSanitizer finds what leaks). */
+static bool heap_active(weft_world_t *w, uint64_t *active) {
+  weft__heap_info_t h;
+  int rc = weft__alloc_heap_info(&w->alloc, &h);
+#ifdef WEFT_JEMALLOC
+  assert_int_equal(rc, WEFT_OK);
+  *active = h.active;
+  return true;
+#else
+  assert_int_equal(rc, WEFT_ENOTFOUND);
+  *active = 0;
+  return false;
+#endif
+}
+
+/* Loads a damaged m into w (a world of m's layout): refused in ROWS with
+ * `what` in the message; the digest, the chunk memory and the heap's
+ * active pages as they were, though the load staged rows (the world
+ * allocated). */
+static void staged_refused(weft_world_t *w, const mem_t *m, const char *what) {
+  const uint64_t digest = weft_world_digest(w);
+  weft_world_stats_t s0, s1;
+  weft_world_stats(w, &s0);
+  uint64_t a0 = 0, a1 = 0;
+  bool heap = heap_active(w, &a0);
+  weft_snapshot_error_t err;
+  assert_int_equal(weft_snapshot_load_memory(w, m->p, m->n, &err),
+                   WEFT_EFORMAT);
+  assert_string_equal(err.section, "ROWS");
+  assert_non_null(strstr(err.message, what));
+  weft_world_stats(w, &s1);
+  assert_true(s1.allocs > s0.allocs); /* the rows were staged */
+  assert_int_equal(s1.chunk_bytes, s0.chunk_bytes);
+  assert_int_equal(s1.chunks_live, s0.chunks_live);
+  if (heap) {
+    heap_active(w, &a1);
+    assert_int_equal(a1, a0); /* and the staged memory freed */
+  }
+  assert_int_equal(weft_world_digest(w), digest);
+}
+
+/* A load into a world of the snapshot's layout stages the rows in fresh
+ * segment memory while it validates them. A snapshot damaged in its last
+ * rows, or with a forged first handle under a good checksum, leaves the
+ * world as it was and frees what was staged; a sound one is swapped in:
+ * digest, lookups through the chunk table and later changes are the
+ * saving world's. */
+static void test_snapshot_layout_staged_load_frees_or_swaps(void **state) {
+  (void)state;
+  enum { N = 900 };
+  rx_t a = rx_new(3), b = rx_new(3);
+  weft_entity_t e[N];
+  for (uint32_t i = 0; i < N; i++)
+    e[i] = spawn_in(&a, i);
+  uint32_t v = 9;
+  for (uint32_t i = 1; i < N; i += 7)
+    assert_int_equal(weft_relation_add(a.w, e[i], a.follows, e[0], &v),
+                     WEFT_OK);
+  for (uint32_t i = 2; i < N; i += 5)
+    assert_int_equal(weft_relation_add(a.w, e[i], a.owns, e[1], NULL), WEFT_OK);
+  mem_t m1 = save(a.w);
+  load_ok(b.w, &m1); /* b now has a's layout */
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  /* New values, the same layout. */
+  for (uint32_t i = 0; i < N; i += 3) {
+    pos_t p = {-(float)i, 5.0f, 6.0f};
+    assert_int_equal(weft_set(a.w, e[i], a.pos, &p), WEFT_OK);
+  }
+  mem_t m2 = save(a.w);
+  const uint64_t want = weft_world_digest(a.w);
+  assert_int_not_equal(weft_world_digest(b.w), want);
+
+  uint64_t len = 0;
+  uint8_t *rows = section(&m2, "ROWS", &len);
+  rows[len - 1] ^= 1; /* the last chunk's last column */
+  staged_refused(b.w, &m2, "checksum");
+  rows[len - 1] ^= 1;
+  uint8_t saved[8];
+  memcpy(saved, rows, 8);
+  rows[7] ^= 0x40; /* another world's tag in the first handle */
+  reseal(rows, len);
+  staged_refused(b.w, &m2, "handle");
+  memcpy(rows, saved, 8);
+  reseal(rows, len);
+
+  load_ok(b.w, &m2);
+  assert_int_equal(weft_world_digest(b.w), want);
+  for (uint32_t i = 0; i < N; i++) {
+    const pos_t *pa = weft_get(a.w, e[i], a.pos);
+    const pos_t *pb = weft_get(b.w, e[i], b.pos);
+    assert_non_null(pb);
+    assert_memory_equal(pa, pb, sizeof *pa);
+  }
+  /* Both go on alike. */
+  for (uint32_t i = 0; i < N; i += 11) {
+    assert_int_equal(weft_despawn(a.w, e[i]), WEFT_OK);
+    assert_int_equal(weft_despawn(b.w, e[i]), WEFT_OK);
+  }
+  assert_int_equal(spawn_in(&b, 7), spawn_in(&a, 7));
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  free(m1.p);
+  free(m2.p);
+  weft_world_destroy(a.w);
+  weft_world_destroy(b.w);
+}
+
+/* The home nodes of w's chunks of pos, in query order (at most max). */
+static uint32_t home_nodes(weft_world_t *w, weft_component_t pos, uint32_t *out,
+                           uint32_t max) {
+  weft_query_desc_t qd;
+  memset(&qd, 0, sizeof qd);
+  qd.include[0] = pos;
+  weft_query_t *q = NULL;
+  assert_int_equal(weft_query_create(w, &qd, &q), WEFT_OK);
+  weft_iter_t it;
+  weft_query_iter(q, &it);
+  uint32_t n = 0;
+  while (weft_iter_next(&it)) {
+    assert_true(n < max);
+    out[n++] = it.home_node;
+  }
+  weft_query_destroy(q);
+  return n;
+}
+
+/* In a world whose chunk memory a two-node pool homes, staged segments
+ * are taken from the pool (for the group of the segment they replace) and
+ * given back to it: a refused load frees them, a sound one gives the
+ * saved digest and every chunk keeps its home node. */
+static void test_snapshot_layout_staged_load_keeps_home_nodes(void **state) {
+  (void)state;
+  weft_pool_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.synthetic = "numa:2 core:2 pu:1";
+  pc.placement.workers = 2;
+  weft_pool_t *pool = NULL;
+  assert_int_equal(weft_pool_create(&pc, &pool), WEFT_OK);
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.world_tag = 3;
+  cfg.chunk_size = 4096;
+  cfg.pool = pool;
+  weft_world_t *wa = wt_world_new(&cfg), *wb = wt_world_new(&cfg);
+  weft_component_desc_t d = {
+      .name = "pos", .size = sizeof(pos_t), .alignment = 4};
+  weft_component_t pa = 0, pb = 0;
+  assert_int_equal(weft_component_register(wa, &d, &pa), WEFT_OK);
+  assert_int_equal(weft_component_register(wb, &d, &pb), WEFT_OK);
+  enum { N = 3000 };
+  weft_entity_t e[N];
+  for (uint32_t i = 0; i < N; i++) {
+    pos_t p = {(float)i, 0, 0};
+    e[i] = wt_spawn_with(wa, (weft_component_t[]){pa, 0}, (const void *[]){&p});
+  }
+  mem_t m1 = save(wa);
+  load_ok(wb, &m1);
+  uint32_t na[64], nb[64];
+  uint32_t n = home_nodes(wa, pa, na, 64);
+  assert_int_equal(home_nodes(wb, pb, nb, 64), n);
+  bool two = false;
+  for (uint32_t k = 0; k < n; k++)
+    two |= na[k] != na[0];
+  assert_true(two); /* the segments went to both nodes */
+  for (uint32_t i = 0; i < N; i += 2) {
+    pos_t p = {-1.0f, (float)i, 0};
+    assert_int_equal(weft_set(wa, e[i], pa, &p), WEFT_OK);
+  }
+  mem_t m2 = save(wa);
+  uint64_t len = 0;
+  uint8_t *rows = section(&m2, "ROWS", &len);
+  rows[len - 1] ^= 1;
+  staged_refused(wb, &m2, "checksum");
+  rows[len - 1] ^= 1;
+  uint32_t before[64];
+  assert_int_equal(home_nodes(wb, pb, before, 64), n);
+  load_ok(wb, &m2);
+  assert_int_equal(weft_world_digest(wb), weft_world_digest(wa));
+  assert_int_equal(home_nodes(wb, pb, nb, 64), n);
+  assert_memory_equal(nb, before, n * sizeof *nb);
+  free(m1.p);
+  free(m2.p);
+  weft_world_destroy(wa);
+  weft_world_destroy(wb);
+  weft_pool_destroy(pool);
+}
+
+/* Loads m into w: refused in INDX with `what` in the message, w's digest
+ * unchanged. */
+static void index_refused(weft_world_t *w, const mem_t *m, const char *what) {
+  const uint64_t digest = weft_world_digest(w);
+  weft_snapshot_error_t err;
+  assert_int_equal(weft_snapshot_load_memory(w, m->p, m->n, &err),
+                   WEFT_EFORMAT);
+  assert_string_equal(err.section, "INDX");
+  if (!strstr(err.message, what))
+    fail_msg("'%s' does not say '%s'", err.message, what);
+  assert_int_equal(weft_world_digest(w), digest);
+}
+
+/* The index's records are checked under a good checksum (walked as they
+ * are hashed): a dead record with a flag no record has, one with the
+ * generation limit, a live record in the sweep range and a retired
+ * record the header does not count are each refused, into a fresh world
+ * and into one of the snapshot's layout (whose load stages its rows); the
+ * restored bytes load again. */
+static void test_snapshot_layout_index_records_checked(void **state) {
+  (void)state;
+  rx_t a = rx_new(3), b = rx_new(3), c = rx_new(3);
+  weft_entity_t e[40];
+  for (uint32_t i = 0; i < 40; i++)
+    e[i] = spawn_in(&a, i);
+  for (uint32_t i = 5; i < 40; i += 6)
+    assert_int_equal(weft_despawn(a.w, e[i]), WEFT_OK);
+  mem_t m = save(a.w);
+  load_ok(b.w, &m);
+  uint64_t len = 0;
+  uint8_t *ix = section(&m, "INDX", &len);
+  /* u32 hwm, alive, retired, sweep, sweep_end, free_n; the free list;
+   * the records. */
+  uint32_t h[6];
+  memcpy(h, ix, sizeof h);
+  assert_int_equal(h[0], 40);
+  assert_true(h[5] > 0);
+  assert_int_equal(len, 24 + 4 * ((uint64_t)h[5] + h[0]));
+  uint32_t dead;
+  memcpy(&dead, ix + 24, 4); /* the free list's first slot */
+  uint8_t *rec = ix + 24 + 4 * (size_t)h[5] + 4 * (size_t)dead;
+  uint32_t saved, live = 0;
+  memcpy(&saved, rec, 4);
+  weft_world_t *into[2] = {b.w, c.w};
+  const struct {
+    uint32_t v;
+    const char *what;
+  } bad[] = {{0x20000000u | 1u, "not a dead slot's"},
+             {0x00ffffffu, "not a dead slot's"},
+             {0x40000000u | 1u, "retired records"}};
+  for (uint32_t k = 0; k < 3; k++) {
+    memcpy(rec, &bad[k].v, 4);
+    reseal(ix, len);
+    for (uint32_t t = 0; t < 2; t++)
+      index_refused(into[t], &m, bad[k].what);
+    memcpy(rec, &saved, 4);
+  }
+  /* A live slot (slot 0's record is live) inside the sweep range. */
+  memcpy(&saved, ix + 24 + 4 * (size_t)h[5], 4);
+  assert_int_equal(saved, 0x80000000u);
+  uint32_t sweep[2] = {live, live + 1};
+  memcpy(ix + 12, sweep, 8);
+  reseal(ix, len);
+  for (uint32_t t = 0; t < 2; t++)
+    index_refused(into[t], &m, "sweep range");
+  memcpy(ix + 12, &h[3], 8);
+  reseal(ix, len);
+  load_ok(b.w, &m);
+  load_ok(c.w, &m);
+  assert_int_equal(weft_world_digest(b.w), weft_world_digest(a.w));
+  assert_int_equal(weft_world_digest(c.w), weft_world_digest(a.w));
+  free(m.p);
+  weft_world_destroy(a.w);
+  weft_world_destroy(b.w);
+  weft_world_destroy(c.w);
+}
+
+/* Each way a row's handle can be forged under a good checksum is refused
+ * at that handle, into a fresh world and into a staged one: generation 0,
+ * a generation past the limit, a slot past the high-water mark, a dead
+ * slot, and a second row with the first row's handle. */
+static weft_world_t *gen_world(weft_component_t *pos) {
+  weft_world_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.world_tag = 3;
+  cfg.max_generation = 100; /* below what 24 bits hold */
+  weft_world_t *w = wt_world_new(&cfg);
+  weft_component_desc_t d = {
+      .name = "pos", .size = sizeof(pos_t), .alignment = 4};
+  assert_int_equal(weft_component_register(w, &d, pos), WEFT_OK);
+  return w;
+}
+
+static void test_snapshot_layout_forged_handles_refused(void **state) {
+  (void)state;
+  weft_component_t pos = 0;
+  weft_world_t *wa = gen_world(&pos), *wb = gen_world(&pos),
+               *wc = gen_world(&pos);
+  weft_entity_t e[30];
+  for (uint32_t i = 0; i < 30; i++) {
+    pos_t p = {(float)i, 0, 0};
+    e[i] =
+        wt_spawn_with(wa, (weft_component_t[]){pos, 0}, (const void *[]){&p});
+  }
+  assert_int_equal(weft_despawn(wa, e[29]), WEFT_OK);
+  mem_t m = save(wa);
+  load_ok(wb, &m);
+  uint64_t len = 0;
+  uint8_t *rows = section(&m, "ROWS", &len);
+  uint64_t first, second;
+  memcpy(&first, rows, 8);
+  memcpy(&second, rows + 8, 8);
+  assert_int_equal(first, e[0]);
+  assert_int_equal(second, e[1]);
+  const uint64_t slot_gen = UINT64_C(0x00ffffff00000000);
+  const uint64_t forged[] = {
+      first & ~slot_gen,                         /* generation 0 */
+      (first & ~slot_gen) | (uint64_t)101 << 32, /* past the limit */
+      (first & ~UINT64_C(0xffffffff)) | 40,      /* past the high-water mark */
+      (first & ~UINT64_C(0xffffffff)) | 29,      /* a dead slot */
+      first,                                     /* as row 0's, in row 1 */
+  };
+  weft_world_t *into[2] = {wb, wc};
+  for (uint32_t k = 0; k < 5; k++) {
+    uint32_t row = k == 4 ? 1 : 0;
+    memcpy(rows + 8 * row, &forged[k], 8);
+    reseal(rows, len);
+    for (uint32_t t = 0; t < 2; t++) {
+      const uint64_t digest = weft_world_digest(into[t]);
+      weft_snapshot_error_t err;
+      assert_int_equal(weft_snapshot_load_memory(into[t], m.p, m.n, &err),
+                       WEFT_EFORMAT);
+      assert_string_equal(err.section, "ROWS");
+      assert_non_null(strstr(err.message, "handle"));
+      assert_int_equal(err.offset, (uint64_t)(rows + 8 * row - m.p));
+      assert_int_equal(weft_world_digest(into[t]), digest);
+    }
+    memcpy(rows, &first, 8);
+    memcpy(rows + 8, &second, 8);
+  }
+  reseal(rows, len);
+  load_ok(wb, &m);
+  load_ok(wc, &m);
+  assert_int_equal(weft_world_digest(wb), weft_world_digest(wa));
+  assert_int_equal(weft_world_digest(wc), weft_world_digest(wa));
+  free(m.p);
+  weft_world_destroy(wa);
+  weft_world_destroy(wb);
+  weft_world_destroy(wc);
+}
+
 /* A snapshot whose rows pass 8 MiB (where the loader switches to
  * non-temporal stores) loads into a fresh world and back into its own
  * with the digest of the world that saved it. */
@@ -703,6 +1043,10 @@ int main(void) {
       cmocka_unit_test(test_snapshot_layout_edges_must_fit_rows),
       cmocka_unit_test(test_snapshot_layout_rows_checked_in_one_pass),
       cmocka_unit_test(test_snapshot_layout_large_rows_round_trip),
+      cmocka_unit_test(test_snapshot_layout_staged_load_frees_or_swaps),
+      cmocka_unit_test(test_snapshot_layout_staged_load_keeps_home_nodes),
+      cmocka_unit_test(test_snapshot_layout_index_records_checked),
+      cmocka_unit_test(test_snapshot_layout_forged_handles_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

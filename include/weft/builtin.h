@@ -15,6 +15,28 @@
  * any number of workers (random draws use weft_sysctx_random(), events and
  * commands are keyed per chunk).
  *
+ * Keyed mode: an entity with the standard Key component (weft_key_t) is
+ * known to the systems by its key instead of its handle wherever the
+ * handle served as an order or a random-stream id: grid cells, boids'
+ * neighbour sums, collision pairs, random draws and the keys of spawned
+ * projectiles. Two worlds holding the same keyed entities with the same
+ * values then give each of them bit-identical results, whatever their
+ * handles, rows, chunks or spawn order (the systems' settings, grid
+ * included, being the same). Without Key an entity's handle is its key,
+ * and the systems behave, bit for bit, as they did before keys existed.
+ *
+ * Ghosts: an entity with the standard Ghost tag is a read-only copy of an
+ * entity another world owns (a neighbouring region's boundary). Grids hold
+ * ghosts, so boids neighbours and collision partners include them, but no
+ * built-in system writes a ghost's components or records commands or
+ * effects for it: whoever owns the original computes those. A world split
+ * in regions then steps each owned entity as one world holding all does
+ * when every world's grid has the same settings, each ghost carries its
+ * original's Key and standard components (enabled or not) as they are at
+ * the start of the tick, and ghosts cover every entity within reach of an
+ * owned one (the boids radius, two collider reaches); weft_sys_health()
+ * says what its keyed rule adds.
+ *
  * Threads: every function here is owner-thread API. Objects created here
  * (grids) belong to the caller and must outlive the systems that use them.
  */
@@ -91,7 +113,38 @@ typedef struct weft_spawner_t {
   uint32_t mask;
 } weft_spawner_t;
 
-/** A collision event: a < b (handle order), the normal points from a to b,
+/**
+ * A stable identity for an entity, independent of its handle (Key, keyed
+ * mode: see the file comment), held by the standard component "weft.Key"
+ * (weft_std_t.key). Ids must be unique within a world; UINT64_MAX is
+ * reserved (the systems' merges use it as an end mark).
+ */
+typedef struct weft_key_t {
+  uint64_t id;
+} weft_key_t;
+
+/**
+ * The key of child @p n of @p parent: a collision-resistant mix of the
+ * two (the splitmix64 finalizer over parent and a golden-ratio multiple
+ * of n + 1, applied twice), never UINT64_MAX. weft_sys_spawners() keys
+ * projectile n of the burst a keyed spawner fires in tick t as
+ * weft_key_derive(weft_key_derive(spawner key, t), n). Any thread.
+ */
+static inline uint64_t weft_key_derive(uint64_t parent, uint64_t n) {
+  uint64_t h = parent;
+  for (int i = 0; i < 2; i++) {
+    h += (n + 1) * 0x9e3779b97f4a7c15u;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9u;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebu;
+    h ^= h >> 31;
+  }
+  return h == UINT64_MAX ? h - 1 : h;
+}
+
+/** A collision event: a < b (key order, keyed mode: see the file comment;
+ * handle order for entities without Key), the normal points from a to b,
  * depth is the overlap. Published in the std collisions channel. */
 typedef struct weft_collision_t {
   weft_entity_t a, b;
@@ -124,6 +177,8 @@ typedef struct weft_std_t {
    * projectile to the spawner that fired it, so that despawning the
    * spawner despawns its projectiles in the same sync point. */
   weft_component_t owned_by;
+  weft_component_t key;   /**< weft_key_t ("weft.Key"): keyed mode */
+  weft_component_t ghost; /**< tag ("weft.Ghost"): a read-only copy */
 } weft_std_t;
 
 /**
@@ -156,7 +211,9 @@ typedef struct weft_integrate_systems_t {
  * when gravity is nonzero), "weft.damping" (only when damping > 0),
  * "weft.move" (position += velocity * dt) and "weft.bounds" (mode !=
  * NONE). Entities need Position and Velocity; a disabled Velocity stops
- * them. @p config (NULL: all defaults) is copied into a resource
+ * them, and ghosts are left alone. Each entity's step depends on its own
+ * values alone, so keyed or not, it is the same in any world. @p config (NULL:
+ * all defaults) is copied into a resource
  * ("weft.integrate.N") that the systems read. Returns 0, WEFT_EINVAL (bad
  * config: min >= max, negative damping, a value that is not finite, an
  * unknown mode; the box is ignored with mode NONE), WEFT_EEXIST (the
@@ -197,6 +254,7 @@ typedef struct weft_grid_config_t {
 /** One entity in the grid: a snapshot taken when the grid was built. */
 typedef struct weft_grid_item_t {
   weft_entity_t e;
+  uint64_t key;             /**< its Key's id, or its handle without Key */
   float x, y;               /**< position */
   float vx, vy;             /**< velocity (0 without Velocity) */
   weft_collider_t collider; /**< zero when the entity has none (absent,
@@ -228,8 +286,10 @@ weft_resource_t weft_grid_resource(const weft_grid_t *grid);
  * Registers "weft.grid.build" (name suffixed with the grid's number for
  * grids after the first): a task that rebuilds @p grid from every entity
  * with Position matching @p with (an extra include component, 0: none),
- * in @p phase (0: FixedUpdate). Entities are stored by cell in handle
- * order, so the grid does not depend on chunk order or thread count. The
+ * in @p phase (0: FixedUpdate), ghosts included. Entities are stored by
+ * cell in key order (weft_grid_item_t.key, then handle), so the grid does
+ * not depend on chunk order or thread count, nor, for keyed entities, on
+ * their handles. The
  * rebuild allocates only when the grid must grow. WEFT_EEXIST when the
  * grid already has a builder.
  */
@@ -247,7 +307,7 @@ void weft_grid_cell_of(const weft_grid_t *grid, float x, float y, int32_t *cx,
                        int32_t *cy);
 
 /**
- * The items of cell (cx, cy) in handle order, *n of them; NULL with *n = 0
+ * The items of cell (cx, cy) in key order, *n of them; NULL with *n = 0
  * outside the grid. Valid until the next rebuild. Any thread while no
  * rebuild runs (systems that declare the grid's resource as read).
  */
@@ -256,7 +316,7 @@ const weft_grid_item_t *weft_grid_cell(const weft_grid_t *grid, int32_t cx,
 
 /**
  * The items of cells x0..x1 (clamped to the grid) of row cy, as one array:
- * cell by cell, each cell in handle order; *n of them. Cells are stored
+ * cell by cell, each cell in key order; *n of them. Cells are stored
  * row-major, so a row's stretch is contiguous: a 3x3 neighbourhood is
  * three calls instead of nine. NULL with *n = 0 when empty. Same lifetime
  * and threads as weft_grid_cell().
@@ -274,8 +334,10 @@ uint32_t weft_grid_count(const weft_grid_t *grid);
  * Registers "weft.collide", a task over @p grid's snapshot: for every pair
  * of grid items (a, b) in neighbouring cells (3x3) whose layers match and
  * whose shapes overlap (circle/circle, circle/box, box/box) it emits one
- * weft_collision_t to std->collisions, a being the smaller handle and the
- * normal pointing from a to b. Each pair is reported once per tick. Items
+ * weft_collision_t to std->collisions, a being the smaller key
+ * (weft_grid_item_t.key: the Key's id, or the handle) and the normal
+ * pointing from a to b. Each pair is reported once per tick; a pair of
+ * two ghosts is not reported (their owner reports it). Items
  * whose collider is zero (no Collider, a disabled one, or the Dead tag)
  * take no part, and neither do entities the grid does not hold, so build
  * the grid with `with` 0 or Collider. A collider whose layer and mask are
@@ -285,10 +347,11 @@ uint32_t weft_grid_count(const weft_grid_t *grid);
  * The task runs after the grid's builder (it reads the grid's resource)
  * and splits the grid's rows over the world's pool, emitting in cell order
  * through part contexts (weft_sysctx_part()): the events, and their order,
- * are the same on any number of threads. Positions are the ones the grid
- * saw when it was built. Owner thread, not while a frame runs. Returns 0,
- * WEFT_EINVAL, WEFT_EEXIST when "weft.collide" is registered already, or
- * what weft_system_register() returns.
+ * are the same on any number of threads, and for keyed entities the
+ * same in any world with the same grid settings (cells in order, keys
+ * within a cell). Positions are the ones the grid saw when it was built. Owner
+ * thread, not while a frame runs. Returns 0, WEFT_EINVAL, WEFT_EEXIST when
+ * "weft.collide" is registered already, or what weft_system_register() returns.
  */
 int weft_sys_collide(weft_world_t *world, const weft_std_t *std,
                      weft_grid_t *grid, weft_phase_t phase, weft_system_t *out);
@@ -323,10 +386,23 @@ bool weft_collide_test(const weft_collider_t *a, float ax, float ay,
  * channel's contents at the run: the pipeline clears channels after each
  * fixed tick. With a pool, the lookups and damage of a run's events are
  * worked out on every worker and then applied in order on one thread, so
- * the outcome is the same on any number of threads. When a death cannot
- * be recorded (out of memory), the run fails (the tick returns
- * WEFT_ESYSTEM naming it) and that death's hit is undone, so hp <= 0 still
- * goes with the Dead tag; earlier events of the run keep their effect, as
+ * the outcome is the same on any number of threads.
+ *
+ * Keyed mode (both parties have Key): a party deals its damage as long as
+ * it is live and not tagged Dead when the run starts, even after an
+ * earlier event of the run killed it, and takes damage while its hp is
+ * above 0; so an entity's hits depend only on its own events and on its
+ * partners' state at the start of the run, which a ghost copy holds.
+ * Ghosts take no damage and are never killed here (their owner does
+ * that), but deal theirs; a ghost whose Lifetime has at most the step's
+ * dt left counts as gone, as its original is where weft.lifetime's
+ * despawn is applied before this run (the usual schedule: health waits
+ * for collide's events behind a sync point, lifetime does not). Worlds
+ * without keys or ghosts pay for none of this.
+ *
+ * When a death cannot be recorded (out of memory), the run fails (the tick
+ * returns WEFT_ESYSTEM naming it) and that death's hit is undone, so hp <= 0
+ * still goes with the Dead tag; earlier events of the run keep their effect, as
  * any failed system's work does. Its weft_system_stats() count the
  * events it read (each involves two entities). The system keeps its
  * ids in the resource "weft.health.config" and its plan (two blocks of
@@ -344,7 +420,8 @@ int weft_sys_health(weft_world_t *world, const weft_std_t *std,
 
 /**
  * Registers "weft.lifetime": remaining -= dt; entities whose lifetime ran
- * out (remaining <= 0) are despawned through commands. WEFT_EINVAL (NULL
+ * out (remaining <= 0) are despawned through commands. Ghosts are left
+ * alone (their owner despawns the original). WEFT_EINVAL (NULL
  * argument), WEFT_EEXIST, or a registration error. Owner thread.
  */
 int weft_sys_lifetime(weft_world_t *world, const weft_std_t *std,
@@ -358,10 +435,15 @@ int weft_sys_lifetime(weft_world_t *world, const weft_std_t *std,
  * its timer down and, when it expires, spawns `burst` projectiles through
  * commands (Position, Velocity in a direction drawn with
  * weft_sysctx_random(), Lifetime, Collider, Damage) and restarts the
- * timer. Dead spawners (with the Dead tag) do not fire. Projectile n
- * (0 .. burst - 1) of a burst flies at angle 2 pi u, where u is the top 53
- * bits of weft_sysctx_random(ctx, spawner, WEFT_SPAWNER_STREAM, n) scaled
- * to [0, 1). The timer restarts at timer + interval, or at interval when
+ * timer. Dead spawners (with the Dead tag) and ghosts do not fire.
+ * Projectile n (0 .. burst - 1) of a burst flies at angle 2 pi u, where u
+ * is the top 53 bits of weft_sysctx_random(ctx, id, WEFT_SPAWNER_STREAM,
+ * n) scaled to [0, 1), id being the spawner's handle or, for a spawner
+ * with Key, its key. A keyed spawner's projectiles get a Key too, in the
+ * spawn command: weft_key_derive(weft_key_derive(spawner key, tick), n),
+ * tick being the context's (the fixed steps done before this one), so a
+ * projectile's key and direction do not depend on the spawner's handle or
+ * place. The timer restarts at timer + interval, or at interval when
  * that is still <= 0. WEFT_EINVAL (NULL argument), WEFT_EEXIST, or a
  * registration error. Owner thread.
  */
@@ -386,8 +468,11 @@ typedef struct weft_boids_config_t {
  * the Boid tag, reads its neighbours within `radius` from @p grid (the
  * snapshot taken at the grid's rebuild, so every boid sees the same
  * state), and sets velocity += dt * (separation + alignment + cohesion
- * steering), clamped to max_speed. The neighbour sums run in handle
- * order, so the result does not depend on threads. Neighbours are the
+ * steering), clamped to max_speed. The neighbour sums run in key order
+ * (weft_grid_item_t.key), so the result does not depend on threads, nor,
+ * for keyed neighbours, on handles, rows or chunks: a boid with the same
+ * neighbours (same keys and values) gets the same bits in any world.
+ * Ghosts are neighbours but are not steered. Neighbours are the
  * grid's items (those its builder's `with` admits) strictly closer than
  * the radius, self excluded; self's own position and velocity are read
  * from its chunk. Register the grid's builder (weft_sys_grid()) first, so
@@ -419,9 +504,10 @@ int weft_sys_boids(weft_world_t *world, const weft_std_t *std,
  * One boid's velocity after a step, computed from its neighbours: the
  * kernel of weft_sys_boids(), exposed for tests and custom systems.
  * @p self is the boid; @p nb its @p n neighbours within the radius (self
- * excluded), in handle order. With d = self - other: separation sums
- * d / |d|^2 over the neighbours with 0 < |d| < min_distance, alignment is
- * the mean neighbour velocity minus self's, cohesion the mean of
+ * excluded), in key order (any fixed order gives a deterministic result;
+ * the system uses ascending weft_grid_item_t.key). With d = self - other:
+ * separation sums d / |d|^2 over the neighbours with 0 < |d| < min_distance,
+ * alignment is the mean neighbour velocity minus self's, cohesion the mean of
  * (other - self); v' = v + dt * (weighted sum), scaled down to max_speed.
  * Defaults as in weft_boids_config_t, except that a zero radius stays 0
  * here (there is no grid), so a zero min_distance then means none. Any
