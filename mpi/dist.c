@@ -64,18 +64,14 @@ int weft__agree_code(weft_mpi_t *m, int rc) {
   return agree(m->world, m->comm, (int)m->rank, rc, copy);
 }
 
-/* Finds component @p name, or registers it (size 8: a key; 0: a tag). */
+/* Finds component @p name, or registers it (size 8: a key; 0: a tag) the
+ * way weft_std_register() does, so that either may come first. */
 static int find_or_register(weft_world_t *w, const char *name, uint32_t size,
                             weft_component_t *out) {
   if (weft_component_lookup(w, name, out) == 0)
     return 0;
-  static const weft_field_desc_t id = {"id", 0, 8, WEFT_FIELD_U64};
-  weft_component_desc_t d = {.name = name, .size = size};
-  if (size) {
-    d.alignment = 8;
-    d.fields = &id;
-    d.field_count = 1;
-  }
+  weft_component_desc_t d = {
+      .name = name, .size = size, .alignment = size ? 8 : 0};
   return weft_component_register(w, &d, out);
 }
 
