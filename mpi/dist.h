@@ -90,9 +90,13 @@ struct weft_mpi_t {
 int weft__mbuf_reserve(weft__mbuf_t *b, size_t more);
 void weft__mbuf_free(weft__mbuf_t *b);
 
-/* Appends the migrant record of owned entity @p e to @p b: a 4-byte
- * length, then the entity's encoding (record.c). */
-int weft__record_put(weft_mpi_t *m, weft_entity_t e, weft__mbuf_t *b);
+/* A migrant's head in a message: u32 record bytes, u32 0, u64 key. */
+#define WEFT__MIGRANT_HEAD 16u
+
+/* Appends the migrant record of owned entity @p e (key @p key) to @p b:
+ * the head, then the entity's encoding (record.c). */
+int weft__record_put(weft_mpi_t *m, weft_entity_t e, uint64_t key,
+                     weft__mbuf_t *b);
 
 /* Spawns the entity of the record at @p p (@p n bytes, past the length)
  * into the world; *out gets it. */

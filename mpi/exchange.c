@@ -103,7 +103,7 @@ static int pack_one(weft_mpi_t *m, weft_entity_t e, uint64_t k, float x,
   uint32_t nh = weft__domain_halo_ranks(&m->dom, x, y, owner, halo);
   int rc = 0;
   if (owner != m->rank) {
-    rc = weft__record_put(m, e, &m->out_mig[owner]);
+    rc = weft__record_put(m, e, k, &m->out_mig[owner]);
     if (!rc)
       rc = note_leaving(m, e);
   }
@@ -263,30 +263,28 @@ static int drop_ghost(weft_mpi_t *m, weft__keyslot_t *s) {
 }
 
 /* Spawns the migrants of one buffer; a ghost of the same key (the entity
- * was in this rank's halo) gives way to it. */
+ * was in this rank's halo) gives way to it first. */
 static int spawn_migrants(weft_mpi_t *m, const weft__mbuf_t *b) {
   for (size_t at = 0; at < b->len;) {
     uint32_t n;
-    if (b->len - at < 4)
+    uint64_t k;
+    if (b->len - at < WEFT__MIGRANT_HEAD)
       return weft_world_fail(m->world, WEFT_EINVAL,
                              "weft_mpi: a migrant message is damaged");
     memcpy(&n, b->data + at, 4);
-    if (b->len - at - 4 < n)
+    memcpy(&k, b->data + at + 8, 8);
+    if (b->len - at - WEFT__MIGRANT_HEAD < n)
       return weft_world_fail(m->world, WEFT_EINVAL,
                              "weft_mpi: a migrant message is damaged");
+    weft__keyslot_t *s = weft__keymap_find(&m->ghosts, k);
+    int rc = s ? drop_ghost(m, s) : 0;
     weft_entity_t e;
-    int rc = weft__record_spawn(m, b->data + at + 4, n, &e);
-    const uint64_t *k = rc ? NULL : weft_get(m->world, e, m->key);
-    if (!rc && !k)
-      rc = weft_world_fail(m->world, WEFT_EINVAL,
-                           "weft_mpi: a migrant arrived without its key");
-    weft__keyslot_t *s = rc ? NULL : weft__keymap_find(&m->ghosts, *k);
-    if (s)
-      rc = drop_ghost(m, s);
+    if (!rc)
+      rc = weft__record_spawn(m, b->data + at + WEFT__MIGRANT_HEAD, n, &e);
     if (rc)
       return rc;
     m->stats.immigrants++;
-    at += 4 + n;
+    at += WEFT__MIGRANT_HEAD + n;
   }
   return 0;
 }

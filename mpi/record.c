@@ -2,8 +2,10 @@
 /*
  * Migrant records: one entity's encoding by the snapshot codec's
  * per-entity codec (weft/entity_codec.h), which names the components and
- * migrates layouts as a snapshot load would, behind a 4-byte length; and
- * the growable buffers the exchange packs into.
+ * migrates layouts as a snapshot load would, behind a 16-byte head (the
+ * record's length, 4 bytes of padding, the key: the receiver finds the
+ * key's ghost without decoding); and the growable buffers the exchange
+ * packs into.
  *
  * Every rank encodes with its own table and decodes with it unbound:
  * weft_mpi_new() checks that all ranks' tables are the same bytes (the
@@ -50,16 +52,19 @@ void weft__record_fini(weft_mpi_t *m) {
   m->codec = NULL;
 }
 
-int weft__record_put(weft_mpi_t *m, weft_entity_t e, weft__mbuf_t *b) {
+int weft__record_put(weft_mpi_t *m, weft_entity_t e, uint64_t key,
+                     weft__mbuf_t *b) {
   size_t most = weft_entity_codec_max_record(m->codec), n = 0;
-  int rc = weft__mbuf_reserve(b, 4 + most);
+  int rc = weft__mbuf_reserve(b, WEFT__MIGRANT_HEAD + most);
   if (!rc)
-    rc = weft_entity_encode(m->codec, e, b->data + b->len + 4, most, &n);
+    rc = weft_entity_encode(m->codec, e, b->data + b->len + WEFT__MIGRANT_HEAD,
+                            most, &n);
   if (rc)
     return rc;
-  uint32_t len = (uint32_t)n;
-  memcpy(b->data + b->len, &len, 4);
-  b->len += 4 + n;
+  uint32_t head[2] = {(uint32_t)n, 0};
+  memcpy(b->data + b->len, head, 8);
+  memcpy(b->data + b->len + 8, &key, 8);
+  b->len += WEFT__MIGRANT_HEAD + n;
   return 0;
 }
 
