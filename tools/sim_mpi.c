@@ -13,9 +13,10 @@
  * the global digest.
  *
  * particles is rank-count independent (every system is per entity). boids
- * reads neighbours through the grid in handle order until the built-in
- * systems order by key; arena is not distributed yet (its relations and
- * spawners need the keyed systems): it is refused.
+ * runs but is not yet: its grid is built after the move, and the ghosts,
+ * refreshed before the tick, are not moved (docs/mpi.md). arena is not
+ * distributed yet (relations, spawners, every standard component in
+ * ghosts): it is refused.
  */
 #include "sim_mpi.h"
 
