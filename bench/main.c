@@ -25,6 +25,11 @@ typedef struct bench_scenario_t {
   void (*run)(bench_ctx_t *ctx);
 } bench_scenario_t;
 
+/* bench_net.c: weft::net's rows, where weft::net is built. */
+#ifdef WEFT_BENCH_NET
+void bench_net(bench_ctx_t *ctx);
+#endif
+
 /* Every scenario, in the order they run. */
 static const bench_scenario_t bench_registry[] = {
     {"simple_insert", bench_simple_insert},
@@ -55,6 +60,9 @@ static const bench_scenario_t bench_registry[] = {
     {"codec", bench_codec},
 #ifdef WEFT_BENCH_MPI
     {"mpi", bench_mpi}, /* under mpirun: bench_mpi.c */
+#endif
+#ifdef WEFT_BENCH_NET
+    {"net", bench_net},
 #endif
 };
 

@@ -56,7 +56,8 @@ done
 # checked-in corpus. The snapshot loader gets real snapshots of every
 # scenario written by this build's weft-sim (the checked-in ones may
 # predate a format change); the per-entity codec gets records and tables
-# written by this build's test_entity_codec.
+# written by this build's test_entity_codec, weft::net's decoders client
+# messages and welcome + packet pairs written by test_net_wire.
 seeds() {
   case "$1" in
     snapshot)
@@ -69,6 +70,12 @@ seeds() {
     entity_codec)
       cmake --build "$build" --parallel "$jobs" --target weft_test_entity_codec
       WEFT_ENTITY_CODEC_SEEDS="$2" "$build/tests/test_entity_codec" >/dev/null
+      ;;
+    net_client | net_packet)
+      # test_net_wire writes both targets' seeds under one folder.
+      cmake --build "$build" --parallel "$jobs" --target weft_test_net_wire
+      mkdir -p "$(dirname "$2")/net_client" "$(dirname "$2")/net_packet"
+      WEFT_NET_SEEDS="$(dirname "$2")" "$build/tests/test_net_wire" >/dev/null
       ;;
   esac
 }

@@ -24,8 +24,10 @@ fi
 # tools' pictures (weft-sim --frames). libxxhash-dev: snapshot checksums
 # (header-only use; weft's users need nothing of it). libopenmpi-dev and
 # openmpi-bin: weft::mpi and its mpirun tests (label mpi).
+# libwebsockets-dev: weft::net's socket transport (WebSocket over TCP).
 packages=(cmake pkg-config libjemalloc-dev libhwloc-dev libudev-dev hwloc
-          libcmocka-dev libpng-dev libxxhash-dev libopenmpi-dev openmpi-bin)
+          libcmocka-dev libpng-dev libxxhash-dev libopenmpi-dev openmpi-bin
+          libwebsockets-dev)
 # Optional parts, named on the command line. fuzz: clang builds the fuzz
 # targets with -fsanitize=fuzzer, whose runtime (libclang_rt.fuzzer) is in
 # libclang-rt-14-dev; libfuzzer-14-dev is LLVM's libFuzzer library itself.

@@ -141,6 +141,14 @@ int weft_snapshot_save(weft_world_t *world,
  * program does not register), WEFT_ELIMIT (the world's capacity or chunk
  * size does not fit), WEFT_EBUSY, WEFT_ENOMEM; on any failure the world
  * is unchanged, except that WEFT_ENOMEM while filling it leaves it empty.
+ *
+ * Memory: when the world already has the snapshot's archetypes and chunk
+ * segments (reloading into the world that saved it, or into one restored
+ * from the same snapshot), the rows are copied into fresh segment copies
+ * while the input is checked, and swapped in only once all of it is
+ * valid; during such a load the world's rows are allocated twice. When
+ * the copies cannot be allocated, the load validates first and copies
+ * afterwards instead.
  */
 int weft_snapshot_load_memory(weft_world_t *world, const void *data, size_t n,
                               weft_snapshot_error_t *err);

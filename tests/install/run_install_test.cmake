@@ -161,6 +161,28 @@ if(mpi_pc)
     "${WEFT_WORK_DIR}/consumer-mpi-pkgconfig")
 endif()
 
+# 2a''' (net). weft-net.pc, where weft was built with weft::net:
+# <weft/net.h> and -lweft_net after weft's flags.
+file(GLOB_RECURSE net_pc "${prefix}/*/weft-net.pc")
+if(net_pc)
+  execute_process(
+    COMMAND "${PKG_CONFIG_EXECUTABLE}" --cflags --libs weft-net
+    RESULT_VARIABLE rc OUTPUT_VARIABLE net_flags ERROR_VARIABLE pc_err
+    OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install test: pkg-config weft-net failed (${rc}):"
+                        "\n${pc_err}")
+  endif()
+  message(STATUS "install test: pkg-config weft-net: ${net_flags}")
+  separate_arguments(net_flags UNIX_COMMAND "${net_flags}")
+  run_step("build consumer_net with pkg-config"
+    "${WEFT_C_COMPILER}" -std=c11 -Wall -Wextra -Werror -g
+    ${sanitize_flags} "${consumer_src}/consumer_net.c" ${net_flags}
+    -o "${WEFT_WORK_DIR}/consumer-net-pkgconfig")
+  run_step("run pkg-config consumer_net"
+    "${WEFT_WORK_DIR}/consumer-net-pkgconfig")
+endif()
+
 # 2b. CMake package: find_package(weft REQUIRED) with the prefix on
 # CMAKE_PREFIX_PATH.
 set(generator_args "")
@@ -198,6 +220,14 @@ if(mpi_pc)
   else()
     message(FATAL_ERROR "install test: weft::mpi was installed, but "
                         "find_package(weft) gave no weft::mpi target")
+  endif()
+endif()
+if(net_pc)
+  if(EXISTS "${consumer_build}/consumer_net")
+    run_step("run find_package consumer_net" "${consumer_build}/consumer_net")
+  else()
+    message(FATAL_ERROR "install test: weft::net was installed, but "
+                        "find_package(weft) gave no weft::net target")
   endif()
 endif()
 
