@@ -58,6 +58,9 @@ static const bench_scenario_t bench_registry[] = {
     {"compact", bench_compact},
     {"snapshot", bench_snapshot},
     {"codec", bench_codec},
+#ifdef WEFT_BENCH_MPI
+    {"mpi", bench_mpi}, /* under mpirun: bench_mpi.c */
+#endif
 #ifdef WEFT_BENCH_NET
     {"net", bench_net},
 #endif

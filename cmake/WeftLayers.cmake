@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 #
 # weft's layers, enforced by the include path: core <- scheduler <- systems
-# <- net (weft::net, a library of its own).
+# <- mpi, net (weft::mpi and weft::net, libraries of their own).
 #
 # Internal headers are included root-relative ("core/world.h",
 # "scheduler/sched.h"). Each layer compiles with an include tree of its own
@@ -65,4 +65,5 @@ endfunction()
 weft_layer_tree(core core)
 weft_layer_tree(scheduler core scheduler)
 weft_layer_tree(systems core scheduler systems)
+weft_layer_tree(mpi core scheduler systems mpi)
 weft_layer_tree(net core scheduler systems net)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tools/format.sh: apply .clang-format to every .c, .h and .cpp file under
-# core, include, scheduler, systems, net, tools, bench and tests.
+# core, include, scheduler, systems, mpi, net, tools, bench and tests.
 #
 #   tools/format.sh          rewrite files in place
 #   tools/format.sh --check  change nothing; list badly formatted files and
@@ -37,7 +37,7 @@ if ! command -v "$clang_format" >/dev/null 2>&1; then
 fi
 
 dirs=()
-for d in core include scheduler systems net tools bench tests; do
+for d in core include scheduler systems mpi net tools bench tests; do
   [[ -d "$d" ]] && dirs+=("$d")
 done
 files=()

@@ -22,10 +22,12 @@ fi
 # libudev-dev: hwloc's private dependency, which `pkg-config --static --libs
 # weft` names (-ludev); libhwloc-dev does not pull it in. libpng-dev: the
 # tools' pictures (weft-sim --frames). libxxhash-dev: snapshot checksums
-# (header-only use; weft's users need nothing of it). libwebsockets-dev:
-# weft::net's socket transport (WebSocket over TCP).
+# (header-only use; weft's users need nothing of it). libopenmpi-dev and
+# openmpi-bin: weft::mpi and its mpirun tests (label mpi).
+# libwebsockets-dev: weft::net's socket transport (WebSocket over TCP).
 packages=(cmake pkg-config libjemalloc-dev libhwloc-dev libudev-dev hwloc
-          libcmocka-dev libpng-dev libxxhash-dev libwebsockets-dev)
+          libcmocka-dev libpng-dev libxxhash-dev libopenmpi-dev openmpi-bin
+          libwebsockets-dev)
 # Optional parts, named on the command line. fuzz: clang builds the fuzz
 # targets with -fsanitize=fuzzer, whose runtime (libclang_rt.fuzzer) is in
 # libclang-rt-14-dev; libfuzzer-14-dev is LLVM's libFuzzer library itself.

@@ -40,6 +40,9 @@
 #include "core/json.h"
 #include "sim_frames.h"
 #include "sim_scenarios.h"
+#ifdef WEFT_SIM_MPI
+#include "sim_mpi.h"
+#endif
 #include "weft_tools_version.h"
 
 #define SIM_DT (1.0 / 60.0)
@@ -61,6 +64,7 @@ typedef struct sim_args_t {
   const char *checkpoint;    /* snapshot file written during/after the run */
   uint32_t checkpoint_every; /* ticks between checkpoints; 0: at the end */
   const char *restore;       /* snapshot to continue from, or NULL */
+  bool mpi;                  /* distributed over MPI ranks (tools/sim_mpi.c) */
 } sim_args_t;
 
 /* The default --frame-every: six pictures a simulated second at 60 Hz,
@@ -81,7 +85,7 @@ static void usage(FILE *f) {
       "                [--trace FILE.json] [--json FILE]\n"
       "                [--frames DIR [--frame-every N] [--frame-size PX]]\n"
       "                [--checkpoint FILE [--checkpoint-every N]]\n"
-      "                [--restore FILE]\n"
+      "                [--restore FILE] [--mpi]\n"
       "       weft-sim --help | --version\n"
       "  -s, --scenario S  arena (default): units, turrets, projectiles,\n"
       "                    collisions and damage; boids: flocking over a\n"
@@ -110,6 +114,9 @@ static void usage(FILE *f) {
       "  --restore FILE    continue from a snapshot written by a run of the\n"
       "                    same --scenario, --entities and --seed; --ticks\n"
       "                    more ticks run after it\n"
+      "  --mpi             run distributed over MPI ranks (implied under\n"
+      "                    mpirun): particles and boids; prints one line\n"
+      "                    per rank and the global digest\n"
       "  -h, --help        this text\n"
       "  -V, --version     weft's version (and git commit)\n"
       "Values may follow their option as '--ticks 50' or '--ticks=50'.\n");
@@ -156,7 +163,8 @@ enum {
   OPT_FRAME_SIZE,
   OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY,
-  OPT_RESTORE
+  OPT_RESTORE,
+  OPT_MPI
 };
 static const struct option sim_options[] = {
     {"scenario", required_argument, NULL, 's'},
@@ -173,6 +181,7 @@ static const struct option sim_options[] = {
     {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"restore", required_argument, NULL, OPT_RESTORE},
+    {"mpi", no_argument, NULL, OPT_MPI},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -255,8 +264,8 @@ static int parse_one(int c, const char *val, sim_args_t *a) {
 
 static int parse_args(int argc, char **argv, sim_args_t *a) {
   *a = (sim_args_t){
-      SIM_ARENA,       100000,         -1,   200, 0,   1, NULL, NULL, NULL,
-      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL};
+      SIM_ARENA,       100000,         -1,   200, 0,    1,    NULL, NULL, NULL,
+      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL, false};
   opterr = 0; /* our messages, not getopt's */
   int c, rc;
   bool frame_opt = false;
@@ -277,6 +286,10 @@ static int parse_args(int argc, char **argv, sim_args_t *a) {
        * just passed. */
       char opt[3] = {'-', (char)optopt, 0};
       return bad(optopt ? opt : argv[optind - 1], NULL, "unknown option");
+    }
+    if (c == OPT_MPI) {
+      a->mpi = true;
+      continue;
     }
     if ((rc = parse_one(c, optarg, a)) != 0)
       return rc;
@@ -881,6 +894,15 @@ int main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc)
     return rc;
+#ifdef WEFT_SIM_MPI
+  if (a.mpi || sim_mpi_launched())
+    return sim_mpi_run(&(sim_mpi_args_t){a.kind, a.entities, a.threads, a.ticks,
+                                         a.warmup, a.seed, SIM_DT},
+                       &argc, &argv);
+#else
+  if (a.mpi)
+    return bad("--mpi", NULL, "this weft-sim was built without MPI");
+#endif
   /* The frames' folder is made and checked before anything runs. */
   sim_frames_t frames_store, *frames = NULL;
   if (a.frames) {

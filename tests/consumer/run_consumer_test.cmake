@@ -99,7 +99,8 @@ file(STRINGS "${build}/CMakeCache.txt" cache)
 set(expect
   "CMAKE_BUILD_TYPE:STRING=${WEFT_PARENT_BUILD_TYPE}"
   "WEFT_BUILD_TESTS:BOOL=OFF" "WEFT_BUILD_BENCH:BOOL=OFF"
-  "WEFT_BUILD_TOOLS:BOOL=OFF" "WEFT_INSTALL:BOOL=OFF")
+  "WEFT_BUILD_TOOLS:BOOL=OFF" "WEFT_INSTALL:BOOL=OFF"
+  "WEFT_MPI:STRING=OFF")
 foreach(line ${expect})
   list(FIND cache "${line}" at)
   if(at EQUAL -1)

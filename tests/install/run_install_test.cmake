@@ -139,6 +139,28 @@ run_step("build consumer with pkg-config --static"
 run_step("run pkg-config --static consumer"
   "${WEFT_WORK_DIR}/consumer-pkgconfig-static")
 
+# 2a''. weft-mpi.pc, where weft was built with MPI: <weft/mpi.h> and
+# -lweft_mpi with MPI's flags, one rank run without mpirun.
+file(GLOB_RECURSE mpi_pc "${prefix}/*/weft-mpi.pc")
+if(mpi_pc)
+  execute_process(
+    COMMAND "${PKG_CONFIG_EXECUTABLE}" --cflags --libs weft-mpi
+    RESULT_VARIABLE rc OUTPUT_VARIABLE mpi_flags ERROR_VARIABLE pc_err
+    OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install test: pkg-config weft-mpi failed (${rc}):"
+                        "\n${pc_err}")
+  endif()
+  message(STATUS "install test: pkg-config weft-mpi: ${mpi_flags}")
+  separate_arguments(mpi_flags UNIX_COMMAND "${mpi_flags}")
+  run_step("build consumer_mpi with pkg-config"
+    "${WEFT_C_COMPILER}" -std=c11 -Wall -Wextra -Werror -g
+    ${sanitize_flags} "${consumer_src}/consumer_mpi.c" ${mpi_flags}
+    -o "${WEFT_WORK_DIR}/consumer-mpi-pkgconfig")
+  run_step("run pkg-config consumer_mpi"
+    "${WEFT_WORK_DIR}/consumer-mpi-pkgconfig")
+endif()
+
 # 2a''' (net). weft-net.pc, where weft was built with weft::net:
 # <weft/net.h> and -lweft_net after weft's flags.
 file(GLOB_RECURSE net_pc "${prefix}/*/weft-net.pc")
@@ -192,6 +214,14 @@ else()
   file(GLOB_RECURSE consumer_bin "${consumer_build}/*/consumer")
 endif()
 run_step("run find_package consumer" ${consumer_bin})
+if(mpi_pc)
+  if(EXISTS "${consumer_build}/consumer_mpi")
+    run_step("run find_package consumer_mpi" "${consumer_build}/consumer_mpi")
+  else()
+    message(FATAL_ERROR "install test: weft::mpi was installed, but "
+                        "find_package(weft) gave no weft::mpi target")
+  endif()
+endif()
 if(net_pc)
   if(EXISTS "${consumer_build}/consumer_net")
     run_step("run find_package consumer_net" "${consumer_build}/consumer_net")

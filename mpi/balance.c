@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Load balance (weft_mpi_rebalance()): the cuts move so that every column
+ * and every row of regions holds the same share of the owned entities.
+ *
+ * Every rank bins the x and the y of its owned entities over the box
+ * (WEFT__BALANCE_BINS bins an axis); one MPI_Allreduce sums the bins, and
+ * every rank then places the same cuts at the same quantiles of the
+ * global histograms, interpolating inside a bin. No region may end up
+ * narrower than the halo (the decomposition's rule): each keeps at least
+ * the halo and a hundredth of the even width's excess over it. The next
+ * exchange then moves the entities that changed owner, and the ghosts
+ * follow. The results do not depend on where the cuts are, only the
+ * balance does.
+ *
+ * The cost is the entity count: every entity weighs the same. Weighting
+ * by measured time (a region's tick time over its entities) is the next
+ * step; the histograms take any weights.
+ */
+#include <string.h>
+
+#include <weft.h>
+
+#include "mpi/dist.h"
+
+/* Adds this rank's owned entities to the histograms. */
+static void bin_owned(weft_mpi_t *m, uint64_t *hx, uint64_t *hy) {
+  const weft__domain_t *d = &m->dom;
+  const double sx = WEFT__BALANCE_BINS / ((double)d->max.x - d->min.x);
+  const double sy = WEFT__BALANCE_BINS / ((double)d->max.y - d->min.y);
+  weft_iter_t it;
+  for (weft_query_iter(m->owned, &it); weft_iter_next(&it);) {
+    const float *px, *py;
+    uint32_t stride = 1;
+    if (m->position_soa) {
+      px = weft_iter_field(&it, 1, 0);
+      py = weft_iter_field(&it, 1, 1);
+    } else {
+      px = it.columns[1];
+      py = px + 1;
+      stride = 2;
+    }
+    for (uint32_t i = 0; i < it.count; i++) {
+      double bx = ((double)px[i * stride] - d->min.x) * sx;
+      double by = ((double)py[i * stride] - d->min.y) * sy;
+      /* Outside the box (and NaN) counts in the edge bins, as owners do. */
+      uint32_t ix = bx >= WEFT__BALANCE_BINS ? WEFT__BALANCE_BINS - 1
+                    : bx > 0                 ? (uint32_t)bx
+                                             : 0;
+      uint32_t iy = by >= WEFT__BALANCE_BINS ? WEFT__BALANCE_BINS - 1
+                    : by > 0                 ? (uint32_t)by
+                                             : 0;
+      hx[ix]++;
+      hy[iy]++;
+    }
+  }
+}
+
+/* Places n - 1 inner cuts of [lo, hi] at the quantiles of hist, then
+ * keeps every slot at least minw wide. cuts[0] and cuts[n] stay. */
+static void place_cuts(float *cuts, uint32_t n, const uint64_t *hist, float lo,
+                       float hi, float minw) {
+  uint64_t total = 0;
+  for (uint32_t b = 0; b < WEFT__BALANCE_BINS; b++)
+    total += hist[b];
+  if (total == 0 || n < 2)
+    return; /* nothing to balance: the cuts stay */
+  double width = ((double)hi - lo) / WEFT__BALANCE_BINS, seen = 0;
+  uint32_t b = 0;
+  for (uint32_t i = 1; i < n; i++) {
+    double want = (double)total * i / n;
+    while (b < WEFT__BALANCE_BINS - 1 && seen + (double)hist[b] < want)
+      seen += (double)hist[b++];
+    double in = hist[b] ? (want - seen) / (double)hist[b] : 0.5;
+    cuts[i] = (float)(lo + width * (b + (in < 0 ? 0 : in > 1 ? 1 : in)));
+  }
+  for (uint32_t i = 1; i < n; i++) /* forwards: room after the cut */
+    if (cuts[i] < cuts[i - 1] + minw)
+      cuts[i] = cuts[i - 1] + minw;
+  for (uint32_t i = n - 1; i >= 1; i--) /* backwards: room before hi */
+    if (cuts[i] > cuts[i + 1] - minw)
+      cuts[i] = cuts[i + 1] - minw;
+}
+
+int weft_mpi_rebalance(weft_mpi_t *m) {
+  if (!m)
+    return WEFT_EINVAL;
+  weft__domain_t *d = &m->dom;
+  uint64_t *hx = m->hist, *hy = m->hist + WEFT__BALANCE_BINS;
+  memset(m->hist, 0, sizeof *m->hist * 2 * WEFT__BALANCE_BINS);
+  bin_owned(m, hx, hy);
+  if (MPI_Allreduce(MPI_IN_PLACE, m->hist, 2 * WEFT__BALANCE_BINS, MPI_UINT64_T,
+                    MPI_SUM, m->comm) != MPI_SUCCESS)
+    return weft_world_fail(m->world, WEFT_EIO,
+                           "weft_mpi: MPI_Allreduce failed");
+  /* A hundredth of the way from the halo to the even width: strictly
+   * above the halo, as weft_mpi_new() checked the even cuts are. */
+  float wx = (d->max.x - d->min.x) / (float)d->px;
+  float wy = (d->max.y - d->min.y) / (float)d->py;
+  place_cuts(d->cut_x, d->px, hx, d->min.x, d->max.x,
+             d->halo + 0.01f * (wx - d->halo));
+  place_cuts(d->cut_y, d->py, hy, d->min.y, d->max.y,
+             d->halo + 0.01f * (wy - d->halo));
+  m->stats.rebalances++;
+  return 0;
+}

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The distributed test program (tests/mpi/run_mpi.cmake runs it under
+ * mpirun at several rank and thread counts and compares what it prints).
+ *
+ *   mpi_sim SCENARIO ENTITIES TICKS THREADS SEED [save:PREFIX|load:PREFIX]
+ *
+ * Every rank builds the same world description and spawns, from
+ * counter-based draws by spawn index, only the entities whose position it
+ * owns (weft.Key = the index), then runs TICKS distributed ticks and
+ * prints its count and the global digest:
+ *
+ *   rank R local N
+ *   digest 0x... entities N        (rank 0 only)
+ *
+ * save:PREFIX writes a distributed checkpoint after the ticks
+ * (weft_mpi_checkpoint()); load:PREFIX starts from one instead of
+ * spawning (weft_mpi_restore(), any rank count).
+ *
+ * Scenarios:
+ *   particles  gravity, damping, bouncing walls (weft_sys_integrate)
+ *   cross      velocities of one to two regions per tick: entities cross
+ *              boundaries (and skip regions) every tick
+ *   empty      everything drifts to the left wall (clamped): the regions
+ *              on the right empty out; their ranks print local 0
+ *   neighbours particles plus a system of this program that reads the
+ *              neighbours within a radius (ghosts included) in key order
+ *   dying      neighbours, and every entity dies after a lifetime drawn
+ *              from its index (weft_sys_lifetime): the ghosts of the dead
+ *              must go, or the neighbour sums differ
+ *   crowd      particles that all start in the left quarter of the box,
+ *              rebalanced every 5 ticks (weft_mpi_rebalance): the same
+ *              digest, and the ranks share the entities ("imbalance X",
+ *              the largest rank's count over the mean, on rank 0)
+ *   steady     particles fast enough to migrate often: the last 40
+ *              ticks must allocate nothing (the world's counters
+ *              and this thread's jemalloc counter); prints
+ *              "rank R steady allocs A bytes B" and fails otherwise
+ * Every rank also checks that its pool's workers are placed on CPUs the
+ * rank is bound to (mpirun --bind-to, a batch scheduler's binding): the
+ * pool plans within the process's CPU set.
+ *
+ *   failtick   the last rank's tick fails at its fourth step: every rank
+ *              returns that error from the same weft_mpi_step() and
+ *              prints it ("error: ...")
+ *   badhalo    a halo wider than a region: every rank prints the error
+ *              ("error: ...") and exits 0 when weft_mpi_new() refused it
+ *   differ     rank 1's halo differs from the others': the same
+ *   layout     rank 1 registers one more component than the others (its
+ *              migrant records would not mean the same): the same
+ */
+#define _GNU_SOURCE 1 /* sched_getaffinity() */
+#include <math.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <weft.h>
+#include <weft/mpi.h>
+
+#include "core/alloc.h" /* weft__alloc_thread_counter() */
+
+#define DT (1.0 / 60.0)
+
+typedef struct args_t {
+  const char *scenario;
+  uint32_t entities, ticks, threads;
+  uint64_t seed;
+  const char *save, *load; /* checkpoint prefixes, or NULL */
+} args_t;
+
+/* A uniform float in [0, 1) for spawn index i, draw n. */
+static float draw(uint64_t seed, uint64_t i, uint32_t n) {
+  return (float)(weft_random_at(seed, i, 0, 7, n) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* ---- the neighbour-reading system ------------------------------------- */
+
+typedef struct near_t {
+  uint64_t key;
+  float x, y;
+  weft_vec2_t v;
+  weft_entity_t e;
+  bool owned, hot;
+} near_t;
+
+typedef struct neigh_t {
+  weft_std_t std;
+  weft_component_t key, ghost, hot;
+  float side;
+  weft_query_t *all;
+  near_t *items;
+  uint32_t cap;
+  float radius;
+} neigh_t;
+
+static int by_key(const void *a, const void *b) {
+  uint64_t x = ((const near_t *)a)->key, y = ((const near_t *)b)->key;
+  return x < y ? -1 : x > y;
+}
+
+/* Every owned entity is pushed away from its neighbours within the
+ * radius (twice as hard by "hot" ones) and nudged along their velocity,
+ * summed in key order, from the state at the start of the tick (ghosts
+ * included: position, velocity and the hot tag cross the boundary). Then
+ * the owned entities right of the middle become hot and the others stop
+ * being (ghosts see the tag come and go), and the integration runs. */
+static int neighbour_tick(void *user, weft_world_t *w, double dt) {
+  neigh_t *n = user;
+  uint32_t count = 0;
+  weft_iter_t it;
+  for (weft_query_iter(n->all, &it); weft_iter_next(&it);) {
+    const uint64_t *keys = it.columns[0];
+    const float *px = weft_iter_field(&it, 1, 0);
+    const float *py = weft_iter_field(&it, 1, 1);
+    for (uint32_t i = 0; i < it.count; i++) {
+      if (count == n->cap) {
+        n->cap = n->cap ? n->cap * 2 : 1024;
+        n->items = realloc(n->items, sizeof *n->items * n->cap);
+        if (!n->items)
+          abort();
+      }
+      near_t *o = &n->items[count++];
+      *o = (near_t){.key = keys[i],
+                    .x = px[i],
+                    .y = py[i],
+                    .e = it.entities[i],
+                    .owned = !weft_has(w, it.entities[i], n->ghost),
+                    .hot = weft_has(w, it.entities[i], n->hot)};
+      if (weft_read(w, o->e, n->std.velocity, &o->v))
+        return WEFT_EINVAL;
+    }
+  }
+  qsort(n->items, count, sizeof *n->items, by_key);
+  float r2 = n->radius * n->radius;
+  for (uint32_t i = 0; i < count; i++) {
+    if (!n->items[i].owned)
+      continue;
+    float fx = 0, fy = 0;
+    for (uint32_t j = 0; j < count; j++) {
+      float dx = n->items[i].x - n->items[j].x;
+      float dy = n->items[i].y - n->items[j].y;
+      float d2 = dx * dx + dy * dy;
+      if (j != i && d2 < r2) {
+        float k = n->items[j].hot ? 2.0f : 1.0f;
+        fx += k * dx / (d2 + 1.0f) + 0.002f * n->items[j].v.x;
+        fy += k * dy / (d2 + 1.0f) + 0.002f * n->items[j].v.y;
+      }
+    }
+    weft_vec2_t v = n->items[i].v;
+    v.x += fx * 40.0f;
+    v.y += fy * 40.0f;
+    int rc = weft_set(w, n->items[i].e, n->std.velocity, &v);
+    if (rc)
+      return rc;
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    if (!n->items[i].owned)
+      continue;
+    int rc = n->items[i].x > n->side * 0.5f
+                 ? weft_add(w, n->items[i].e, n->hot, NULL)
+                 : weft_remove(w, n->items[i].e, n->hot);
+    if (rc)
+      return rc;
+  }
+  return weft_world_progress(w, dt);
+}
+
+/* The last rank's tick fails at its fourth tick (failtick). */
+static int failing_tick(void *user, weft_world_t *w, double dt) {
+  (void)user;
+  static int ticks;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank == size - 1 && ++ticks == 4)
+    return weft_world_fail(w, WEFT_ESYSTEM, "test: the tick failed here");
+  return weft_world_progress(w, dt);
+}
+
+/* ---- building the world ---------------------------------------------- */
+
+typedef struct scene_t {
+  float side, speed, halo;
+  bool neighbours, dying, crowd;
+  weft_integrate_config_t ic;
+} scene_t;
+
+static int scene_for(const char *name, scene_t *s) {
+  memset(s, 0, sizeof *s);
+  s->side = 1000.0f;
+  s->speed = 20.0f;
+  s->halo = 10.0f;
+  s->ic = (weft_integrate_config_t){
+      .gravity = {0.0f, -9.81f}, .damping = 0.01f, .mode = WEFT_BOUNDS_BOUNCE};
+  if (strcmp(name, "cross") == 0) {
+    s->side = 400.0f;
+    s->speed = 12000.0f; /* up to 200 units a tick, regions of 100+ */
+    s->ic.gravity = (weft_vec2_t){0, 0};
+  } else if (strcmp(name, "failtick") == 0) {
+  } else if (strcmp(name, "crowd") == 0) {
+    s->crowd = true;
+  } else if (strcmp(name, "steady") == 0) {
+    s->side = 400.0f;
+    s->speed = 300.0f;
+  } else if (strcmp(name, "empty") == 0) {
+    s->side = 400.0f;
+    s->speed = 0.0f;
+    s->ic.gravity = (weft_vec2_t){-4000.0f, 0.0f};
+    s->ic.mode = WEFT_BOUNDS_CLAMP;
+  } else if (strcmp(name, "neighbours") == 0 || strcmp(name, "dying") == 0) {
+    s->side = 200.0f;
+    s->halo = 8.0f;
+    s->neighbours = true;
+    s->dying = strcmp(name, "dying") == 0;
+  } else if (strcmp(name, "badhalo") == 0) {
+    s->halo = s->side; /* no region is wider than the box */
+  } else if (strcmp(name, "differ") == 0 || strcmp(name, "layout") == 0) {
+    s->halo = 10.0f;
+  } else if (strcmp(name, "particles") != 0) {
+    return -1;
+  }
+  s->ic.min = (weft_vec2_t){0, 0};
+  s->ic.max = (weft_vec2_t){s->side, s->side};
+  return 0;
+}
+
+static int spawn_owned(weft_world_t *w, weft_mpi_t *mpi, const weft_std_t *std,
+                       weft_component_t key, const args_t *a,
+                       const scene_t *s) {
+  uint32_t me = weft_mpi_rank(mpi);
+  for (uint64_t i = 0; i < a->entities; i++) {
+    weft_vec2_t p = {draw(a->seed, i, 0) * s->side * (s->crowd ? 0.25f : 1),
+                     draw(a->seed, i, 1) * s->side};
+    if (weft_mpi_owner(mpi, p.x, p.y) != me)
+      continue;
+    weft_vec2_t v = {(draw(a->seed, i, 2) * 2 - 1) * s->speed,
+                     (draw(a->seed, i, 3) * 2 - 1) * s->speed};
+    uint64_t k = i;
+    weft_lifetime_t life = {0.1f + draw(a->seed, i, 4) * 0.6f};
+    weft_entity_t e;
+    int rc =
+        weft_spawn_with(w,
+                        (weft_component_t[]){std->position, std->velocity, key,
+                                             s->dying ? std->lifetime : 0, 0},
+                        (const void *[]){&p, &v, &k, &life}, &e);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int parse(int argc, char **argv, args_t *a) {
+  if (argc != 6 && argc != 7)
+    return -1;
+  a->save = a->load = NULL;
+  if (argc == 7 && strncmp(argv[6], "save:", 5) == 0)
+    a->save = argv[6] + 5;
+  else if (argc == 7 && strncmp(argv[6], "load:", 5) == 0)
+    a->load = argv[6] + 5;
+  else if (argc == 7)
+    return -1;
+  a->scenario = argv[1];
+  a->entities = (uint32_t)strtoul(argv[2], NULL, 10);
+  a->ticks = (uint32_t)strtoul(argv[3], NULL, 10);
+  a->threads = (uint32_t)strtoul(argv[4], NULL, 10);
+  a->seed = strtoull(argv[5], NULL, 10);
+  return 0;
+}
+
+/* Creates the driver; for the refused scenarios prints the verdict. */
+static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
+                       weft_mpi_config_t *mc, neigh_t *n, weft_mpi_t **out) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  mc->min = s->ic.min;
+  mc->max = s->ic.max;
+  mc->halo = s->halo;
+  mc->balance_every = s->crowd ? 5 : 0;
+  if (strcmp(a->scenario, "differ") == 0 && rank == 1)
+    mc->halo = s->halo * 2;
+  int layout = strcmp(a->scenario, "layout") == 0;
+  if (layout && rank == 1) {
+    weft_component_desc_t d = {.name = "test.Extra", .size = 4};
+    weft_component_t extra;
+    weft_component_register(w, &d, &extra);
+  }
+  if (s->neighbours) {
+    n->radius = s->halo;
+    n->side = s->side;
+    weft_component_desc_t d = {.name = "test.Hot"};
+    if (weft_component_register(w, &d, &n->hot) != 0)
+      return 2;
+    mc->ghost_components[0] = n->std.velocity;
+    mc->ghost_components[1] = n->hot;
+    mc->ghost_count = 2;
+    mc->tick = neighbour_tick;
+    mc->tick_user = n;
+  }
+  if (strcmp(a->scenario, "failtick") == 0)
+    mc->tick = failing_tick;
+  int rc = weft_mpi_new(w, MPI_COMM_WORLD, mc, out);
+  int refused = strcmp(a->scenario, "badhalo") == 0 ||
+                ((strcmp(a->scenario, "differ") == 0 || layout) && size > 1);
+  if (refused) {
+    printf("rank %d error: %s\n", rank, rc ? weft_world_last_error(w) : "none");
+    weft_mpi_free(*out);
+    return rc ? 1 : 2; /* 1: refused as expected, stop with status 0 */
+  }
+  if (rc)
+    fprintf(stderr, "rank %d: weft_mpi_new: %s\n", rank,
+            weft_world_last_error(w));
+  return rc ? 2 : 0;
+}
+
+/* Runs @p ticks more and checks that they allocated nothing: 0, a
+ * WEFT_E* code from a step, or 1 when they allocated. */
+static int run_steady(weft_world_t *w, weft_mpi_t *mpi, uint32_t ticks) {
+  weft_world_stats_t s0, s1;
+  weft_world_stats(w, &s0);
+  const uint64_t *counter = weft__alloc_thread_counter();
+  uint64_t b0 = counter ? *counter : 0;
+  int rc = 0;
+  for (uint32_t t = 0; t < ticks && !rc; t++)
+    rc = weft_mpi_step(mpi, DT);
+  weft_world_stats(w, &s1);
+  uint64_t allocs = s1.allocs - s0.allocs;
+  uint64_t bytes = counter ? *counter - b0 : 0;
+  printf("rank %u steady allocs %llu bytes %llu\n", weft_mpi_rank(mpi),
+         (unsigned long long)allocs, (unsigned long long)bytes);
+  return rc ? rc : allocs || bytes ? 1 : 0;
+}
+
+static int run(weft_world_t *w, const args_t *a) {
+  scene_t s;
+  if (scene_for(a->scenario, &s)) {
+    fprintf(stderr, "mpi_sim: unknown scenario %s\n", a->scenario);
+    return 2;
+  }
+  weft_std_t std;
+  weft_integrate_systems_t is;
+  weft_pipeline_config_t pc = {.fixed_dt = DT, .time_inline = true};
+  int rc = weft_std_register(w, &std);
+  if (!rc)
+    rc = weft_pipeline_configure(w, &pc);
+  if (!rc)
+    rc = weft_sys_integrate(w, &std, &s.ic, &is);
+  weft_system_t life;
+  if (!rc && s.dying)
+    rc = weft_sys_lifetime(w, &std, WEFT_PHASE_FIXED_UPDATE, &life);
+  if (rc)
+    return fprintf(stderr, "setup: %s\n", weft_world_last_error(w)), 2;
+  weft_mpi_config_t mc = {0};
+  neigh_t n = {.std = std};
+  weft_mpi_t *mpi = NULL;
+  int v = make_driver(w, a, &s, &mc, &n, &mpi);
+  if (v)
+    return v == 1 ? 0 : 2;
+  weft_component_lookup(w, "weft.Key", &n.key);
+  weft_component_lookup(w, "weft.Ghost", &n.ghost);
+  weft_query_desc_t q = {.include = {n.key, std.position}};
+  rc = weft_query_create(w, &q, &n.all);
+  if (!rc)
+    rc = a->load ? weft_mpi_restore(mpi, a->load)
+                 : spawn_owned(w, mpi, &std, n.key, a, &s);
+  int steady = strcmp(a->scenario, "steady") == 0;
+  uint32_t measured = a->ticks < 40 ? a->ticks : 40;
+  uint32_t half = steady ? a->ticks - measured : a->ticks;
+  for (uint32_t t = 0; t < half && !rc; t++)
+    rc = weft_mpi_step(mpi, DT);
+  if (strcmp(a->scenario, "failtick") == 0) {
+    /* Every rank stops at the same step with the same error. */
+    printf("rank %u error: %s\n", weft_mpi_rank(mpi),
+           rc ? weft_world_last_error(w) : "none");
+    free(n.items);
+    weft_mpi_free(mpi);
+    return rc == WEFT_ESYSTEM ? 0 : 1;
+  }
+  /* An allocation fails this rank only after the collective calls
+   * below, which every rank must still make. */
+  int allocated = 0;
+  if (steady && !rc) {
+    rc = run_steady(w, mpi, a->ticks - half);
+    allocated = rc == 1;
+    rc = rc == 1 ? 0 : rc;
+  }
+  if (!rc && a->save)
+    rc = weft_mpi_checkpoint(mpi, a->save);
+  /* The final positions decide ownership: one more exchange. */
+  if (!rc)
+    rc = weft_mpi_exchange(mpi);
+  weft_mpi_digest_t d;
+  int drc = weft_mpi_digest(mpi, &d);
+  weft_mpi_stats_t st;
+  weft_mpi_stats(mpi, &st);
+  if (rc || drc) {
+    fprintf(stderr, "rank %u: %s\n", weft_mpi_rank(mpi),
+            weft_world_last_error(w));
+  } else {
+    printf("rank %u local %llu emigrants %llu ghosts %llu\n",
+           weft_mpi_rank(mpi), (unsigned long long)d.local,
+           (unsigned long long)st.emigrants, (unsigned long long)st.ghosts);
+    uint64_t most = 0;
+    MPI_Allreduce(&d.local, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (weft_mpi_rank(mpi) == 0)
+      printf("digest 0x%016llx entities %llu\nimbalance %.2f\n",
+             (unsigned long long)d.digest, (unsigned long long)d.entities,
+             d.entities ? (double)most * weft_mpi_size(mpi) / d.entities : 1.0);
+  }
+  free(n.items);
+  weft_mpi_free(mpi);
+  return rc || drc || allocated ? 1 : 0;
+}
+
+/* 0 when every worker of the pool is placed on a CPU of this process's
+ * affinity mask; otherwise prints the first that is not and returns 1. */
+static int check_binding(const weft_pool_t *pool) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return 0; /* nothing to check against */
+  const weft_plan_t *plan = weft_pool_plan(pool);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (uint32_t w = 0; plan && w < weft_plan_workers(plan); w++) {
+    const weft_pu_info_t *pu = weft_plan_place(plan, w);
+    if (pu && !CPU_ISSET(pu->os_pu, &set)) {
+      printf("rank %d: worker %u is placed on CPU %u, outside the rank's "
+             "binding (%d CPUs)\n",
+             rank, w, pu->os_pu, CPU_COUNT(&set));
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  args_t a;
+  if (parse(argc, argv, &a)) {
+    fprintf(stderr, "usage: mpi_sim SCENARIO ENTITIES TICKS THREADS SEED "
+                    "[save:PREFIX|load:PREFIX]\n");
+    MPI_Finalize();
+    return 2;
+  }
+  weft_pool_t *pool = NULL;
+  weft_pool_config_t pc = {0};
+  pc.placement.workers = a.threads;
+  pc.placement.caller_participates = true;
+  int rc = weft_pool_create(&pc, &pool);
+  weft_world_t *w = NULL;
+  if (!rc)
+    rc = weft_world_create(&(weft_world_config_t){.pool = pool}, &w);
+  int unbound = rc ? 0 : check_binding(pool);
+  int out = rc ? 2 : run(w, &a);
+  out = out ? out : unbound;
+  weft_world_destroy(w);
+  weft_pool_destroy(pool);
+  fflush(stdout);
+  MPI_Finalize();
+  return out;
+}

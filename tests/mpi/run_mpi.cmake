@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: MIT
+# Runs tests/mpi/mpi_sim under mpirun at every rank count x thread count
+# and checks what the ranks print (ctest label "mpi"):
+#
+#   cmake -DWEFT_MPIEXEC=mpirun -DWEFT_PROG=mpi_sim -DWEFT_SCENARIO=particles
+#         -DWEFT_ARGS="ENTITIES;TICKS;SEED" -DWEFT_RANKS=1,2,3,4
+#         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|digest_any|empty|balanced|restart|error]
+#         [-DWEFT_ERROR=regex] [-DWEFT_MPI_FLAGS=--bind-to,core]
+#         [-DWEFT_STYLE=sim] [-DWEFT_DIR=scratch dir] -P run_mpi.cmake
+#
+# WEFT_STYLE=sim runs weft-sim (--scenario S --entities E ...) instead of
+# the positional arguments of mpi_sim.
+#
+# digest: every run prints the same global digest and entity count, the
+#         count given (nothing is lost or doubled).
+# digest_any: the same, where the simulation despawns (any count).
+# empty:  that too, and with more than one rank some rank owns nothing.
+# balanced: that too, and with more than one rank the largest rank holds
+#         at most 1.5 times the mean.
+# error:  every rank prints the same error line, matching WEFT_ERROR.
+foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
+            WEFT_THREADS)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run_mpi.cmake: ${var} is not set")
+  endif()
+endforeach()
+if(NOT WEFT_EXPECT)
+  set(WEFT_EXPECT digest)
+endif()
+string(REPLACE "," ";" ranks "${WEFT_RANKS}")
+string(REPLACE "," ";" threads "${WEFT_THREADS}")
+string(REPLACE "," ";" args "${WEFT_ARGS}")
+list(GET args 0 entities)
+list(GET args 1 ticks)
+list(GET args 2 seed)
+string(REPLACE "," ";" mpi_flags "${WEFT_MPI_FLAGS}")
+
+# restart: the digest of a straight run of TICKS on one rank equals that
+# of TICKS/2 on the largest rank count, checkpointed (WEFT_DIR), then
+# restored for the rest on every rank count.
+if(WEFT_EXPECT STREQUAL "restart")
+  list(GET threads 0 t)
+  list(GET ranks -1 most)
+  math(EXPR half "${ticks} / 2")
+  math(EXPR rest "${ticks} - ${half}")
+  file(REMOVE_RECURSE "${WEFT_DIR}")
+  file(MAKE_DIRECTORY "${WEFT_DIR}")
+  function(run_sim n k extra out_var)
+    set(cmd ${WEFT_MPIEXEC} --oversubscribe -n ${n} ${WEFT_PROG}
+            ${WEFT_SCENARIO} ${entities} ${k} ${t} ${seed} ${extra})
+    list(JOIN cmd " " cmd_text)
+    execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err TIMEOUT 240)
+    message(STATUS "${cmd_text}: exit ${rc}\n${out}")
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${cmd_text} failed (${rc}):\n${out}\n${err}")
+    endif()
+    string(REGEX MATCH "digest 0x[0-9a-f]+ entities [0-9]+" got "${out}")
+    set(${out_var} "${got}" PARENT_SCOPE)
+  endfunction()
+  run_sim(1 ${ticks} "" straight)
+  run_sim(${most} ${half} "save:${WEFT_DIR}/ck" saved)
+  foreach(n IN LISTS ranks)
+    run_sim(${n} ${rest} "load:${WEFT_DIR}/ck" restored)
+    if(NOT restored STREQUAL straight OR straight STREQUAL "")
+      message(FATAL_ERROR "restored on ${n} ranks: '${restored}', straight "
+                          "run: '${straight}'")
+    endif()
+  endforeach()
+  message(STATUS "restarts agree with the straight run: ${straight}")
+  return()
+endif()
+
+set(first "")
+foreach(n IN LISTS ranks)
+  foreach(t IN LISTS threads)
+    if(WEFT_STYLE STREQUAL "sim")
+      set(prog_args --scenario ${WEFT_SCENARIO} --entities ${entities}
+                    --ticks ${ticks} --threads ${t} --seed ${seed})
+    else()
+      set(prog_args ${WEFT_SCENARIO} ${entities} ${ticks} ${t} ${seed})
+    endif()
+    set(cmd ${WEFT_MPIEXEC} --oversubscribe ${mpi_flags} -n ${n} ${WEFT_PROG}
+            ${prog_args})
+    list(JOIN cmd " " cmd_text)
+    execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err TIMEOUT 240)
+    message(STATUS "${cmd_text}: exit ${rc}\n${out}")
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${cmd_text} failed (${rc}):\n${out}\n${err}")
+    endif()
+    if(WEFT_EXPECT STREQUAL "error")
+      string(REGEX MATCHALL "rank [0-9]+ error: [^\n]*" lines "${out}")
+      list(LENGTH lines count)
+      if(NOT count EQUAL n)
+        message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks reported "
+                            "the error:\n${out}\n${err}")
+      endif()
+      set(seen "")
+      foreach(line IN LISTS lines)
+        string(REGEX REPLACE "^rank [0-9]+ error: " "" text "${line}")
+        if(NOT text MATCHES "${WEFT_ERROR}")
+          message(FATAL_ERROR "${cmd_text}: '${text}' does not match "
+                              "'${WEFT_ERROR}'")
+        endif()
+        if(seen STREQUAL "")
+          set(seen "${text}")
+        elseif(NOT seen STREQUAL text)
+          message(FATAL_ERROR "${cmd_text}: ranks disagree: '${seen}' and "
+                              "'${text}'")
+        endif()
+      endforeach()
+      continue()
+    endif()
+    string(REGEX MATCH "digest 0x[0-9a-f]+ entities [0-9]+" got "${out}")
+    if(got STREQUAL "")
+      message(FATAL_ERROR "${cmd_text}: no digest line:\n${out}\n${err}")
+    endif()
+    string(REGEX MATCHALL "rank [0-9]+ local" locals "${out}")
+    list(LENGTH locals count)
+    if(NOT count EQUAL n)
+      message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks finished")
+    endif()
+    if(NOT WEFT_EXPECT STREQUAL "digest_any" AND
+       NOT got MATCHES "entities ${entities}$")
+      message(FATAL_ERROR "${cmd_text}: entities lost or doubled: ${got}")
+    endif()
+    if(first STREQUAL "")
+      set(first "${got}")
+      set(first_cmd "${cmd_text}")
+    elseif(NOT first STREQUAL got)
+      message(FATAL_ERROR "digests differ:\n  ${first_cmd}: ${first}\n"
+                          "  ${cmd_text}: ${got}")
+    endif()
+    if(WEFT_EXPECT STREQUAL "balanced" AND n GREATER 1)
+      string(REGEX MATCH "imbalance ([0-9.]+)" imb "${out}")
+      if(NOT imb OR CMAKE_MATCH_1 GREATER 1.5)
+        message(FATAL_ERROR "${cmd_text}: not balanced ('${imb}'):\n${out}")
+      endif()
+    endif()
+    if(WEFT_EXPECT STREQUAL "empty" AND n GREATER 1 AND
+       NOT out MATCHES "local 0 ")
+      message(FATAL_ERROR "${cmd_text}: no rank's region emptied:\n${out}")
+    endif()
+  endforeach()
+endforeach()
+message(STATUS "all runs agree: ${first}")

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft-sim's distributed mode: `mpirun -n R weft-sim --scenario S ...`.
+ *
+ * Every rank builds the whole scenario exactly as weft-sim does alone (the
+ * same program and seed give every rank the same world, row for row),
+ * numbers the entities in storage order as their weft.Key, and keeps only
+ * those whose position its region holds. So the global state at tick 0 is
+ * the single-process one whatever the rank count, at the price of every
+ * rank building all of it once. Then weft_mpi_step() runs the ticks, and
+ * rank 0 prints one line per rank (entities, ghosts, time in the tick and
+ * in the exchange, bytes sent and received, migrations), the imbalance and
+ * the global digest.
+ *
+ * particles is rank-count independent (every system is per entity). boids
+ * runs but is not yet: its grid is built after the move, and the ghosts,
+ * refreshed before the tick, are not moved (docs/mpi.md). arena is not
+ * distributed yet (relations, spawners, every standard component in
+ * ghosts): it is refused.
+ */
+#include "sim_mpi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <weft.h>
+#include <weft/mpi.h>
+
+bool sim_mpi_launched(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
+         getenv("PMIX_RANK");
+}
+
+/* One rank's line of the table. */
+typedef struct rank_row_t {
+  double local, ghosts, tick_s, exchange_s, sent, recv, emigrants, immigrants;
+} rank_row_t;
+
+/* Numbers the entities in storage order (the same on every rank) and
+ * despawns those another rank owns. */
+static int key_and_split(weft_world_t *w, weft_mpi_t *mpi,
+                         const weft_std_t *std) {
+  weft_component_t key;
+  int rc = weft_component_lookup(w, "weft.Key", &key);
+  weft_query_t *q = NULL;
+  if (!rc)
+    rc = weft_query_create(w, &(weft_query_desc_t){.include = {std->position}},
+                           &q);
+  uint32_t n = rc ? 0 : weft_query_count(q), k = 0;
+  weft_entity_t *all = n ? malloc(sizeof *all * n) : NULL;
+  if (!rc && n && !all)
+    rc = WEFT_ENOMEM;
+  weft_iter_t it;
+  for (weft_query_iter(q, &it); !rc && weft_iter_next(&it);)
+    for (uint32_t i = 0; i < it.count; i++)
+      all[k++] = it.entities[i];
+  uint32_t me = weft_mpi_rank(mpi);
+  for (uint32_t i = 0; i < k && !rc; i++) {
+    weft_vec2_t p;
+    uint64_t id = i;
+    rc = weft_read(w, all[i], std->position, &p);
+    if (!rc)
+      rc = weft_mpi_owner(mpi, p.x, p.y) == me ? weft_add(w, all[i], key, &id)
+                                               : weft_despawn(w, all[i]);
+  }
+  free(all);
+  weft_query_destroy(q);
+  return rc;
+}
+
+static float halo_for(sim_kind_t kind) {
+  /* The longest interaction distance: boids see 4 units around; particles
+   * read nobody. */
+  return kind == SIM_BOIDS ? 4.0f : 1.0f;
+}
+
+static void print_table(const sim_mpi_args_t *a, const rank_row_t *rows,
+                        int size, const weft_mpi_digest_t *d, uint32_t ticks) {
+  double sum_local = 0, max_local = 0, sum_t = 0, max_t = 0;
+  printf("weft-sim: %s, %u entities, %d ranks x %d threads, %u ticks\n",
+         sim_kind_name(a->kind), a->entities, size, a->threads, ticks);
+  for (int r = 0; r < size; r++) {
+    const rank_row_t *x = &rows[r];
+    printf("rank %d local %.0f ghosts %.0f tick_ms %.1f exchange_ms %.1f "
+           "sent_kib %.1f recv_kib %.1f emigrants %.0f immigrants %.0f\n",
+           r, x->local, x->ghosts, x->tick_s * 1e3, x->exchange_s * 1e3,
+           x->sent / 1024, x->recv / 1024, x->emigrants, x->immigrants);
+    sum_local += x->local;
+    max_local = x->local > max_local ? x->local : max_local;
+    double t = x->tick_s + x->exchange_s;
+    sum_t += t;
+    max_t = t > max_t ? t : max_t;
+  }
+  printf("imbalance: entities max/mean %.2f, time max/mean %.2f\n",
+         sum_local > 0 ? max_local * size / sum_local : 0,
+         sum_t > 0 ? max_t * size / sum_t : 0);
+  printf("digest 0x%016llx entities %llu\n", (unsigned long long)d->digest,
+         (unsigned long long)d->entities);
+}
+
+/* Builds, splits and runs the scenario on this rank's world. */
+static int run(const sim_mpi_args_t *a, weft_world_t *w) {
+  weft_pipeline_config_t pc = {.fixed_dt = a->dt, .time_inline = true};
+  sim_scene_t scene;
+  int rc = weft_pipeline_configure(w, &pc);
+  if (!rc)
+    rc = sim_scene_build(&scene, w, a->kind, a->entities, a->seed);
+  if (rc) {
+    fprintf(stderr, "weft-sim: %s\n", weft_world_last_error(w));
+    return 1;
+  }
+  weft_mpi_config_t mc = {
+      .min = {0, 0},
+      .max = {scene.side, scene.side},
+      .halo = halo_for(a->kind),
+      .ghost_components = {scene.std.velocity, scene.std.boid},
+      .ghost_count = 2};
+  weft_mpi_t *mpi = NULL;
+  rc = weft_mpi_new(w, MPI_COMM_WORLD, &mc, &mpi);
+  if (!rc) {
+    /* Every rank goes on to the collective steps, or none does. */
+    int mine = key_and_split(w, mpi, &scene.std), worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    rc = mine ? mine : worst;
+  }
+  for (uint32_t t = 0; t < a->warmup + a->ticks && !rc; t++)
+    rc = weft_mpi_step(mpi, a->dt);
+  weft_mpi_digest_t d = {0};
+  if (!rc)
+    rc = weft_mpi_digest(mpi, &d);
+  if (rc)
+    fprintf(stderr, "weft-sim: rank %u: %s\n", weft_mpi_rank(mpi),
+            weft_world_last_error(w));
+  if (!rc) {
+    weft_mpi_stats_t st;
+    weft_mpi_stats(mpi, &st);
+    rank_row_t mine = {
+        (double)d.local,      (double)st.ghosts,     st.tick_s,
+        st.exchange_s,        (double)st.bytes_sent, (double)st.bytes_recv,
+        (double)st.emigrants, (double)st.immigrants};
+    int size = (int)weft_mpi_size(mpi);
+    rank_row_t *rows = malloc(sizeof *rows * (size_t)size);
+    MPI_Gather(&mine, sizeof mine / sizeof(double), MPI_DOUBLE, rows,
+               sizeof mine / sizeof(double), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (weft_mpi_rank(mpi) == 0 && rows)
+      print_table(a, rows, size, &d, a->warmup + a->ticks);
+    free(rows);
+  }
+  weft_mpi_free(mpi);
+  sim_scene_free(&scene);
+  return rc ? 1 : 0;
+}
+
+int sim_mpi_run(const sim_mpi_args_t *a, int *argc, char ***argv) {
+  MPI_Init(argc, argv);
+  int out = 0;
+  if (a->kind == SIM_ARENA) {
+    fprintf(stderr, "weft-sim: the arena scenario does not run distributed "
+                    "yet (particles, boids do)\n");
+    out = 2;
+  }
+  weft_pool_t *pool = NULL;
+  weft_world_t *w = NULL;
+  if (!out && a->threads != 0) {
+    weft_pool_config_t pc = {0};
+    pc.placement.workers = a->threads > 0 ? (uint32_t)a->threads : 0;
+    pc.placement.caller_participates = true;
+    if (weft_pool_create(&pc, &pool) != 0)
+      out = 1;
+  }
+  if (!out && weft_world_create(&(weft_world_config_t){.pool = pool}, &w))
+    out = 1;
+  if (!out)
+    out = run(a, w);
+  weft_world_destroy(w);
+  weft_pool_destroy(pool);
+  fflush(stdout);
+  MPI_Finalize();
+  return out;
+}
