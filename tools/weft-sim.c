@@ -40,6 +40,7 @@
 #include "core/json.h"
 #include "sim_frames.h"
 #include "sim_scenarios.h"
+#include "sim_serve.h"
 #include "weft_tools_version.h"
 
 #define SIM_DT (1.0 / 60.0)
@@ -61,6 +62,7 @@ typedef struct sim_args_t {
   const char *checkpoint;    /* snapshot file written during/after the run */
   uint32_t checkpoint_every; /* ticks between checkpoints; 0: at the end */
   const char *restore;       /* snapshot to continue from, or NULL */
+  sim_serve_opts_t serve;    /* --serve and its bounds (sim_serve.c) */
 } sim_args_t;
 
 /* The default --frame-every: six pictures a simulated second at 60 Hz,
@@ -82,6 +84,8 @@ static void usage(FILE *f) {
       "                [--frames DIR [--frame-every N] [--frame-size PX]]\n"
       "                [--checkpoint FILE [--checkpoint-every N]]\n"
       "                [--restore FILE]\n"
+      "                [--serve PORT [--serve-ticks N] [--serve-seconds S]\n"
+      "                 [--serve-max-sessions N] [--serve-idle S]]\n"
       "       weft-sim --help | --version\n"
       "  -s, --scenario S  arena (default): units, turrets, projectiles,\n"
       "                    collisions and damage; boids: flocking over a\n"
@@ -110,6 +114,13 @@ static void usage(FILE *f) {
       "  --restore FILE    continue from a snapshot written by a run of the\n"
       "                    same --scenario, --entities and --seed; --ticks\n"
       "                    more ticks run after it\n"
+      "  --serve PORT      serve the run to weft::net clients (weft-client)\n"
+      "                    over WebSocket on 127.0.0.1:PORT (0: a free\n"
+      "                    port, printed) at 60 ticks a second instead of\n"
+      "                    the timed run; until --serve-ticks N ticks or\n"
+      "                    --serve-seconds S (default: until SIGINT)\n"
+      "  --serve-max-sessions N  clients at most (default 64)\n"
+      "  --serve-idle S    close clients silent for S seconds (default 10)\n"
       "  -h, --help        this text\n"
       "  -V, --version     weft's version (and git commit)\n"
       "Values may follow their option as '--ticks 50' or '--ticks=50'.\n");
@@ -156,7 +167,8 @@ enum {
   OPT_FRAME_SIZE,
   OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY,
-  OPT_RESTORE
+  OPT_RESTORE,
+  OPT_SERVE /* --serve*: sim_serve_option() parses them */
 };
 static const struct option sim_options[] = {
     {"scenario", required_argument, NULL, 's'},
@@ -173,6 +185,11 @@ static const struct option sim_options[] = {
     {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"restore", required_argument, NULL, OPT_RESTORE},
+    {"serve", required_argument, NULL, OPT_SERVE},
+    {"serve-ticks", required_argument, NULL, OPT_SERVE},
+    {"serve-seconds", required_argument, NULL, OPT_SERVE},
+    {"serve-max-sessions", required_argument, NULL, OPT_SERVE},
+    {"serve-idle", required_argument, NULL, OPT_SERVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -255,13 +272,20 @@ static int parse_one(int c, const char *val, sim_args_t *a) {
 
 static int parse_args(int argc, char **argv, sim_args_t *a) {
   *a = (sim_args_t){
-      SIM_ARENA,       100000,         -1,   200, 0,   1, NULL, NULL, NULL,
-      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL};
+      SIM_ARENA,       100000,         -1,   200, 0,    1,  NULL, NULL, NULL,
+      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL, {0}};
   opterr = 0; /* our messages, not getopt's */
   int c, rc;
   bool frame_opt = false;
-  while ((c = getopt_long(argc, argv, ":s:e:t:k:hV", sim_options, NULL)) !=
-         -1) {
+  int li = -1;
+  while ((c = getopt_long(argc, argv, ":s:e:t:k:hV", sim_options, &li)) != -1) {
+    if (c == OPT_SERVE) {
+      const char *why =
+          sim_serve_option(sim_options[li].name, optarg, &a->serve);
+      if (why)
+        return bad(argv[optind - 1], optarg, why);
+      continue;
+    }
     if (c == 'h') {
       usage(stdout);
       exit(0);
@@ -870,7 +894,9 @@ static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
     out = restore(a, w);
   sim_run_t r = {.spawn_s = now_s() - t0};
   sim_pics_t pics = {frames, &scene, a->frame_every, 0.0};
-  if (!out)
+  if (!out && a->serve.on)
+    out = sim_serve_run(&a->serve, &scene, SIM_DT);
+  else if (!out)
     out = run_scene(a, w, pool, &pics, &r);
   sim_scene_free(&scene);
   return out;
