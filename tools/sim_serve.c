@@ -54,6 +54,14 @@ const char *sim_serve_option(const char *name, const char *val,
     if (!whole || v < 1 || v > 65535)
       return "expected 1..65535";
     o->max_sessions = (uint32_t)v;
+  } else if (!strcmp(name, "serve-web")) {
+    if (!*val)
+      return "expected a folder";
+    o->web = val;
+  } else if (!strcmp(name, "serve-bind")) {
+    if (!*val)
+      return "expected an address";
+    o->bind = val;
   } else { /* serve-idle */
     if (!whole || v < 1 || v > 86400)
       return "expected 1..86400 seconds";
@@ -64,6 +72,10 @@ const char *sim_serve_option(const char *name, const char *val,
 
 #ifdef WEFT_SIM_SERVE
 #include <weft/net.h>
+
+#ifndef SIM_WEB_DIR
+#define SIM_WEB_DIR NULL
+#endif
 
 /* The replicated state of an entity. */
 typedef struct sim_net_t {
@@ -243,7 +255,12 @@ int sim_serve_run(const sim_serve_opts_t *o, sim_scene_t *scene, double dt) {
   weft_net_serve_t *srv = NULL;
   if (!rc)
     rc = weft_net_create(s.w, &nc, &net);
-  weft_net_serve_config_t sc = {.port = o->port, .idle_timeout_s = o->idle_s};
+  /* The page (tools/web) is served from the source tree unless
+   * --serve-web names another folder. */
+  weft_net_serve_config_t sc = {.port = o->port,
+                                .bind = o->bind,
+                                .idle_timeout_s = o->idle_s,
+                                .http_root = o->web ? o->web : SIM_WEB_DIR};
   if (!rc)
     rc = weft_net_serve_create(net, &sc, &srv);
   int out = 1;
@@ -251,8 +268,9 @@ int sim_serve_run(const sim_serve_opts_t *o, sim_scene_t *scene, double dt) {
     fprintf(stderr, "weft-sim: cannot serve: %s (%s)\n", weft_strerror(rc),
             net ? weft_net_last_error(net) : weft_world_last_error(s.w));
   } else {
-    printf("weft-sim: serving %s (side %g) on 127.0.0.1:%u\n",
-           sim_kind_name(scene->kind), (double)side, weft_net_serve_port(srv));
+    printf("weft-sim: serving %s (side %g) on %s:%u\n",
+           sim_kind_name(scene->kind), (double)side,
+           o->bind ? o->bind : "127.0.0.1", weft_net_serve_port(srv));
     fflush(stdout);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

@@ -19,6 +19,8 @@ typedef struct sim_serve_opts_t {
   double seconds;        /* --serve-seconds: stop after S seconds (0) */
   uint32_t max_sessions; /* --serve-max-sessions (0: 64) */
   uint32_t idle_s;       /* --serve-idle: idle timeout seconds (0: 10) */
+  const char *web;       /* --serve-web: the page's folder (NULL: built-in) */
+  const char *bind;      /* --serve-bind: the address (NULL: 127.0.0.1) */
 } sim_serve_opts_t;
 
 /* Parses the value of --serve* option @p name (without "--") into @p o.

@@ -85,7 +85,8 @@ static void usage(FILE *f) {
       "                [--checkpoint FILE [--checkpoint-every N]]\n"
       "                [--restore FILE]\n"
       "                [--serve PORT [--serve-ticks N] [--serve-seconds S]\n"
-      "                 [--serve-max-sessions N] [--serve-idle S]]\n"
+      "                 [--serve-max-sessions N] [--serve-idle S]\n"
+      "                 [--serve-web DIR] [--serve-bind ADDR]]\n"
       "       weft-sim --help | --version\n"
       "  -s, --scenario S  arena (default): units, turrets, projectiles,\n"
       "                    collisions and damage; boids: flocking over a\n"
@@ -121,6 +122,9 @@ static void usage(FILE *f) {
       "                    --serve-seconds S (default: until SIGINT)\n"
       "  --serve-max-sessions N  clients at most (default 64)\n"
       "  --serve-idle S    close clients silent for S seconds (default 10)\n"
+      "  --serve-web DIR   the live view's page (default: tools/web);\n"
+      "                    open http://127.0.0.1:PORT/ in a browser\n"
+      "  --serve-bind ADDR listen on ADDR (default 127.0.0.1)\n"
       "  -h, --help        this text\n"
       "  -V, --version     weft's version (and git commit)\n"
       "Values may follow their option as '--ticks 50' or '--ticks=50'.\n");
@@ -190,6 +194,8 @@ static const struct option sim_options[] = {
     {"serve-seconds", required_argument, NULL, OPT_SERVE},
     {"serve-max-sessions", required_argument, NULL, OPT_SERVE},
     {"serve-idle", required_argument, NULL, OPT_SERVE},
+    {"serve-web", required_argument, NULL, OPT_SERVE},
+    {"serve-bind", required_argument, NULL, OPT_SERVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
