@@ -122,8 +122,10 @@ static int conn_open(weft_net_serve_t *s, serve_conn *c, struct lws *wsi) {
 }
 
 static void conn_closed(weft_net_serve_t *s, serve_conn *c) {
-  if (c->slot == UINT32_MAX)
-    return; /* refused: never opened */
+  /* libwebsockets zeroes the per-session data: srv is NULL for a
+   * connection that never reached ESTABLISHED. */
+  if (!c->srv || c->slot == UINT32_MAX)
+    return; /* refused, or never opened */
   serve_log(s, "session %08x closed: %s", c->session,
             c->close ? c->close : "the client left");
   weft_net_session_close(s->net, c->session);
@@ -218,7 +220,7 @@ static int serve_callback(struct lws *wsi, enum lws_callback_reasons reason,
   case LWS_CALLBACK_RECEIVE:
     return conn_receive(s, c, in, len);
   case LWS_CALLBACK_SERVER_WRITEABLE:
-    return c->slot == UINT32_MAX ? -1 : conn_writable(s, c);
+    return !c->srv || c->slot == UINT32_MAX ? -1 : conn_writable(s, c);
   default:
     return 0;
   }
