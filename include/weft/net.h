@@ -388,8 +388,8 @@ const char *weft_net_mirror_last_error(const weft_net_mirror_t *m);
 
 /* ---- transport: WebSocket over TCP (libwebsockets) ---------------------- */
 
-/** Whether this weft::net was built with its socket transport (the
- * functions below return WEFT_EIO otherwise). */
+/** Whether this weft::net was built with its socket transport, 1 or 0
+ * (the functions below then fail with WEFT_EIO). Any thread. */
 int weft_net_transport_available(void);
 
 /** Socket server limits and settings; zero means the default for every
@@ -397,7 +397,8 @@ int weft_net_transport_available(void);
 typedef struct weft_net_serve_config_t {
   /** TCP port; 0 picks a free one (read it with weft_net_serve_port()). */
   uint16_t port;
-  /** The address to listen on; NULL: "127.0.0.1" (loopback only). */
+  /** The address to listen on, copied; NULL: "127.0.0.1" (loopback
+   * only). */
   const char *bind;
   /** Connections at most (WebSocket or not); 0: the server's
    * max_sessions. Connections beyond it are closed at once. */
@@ -451,7 +452,8 @@ typedef struct weft_net_serve_stats_t {
 int weft_net_serve_create(weft_net_t *net, const weft_net_serve_config_t *cfg,
                           weft_net_serve_t **out);
 
-/** The TCP port the server listens on (0 for NULL). Owner thread. */
+/** The TCP port the server listens on (0 for NULL), the one the kernel
+ * picked when the configuration said 0. Owner thread. */
 uint16_t weft_net_serve_port(const weft_net_serve_t *s);
 
 /**
@@ -508,10 +510,12 @@ int weft_net_conn_send(weft_net_conn_t *c, const void *msg, size_t len);
  */
 int weft_net_conn_run(weft_net_conn_t *c, uint32_t wait_ms);
 
-/** Why the connection closed ("" while open). */
+/** Why the connection closed ("" while open); the server's close reason
+ * when it gave one. Points into the connection, valid until
+ * weft_net_conn_close(). Owner thread. */
 const char *weft_net_conn_error(const weft_net_conn_t *c);
 
-/** Closes the connection and frees it (NULL is a no-op). */
+/** Closes the connection and frees it (NULL is a no-op). Owner thread. */
 void weft_net_conn_close(weft_net_conn_t *c);
 
 #ifdef __cplusplus
