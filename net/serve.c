@@ -265,12 +265,29 @@ static void serve_idle(weft_net_serve_t *s) {
   }
 }
 
+/* Whether a connection has something to write and a socket that takes
+ * it. */
+static bool serve_writes_due(const weft_net_serve_t *s) {
+  for (uint32_t i = 0; i < s->cfg.max_sessions; i++) {
+    const serve_conn *c = s->conns[i];
+    if (c && (c->out_due || c->welcome_due || c->close) &&
+        !lws_send_pipe_choked(c->wsi))
+      return true;
+  }
+  return false;
+}
+
 int weft_net_serve_run(weft_net_serve_t *s, uint32_t wait_ms) {
   if (!s)
     return WEFT_EINVAL;
   serve_flush(s);
   serve_idle(s);
   weft__net_service(s->ctx, wait_ms);
+  /* A tick that ran late leaves no wait: more rounds, while a connection
+   * whose socket takes bytes still has a packet to write, so that the
+   * tick's packets go out before the next build replaces them. */
+  for (uint32_t round = 0; round < 16 && serve_writes_due(s); round++)
+    weft__net_service(s->ctx, 0);
   return 0;
 }
 

@@ -55,6 +55,7 @@ typedef struct client_t {
   uint64_t bytes;        /* bytes of packets received */
   uint64_t digest_after; /* a digest reply newer than this tick ends it */
   int asked;             /* digest requests sent */
+  uint32_t asked_at;     /* packets applied at the last request */
   int result;            /* -1 running, 0 match, 1 mismatch or error */
   bool welcomed;
 } client_t;
@@ -299,6 +300,7 @@ static int check_digest(client_t *cl) {
   }
   cl->digest_after = weft_net_mirror_tick(cl->mirror);
   cl->asked++;
+  cl->asked_at = cl->applied;
   weft_net_client_msg_t m = {.type = WEFT_NET_DIGEST_REQ};
   return send_msg(cl, &m);
 }
@@ -325,12 +327,26 @@ static int on_packet(client_t *cl, const void *msg, size_t len) {
     return 0; /* an old packet, dropped */
   cl->applied++;
   cl->bytes += len;
+  /* A digest reply rides in one packet, which a busy server may replace
+   * unsent by a newer one: ask again after a while. */
+  if (cl->asked && cl->result < 0 && cl->applied - cl->asked_at > 30) {
+    if (++cl->asked > 8) {
+      fprintf(stderr, "weft-client: no digest reply\n");
+      cl->result = 1;
+      return 0;
+    }
+    cl->asked_at = cl->applied;
+    weft_net_client_msg_t m = {.type = WEFT_NET_DIGEST_REQ};
+    if ((rc = send_msg(cl, &m)) != 0)
+      return rc;
+  }
   if ((rc = ack(cl, weft_net_mirror_tick(cl->mirror))) != 0)
     return rc;
   if (cl->a->move != 0 && (rc = send_view(cl, cl->applied)) != 0)
     return rc;
   if (cl->applied == cl->a->packets) {
     cl->asked = 1;
+    cl->asked_at = cl->applied;
     cl->digest_after = weft_net_mirror_tick(cl->mirror);
     weft_net_client_msg_t m = {.type = WEFT_NET_DIGEST_REQ};
     return send_msg(cl, &m);
@@ -394,7 +410,10 @@ static int session(client_t *cl, double deadline) {
         printf("weft-client: closed as expected (%s)\n", why);
         return 0;
       }
-      fprintf(stderr, "weft-client: connection lost: %s\n", why);
+      fprintf(stderr,
+              "weft-client: connection lost: %s (%u packets applied, %d "
+              "digest requests)\n",
+              why, cl->applied, cl->asked);
       return cl->welcomed ? 1 : -1;
     }
   }
