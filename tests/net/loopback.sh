@@ -10,8 +10,9 @@ SIM=$1
 CLIENT=$2
 . "$(dirname "$0")/common.sh"
 
-# The 2,000-entity arena's side is 224.
-start_server -e 2000 -t 1 --serve-seconds 90 --serve-max-sessions 16
+# The 2,000-entity arena's side is 224; two workers, so that serving runs
+# beside a pool.
+start_server -e 2000 -t 2 --serve-seconds 90 --serve-max-sessions 16
 C="$CLIENT --port $PORT --timeout 60"
 $C --view 112,112,60 --packets 60 >"$TMP/c1" 2>&1 &
 P1=$!
