@@ -152,4 +152,10 @@ uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
 uint64_t weft__net_view_digest(const weft_net_t *net,
                                const weft__net_session *s, uint32_t *count);
 
+/* conn.c (with libwebsockets): services @p ctx for @p wait_ms ms. */
+struct lws_context;
+void weft__net_service(struct lws_context *ctx, uint32_t wait_ms);
+/* conn.c: sets libwebsockets' log level (errors; WEFT_LWS_LOG). */
+void weft__net_lws_log(void);
+
 #endif /* WEFT_NET_INTERNAL_H */

@@ -43,6 +43,7 @@
 #ifdef WEFT_SIM_MPI
 #include "sim_mpi.h"
 #endif
+#include "sim_serve.h"
 #include "weft_tools_version.h"
 
 #define SIM_DT (1.0 / 60.0)
@@ -65,6 +66,7 @@ typedef struct sim_args_t {
   uint32_t checkpoint_every; /* ticks between checkpoints; 0: at the end */
   const char *restore;       /* snapshot to continue from, or NULL */
   bool mpi;                  /* distributed over MPI ranks (tools/sim_mpi.c) */
+  sim_serve_opts_t serve;    /* --serve and its bounds (sim_serve.c) */
 } sim_args_t;
 
 /* The default --frame-every: six pictures a simulated second at 60 Hz,
@@ -86,6 +88,9 @@ static void usage(FILE *f) {
       "                [--frames DIR [--frame-every N] [--frame-size PX]]\n"
       "                [--checkpoint FILE [--checkpoint-every N]]\n"
       "                [--restore FILE] [--mpi]\n"
+      "                [--serve PORT [--serve-ticks N] [--serve-seconds S]\n"
+      "                 [--serve-max-sessions N] [--serve-idle S]\n"
+      "                 [--serve-web DIR] [--serve-bind ADDR]]\n"
       "       weft-sim --help | --version\n"
       "  -s, --scenario S  arena (default): units, turrets, projectiles,\n"
       "                    collisions and damage; boids: flocking over a\n"
@@ -117,6 +122,16 @@ static void usage(FILE *f) {
       "  --mpi             run distributed over MPI ranks (implied under\n"
       "                    mpirun): particles and boids; prints one line\n"
       "                    per rank and the global digest\n"
+      "  --serve PORT      serve the run to weft::net clients (weft-client)\n"
+      "                    over WebSocket on 127.0.0.1:PORT (0: a free\n"
+      "                    port, printed) at 60 ticks a second instead of\n"
+      "                    the timed run; until --serve-ticks N ticks or\n"
+      "                    --serve-seconds S (default: until SIGINT)\n"
+      "  --serve-max-sessions N  clients at most (default 64)\n"
+      "  --serve-idle S    close clients silent for S seconds (default 10)\n"
+      "  --serve-web DIR   the live view's page (default: tools/web);\n"
+      "                    open http://127.0.0.1:PORT/ in a browser\n"
+      "  --serve-bind ADDR listen on ADDR (default 127.0.0.1)\n"
       "  -h, --help        this text\n"
       "  -V, --version     weft's version (and git commit)\n"
       "Values may follow their option as '--ticks 50' or '--ticks=50'.\n");
@@ -164,7 +179,8 @@ enum {
   OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY,
   OPT_RESTORE,
-  OPT_MPI
+  OPT_MPI,
+  OPT_SERVE /* --serve*: sim_serve_option() parses them */
 };
 static const struct option sim_options[] = {
     {"scenario", required_argument, NULL, 's'},
@@ -182,6 +198,13 @@ static const struct option sim_options[] = {
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"restore", required_argument, NULL, OPT_RESTORE},
     {"mpi", no_argument, NULL, OPT_MPI},
+    {"serve", required_argument, NULL, OPT_SERVE},
+    {"serve-ticks", required_argument, NULL, OPT_SERVE},
+    {"serve-seconds", required_argument, NULL, OPT_SERVE},
+    {"serve-max-sessions", required_argument, NULL, OPT_SERVE},
+    {"serve-idle", required_argument, NULL, OPT_SERVE},
+    {"serve-web", required_argument, NULL, OPT_SERVE},
+    {"serve-bind", required_argument, NULL, OPT_SERVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -264,13 +287,20 @@ static int parse_one(int c, const char *val, sim_args_t *a) {
 
 static int parse_args(int argc, char **argv, sim_args_t *a) {
   *a = (sim_args_t){
-      SIM_ARENA,       100000,         -1,   200, 0,    1,    NULL, NULL, NULL,
-      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL, false};
+      SIM_ARENA,       100000,         -1,   200, 0,    1,     NULL, NULL, NULL,
+      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL, false, {0}};
   opterr = 0; /* our messages, not getopt's */
   int c, rc;
   bool frame_opt = false;
-  while ((c = getopt_long(argc, argv, ":s:e:t:k:hV", sim_options, NULL)) !=
-         -1) {
+  int li = -1;
+  while ((c = getopt_long(argc, argv, ":s:e:t:k:hV", sim_options, &li)) != -1) {
+    if (c == OPT_SERVE) {
+      const char *why =
+          sim_serve_option(sim_options[li].name, optarg, &a->serve);
+      if (why)
+        return bad(argv[optind - 1], optarg, why);
+      continue;
+    }
     if (c == 'h') {
       usage(stdout);
       exit(0);
@@ -883,7 +913,9 @@ static int simulate(const sim_args_t *a, weft_world_t *w, weft_pool_t *pool,
     out = restore(a, w);
   sim_run_t r = {.spawn_s = now_s() - t0};
   sim_pics_t pics = {frames, &scene, a->frame_every, 0.0};
-  if (!out)
+  if (!out && a->serve.on)
+    out = sim_serve_run(&a->serve, &scene, SIM_DT);
+  else if (!out)
     out = run_scene(a, w, pool, &pics, &r);
   sim_scene_free(&scene);
   return out;
@@ -894,6 +926,8 @@ int main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc)
     return rc;
+  if (a.mpi && a.serve.on)
+    return bad("--serve", NULL, "a distributed run (--mpi) cannot serve");
 #ifdef WEFT_SIM_MPI
   if (a.mpi || sim_mpi_launched())
     return sim_mpi_run(&(sim_mpi_args_t){a.kind, a.entities, a.threads, a.ticks,

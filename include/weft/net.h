@@ -27,8 +27,9 @@
  * The wire format (docs/protocol.md) is little-endian and versioned; its
  * decoders (weft_net_decode_client(), weft_net_packet_next()) check every
  * field and return WEFT_EFORMAT (or WEFT_EVERSION, WEFT_ELIMIT) with a
- * message for malformed input. This header needs no socket library: a
- * transport (a later weft::net layer) moves the bytes.
+ * message for malformed input. The socket transport (weft_net_serve_*
+ * and weft_net_conn_*, WebSocket through libwebsockets) moves the bytes;
+ * this header itself needs no socket library.
  */
 #ifndef WEFT_NET_H
 #define WEFT_NET_H
@@ -384,6 +385,138 @@ uint64_t weft_net_mirror_tick(const weft_net_mirror_t *m);
 
 /** The mirror's last error message ("" when none). */
 const char *weft_net_mirror_last_error(const weft_net_mirror_t *m);
+
+/* ---- transport: WebSocket over TCP (libwebsockets) ---------------------- */
+
+/** Whether this weft::net was built with its socket transport, 1 or 0
+ * (the functions below then fail with WEFT_EIO). Any thread. */
+int weft_net_transport_available(void);
+
+/** Socket server limits and settings; zero means the default for every
+ * field. */
+typedef struct weft_net_serve_config_t {
+  /** TCP port; 0 picks a free one (read it with weft_net_serve_port()). */
+  uint16_t port;
+  /** The address to listen on, copied; NULL: "127.0.0.1" (loopback
+   * only). */
+  const char *bind;
+  /** Connections at most (WebSocket or not); 0: the server's
+   * max_sessions. Connections beyond it are closed at once. */
+  uint32_t max_sessions;
+  /** The largest client message in bytes; 0: WEFT_NET_MAX_CLIENT_MESSAGE.
+   * A longer one closes its session. */
+  uint32_t max_message;
+  /** Bytes a session may have waiting to be written; 0: the server's
+   * max_packet. A session holds at most one unsent packet (a newer one
+   * replaces it: packets are cumulative) plus what the socket has not
+   * taken of the one being written. */
+  uint32_t max_outgoing;
+  /** Seconds a connection may send nothing before it is closed; 0: 10. */
+  uint32_t idle_timeout_s;
+  /** Folder of static files served over HTTP on the same port (index.html
+   * at "/"); NULL: no HTTP files. The path is copied. */
+  const char *http_root;
+  /** Called with one line for every session opened or closed and why;
+   * NULL: lines go to stderr. Owner thread. */
+  void (*log)(void *user, const char *line);
+  void *log_user;
+} weft_net_serve_config_t;
+
+/** A socket server for one weft_net_t. Opaque. */
+typedef struct weft_net_serve_t weft_net_serve_t;
+
+/** A socket server's counters. */
+typedef struct weft_net_serve_stats_t {
+  uint64_t accepted;  /**< WebSocket sessions opened */
+  uint64_t refused;   /**< connections closed because the server is full */
+  uint64_t malformed; /**< sessions closed for a bad message */
+  uint64_t idle;      /**< sessions closed for idleness */
+  uint64_t closed;    /**< sessions closed, for any reason */
+  uint64_t packets;   /**< packets written */
+  uint64_t replaced;  /**< packets replaced unsent by a newer one */
+  uint64_t bytes_out; /**< bytes of packets and welcomes written */
+  uint32_t open;      /**< sessions open now */
+} weft_net_serve_stats_t;
+
+/**
+ * Starts listening for WebSocket clients of @p net (binary frames, one
+ * message per frame, subprotocol "weft-net"): each connection opens a
+ * session, gets the welcome, then every packet weft_net_build() writes
+ * for it; its messages go to weft_net_receive(). All I/O happens in
+ * weft_net_serve_run() on the owner thread, between ticks: no thread is
+ * started. *out is the caller's, freed with weft_net_serve_destroy()
+ * before @p net. Owner thread. Returns 0, WEFT_EINVAL, WEFT_EIO (cannot
+ * listen, or built without libwebsockets: the reason in the net's last
+ * error) or WEFT_ENOMEM.
+ */
+int weft_net_serve_create(weft_net_t *net, const weft_net_serve_config_t *cfg,
+                          weft_net_serve_t **out);
+
+/** The TCP port the server listens on (0 for NULL), the one the kernel
+ * picked when the configuration said 0. Owner thread. */
+uint16_t weft_net_serve_port(const weft_net_serve_t *s);
+
+/**
+ * Does the server's I/O for @p wait_ms milliseconds (0: what is ready
+ * now): accepts connections, applies client messages, closes sessions
+ * that sent a malformed message or nothing for idle_timeout_s, and hands
+ * each session the packet of the last build if it has not had it. Call
+ * it between ticks, outside weft_net_build(). Owner thread. Returns 0 or
+ * WEFT_EINVAL.
+ */
+int weft_net_serve_run(weft_net_serve_t *s, uint32_t wait_ms);
+
+/** Copies the server's counters. Owner thread. Returns 0 or WEFT_EINVAL. */
+int weft_net_serve_stats(const weft_net_serve_t *s,
+                         weft_net_serve_stats_t *out);
+
+/** Closes every connection, their sessions and the listener (NULL is a
+ * no-op). Owner thread. */
+void weft_net_serve_destroy(weft_net_serve_t *s);
+
+/** A WebSocket client connection to a weft::net server. Opaque. */
+typedef struct weft_net_conn_t weft_net_conn_t;
+
+/** Called for each complete message the server sent (the welcome first,
+ * then packets), from inside weft_net_conn_run(); @p msg lives until the
+ * callback returns. A nonzero return closes the connection. */
+typedef int (*weft_net_conn_fn)(void *user, const void *msg, size_t len);
+
+/**
+ * Connects to ws://@p host:@p port/ (the connection completes inside
+ * weft_net_conn_run()). Messages longer than @p max_message bytes (0:
+ * WEFT_NET_MAX_PACKET) close the connection. *out is the caller's, freed
+ * with weft_net_conn_close(). The thread that calls it owns the
+ * connection. Returns 0, WEFT_EINVAL, WEFT_EIO (also: built without
+ * libwebsockets) or WEFT_ENOMEM.
+ */
+int weft_net_conn_open(const char *host, uint16_t port, uint32_t max_message,
+                       weft_net_conn_fn on_message, void *user,
+                       weft_net_conn_t **out);
+
+/**
+ * Queues message [@p msg, + @p len) (at most 256 bytes; up to 64
+ * messages wait) to be written by weft_net_conn_run(). Owner thread.
+ * Returns 0, WEFT_EINVAL or WEFT_ELIMIT (the queue is full).
+ */
+int weft_net_conn_send(weft_net_conn_t *c, const void *msg, size_t len);
+
+/**
+ * Does the connection's I/O for @p wait_ms milliseconds: connects,
+ * writes queued messages, calls on_message for each message received.
+ * Returns 1 while connected, 0 while still connecting, or WEFT_EIO once
+ * the connection failed or closed (the reason in
+ * weft_net_conn_error()). Owner thread.
+ */
+int weft_net_conn_run(weft_net_conn_t *c, uint32_t wait_ms);
+
+/** Why the connection closed ("" while open); the server's close reason
+ * when it gave one. Points into the connection, valid until
+ * weft_net_conn_close(). Owner thread. */
+const char *weft_net_conn_error(const weft_net_conn_t *c);
+
+/** Closes the connection and frees it (NULL is a no-op). Owner thread. */
+void weft_net_conn_close(weft_net_conn_t *c);
 
 #ifdef __cplusplus
 }
