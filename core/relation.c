@@ -1021,8 +1021,7 @@ add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
   if (!weft__locate(w, src, &at))
     return REL_SLOW;
   weft__rel_vec_t *out = &r->out[s];
-  weft__rel_edge_t *oe = weft__rel_v_n(out, 0);
-  if (!oe)
+  if (out->n)
     return REL_SLOW;
   const weft__edge_t *edge =
       weft__pair_edge_cached(at.arch, WEFT__PAIR_ADD, c, tgt);
@@ -1032,7 +1031,8 @@ add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
     weft__write_or_zero(edge->to, edge->col, at.chunk, at.row, value);
     weft__mark_write(w, at.chunk, edge->col, at.row);
   }
-  first_edge_put(r, out, oe, in, rel, WEFT__REL_NOSLOT, src, tgt);
+  /* Its edges found after the move: nothing lives across it. */
+  first_edge_put(r, out, weft__rel_v(out), in, rel, WEFT__REL_NOSLOT, src, tgt);
   return 0;
 }
 
