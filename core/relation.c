@@ -38,9 +38,9 @@ void weft__rel_fini(weft_world_t *w) {
   /* Vectors past their inline edge own heap memory. */
   for (uint32_t s = 0; s < r->nslots; s++) {
     if (r->out[s].cap > WEFT__REL_INLINE)
-      weft__free(r->out[s].v, 0, 16);
+      weft__free(r->out[s].heap, 0, 16);
     if (r->in[s].cap > WEFT__REL_INLINE)
-      weft__free(r->in[s].v, 0, 16);
+      weft__free(r->in[s].heap, 0, 16);
   }
   weft__free(r->defs, 0, 16);
   weft__free(r->out, 0, 16);
@@ -73,43 +73,26 @@ void weft__rel_clear(weft_world_t *w) {
   r->nops = r->ops_from = r->nbytes = 0;
 }
 
-_Static_assert(sizeof(weft__rel_vec_t) == 40,
-               "a vector header is a pointer, two words and one edge");
-
-/* Points the inline vectors of a[0..n) at their own edge again: the
- * array has moved. */
-static void vecs_rebase(weft__rel_vec_t *a, uint32_t n) {
-  for (uint32_t s = 0; s < n; s++)
-    if (a[s].cap == WEFT__REL_INLINE)
-      a[s].v = &a[s].one;
-}
+_Static_assert(sizeof(weft__rel_vec_t) == 32,
+               "a vector header is one edge (or a pointer) and two words");
 
 /* Empty vectors a[from..to), each with its inline edge as storage. */
 static void vecs_init(weft__rel_vec_t *a, uint32_t from, uint32_t to) {
   memset(a + from, 0, (size_t)(to - from) * sizeof(*a));
-  for (uint32_t s = from; s < to; s++) {
-    a[s].v = &a[s].one;
+  for (uint32_t s = from; s < to; s++)
     a[s].cap = WEFT__REL_INLINE;
-  }
 }
 
 /* Makes the per-slot vectors cover slot s. A failure leaves the vectors
- * that were there as they were (re-pointed if their array moved). */
+ * that were there as they were; an inline edge moves with its header. */
 static int slots_cover(weft_world_t *w, weft__relations_t *r, uint32_t s) {
   if (s < r->nslots)
     return 0;
-  uint32_t need = s + 1, out_cap = r->out_cap, in_cap = r->in_cap;
-  int rc =
-      weft__grow(&w->alloc, &r->out, &r->out_cap, need, sizeof(*r->out), 256);
-  if (r->out_cap != out_cap)
-    vecs_rebase(r->out, r->nslots);
-  rc =
-      rc ? rc
-         : weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256);
-  if (r->in_cap != in_cap)
-    vecs_rebase(r->in, r->nslots);
-  if (rc || weft__grow(&w->alloc, &r->unsorted, &r->unsorted_cap, need,
-                       sizeof(*r->unsorted), 256))
+  const uint32_t need = s + 1;
+  if (weft__grow(&w->alloc, &r->out, &r->out_cap, need, sizeof(*r->out), 256) ||
+      weft__grow(&w->alloc, &r->in, &r->in_cap, need, sizeof(*r->in), 256) ||
+      weft__grow(&w->alloc, &r->unsorted, &r->unsorted_cap, need,
+                 sizeof(*r->unsorted), 256))
     return WEFT_ENOMEM;
   vecs_init(r->out, r->nslots, need);
   vecs_init(r->in, r->nslots, need);
@@ -126,10 +109,11 @@ static inline bool edge_less(const weft__rel_edge_t *a, uint32_t rel,
 /* The first position whose edge is not below (rel, other). */
 static uint32_t lower_bound(const weft__rel_vec_t *v, uint32_t rel,
                             weft_entity_t other) {
+  const weft__rel_edge_t *e = weft__rel_v(v);
   uint32_t lo = 0, hi = v->n;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (edge_less(&v->v[mid], rel, other))
+    if (edge_less(&e[mid], rel, other))
       lo = mid + 1;
     else
       hi = mid;
@@ -140,9 +124,9 @@ static uint32_t lower_bound(const weft__rel_vec_t *v, uint32_t rel,
 /* Where (rel, other) is in v, or UINT32_MAX. */
 static uint32_t vec_find(const weft__rel_vec_t *v, uint32_t rel,
                          weft_entity_t other) {
+  const weft__rel_edge_t *e = weft__rel_v(v);
   uint32_t p = lower_bound(v, rel, other);
-  return p < v->n && v->v[p].rel == rel && v->v[p].other == other ? p
-                                                                  : UINT32_MAX;
+  return p < v->n && e[p].rel == rel && e[p].other == other ? p : UINT32_MAX;
 }
 
 void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v) {
@@ -157,14 +141,14 @@ static int vec_grow(weft_world_t *w, weft__rel_vec_t *v) {
     weft__rel_edge_t *big = weft__alloc(&w->alloc, 4u * sizeof(*big), 16);
     if (!big)
       return WEFT_ENOMEM;
-    memcpy(big, v->v, (size_t)v->n * sizeof(*big));
-    v->v = big;
+    memcpy(big, &v->one, (size_t)v->n * sizeof(*big));
+    v->heap = big;
     v->cap = 4u;
     return 0;
   }
   uint32_t cap = v->cap; /* a bit field has no address */
   if (v->n >= WEFT__REL_CAP_MAX ||
-      weft__grow(&w->alloc, &v->v, &cap, v->n + 1, sizeof(*v->v), 4))
+      weft__grow(&w->alloc, &v->heap, &cap, v->n + 1, sizeof(*v->heap), 4))
     return WEFT_ENOMEM;
   v->cap = cap > WEFT__REL_CAP_MAX ? WEFT__REL_CAP_MAX : cap;
   return 0;
@@ -179,22 +163,24 @@ static inline int vec_room(weft_world_t *w, weft__rel_vec_t *v) {
 /* Inserts at p; the room is there (vec_room). An append (the usual case:
  * one edge per source) skips the memmove call. */
 static void vec_insert(weft__rel_vec_t *v, uint32_t p, weft__rel_edge_t e) {
+  weft__rel_edge_t *x = weft__rel_v(v);
   if (p < v->n)
-    memmove(&v->v[p + 1], &v->v[p], (size_t)(v->n - p) * sizeof(*v->v));
-  v->v[p] = e;
+    memmove(&x[p + 1], &x[p], (size_t)(v->n - p) * sizeof(*x));
+  x[p] = e;
   v->n++;
 }
 
 static void vec_erase(weft__rel_vec_t *v, uint32_t p) {
+  weft__rel_edge_t *x = weft__rel_v(v);
   if (p + 1 < v->n)
-    memmove(&v->v[p], &v->v[p + 1], (size_t)(v->n - p - 1) * sizeof(*v->v));
+    memmove(&x[p], &x[p + 1], (size_t)(v->n - p - 1) * sizeof(*x));
   v->n--;
 }
 
 /* Whether v holds an edge of relation rel. */
 static bool vec_has_rel(const weft__rel_vec_t *v, uint32_t rel) {
   uint32_t p = lower_bound(v, rel, 0);
-  return p < v->n && v->v[p].rel == rel;
+  return p < v->n && weft__rel_v(v)[p].rel == rel;
 }
 
 /* Makes sure one more payload slot of d can be taken without failing. */
@@ -261,10 +247,11 @@ static void reverse_erase(weft__relations_t *r, weft_entity_t t, uint32_t pos) {
     weft__rel_vec_settle(r, in);
     return;
   }
-  in->v[pos] = in->v[last];
-  const weft__rel_edge_t *m = &in->v[pos];
+  weft__rel_edge_t *e = weft__rel_v(in);
+  e[pos] = e[last];
+  const weft__rel_edge_t *m = &e[pos];
   weft__rel_vec_t *o = &r->out[(uint32_t)m->other];
-  o->v[vec_find(o, m->rel, t)].back = pos;
+  weft__rel_v(o)[vec_find(o, m->rel, t)].back = pos;
   in_unsorted(r, t);
 }
 
@@ -296,7 +283,7 @@ void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t) {
     in->sorted = 1;
     return;
   }
-  weft__rel_edge_t *v = in->v;
+  weft__rel_edge_t *v = weft__rel_v(in);
   uint32_t n = in->n;
   for (uint32_t i = n / 2; i-- > 0;)
     sift(v, i, n);
@@ -308,7 +295,7 @@ void weft__rel_in_sorted(weft__relations_t *r, weft_entity_t t) {
   }
   for (uint32_t j = 0; j < n; j++) {
     weft__rel_vec_t *o = &r->out[(uint32_t)v[j].other];
-    o->v[vec_find(o, v[j].rel, t)].back = j;
+    weft__rel_v(o)[vec_find(o, v[j].rel, t)].back = j;
   }
   in->sorted = 1;
 }
@@ -322,11 +309,12 @@ void weft__rel_settle_order(weft_world_t *w) {
  * mirrors its first reverse entry: the handle queued may be a dead
  * occupant's, the slot reused since. */
 static weft_entity_t slot_target(const weft__relations_t *r, uint32_t t) {
-  const weft__rel_edge_t *x = &r->in[t].v[0];
+  const weft__rel_edge_t *x = &weft__rel_v(&r->in[t])[0];
   const weft__rel_vec_t *o = &r->out[(uint32_t)x->other];
+  const weft__rel_edge_t *e = weft__rel_v(o);
   for (uint32_t j = 0; j < o->n; j++)
-    if (o->v[j].rel == x->rel && (uint32_t)o->v[j].other == t)
-      return o->v[j].other;
+    if (e[j].rel == x->rel && (uint32_t)e[j].other == t)
+      return e[j].other;
   return WEFT_ENTITY_NULL; /* not reached: every entry has its edge */
 }
 
@@ -344,7 +332,7 @@ void weft__rel_sort_pending(weft__relations_t *r) {
 /* Removes out-edge p of source src (both sides, the payload). */
 static void edge_drop(weft__relations_t *r, weft_entity_t src, uint32_t p) {
   weft__rel_vec_t *out = &r->out[(uint32_t)src];
-  weft__rel_edge_t e = out->v[p];
+  weft__rel_edge_t e = weft__rel_v(out)[p];
   reverse_erase(r, e.other, e.back);
   payload_give(&r->defs[e.rel], e.slot);
   vec_erase(out, p);
@@ -468,15 +456,16 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
     return rc;
   weft__rel_vec_t *out = &r->out[s];
   uint32_t p = lower_bound(out, rel, tgt);
-  if (p < out->n && out->v[p].rel == rel && out->v[p].other == tgt) {
+  if (p < out->n && weft__rel_v(out)[p].rel == rel &&
+      weft__rel_v(out)[p].other == tgt) {
     if (d->stride)
-      payload_write(d, out->v[p].slot, value);
+      payload_write(d, weft__rel_v(out)[p].slot, value);
     else if (d->size)
       weft__write_dense(w, src, d->comp, value);
     return 0;
   }
-  bool had = p < out->n && out->v[p].rel == rel;
-  if (!had && p > 0 && out->v[p - 1].rel == rel)
+  bool had = p < out->n && weft__rel_v(out)[p].rel == rel;
+  if (!had && p > 0 && weft__rel_v(out)[p - 1].rel == rel)
     had = true;
   /* Everything that can fail comes first, so that a failure changes
    * nothing: the room, then the move into the relation's archetype. */
@@ -502,7 +491,8 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   }
   if (had && (d->flags & WEFT_RELATION_EXCLUSIVE)) {
     uint32_t old = lower_bound(out, rel, 0); /* the one edge it had */
-    log_edge(w, src, rel, out->v[old].other, WEFT_TRANSITION_EDGE_REMOVE);
+    log_edge(w, src, rel, weft__rel_v(out)[old].other,
+             WEFT_TRANSITION_EDGE_REMOVE);
     edge_drop(r, src, old);
     p = lower_bound(out, rel, tgt);
   }
@@ -510,8 +500,9 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
   vec_insert(out, p, (weft__rel_edge_t){tgt, rel, slot, in->n, 0});
   /* Appended: still sorted when it comes after the last entry. */
   weft__rel_edge_t x = weft__rel_in_entry(src, rel, slot, tgt);
-  bool ordered = in->n == 0 || (in->sorted && in_less(&in->v[in->n - 1], &x));
-  in->v[in->n++] = x;
+  bool ordered =
+      in->n == 0 || (in->sorted && in_less(&weft__rel_v(in)[in->n - 1], &x));
+  weft__rel_v(in)[in->n++] = x;
   if (ordered)
     in->sorted = 1;
   else
@@ -584,11 +575,12 @@ static int apply_remove_all(weft_world_t *w, weft_entity_t src,
     return 0;
   weft__rel_vec_t *out = &r->out[s];
   uint32_t p = lower_bound(out, rel, 0);
-  if (p == out->n || out->v[p].rel != rel)
+  if (p == out->n || weft__rel_v(out)[p].rel != rel)
     return 0;
   uint32_t logged = w->tlog_n;
-  for (uint32_t q = p; q < out->n && out->v[q].rel == rel; q++)
-    log_edge(w, src, rel, out->v[q].other, WEFT_TRANSITION_EDGE_REMOVE);
+  for (uint32_t q = p; q < out->n && weft__rel_v(out)[q].rel == rel; q++)
+    log_edge(w, src, rel, weft__rel_v(out)[q].other,
+             WEFT_TRANSITION_EDGE_REMOVE);
   if (weft__rel_dense(&r->defs[rel])) {
     int rc = weft__dense_move(w, src, at, WEFT__PAIR_REMOVE_ALL,
                               r->defs[rel].comp, WEFT_ENTITY_NULL, NULL);
@@ -598,7 +590,7 @@ static int apply_remove_all(weft_world_t *w, weft_entity_t src,
     }
     at = NULL; /* moved already: the tag move below finds nothing to do */
   }
-  while (p < out->n && out->v[p].rel == rel)
+  while (p < out->n && weft__rel_v(out)[p].rel == rel)
     edge_drop(r, src, p);
   weft__rel_vec_settle(r, out);
   w->version++;
@@ -661,7 +653,7 @@ static int cascade_collect(weft_world_t *w, weft__relations_t *r,
       continue;
     const weft__rel_vec_t *in = &r->in[s];
     for (uint32_t j = 0; rc == 0 && j < in->n; j++) {
-      const weft__rel_edge_t *x = &r->in[s].v[j];
+      const weft__rel_edge_t *x = &weft__rel_v(in)[j];
       if (!(r->defs[x->rel].flags & WEFT_RELATION_CASCADE) ||
           !weft__rel_visit(r, (uint32_t)x->other))
         continue;
@@ -694,7 +686,7 @@ static void cascade_kill(weft_world_t *w, weft_entity_t x) {
 static bool has_cascade_in(const weft__relations_t *r, uint32_t s) {
   const weft__rel_vec_t *in = &r->in[s];
   for (uint32_t j = 0; j < in->n; j++)
-    if (r->defs[in->v[j].rel].flags & WEFT_RELATION_CASCADE)
+    if (r->defs[weft__rel_v(in)[j].rel].flags & WEFT_RELATION_CASCADE)
       return true;
   return false;
 }
@@ -728,9 +720,10 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
   /* Outgoing: the targets' reverse entries and the payloads go; e's tag
    * goes with its row. */
   weft__rel_vec_t *out = &r->out[s];
+  const weft__rel_edge_t *oe = weft__rel_v(out); /* fixed: nothing grows */
   for (uint32_t j = 0; j < out->n; j++) {
-    reverse_erase(r, out->v[j].other, out->v[j].back);
-    payload_give(&r->defs[out->v[j].rel], out->v[j].slot);
+    reverse_erase(r, oe[j].other, oe[j].back);
+    payload_give(&r->defs[oe[j].rel], oe[j].slot);
   }
   r->edges -= out->n;
   out->n = 0;
@@ -739,13 +732,13 @@ int weft__rel_on_despawn(weft_world_t *w, weft_entity_t e) {
    * relation's archetype when that was its last one. */
   weft__rel_vec_t *in = &r->in[s];
   while (in->n) {
-    weft__rel_edge_t x = in->v[--in->n];
+    weft__rel_edge_t x = weft__rel_v(in)[--in->n];
     uint32_t xs = (uint32_t)x.other;
     uint32_t p = vec_find(&r->out[xs], x.rel, e);
     if (p == UINT32_MAX)
       continue;
     log_edge(w, x.other, x.rel, e, WEFT_TRANSITION_EDGE_REMOVE);
-    payload_give(&r->defs[x.rel], r->out[xs].v[p].slot);
+    payload_give(&r->defs[x.rel], weft__rel_v(&r->out[xs])[p].slot);
     vec_erase(&r->out[xs], p);
     weft__rel_vec_settle(r, &r->out[xs]);
     r->edges--;
@@ -923,42 +916,60 @@ static inline void edge_put(weft__rel_edge_t *e, weft_entity_t other,
 #endif
 }
 
-/* The store's side of a first edge: src's only edge, to tgt, and the
- * last of tgt's reverse entries (in has room). */
+/* The store's side of a first edge: src's only edge, to tgt, into its
+ * empty edges oe, and the last of tgt's reverse entries (in has room, so
+ * that with an entry already there they are past the inline one). */
 static inline __attribute__((always_inline)) void
-first_edge_put(weft__relations_t *r, weft__rel_vec_t *out, weft__rel_vec_t *in,
-               uint32_t rel, uint32_t slot, weft_entity_t src,
-               weft_entity_t tgt) {
+first_edge_put(weft__relations_t *r, weft__rel_vec_t *out, weft__rel_edge_t *oe,
+               weft__rel_vec_t *in, uint32_t rel, uint32_t slot,
+               weft_entity_t src, weft_entity_t tgt) {
   const uint32_t back = in->n;
-  edge_put(out->v, tgt, rel, slot, back);
+  edge_put(oe, tgt, rel, slot, back);
   out->n = 1;
   /* Appended: still sorted when it comes after the last entry. */
-  weft__rel_edge_t *x = &in->v[back];
-  if (back == 0)
+  weft__rel_edge_t *x;
+  if (back == 0) {
+    x = weft__rel_v(in);
     in->sorted = 1;
-  else if (!in->sorted || !edge_less(x - 1, rel, src))
-    in_unsorted(r, tgt);
+  } else {
+    x = &in->heap[back];
+    if (!in->sorted || !edge_less(x - 1, rel, src))
+      in_unsorted(r, tgt);
+  }
   edge_put(x, src, rel, slot, (uint32_t)(tgt >> 32)); /* weft__rel_in_entry */
   in->n = back + 1;
   r->edges++;
 }
 
-/* The store's side of an only edge going: out's edge, to tgt, and its
- * reverse entry, whose place the last entry takes (the caller gives its
- * payload slot back). */
+/* Edge (rel, tgt) of out-vector o, one of several, learns that its
+ * reverse entry is now at pos: out of line, so that the usual source (one
+ * edge) keeps nothing across a call. */
+static __attribute__((noinline)) void
+back_set(weft__rel_vec_t *o, uint32_t rel, weft_entity_t tgt, uint32_t pos) {
+  weft__rel_v(o)[vec_find(o, rel, tgt)].back = pos;
+}
+
+/* The store's side of an only edge going: out's edge, to tgt, whose
+ * reverse entry is at pos, and that entry, whose place the last entry
+ * takes (the caller gives its payload slot back). */
 static inline __attribute__((always_inline)) void
-only_edge_drop(weft__relations_t *r, weft__rel_vec_t *out, weft_entity_t tgt) {
-  const uint32_t pos = out->v[0].back;
+only_edge_drop(weft__relations_t *r, weft__rel_vec_t *out, uint32_t pos,
+               weft_entity_t tgt) {
   out->n = 0;
   weft__rel_vec_t *in = &r->in[(uint32_t)tgt];
   const uint32_t last = --in->n;
   if (pos != last) {
     /* The edge the moved entry mirrors learns where it went (found at
-     * once when its source has one edge). */
-    const weft__rel_edge_t m = in->v[pos] = in->v[last];
+     * once when its source has one edge). Two entries or more: they are
+     * past the inline one. */
+    weft__rel_edge_t *e = in->heap;
+    const weft__rel_edge_t m = e[pos] = e[last];
     weft__rel_vec_t *o = &r->out[(uint32_t)m.other];
-    uint32_t p = o->n == 1 ? 0 : vec_find(o, m.rel, tgt);
-    o->v[p].back = pos;
+    weft__rel_edge_t *oe = weft__rel_v_n(o, 1);
+    if (oe)
+      oe->back = pos;
+    else
+      back_set(o, m.rel, tgt, pos);
     in_unsorted(r, tgt);
   }
   r->edges--;
@@ -966,11 +977,12 @@ only_edge_drop(weft__relations_t *r, weft__rel_vec_t *out, weft_entity_t tgt) {
 
 /* Whether tgt, whose slot's reverse entries are in, is live: vouched for
  * by its last entry when it has sources (weft__rel_in_entry()), looked up
- * when it has none. */
+ * when it has none. in has room, so that entries there are past the
+ * inline one. */
 static inline __attribute__((always_inline)) bool
 target_vouched(const weft_world_t *w, const weft__rel_vec_t *in,
                weft_entity_t tgt) {
-  return (in->n && in->v[in->n - 1].back == (uint32_t)(tgt >> 32)) ||
+  return (in->n && in->heap[in->n - 1].back == (uint32_t)(tgt >> 32)) ||
          weft__lookup(w, tgt);
 }
 
@@ -979,7 +991,7 @@ target_vouched(const weft_world_t *w, const weft__rel_vec_t *in,
 static __attribute__((noinline, cold)) void
 add_first_undo(weft__relations_t *r, weft_entity_t src, weft_entity_t tgt) {
   weft__rel_vec_t *out = &r->out[(uint32_t)src];
-  const weft__rel_edge_t e = out->v[0];
+  const weft__rel_edge_t e = weft__rel_v(out)[0];
   out->n = 0;
   r->in[(uint32_t)tgt].n--;
   payload_give(&r->defs[e.rel], e.slot);
@@ -1001,7 +1013,9 @@ add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
       (s > t ? s : t) >= r->nslots)
     return REL_SLOW;
   weft__rel_vec_t *in = &r->in[t];
-  if (in->n == in->cap || !target_vouched(w, in, tgt))
+  if (in->n == in->cap)
+    return REL_SLOW;
+  if (!target_vouched(w, in, tgt))
     return REL_SLOW;
   weft__where_t at;
   if (!weft__locate(w, src, &at))
@@ -1017,7 +1031,8 @@ add_first_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
     weft__write_or_zero(edge->to, edge->col, at.chunk, at.row, value);
     weft__mark_write(w, at.chunk, edge->col, at.row);
   }
-  first_edge_put(r, out, in, rel, WEFT__REL_NOSLOT, src, tgt);
+  /* Its edges found after the move: nothing lives across it. */
+  first_edge_put(r, out, weft__rel_v(out), in, rel, WEFT__REL_NOSLOT, src, tgt);
   return 0;
 }
 
@@ -1033,13 +1048,14 @@ remove_only_dense(weft_world_t *w, weft_entity_t src, weft_component_t c,
       (uint32_t)src >= r->nslots)
     return REL_SLOW;
   weft__rel_vec_t *out = &r->out[(uint32_t)src];
-  if (out->n != 1 || out->v[0].rel != rel || out->v[0].other != tgt)
+  const weft__rel_edge_t *e = weft__rel_v_n(out, 1);
+  if (!e || e->rel != rel || e->other != tgt)
     return REL_SLOW;
   const weft__edge_t *edge =
       weft__pair_edge_cached(at.arch, WEFT__PAIR_REMOVE, c, tgt);
   if (!edge || weft__move_row(w, src, &at, edge))
     return REL_SLOW;
-  only_edge_drop(r, out, tgt);
+  only_edge_drop(r, out, e->back, tgt);
   return 0;
 }
 
@@ -1069,7 +1085,8 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   if (!weft__locate(w, src, &at))
     return REL_SLOW;
   weft__rel_vec_t *out = &r->out[s];
-  if (out->n)
+  weft__rel_edge_t *oe = weft__rel_v_n(out, 0);
+  if (!oe)
     return REL_SLOW;
   uint32_t slot = WEFT__REL_NOSLOT;
   if (slab) {
@@ -1080,7 +1097,7 @@ add_first(weft_world_t *w, weft_entity_t src, weft_component_t c,
   }
   /* The sorted flag stays right if the move fails: the entries before
    * stay as they were, and a queued target is only sorted again. */
-  first_edge_put(r, out, in, rel, slot, src, tgt);
+  first_edge_put(r, out, oe, in, rel, slot, src, tgt);
   /* The move also moves weft_world_structure_version(), as every edge
    * change must. */
   if (__builtin_expect(fast_move(w, src, &at, c, true) != 0, 0)) {
@@ -1101,11 +1118,11 @@ remove_only(weft_world_t *w, weft_entity_t src, weft_component_t c,
   if (!weft__locate(w, src, &at) || (uint32_t)src >= r->nslots)
     return REL_SLOW;
   weft__rel_vec_t *out = &r->out[(uint32_t)src];
-  const weft__rel_edge_t *e = &out->v[0];
-  if (out->n != 1 || e->rel != rel || e->other != tgt)
+  const weft__rel_edge_t *e = weft__rel_v_n(out, 1);
+  if (!e || e->rel != rel || e->other != tgt)
     return REL_SLOW;
   const uint32_t slot = e->slot;
-  only_edge_drop(r, out, tgt);
+  only_edge_drop(r, out, e->back, tgt);
   payload_give(&r->defs[rel], slot);
   int rc = fast_move(w, src, &at, c, false); /* moves the version too */
   WEFT_CHECK(w, rc == 0, rc, "edge %#llx -> %#llx could not be changed",
@@ -1128,7 +1145,8 @@ int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
     return rc;
   weft__rel_vec_t *out = &r->out[s];
   uint32_t p = lower_bound(out, rel, tgt);
-  if (p < out->n && out->v[p].rel == rel && out->v[p].other == tgt)
+  if (p < out->n && weft__rel_v(out)[p].rel == rel &&
+      weft__rel_v(out)[p].other == tgt)
     return WEFT_EEXIST;
   if ((d->flags & WEFT_RELATION_EXCLUSIVE) && vec_has_rel(out, rel))
     return WEFT_EEXIST; /* a second edge of an exclusive relation */
@@ -1143,7 +1161,7 @@ int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
    * weft__rel_restore_finish(). */
   weft__rel_edge_t x = weft__rel_in_entry(src, rel, slot, tgt);
   x.pad = back;
-  in->v[in->n++] = x;
+  weft__rel_v(in)[in->n++] = x;
   r->edges++;
   return 0;
 }
@@ -1153,7 +1171,7 @@ int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
  * mirror; an unsorted result is queued as the saved world's was. */
 static int restore_in(weft__relations_t *r, weft_entity_t t) {
   weft__rel_vec_t *in = &r->in[(uint32_t)t];
-  weft__rel_edge_t *v = in->v;
+  weft__rel_edge_t *v = weft__rel_v(in);
   for (uint32_t k = 0; k < in->n; k++)
     while (v[k].pad != k) {
       uint32_t j = v[k].pad;
@@ -1167,7 +1185,7 @@ static int restore_in(weft__relations_t *r, weft_entity_t t) {
   for (uint32_t k = 0; k < in->n; k++) {
     v[k].pad = 0;
     weft__rel_vec_t *o = &r->out[(uint32_t)v[k].other];
-    o->v[vec_find(o, v[k].rel, t)].back = k;
+    weft__rel_v(o)[vec_find(o, v[k].rel, t)].back = k;
     if (k && !in_less(&v[k - 1], &v[k]))
       in->sorted = 0;
   }
@@ -1182,12 +1200,13 @@ int weft__rel_restore_finish(weft_world_t *w) {
     if (!r->in[s].n)
       continue;
     /* The target's handle: any of its sources' out-edges names it. */
-    const weft__rel_edge_t *x = &r->in[s].v[0];
+    const weft__rel_edge_t *x = &weft__rel_v(&r->in[s])[0];
     const weft__rel_vec_t *o = &r->out[(uint32_t)x->other];
     weft_entity_t t = WEFT_ENTITY_NULL;
+    const weft__rel_edge_t *e = weft__rel_v(o);
     for (uint32_t j = 0; j < o->n; j++)
-      if ((uint32_t)o->v[j].other == s && o->v[j].rel == x->rel)
-        t = o->v[j].other;
+      if ((uint32_t)e[j].other == s && e[j].rel == x->rel)
+        t = e[j].other;
     int rc = t == WEFT_ENTITY_NULL ? WEFT_EFORMAT : restore_in(r, t);
     if (rc)
       return rc;

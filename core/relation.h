@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/archetype.h"
 #include "weft/relation.h"
@@ -60,13 +61,12 @@ static inline weft__rel_edge_t weft__rel_in_entry(weft_entity_t src,
  * index never reaches this bit: there are at most WEFT_MAX_COMPONENTS). */
 #define WEFT__REL_SLAB_BIT 0x8000u
 
-/* A vector's first edge lives inside its header (`one`, with cap 1 and
- * `v` pointing at it): most sources hold one edge and most targets one
- * source, and an edge that shares its header's cache line costs one miss
- * where a separate block cost two. A second edge moves the vector to heap
- * memory its slot keeps. The per-slot arrays grow (slots_cover), so `v`
- * of an inline vector is re-pointed after every growth; code that only
- * reads v[0..n) need not know where the edges are. */
+/* A vector's first edge lives inside its header (`one`, with cap 1):
+ * most sources hold one edge and most targets one source, and an edge
+ * that shares its header's cache line costs one miss where a separate
+ * block cost two. A second edge moves the vector to heap memory its slot
+ * keeps (`heap`, which then overlays `one`). Code reads the edges through
+ * weft__rel_v(), so that it need not know where they are. */
 #define WEFT__REL_INLINE 1u
 /* Bits of a vector's capacity: at most 2^30 - 1 edges per slot. */
 #define WEFT__REL_CAP_BITS 30
@@ -83,19 +83,52 @@ static inline weft__rel_edge_t weft__rel_in_entry(weft_entity_t src,
  * before each segment of systems runs (weft__rel_settle_order), so systems
  * on workers read sorted vectors and write nothing. Owner-thread readers
  * outside phases sort a queued target on demand. The unsorted order is a
- * function of the operations alone, the same on any number of workers. */
+ * function of the operations alone, the same on any number of workers.
+ *
+ * The header is 32 bytes, two to a 64-byte line and never across two:
+ * the inline edge and the heap pointer share their bytes (the capacity
+ * says which is there; 0 only in an empty placeholder), and the capacity
+ * and the two `in` flags share a word of bit fields. Every direct edge change
+ * reads two headers, and reads that touch many slots (traversals) pay for every
+ * byte of them. */
 typedef struct weft__rel_vec_t {
-  weft__rel_edge_t *v;
+  union {
+    weft__rel_edge_t one;   /* the edges while cap is WEFT__REL_INLINE */
+    weft__rel_edge_t *heap; /* the edges past the inline one */
+  };
   uint32_t n;
-  /* Bit fields keep the header at 40 bytes, so that a slot's two headers
-   * cost as little as they can of the cache for reads that touch many
-   * slots (traversals): 48-byte headers made weft_relation_traverse miss
-   * the last-level cache half as often again as 24-byte ones. */
+  /* The flags come first, so that the capacity is its word's high bits
+   * and "inline" (cap 1) reads as one comparison of the whole word, on
+   * the direct paths' every vector. */
+  uint32_t sorted : 1; /* `in` only: entries in (relation, source) order */
+  uint32_t queued : 1; /* `in` only: the slot is on the unsorted list */
   uint32_t cap : WEFT__REL_CAP_BITS;
-  uint32_t sorted : 1;  /* `in` only: entries in (relation, source) order */
-  uint32_t queued : 1;  /* `in` only: the slot is on the unsorted list */
-  weft__rel_edge_t one; /* the edges while cap is WEFT__REL_INLINE */
 } weft__rel_vec_t;
+
+/* The edges of x, v[0..x->n). The pointer is as writable as the caller's
+ * vector: const readers only read through it. It lives until x grows or
+ * its slot array moves (slots_cover). */
+static inline weft__rel_edge_t *weft__rel_v(const weft__rel_vec_t *x) {
+  return x->cap <= WEFT__REL_INLINE ? (weft__rel_edge_t *)&x->one : x->heap;
+}
+
+/* The edges of x when it holds exactly n of them, else NULL. An inline
+ * vector without flags (every source's `out` that never held two edges)
+ * is recognised by one comparison of its two words, n and the capacity's
+ * (flags in the low bits, then the capacity: the bit fields' order on
+ * little-endian targets, checked by test_relation_vec_header_words): the
+ * direct paths test two sources' vectors a call this way, as cheaply as a
+ * pointer's load. */
+static inline weft__rel_edge_t *weft__rel_v_n(const weft__rel_vec_t *x,
+                                              uint32_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t words;
+  memcpy(&words, &x->n, sizeof(words));
+  if (words == ((uint64_t)WEFT__REL_INLINE << 34 | n))
+    return (weft__rel_edge_t *)&x->one;
+#endif
+  return x->n == n ? weft__rel_v(x) : NULL;
+}
 
 typedef struct weft__rel_def_t {
   weft_component_t comp;

@@ -33,10 +33,11 @@ static const weft__rel_vec_t *out_of(const weft_world_t *w, weft_entity_t e,
 /* The range [*lo, *hi) of relation rel's edges in v. */
 static void rel_range(const weft__rel_vec_t *v, uint32_t rel, uint32_t *lo,
                       uint32_t *hi) {
+  const weft__rel_edge_t *e = weft__rel_v(v);
   uint32_t a = 0, b = v->n;
   while (a < b) { /* the first edge of rel or above */
     uint32_t m = a + (b - a) / 2;
-    if (v->v[m].rel < rel)
+    if (e[m].rel < rel)
       a = m + 1;
     else
       b = m;
@@ -45,7 +46,7 @@ static void rel_range(const weft__rel_vec_t *v, uint32_t rel, uint32_t *lo,
   b = v->n;
   while (a < b) { /* the first edge above rel */
     uint32_t m = a + (b - a) / 2;
-    if (v->v[m].rel <= rel)
+    if (e[m].rel <= rel)
       a = m + 1;
     else
       b = m;
@@ -66,17 +67,17 @@ static void *payload_of(const weft_world_t *w, weft_entity_t src,
 /* The edge (rel, tgt) of out-vector v, or NULL. */
 static const weft__rel_edge_t *vec_edge(const weft__rel_vec_t *v, uint32_t rel,
                                         weft_entity_t tgt) {
+  const weft__rel_edge_t *e = weft__rel_v(v);
   uint32_t lo, hi;
   rel_range(v, rel, &lo, &hi);
   while (lo < hi) {
     uint32_t m = lo + (hi - lo) / 2;
-    if (v->v[m].other < tgt)
+    if (e[m].other < tgt)
       lo = m + 1;
     else
       hi = m;
   }
-  return lo < v->n && v->v[lo].rel == rel && v->v[lo].other == tgt ? &v->v[lo]
-                                                                   : NULL;
+  return lo < v->n && e[lo].rel == rel && e[lo].other == tgt ? &e[lo] : NULL;
 }
 
 /* The out-edge (rel, tgt) of source e, or NULL. */
@@ -156,7 +157,7 @@ int weft_relation_first(const weft_world_t *w, weft_entity_t src,
   rel_range(v, rel, &lo, &hi);
   if (lo == hi)
     return WEFT_ENOTFOUND;
-  *tgt = v->v[lo].other;
+  *tgt = weft__rel_v(v)[lo].other;
   return 0;
 }
 
@@ -170,7 +171,8 @@ int weft_relation_each(weft_world_t *w, weft_entity_t src, weft_component_t c,
   const weft__rel_vec_t *v = out_of(w, src, c, &rel);
   rel_range(v, rel, &lo, &hi);
   for (uint32_t i = lo; i < hi; i++)
-    if (!fn(src, v->v[i].other, payload_of(w, src, &v->v[i]), user))
+    if (!fn(src, weft__rel_v(v)[i].other,
+            payload_of(w, src, &weft__rel_v(v)[i]), user))
       break;
   return 0;
 }
@@ -188,7 +190,7 @@ int weft_relation_sources(weft_world_t *w, weft_entity_t tgt,
   for (uint32_t i = lo; in && i < hi; i++) {
     /* The reverse entry holds the edge's payload slot too: the sources'
      * vectors stay untouched. */
-    const weft__rel_edge_t *x = &in->v[i];
+    const weft__rel_edge_t *x = &weft__rel_v(in)[i];
     if (!fn(x->other, tgt, payload_of(w, x->other, x), user))
       break;
   }
@@ -207,8 +209,9 @@ static int push_sources(weft_world_t *w, weft__relations_t *r, weft_entity_t t,
   if (weft__grow(&w->alloc, &r->stack, &r->stack_cap, *n + (hi - lo),
                  sizeof(*r->stack), 64))
     return WEFT_ENOMEM;
+  const weft__rel_edge_t *e = weft__rel_v(in);
   for (uint32_t i = hi; i-- > lo;)
-    r->stack[(*n)++] = (weft__rel_visit_t){in->v[i].other, depth, 0};
+    r->stack[(*n)++] = (weft__rel_visit_t){e[i].other, depth, 0};
   return 0;
 }
 
@@ -301,7 +304,7 @@ int weft_relation_walk_up(weft_world_t *w, weft_entity_t e, weft_component_t c,
     rel_range(&r->out[s], rel, &lo, &hi);
     if (lo == hi)
       return 0; /* the top */
-    weft_entity_t up = r->out[s].v[lo].other;
+    weft_entity_t up = weft__rel_v(&r->out[s])[lo].other;
     if (!weft__rel_visit(r, (uint32_t)up)) {
       uint32_t at = 0;
       while (at < n && r->stack[at].e != up)
@@ -361,7 +364,7 @@ uint64_t weft__rel_digest(const weft_world_t *w) {
       continue;
     h = mix(mix(h, s), v->n);
     for (uint32_t j = 0; j < v->n; j++) {
-      const weft__rel_edge_t *x = &v->v[j];
+      const weft__rel_edge_t *x = &weft__rel_v(v)[j];
       h = mix(mix(h, x->rel), x->other);
       /* Slab payloads; a dense one is its column's, hashed with its row. */
       const uint8_t *p =

@@ -58,7 +58,7 @@ static int save_edges(const weft_world_t *w, weft_snapshot_out_t *o) {
   for (uint32_t s = 0; r && !rc && s < r->nslots; s++) {
     const weft__rel_vec_t *v = &r->out[s];
     for (uint32_t j = 0; !rc && j < v->n; j++) {
-      const weft__rel_edge_t *x = &v->v[j];
+      const weft__rel_edge_t *x = &weft__rel_v(v)[j];
       const weft__rel_def_t *d = &r->defs[x->rel];
       rc = put_u64(o, handle_of(w, s));
       rc = rc ? rc : put_u64(o, x->other);

@@ -3,6 +3,8 @@
  * traversals, deaths and cascades, staging, commands and the digest. */
 #include "support/relation_test.h"
 
+#include "core/relation.h" /* the vector header's layout */
+
 typedef struct pay_t {
   int32_t a;
   int32_t b;
@@ -1042,6 +1044,41 @@ static void test_relation_sources_payloads_follow_edges(void **state) {
   weft_world_destroy(w);
 }
 
+/*
+ * A vector header's words: the direct paths recognise an inline vector
+ * with n edges and no flags by one comparison of its n and capacity words
+ * (weft__rel_v_n()), which holds only while the bit fields are laid out
+ * flags first. Every combination of n, capacity and flags is checked
+ * against the fields read one by one.
+ */
+static void test_relation_vec_header_words(void **state) {
+  (void)state;
+  weft__rel_edge_t heap[4];
+  for (uint32_t n = 0; n < 3; n++)
+    for (uint32_t cap = 1; cap <= 4; cap *= 4)
+      for (uint32_t flags = 0; flags < 4; flags++) {
+        weft__rel_vec_t v;
+        memset(&v, 0, sizeof v);
+        if (cap > WEFT__REL_INLINE)
+          v.heap = heap;
+        v.n = n;
+        v.cap = cap;
+        v.sorted = flags & 1u;
+        v.queued = flags >> 1;
+        weft__rel_edge_t *at = cap > WEFT__REL_INLINE ? heap : &v.one;
+        assert_ptr_equal(weft__rel_v(&v), at);
+        for (uint32_t k = 0; k < 3; k++)
+          assert_ptr_equal(weft__rel_v_n(&v, k), k == n ? at : NULL);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* The words the comparison reads: flags low, capacity above. */
+        uint64_t words;
+        memcpy(&words, &v.n, sizeof words);
+        assert_true(words == ((uint64_t)(cap << 2 | flags) << 32 | n));
+#endif
+      }
+  assert_int_equal(sizeof(weft__rel_vec_t), 32);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_relation_register_rejects_bad_input),
@@ -1050,6 +1087,7 @@ int main(void) {
       cmocka_unit_test(test_relation_first_and_only_edges),
       cmocka_unit_test(test_relation_hub_target_handles_are_checked),
       cmocka_unit_test(test_relation_inline_edges_survive_slot_growth),
+      cmocka_unit_test(test_relation_vec_header_words),
       cmocka_unit_test(test_relation_sources_payloads_follow_edges),
       cmocka_unit_test(test_relation_plain_calls_are_refused),
       cmocka_unit_test(test_relation_wildcard_queries),
