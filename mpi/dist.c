@@ -419,9 +419,20 @@ int weft_mpi_step(weft_mpi_t *m, double dt) {
   double t1 = MPI_Wtime();
   m->stats.exchange_s += t1 - t0;
   double inside = m->stats.exchange_s; /* the tick's own exchange, if any */
-  if (!rc)
+  const uint64_t round = m->round;
+  if (!rc) {
     rc = m->tick ? m->tick(m->tick_user, m->world, dt)
                  : weft_world_progress(m->world, dt);
+    /* A tick that stopped before its exchange ran (a failure in an
+     * earlier phase, or in the tick callback before the pipeline) leaves
+     * the other ranks waiting in theirs: they are told. A failure in the
+     * exchange's own phase does not stop it: the pipeline runs every
+     * segment of a phase and reports the first failure after. (Checked
+     * for the tick's first fixed step, the only one when dt is the fixed
+     * step.) */
+    if (rc && m->in_tick && m->round == round)
+      (void)weft__exchange_abort(m, rc);
+  }
   m->stats.tick_s += MPI_Wtime() - t1 - (m->stats.exchange_s - inside);
   m->stats.ticks++;
   return weft__agree_code(m, rc);

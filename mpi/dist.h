@@ -119,4 +119,8 @@ int weft__agree_code(weft_mpi_t *m, int rc);
 /* One round of migration and ghost exchange (exchange.c). Collective. */
 int weft__exchange(weft_mpi_t *m);
 
+/* Joins the round the other ranks are in with failure @p status instead
+ * of packing (exchange.c); returns @p status. Collective. */
+int weft__exchange_abort(weft_mpi_t *m, int status);
+
 #endif /* WEFT_MPI_DIST_H */

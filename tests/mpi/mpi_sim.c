@@ -43,6 +43,11 @@
  *              that ghosts enter the grid moved, as owned boids do
  *   boidsteady boids, and the last 40 ticks must allocate nothing, as in
  *              steady
+ *   boidsfail  boids, and a PreUpdate system fails on the last rank at
+ *              its fourth run, so that rank's tick ends before the
+ *              in-tick exchange: every rank returns an error from the
+ *              same step (prints "error: ...") instead of waiting in the
+ *              exchange
  * Every rank also checks that its pool's workers are placed on CPUs the
  * rank is bound to (mpirun --bind-to, a batch scheduler's binding): the
  * pool plans within the process's CPU set.
@@ -187,11 +192,35 @@ static int failing_tick(void *user, weft_world_t *w, double dt) {
   return weft_world_progress(w, dt);
 }
 
+/* "test.fail": fails on the last rank at its fourth run (boidsfail). */
+static int failing_system(weft_sysctx_t *ctx, const weft_iter_t *none) {
+  (void)none;
+  int *runs = ctx->user, rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank == size - 1 && ++*runs == 4)
+    return weft_world_fail(ctx->world, WEFT_ESYSTEM,
+                           "test: the tick failed here");
+  return 0;
+}
+
+/* Registers "test.fail" in PreUpdate: its failure ends the frame before
+ * the fixed steps, so the failing rank never reaches the exchange. (A
+ * failure in the exchange's own phase would not keep it from running.) */
+static int add_failing(weft_world_t *w, int *runs) {
+  weft_system_desc_t d = {.name = "test.fail",
+                          .phase = WEFT_PHASE_PRE_UPDATE,
+                          .run = failing_system,
+                          .user = runs};
+  weft_system_t id;
+  return weft_system_register(w, &d, &id);
+}
+
 /* ---- building the world ---------------------------------------------- */
 
 typedef struct scene_t {
   float side, speed, halo;
-  bool neighbours, dying, crowd, boids, steady;
+  bool neighbours, dying, crowd, boids, steady, fail_early;
   weft_integrate_config_t ic;
 } scene_t;
 
@@ -224,6 +253,11 @@ static int scene_for(const char *name, scene_t *s) {
     s->halo = BOIDS_RADIUS;
     s->boids = true;
     s->steady = strcmp(name, "boidsteady") == 0;
+  } else if (strcmp(name, "boidsfail") == 0) {
+    s->side = 120.0f;
+    s->speed = 5.0f;
+    s->halo = BOIDS_RADIUS;
+    s->boids = s->fail_early = true;
     s->ic = (weft_integrate_config_t){.mode = WEFT_BOUNDS_WRAP};
   } else if (strcmp(name, "empty") == 0) {
     s->side = 400.0f;
@@ -415,6 +449,13 @@ static int run(weft_world_t *w, const args_t *a) {
     weft_grid_destroy(grid);
     return v == 1 ? 0 : 2;
   }
+  int fail_runs = 0;
+  if (s.fail_early && add_failing(w, &fail_runs)) {
+    fprintf(stderr, "setup: %s\n", weft_world_last_error(w));
+    weft_mpi_free(mpi);
+    weft_grid_destroy(grid);
+    return 2;
+  }
   weft_component_lookup(w, "weft.Key", &n.key);
   weft_component_lookup(w, "weft.Ghost", &n.ghost);
   weft_query_desc_t q = {.include = {n.key, std.position}};
@@ -427,12 +468,13 @@ static int run(weft_world_t *w, const args_t *a) {
   uint32_t half = steady ? a->ticks - measured : a->ticks;
   for (uint32_t t = 0; t < half && !rc; t++)
     rc = weft_mpi_step(mpi, DT);
-  if (strcmp(a->scenario, "failtick") == 0) {
+  if (strcmp(a->scenario, "failtick") == 0 || s.fail_early) {
     /* Every rank stops at the same step with the same error. */
     printf("rank %u error: %s\n", weft_mpi_rank(mpi),
            rc ? weft_world_last_error(w) : "none");
     free(n.items);
     weft_mpi_free(mpi);
+    weft_grid_destroy(grid);
     return rc == WEFT_ESYSTEM ? 0 : 1;
   }
   /* An allocation fails this rank only after the collective calls
