@@ -92,8 +92,10 @@ static uint64_t config_hash(const weft_mpi_t *m) {
   float f[5] = {m->dom.min.x, m->dom.min.y, m->dom.max.x, m->dom.max.y,
                 m->dom.halo};
   uint64_t h = fnv(0xcbf29ce484222325ull, f, sizeof f);
-  /* Ranks that rebalanced at different ticks would mismatch collectives. */
+  /* Ranks that rebalanced or exchanged at different points would
+   * mismatch their collectives. */
   h = fnv(h, &m->balance_every, sizeof m->balance_every);
+  h = fnv(h, &m->placement, sizeof m->placement);
   size_t len = 0;
   weft_entity_codec_table(m->codec, NULL, 0, &len);
   void *table = len ? weft__alloc(NULL, len, 16) : NULL;
@@ -213,6 +215,49 @@ static int alloc_buffers(weft_mpi_t *m) {
   return rc;
 }
 
+/* "weft.mpi.exchange": the exchange at its place in the tick. */
+static int exchange_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  weft_mpi_t *m = ctx->user;
+  double t0 = MPI_Wtime();
+  int rc = weft__exchange(m);
+  m->stats.exchange_s += MPI_Wtime() - t0;
+  return rc;
+}
+
+/* Registers "weft.mpi.exchange" where the configuration puts it, and
+ * notes the placement (phase and names) in m->placement for the
+ * configuration's hash: ranks that exchanged at different points of the
+ * tick would mismatch their collectives. */
+static int register_exchange(weft_mpi_t *m, const weft_mpi_config_t *c) {
+  weft_system_desc_t d = {.name = "weft.mpi.exchange",
+                          .phase = c->exchange_phase,
+                          .flags =
+                              WEFT_SYSTEM_EXCLUSIVE | WEFT_SYSTEM_COMMIT_AFTER,
+                          .run = exchange_run,
+                          .user = m};
+  uint64_t h = fnv(0xcbf29ce484222325ull, &d.phase, sizeof d.phase);
+  uint32_t na = 0, nb = 0;
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ORDER; i++) {
+    if (c->exchange_after[i]) {
+      d.after[na++] = c->exchange_after[i];
+      h = fnv(fnv(h, "<", 1), c->exchange_after[i],
+              strlen(c->exchange_after[i]) + 1);
+    }
+    if (c->exchange_before[i]) {
+      d.before[nb++] = c->exchange_before[i];
+      h = fnv(fnv(h, ">", 1), c->exchange_before[i],
+              strlen(c->exchange_before[i]) + 1);
+    }
+  }
+  if (na + nb == 0)
+    return 0;
+  int rc = weft_system_register(m->world, &d, &m->exchange_sys);
+  m->in_tick = rc == 0;
+  m->placement = m->in_tick ? h : 0;
+  return rc;
+}
+
 /* Everything weft_mpi_new() checks and builds on one rank. */
 static int setup(weft_mpi_t *m, const weft_mpi_config_t *c, char *msg) {
   int rc = weft__domain_init(&m->dom, m->size, c->min, c->max, c->halo, msg,
@@ -228,6 +273,8 @@ static int setup(weft_mpi_t *m, const weft_mpi_config_t *c, char *msg) {
     rc = weft__record_init(m);
   if (!rc)
     rc = alloc_buffers(m);
+  if (!rc)
+    rc = register_exchange(m, c);
   if (rc && !msg[0])
     snprintf(msg, MSG_MAX, "weft_mpi: %s", weft_world_last_error(m->world));
   return rc;
@@ -304,6 +351,8 @@ int weft_mpi_new(weft_world_t *world, MPI_Comm comm,
 void weft_mpi_free(weft_mpi_t *m) {
   if (!m)
     return;
+  if (m->in_tick)
+    weft_system_remove(m->world, m->exchange_sys);
   if (m->owned)
     weft_query_destroy(m->owned);
   weft__record_fini(m);
@@ -365,14 +414,26 @@ int weft_mpi_step(weft_mpi_t *m, double dt) {
   if (m->balance_every && m->stats.ticks > 0 &&
       m->stats.ticks % m->balance_every == 0)
     rc = weft_mpi_rebalance(m);
-  if (!rc)
+  if (!rc && !m->in_tick)
     rc = weft__exchange(m);
   double t1 = MPI_Wtime();
-  if (!rc)
+  m->stats.exchange_s += t1 - t0;
+  double inside = m->stats.exchange_s; /* the tick's own exchange, if any */
+  const uint64_t round = m->round;
+  if (!rc) {
     rc = m->tick ? m->tick(m->tick_user, m->world, dt)
                  : weft_world_progress(m->world, dt);
-  m->stats.exchange_s += t1 - t0;
-  m->stats.tick_s += MPI_Wtime() - t1;
+    /* A tick that stopped before its exchange ran (a failure in an
+     * earlier phase, or in the tick callback before the pipeline) leaves
+     * the other ranks waiting in theirs: they are told. A failure in the
+     * exchange's own phase does not stop it: the pipeline runs every
+     * segment of a phase and reports the first failure after. (Checked
+     * for the tick's first fixed step, the only one when dt is the fixed
+     * step.) */
+    if (rc && m->in_tick && m->round == round)
+      (void)weft__exchange_abort(m, rc);
+  }
+  m->stats.tick_s += MPI_Wtime() - t1 - (m->stats.exchange_s - inside);
   m->stats.ticks++;
   return weft__agree_code(m, rc);
 }

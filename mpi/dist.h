@@ -61,6 +61,11 @@ struct weft_mpi_t {
   uint32_t grecord;
 
   weft_query_t *owned; /* Key and Position, not Ghost */
+  /* The exchange as a system of the tick (config exchange_after/before),
+   * or not (in_tick false: weft_mpi_step() exchanges first). */
+  weft_system_t exchange_sys;
+  bool in_tick;
+  uint64_t placement; /* a hash of where it runs; 0: before the tick */
   weft_mpi_tick_fn tick;
   void *tick_user;
   weft_entity_codec_t *codec; /* migrants' records (record.c) */
@@ -113,5 +118,9 @@ int weft__agree_code(weft_mpi_t *m, int rc);
 
 /* One round of migration and ghost exchange (exchange.c). Collective. */
 int weft__exchange(weft_mpi_t *m);
+
+/* Joins the round the other ranks are in with failure @p status instead
+ * of packing (exchange.c); returns @p status. Collective. */
+int weft__exchange_abort(weft_mpi_t *m, int status);
 
 #endif /* WEFT_MPI_DIST_H */

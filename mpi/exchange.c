@@ -449,3 +449,14 @@ int weft__exchange(weft_mpi_t *m) {
   m->stats.ghosts = m->ghosts.count;
   return rc;
 }
+
+/* The rank's part in a round it cannot pack: its tick failed ahead of the
+ * in-tick exchange, while the other ranks wait in that exchange's sizes.
+ * It sends them its failure as its status (nothing else), so that they
+ * return it from their exchange instead of waiting. */
+int weft__exchange_abort(weft_mpi_t *m, int status) {
+  m->round++;
+  for (uint32_t r = 0; r < m->size; r++)
+    m->out_mig[r].len = m->out_ghost[r].len = 0;
+  return trade_sizes(m, status);
+}

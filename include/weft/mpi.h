@@ -36,6 +36,7 @@
 
 #include "weft/builtin.h"
 #include "weft/component.h"
+#include "weft/phase.h"
 #include "weft/world.h"
 
 #ifdef __cplusplus
@@ -71,6 +72,28 @@ typedef struct weft_mpi_config_t {
    * every tick (Position is always copied; listing it is harmless). */
   weft_component_t ghost_components[WEFT_MPI_GHOST_MAX];
   uint32_t ghost_count;
+  /**
+   * Where the exchange runs. Both lists empty: before the tick, in
+   * weft_mpi_step(). Otherwise inside it, as the exclusive system
+   * "weft.mpi.exchange" of exchange_phase (0: WEFT_PHASE_FIXED_UPDATE),
+   * after every system named in exchange_after and before every one named
+   * in exchange_before (up to WEFT_SYSTEM_MAX_ORDER names each, the rest
+   * NULL). Use it where the systems that read other entities run after
+   * those that move them (weft-sim's boids: the grid is built after
+   * "weft.bounds"): ghosts are never written by systems, so they must be
+   * refreshed after the move to be read in the same state as the owned
+   * entities beside them.
+   *
+   * Name in exchange_before every system that must see the exchange, not
+   * only the first: the scheduler orders a phase by its explicit edges
+   * first (earliest registered first among the ready) and directs the
+   * conflicts after that, so a reader registered before the exchange and
+   * not named here would be put ahead of it, and ahead of the builder it
+   * reads (docs/mpi.md, "boids").
+   */
+  const char *exchange_after[WEFT_SYSTEM_MAX_ORDER];
+  const char *exchange_before[WEFT_SYSTEM_MAX_ORDER];
+  weft_phase_t exchange_phase;
   /** weft_mpi_step() rebalances (weft_mpi_rebalance()) before every
    * balance_every-th tick; 0: never. */
   uint32_t balance_every;
@@ -168,9 +191,15 @@ int weft_mpi_exchange(weft_mpi_t *mpi);
 
 /**
  * One distributed tick: weft_mpi_exchange(), then the configured tick
- * with @p dt. Collective. Allocates nothing once the buffers reached the
- * largest size the run needs. Returns 0 or the first error of any rank
- * (the same code on every rank).
+ * with @p dt; or, where the configuration places the exchange inside the
+ * tick (exchange_after, exchange_before), the tick alone, whose system
+ * "weft.mpi.exchange" exchanges once per fixed step (the same count on
+ * every rank, as they run the same pipeline with the same @p dt). A
+ * system ahead of that one that fails on one rank only leaves the others
+ * waiting in the exchange: in-tick placement is for systems that fail on
+ * every rank alike or not at all. Collective. Allocates nothing once the
+ * buffers reached the largest size the run needs. Returns 0 or the first
+ * error of any rank (the same code on every rank).
  */
 int weft_mpi_step(weft_mpi_t *mpi, double dt);
 

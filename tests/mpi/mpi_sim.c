@@ -36,6 +36,18 @@
  *              ticks must allocate nothing (the world's counters
  *              and this thread's jemalloc counter); prints
  *              "rank R steady allocs A bytes B" and fails otherwise
+ *   boids      the built-in flock (weft_sys_grid, weft_sys_boids) in a
+ *              wrapping box, crowded enough that every boid near a cut
+ *              has neighbours across it; the exchange runs inside the
+ *              tick, between "weft.bounds" and the grid's rebuild, so
+ *              that ghosts enter the grid moved, as owned boids do
+ *   boidsteady boids, and the last 40 ticks must allocate nothing, as in
+ *              steady
+ *   boidsfail  boids, and a PreUpdate system fails on the last rank at
+ *              its fourth run, so that rank's tick ends before the
+ *              in-tick exchange: every rank returns an error from the
+ *              same step (prints "error: ...") instead of waiting in the
+ *              exchange
  * Every rank also checks that its pool's workers are placed on CPUs the
  * rank is bound to (mpirun --bind-to, a batch scheduler's binding): the
  * pool plans within the process's CPU set.
@@ -180,13 +192,40 @@ static int failing_tick(void *user, weft_world_t *w, double dt) {
   return weft_world_progress(w, dt);
 }
 
+/* "test.fail": fails on the last rank at its fourth run (boidsfail). */
+static int failing_system(weft_sysctx_t *ctx, const weft_iter_t *none) {
+  (void)none;
+  int *runs = ctx->user, rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank == size - 1 && ++*runs == 4)
+    return weft_world_fail(ctx->world, WEFT_ESYSTEM,
+                           "test: the tick failed here");
+  return 0;
+}
+
+/* Registers "test.fail" in PreUpdate: its failure ends the frame before
+ * the fixed steps, so the failing rank never reaches the exchange. (A
+ * failure in the exchange's own phase would not keep it from running.) */
+static int add_failing(weft_world_t *w, int *runs) {
+  weft_system_desc_t d = {.name = "test.fail",
+                          .phase = WEFT_PHASE_PRE_UPDATE,
+                          .run = failing_system,
+                          .user = runs};
+  weft_system_t id;
+  return weft_system_register(w, &d, &id);
+}
+
 /* ---- building the world ---------------------------------------------- */
 
 typedef struct scene_t {
   float side, speed, halo;
-  bool neighbours, dying, crowd;
+  bool neighbours, dying, crowd, boids, steady, fail_early;
   weft_integrate_config_t ic;
 } scene_t;
+
+/* The boids' radius (and the grid's cell): the halo must cover it. */
+#define BOIDS_RADIUS 4.0f
 
 static int scene_for(const char *name, scene_t *s) {
   memset(s, 0, sizeof *s);
@@ -205,6 +244,21 @@ static int scene_for(const char *name, scene_t *s) {
   } else if (strcmp(name, "steady") == 0) {
     s->side = 400.0f;
     s->speed = 300.0f;
+    s->steady = true;
+  } else if (strcmp(name, "boids") == 0 || strcmp(name, "boidsteady") == 0) {
+    /* About one boid per 10 units^2 for the 1,500 of the test: a few
+     * neighbours each within the radius. */
+    s->side = 120.0f;
+    s->speed = 5.0f;
+    s->halo = BOIDS_RADIUS;
+    s->boids = true;
+    s->steady = strcmp(name, "boidsteady") == 0;
+  } else if (strcmp(name, "boidsfail") == 0) {
+    s->side = 120.0f;
+    s->speed = 5.0f;
+    s->halo = BOIDS_RADIUS;
+    s->boids = s->fail_early = true;
+    s->ic = (weft_integrate_config_t){.mode = WEFT_BOUNDS_WRAP};
   } else if (strcmp(name, "empty") == 0) {
     s->side = 400.0f;
     s->speed = 0.0f;
@@ -241,15 +295,32 @@ static int spawn_owned(weft_world_t *w, weft_mpi_t *mpi, const weft_std_t *std,
     uint64_t k = i;
     weft_lifetime_t life = {0.1f + draw(a->seed, i, 4) * 0.6f};
     weft_entity_t e;
-    int rc =
-        weft_spawn_with(w,
-                        (weft_component_t[]){std->position, std->velocity, key,
-                                             s->dying ? std->lifetime : 0, 0},
-                        (const void *[]){&p, &v, &k, &life}, &e);
+    weft_component_t extra = s->dying   ? std->lifetime
+                             : s->boids ? std->boid
+                                        : 0;
+    int rc = weft_spawn_with(
+        w, (weft_component_t[]){std->position, std->velocity, key, extra, 0},
+        (const void *[]){&p, &v, &k, s->dying ? &life : NULL}, &e);
     if (rc)
       return rc;
   }
   return 0;
+}
+
+/* The flock's systems, registered after the integration as weft-sim's
+ * boids are: its grid is rebuilt after the move. */
+static int add_boids(weft_world_t *w, const weft_std_t *std, const scene_t *s,
+                     weft_grid_t **grid) {
+  weft_grid_config_t gc = {
+      .cell = BOIDS_RADIUS, .min = s->ic.min, .max = s->ic.max};
+  weft_boids_config_t bc = {.radius = BOIDS_RADIUS, .max_speed = 10.0f};
+  weft_system_t id;
+  int rc = weft_grid_create(w, &gc, grid);
+  if (!rc)
+    rc = weft_sys_grid(w, std, *grid, std->boid, 0, &id);
+  if (!rc)
+    rc = weft_sys_boids(w, std, *grid, &bc, &id);
+  return rc;
 }
 
 static int parse(int argc, char **argv, args_t *a) {
@@ -299,6 +370,17 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
     mc->ghost_count = 2;
     mc->tick = neighbour_tick;
     mc->tick_user = n;
+  }
+  if (s->boids) {
+    /* Inside the tick, after the move and before everything that reads
+     * the grid (docs/mpi.md, "boids"). */
+    mc->ghost_components[0] = n->std.velocity;
+    mc->ghost_components[1] = n->std.boid;
+    mc->ghost_count = 2;
+    mc->exchange_after[0] = "weft.bounds";
+    mc->exchange_before[0] = "weft.grid.build";
+    mc->exchange_before[1] = "weft.boids.plan";
+    mc->exchange_before[2] = "weft.boids";
   }
   if (strcmp(a->scenario, "failtick") == 0)
     mc->tick = failing_tick;
@@ -351,14 +433,29 @@ static int run(weft_world_t *w, const args_t *a) {
   weft_system_t life;
   if (!rc && s.dying)
     rc = weft_sys_lifetime(w, &std, WEFT_PHASE_FIXED_UPDATE, &life);
-  if (rc)
-    return fprintf(stderr, "setup: %s\n", weft_world_last_error(w)), 2;
+  weft_grid_t *grid = NULL;
+  if (!rc && s.boids)
+    rc = add_boids(w, &std, &s, &grid);
+  if (rc) {
+    fprintf(stderr, "setup: %s\n", weft_world_last_error(w));
+    weft_grid_destroy(grid);
+    return 2;
+  }
   weft_mpi_config_t mc = {0};
   neigh_t n = {.std = std};
   weft_mpi_t *mpi = NULL;
   int v = make_driver(w, a, &s, &mc, &n, &mpi);
-  if (v)
+  if (v) {
+    weft_grid_destroy(grid);
     return v == 1 ? 0 : 2;
+  }
+  int fail_runs = 0;
+  if (s.fail_early && add_failing(w, &fail_runs)) {
+    fprintf(stderr, "setup: %s\n", weft_world_last_error(w));
+    weft_mpi_free(mpi);
+    weft_grid_destroy(grid);
+    return 2;
+  }
   weft_component_lookup(w, "weft.Key", &n.key);
   weft_component_lookup(w, "weft.Ghost", &n.ghost);
   weft_query_desc_t q = {.include = {n.key, std.position}};
@@ -366,17 +463,18 @@ static int run(weft_world_t *w, const args_t *a) {
   if (!rc)
     rc = a->load ? weft_mpi_restore(mpi, a->load)
                  : spawn_owned(w, mpi, &std, n.key, a, &s);
-  int steady = strcmp(a->scenario, "steady") == 0;
+  int steady = s.steady;
   uint32_t measured = a->ticks < 40 ? a->ticks : 40;
   uint32_t half = steady ? a->ticks - measured : a->ticks;
   for (uint32_t t = 0; t < half && !rc; t++)
     rc = weft_mpi_step(mpi, DT);
-  if (strcmp(a->scenario, "failtick") == 0) {
+  if (strcmp(a->scenario, "failtick") == 0 || s.fail_early) {
     /* Every rank stops at the same step with the same error. */
     printf("rank %u error: %s\n", weft_mpi_rank(mpi),
            rc ? weft_world_last_error(w) : "none");
     free(n.items);
     weft_mpi_free(mpi);
+    weft_grid_destroy(grid);
     return rc == WEFT_ESYSTEM ? 0 : 1;
   }
   /* An allocation fails this rank only after the collective calls
@@ -412,6 +510,7 @@ static int run(weft_world_t *w, const args_t *a) {
   }
   free(n.items);
   weft_mpi_free(mpi);
+  weft_grid_destroy(grid);
   return rc || drc || allocated ? 1 : 0;
 }
 
