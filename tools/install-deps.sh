@@ -6,6 +6,7 @@
 #
 #   tools/install-deps.sh          # what the build and the test suite need
 #   tools/install-deps.sh fuzz     # also clang and libFuzzer (tools/fuzz.sh)
+#   tools/install-deps.sh browser  # also Chromium (test net_browser)
 #
 # Environment:
 #   WEFT_SKIP_DEPS=1   do nothing (for machines managed some other way)
@@ -31,11 +32,14 @@ packages=(cmake pkg-config libjemalloc-dev libhwloc-dev libudev-dev hwloc
 # Optional parts, named on the command line. fuzz: clang builds the fuzz
 # targets with -fsanitize=fuzzer, whose runtime (libclang_rt.fuzzer) is in
 # libclang-rt-14-dev; libfuzzer-14-dev is LLVM's libFuzzer library itself.
+# browser: headless Chromium loads the live view in test net_browser
+# (tests/net/browser.sh), which is skipped without it.
 for part in "$@"; do
   case "$part" in
     fuzz) packages+=(clang libfuzzer-14-dev libclang-rt-14-dev) ;;
+    browser) packages+=(chromium) ;;
     *)
-      echo "install-deps: unknown part '$part' (known: fuzz)" >&2
+      echo "install-deps: unknown part '$part' (known: fuzz, browser)" >&2
       exit 2
       ;;
   esac

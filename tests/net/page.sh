@@ -4,7 +4,7 @@
 # come over HTTP from the same port, and page.mjs runs the script in Node
 # (a stub DOM, Node's WebSocket) until its mirror matches the server's
 # count. Skipped (exit 77) where Node has no WebSocket (Node < 20).
-# A real browser (headless Chromium) test is still to come.
+# browser.sh loads the same page in headless Chromium.
 # usage: page.sh WEFT_SIM WEFT_CLIENT
 set -u
 SIM=$1

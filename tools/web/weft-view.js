@@ -4,6 +4,12 @@
 // it. window.weftCount is the number of mirrored entities; for tests,
 // window.weftAskDigest() asks the server for its count of the view, and
 // window.weftDigest then holds {server, mirror} as of the reply's packet.
+// The same figures go into the DOM as data attributes of <body>, for a
+// browser run from the command line (tests/net/browser.sh, chromium
+// --dump-dom): data-weft-state (connecting, open, closed, error),
+// data-weft-count, and with ?digest in the URL, which asks the server for
+// its count of the view twice a second, data-weft-server and
+// data-weft-mirror from the latest reply.
 'use strict';
 
 const MAGIC = 0x544e4657;
@@ -21,6 +27,11 @@ const state = {
 };
 window.weftCount = 0;
 window.weftDigest = null;
+// Node's stub DOM (tests/net/page.mjs) has no body: the marks go nowhere.
+const marks = (document.body && document.body.dataset) || {};
+marks.weftState = 'connecting';
+marks.weftCount = '0';
+const askDigests = /[?&]digest\b/.test(location.search || '');
 
 function handleKey(dv, o) {
   return dv.getUint32(o + 4, true).toString(16) + ':' +
@@ -120,7 +131,12 @@ function packet(ws, dv) {
   state.packets++;
   state.bytes += dv.byteLength;
   window.weftCount = state.ents.size;
-  if (digest >= 0) window.weftDigest = {server: digest, mirror: state.ents.size};
+  marks.weftCount = String(state.ents.size);
+  if (digest >= 0) {
+    window.weftDigest = {server: digest, mirror: state.ents.size};
+    marks.weftServer = String(digest);
+    marks.weftMirror = String(state.ents.size);
+  }
   ack(ws, tick);
 }
 
@@ -148,7 +164,7 @@ function resize() {
 function connect() {
   const ws = new WebSocket(`ws://${location.host}/`, 'weft-net');
   ws.binaryType = 'arraybuffer';
-  ws.onopen = () => hello(ws);
+  ws.onopen = () => { marks.weftState = 'open'; hello(ws); };
   window.weftAskDigest = () => {
     const b = new Uint8Array(9);
     b[0] = 4;  // DIGEST_REQ, entity 0: the whole view
@@ -160,10 +176,17 @@ function connect() {
       if (!state.sizes) { welcome(dv); sendView(ws); } else packet(ws, dv);
     } catch (err) {
       hud.textContent = 'error: ' + err.message;
+      marks.weftState = 'error';
       ws.close();
     }
   };
-  ws.onclose = (ev) => { hud.textContent = 'closed: ' + (ev.reason || ev.code); };
+  ws.onclose = (ev) => {
+    hud.textContent = 'closed: ' + (ev.reason || ev.code);
+    if (marks.weftState !== 'error') marks.weftState = 'closed';
+  };
+  if (askDigests) {
+    setInterval(() => { if (state.ents.size) window.weftAskDigest(); }, 500);
+  }
   let drag = null;
   canvas.onmousedown = (e) => { drag = {x: e.clientX, y: e.clientY}; };
   window.onmouseup = () => { drag = null; };
