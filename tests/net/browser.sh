@@ -43,6 +43,9 @@ stop_browser() {
   cleanup
 }
 trap stop_browser EXIT
+# A write to a Chromium that died fails (and reply() says so) rather than
+# killing this script with SIGPIPE before it can report.
+trap '' PIPE
 
 browser_fail() {
   echo "--- chromium's replies (first 600 bytes each):"
@@ -54,12 +57,12 @@ browser_fail() {
 
 # send JSON: one DevTools message.
 send() { printf '%s\0' "$1" >&5; }
-# reply ID: prints the reply to message ID once it came (10 s at most).
+# reply ID: sets R to the reply to message ID once it came (10 s at
+# most). Not a $(...): a failure in a subshell would not end the test.
 reply() {
-  local r
   for _ in $(seq 100); do
-    r=$(grep -a -z -m1 "^{\"id\":$1," "$TMP/cdp.log" | tr -d '\0')
-    if [ -n "$r" ]; then printf '%s\n' "$r"; return 0; fi
+    R=$(grep -a -z -m1 "^{\"id\":$1," "$TMP/cdp.log" | tr -d '\0')
+    [ -n "$R" ] && return 0
     kill -0 "$BROWSER" 2>/dev/null || browser_fail "chromium exited"
     sleep 0.1
   done
@@ -70,10 +73,11 @@ start_server -e 2000 -t 1 --serve-seconds 120
 
 # Chromium reads the messages from fd 3 and writes its replies to fd 4:
 # two FIFOs, a cat that copies the replies to a file, and fd 5 to write.
-# Headless, as root in CI (no sandbox), without a GPU, a fresh profile.
+# Headless, as root in CI (no sandbox), without a GPU or /dev/shm (small
+# in containers), a fresh profile.
 mkfifo "$TMP/to" "$TMP/from"
 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --no-first-run \
-  --hide-scrollbars --user-data-dir="$TMP/profile" --window-size=640,480 \
+  --hide-scrollbars --disable-dev-shm-usage --user-data-dir="$TMP/profile" --window-size=640,480 \
   --remote-debugging-pipe about:blank \
   3<"$TMP/to" 4>"$TMP/from" >"$TMP/chromium.log" 2>&1 &
 BROWSER=$!
@@ -82,10 +86,12 @@ READER=$!
 exec 5>"$TMP/to"
 
 send '{"id":1,"method":"Target.createTarget","params":{"url":"http://127.0.0.1:'"$PORT"'/?digest"}}'
-target=$(reply 1 | sed -n 's/.*"targetId":"\([^"]*\)".*/\1/p')
+reply 1
+target=$(printf '%s' "$R" | sed -n 's/.*"targetId":"\([^"]*\)".*/\1/p')
 [ -n "$target" ] || browser_fail "no page opened"
 send '{"id":2,"method":"Target.attachToTarget","params":{"targetId":"'"$target"'","flatten":true}}'
-session=$(reply 2 | sed -n 's/.*"sessionId":"\([^"]*\)".*/\1/p')
+reply 2
+session=$(printf '%s' "$R" | sed -n 's/.*"sessionId":"\([^"]*\)".*/\1/p')
 [ -n "$session" ] || browser_fail "cannot attach to the page"
 
 # The count: connected, entities mirrored, and the server's count of the
@@ -97,7 +103,8 @@ ok=0
 for _ in $(seq 60); do
   id=$((id + 1))
   send '{"id":'$id',"sessionId":"'"$session"'","method":"Runtime.evaluate","params":{"expression":"'"$marks"'","returnByValue":true}}'
-  read -r state count server mirror < <(reply $id |
+  reply $id
+  read -r state count server mirror < <(printf '%s' "$R" |
     sed -n 's/.*"value":"\([^"]*\)".*/\1/p')
   [ "${state:-}" = error ] && browser_fail "the page stopped on an error"
   if [ "${state:-}" = open ] && [ "${server:--}" != - ] &&
@@ -114,7 +121,8 @@ echo "page: state ${state:-?}, ${count:-?} entities mirrored;" \
 # The picture: entities drawn, in their colours.
 id=$((id + 1))
 send '{"id":'$id',"sessionId":"'"$session"'","method":"Page.captureScreenshot","params":{"format":"png"}}'
-reply $id | sed -n 's/.*"data":"\([^"]*\)".*/\1/p' | base64 -d >"$TMP/shot.png"
+reply $id
+printf '%s' "$R" | sed -n 's/.*"data":"\([^"]*\)".*/\1/p' | base64 -d >"$TMP/shot.png"
 "$PNG_LIT" "$TMP/shot.png" 200 || browser_fail "no entities drawn in the screenshot"
 if [ -n "${WEFT_BROWSER_KEEP:-}" ]; then
   cp "$TMP/shot.png" "$WEFT_BROWSER_KEEP" || fail "cannot write $WEFT_BROWSER_KEEP"
@@ -123,7 +131,14 @@ fi
 id=$((id + 1))
 send '{"id":'$id',"method":"Browser.close"}'
 exec 5>&-
-wait "$BROWSER" || fail "chromium exited with $?"
+for _ in $(seq 100); do
+  kill -0 "$BROWSER" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "$BROWSER" 2>/dev/null && browser_fail "chromium did not close"
+wait "$BROWSER" || browser_fail "chromium exited with $?"
 BROWSER=
+wait "$READER"
+READER=
 stop_server
 echo "PASS: $(tail -1 "$TMP/srv.log")"
