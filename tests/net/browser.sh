@@ -57,10 +57,10 @@ browser_fail() {
 
 # send JSON: one DevTools message.
 send() { printf '%s\0' "$1" >&5; }
-# reply ID: sets R to the reply to message ID once it came (10 s at
+# reply ID: sets R to the reply to message ID once it came (30 s at
 # most). Not a $(...): a failure in a subshell would not end the test.
 reply() {
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     R=$(grep -a -z -m1 "^{\"id\":$1," "$TMP/cdp.log" | tr -d '\0')
     [ -n "$R" ] && return 0
     kill -0 "$BROWSER" 2>/dev/null || browser_fail "chromium exited"
@@ -95,8 +95,9 @@ session=$(printf '%s' "$R" | sed -n 's/.*"sessionId":"\([^"]*\)".*/\1/p')
 [ -n "$session" ] || browser_fail "cannot attach to the page"
 
 # The count: connected, entities mirrored, and the server's count of the
-# view equal to the mirror's at the same packet. The page reads
-# its marks as "state count server mirror" (empty until they exist).
+# view equal to the mirror's at the same packet. The expression reads the
+# page's marks as "state count server mirror" ("-" for one not yet set;
+# before the page has a body it throws, and the reply has no value).
 marks='[\"State\",\"Count\",\"Server\",\"Mirror\"].map(k => document.body.dataset[\"weft\" + k] || \"-\").join(\" \")'
 id=10
 ok=0
