@@ -5,8 +5,8 @@
 // window.weftAskDigest() asks the server for its count of the view, and
 // window.weftDigest then holds {server, mirror} as of the reply's packet.
 // The same figures go into the DOM as data attributes of <body>, for a
-// browser run from the command line (tests/net/browser.sh, chromium
-// --dump-dom): data-weft-state (connecting, open, closed, error),
+// browser driven from outside (tests/net/browser.sh reads them from
+// headless Chromium): data-weft-state (connecting, open, closed, error),
 // data-weft-count, and with ?digest in the URL, which asks the server for
 // its count of the view twice a second, data-weft-server and
 // data-weft-mirror from the latest reply.
