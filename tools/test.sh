@@ -23,7 +23,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-"$root/tools/install-deps.sh"
+# browser: Chromium, for the live view's test (net_browser), so that the
+# whole suite runs rather than skipping it.
+"$root/tools/install-deps.sh" browser
 
 sanitize=${WEFT_SANITIZE:-}
 case "$sanitize" in
