@@ -64,7 +64,14 @@ static int put_ghost(weft_mpi_t *m, weft_entity_t e, uint64_t k,
   uint8_t *rec = b->data + b->len, *p = rec + GHOST_HEAD;
   uint32_t mask = 0, pad = 0;
   for (uint32_t i = 0; i < m->gcount; i++) {
-    if (weft_has(m->world, e, m->gcomp[i])) {
+    /* weft_get() resolves presence and row in one inline lookup; it
+     * misses only for an absent component, a tag or an SoA one, which
+     * take the general path. */
+    const void *v = m->gsize[i] ? weft_get(m->world, e, m->gcomp[i]) : NULL;
+    if (v) {
+      mask |= 1u << i;
+      memcpy(p, v, m->gsize[i]);
+    } else if (weft_has(m->world, e, m->gcomp[i])) {
       mask |= 1u << i;
       rc = m->gsize[i] ? weft_read(m->world, e, m->gcomp[i], p) : 0;
       if (rc)
@@ -295,6 +302,15 @@ static int refresh_ghost(weft_mpi_t *m, weft_entity_t g, uint32_t mask,
                          const void *const *values) {
   for (uint32_t i = 0; i < m->gcount; i++) {
     weft_component_t c = m->gcomp[i];
+    /* A ghost that has the component already (every refresh of a steady
+     * run) takes the value by a direct row write; weft_get_mut() marks
+     * the chunk changed as weft_set() would. */
+    void *row =
+        (mask >> i & 1) && m->gsize[i] ? weft_get_mut(m->world, g, c) : NULL;
+    if (row) {
+      memcpy(row, values[i], m->gsize[i]);
+      continue;
+    }
     int rc = !(mask >> i & 1) ? weft_remove(m->world, g, c)
              : m->gsize[i]    ? weft_set(m->world, g, c, values[i])
                               : weft_add(m->world, g, c, NULL);
