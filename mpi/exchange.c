@@ -137,32 +137,48 @@ static interior_t interior(const weft_mpi_t *m) {
                       iy + 1 == d->py ? INFINITY : d->cut_y[iy + 1] - d->halo};
 }
 
-/* Whether any of the n points lies outside the interior (NaN does).
- * Branch-free, so that the compiler vectorizes it: most blocks have
- * none, and the pack then skips them whole. */
-static bool any_outside(const float *restrict x, const float *restrict y,
-                        uint32_t n, interior_t in) {
-  int out = 0;
-  for (uint32_t i = 0; i < n; i++)
-    out |=
-        !((x[i] >= in.x0) & (x[i] < in.x1) & (y[i] >= in.y0) & (y[i] < in.y1));
-  return out != 0;
+/* Marks in out[i] whether point i of n lies outside the interior (NaN
+ * does). Branch-free, with the stride a constant in each loop, so that
+ * the compiler vectorizes it: entities lie in no particular order, so
+ * nearly every block of rows holds one in some halo, and the pack cannot
+ * skip blocks; it can make the pass over the rest a test of one byte. */
+static uint32_t mark_outside(const float *restrict x, const float *restrict y,
+                             uint32_t stride, uint32_t n, interior_t in,
+                             uint8_t *restrict out) {
+  uint32_t any = 0;
+  if (stride == 1) {
+    for (uint32_t i = 0; i < n; i++) {
+      out[i] = !((x[i] >= in.x0) & (x[i] < in.x1) & (y[i] >= in.y0) &
+                 (y[i] < in.y1));
+      any |= out[i];
+    }
+  } else {
+    for (uint32_t i = 0; i < n; i++) {
+      float a = x[2 * i], b = y[2 * i];
+      out[i] = !((a >= in.x0) & (a < in.x1) & (b >= in.y0) & (b < in.y1));
+      any |= out[i];
+    }
+  }
+  return any;
 }
 
 /* Packs the entities of one chunk that leave or are seen elsewhere. */
 static int pack_chunk(weft_mpi_t *m, const weft_iter_t *it, interior_t in) {
-  enum { BLOCK = 64 };
+  enum { BLOCK = 256 };
+  uint8_t out[BLOCK];
   const uint64_t *keys = it->columns[0];
   pos_cols_t p = pos_cols(m, it);
   for (uint32_t b = 0; b < it->count; b += BLOCK) {
-    uint32_t end = it->count - b < BLOCK ? it->count : b + BLOCK;
-    if (p.stride == 1 && !any_outside(p.x + b, p.y + b, end - b, in))
+    uint32_t n = it->count - b < BLOCK ? it->count - b : BLOCK;
+    if (!mark_outside(p.x + (size_t)b * p.stride, p.y + (size_t)b * p.stride,
+                      p.stride, n, in, out))
       continue;
-    for (uint32_t i = b; i < end; i++) {
-      float x = p.x[i * p.stride], y = p.y[i * p.stride];
-      if (x >= in.x0 && x < in.x1 && y >= in.y0 && y < in.y1)
+    for (uint32_t i = 0; i < n; i++) {
+      if (!out[i])
         continue;
-      int rc = pack_one(m, it->entities[i], keys[i], x, y);
+      uint32_t r = b + i;
+      int rc = pack_one(m, it->entities[r], keys[r], p.x[r * p.stride],
+                        p.y[r * p.stride]);
       if (rc)
         return rc;
     }
