@@ -55,15 +55,20 @@ static pos_cols_t pos_cols(const weft_mpi_t *m, const weft_iter_t *it) {
  * message is an array). m->grecord bytes. */
 enum { GHOST_HEAD = 16 };
 
-/* Appends the ghost record of e (key k) to b. */
-static int put_ghost(weft_mpi_t *m, weft_entity_t e, uint64_t k,
-                     weft__mbuf_t *b) {
+/* Appends the ghost record of e (key k, at x, y) to b. Ghost component 0
+ * is the Position every owned entity has: the pack has read it already,
+ * from its columns. */
+static int put_ghost(weft_mpi_t *m, weft_entity_t e, uint64_t k, float x,
+                     float y, weft__mbuf_t *b) {
   int rc = weft__mbuf_reserve(b, m->grecord);
   if (rc)
     return rc;
   uint8_t *rec = b->data + b->len, *p = rec + GHOST_HEAD;
-  uint32_t mask = 0, pad = 0;
-  for (uint32_t i = 0; i < m->gcount; i++) {
+  uint32_t mask = 1, pad = 0;
+  memcpy(p, &x, 4);
+  memcpy(p + 4, &y, 4);
+  p += m->gsize[0];
+  for (uint32_t i = 1; i < m->gcount; i++) {
     /* weft_get() resolves presence and row in one inline lookup; it
      * misses only for an absent component, a tag or an SoA one, which
      * take the general path. */
@@ -115,7 +120,7 @@ static int pack_one(weft_mpi_t *m, weft_entity_t e, uint64_t k, float x,
       rc = note_leaving(m, e);
   }
   for (uint32_t i = 0; i < nh && !rc; i++)
-    rc = put_ghost(m, e, k, &m->out_ghost[halo[i]]);
+    rc = put_ghost(m, e, k, x, y, &m->out_ghost[halo[i]]);
   return rc;
 }
 
