@@ -20,6 +20,17 @@
  * entities, packing the records, and refreshing the ghosts. Target (issue
  * 32): <= 1.3x. Unit: microseconds per exchange.
  *
+ * Why this baseline is fair (issue 32): plain MPI code that exchanges
+ * halos of sizes not known in advance needs the sizes too, in a round of
+ * its own (a header message or a collective) or by probing. The baseline
+ * makes the same rounds as the exchange, with the same bytes: the sizes'
+ * round, the payloads, the verdict. Rows of 2 to 4 ranks are 2 x 1, 3 x 1
+ * or 2 x 2 grids, where every rank's halo neighbours are all the others
+ * (but the two ends of 3 x 1), so an all-to-all of sizes is as many
+ * messages as fixed-size headers to the neighbours would be: a
+ * neighbour-only baseline would differ only at larger rank counts, and
+ * must replace this one when the exchange goes neighbour-only.
+ *
  * The ranks must make the same calls in the same order, so both sides
  * time themselves (harness.h, self_timed) and report the slowest rank's
  * time, which every rank then calibrates with alike. Ranks other than 0

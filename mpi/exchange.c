@@ -55,16 +55,28 @@ static pos_cols_t pos_cols(const weft_mpi_t *m, const weft_iter_t *it) {
  * message is an array). m->grecord bytes. */
 enum { GHOST_HEAD = 16 };
 
-/* Appends the ghost record of e (key k) to b. */
-static int put_ghost(weft_mpi_t *m, weft_entity_t e, uint64_t k,
-                     weft__mbuf_t *b) {
+/* Appends the ghost record of e (key k, at x, y) to b. Ghost component 0
+ * is the Position every owned entity has: the pack has read it already,
+ * from its columns. */
+static int put_ghost(weft_mpi_t *m, weft_entity_t e, uint64_t k, float x,
+                     float y, weft__mbuf_t *b) {
   int rc = weft__mbuf_reserve(b, m->grecord);
   if (rc)
     return rc;
   uint8_t *rec = b->data + b->len, *p = rec + GHOST_HEAD;
-  uint32_t mask = 0, pad = 0;
-  for (uint32_t i = 0; i < m->gcount; i++) {
-    if (weft_has(m->world, e, m->gcomp[i])) {
+  uint32_t mask = 1, pad = 0;
+  memcpy(p, &x, 4);
+  memcpy(p + 4, &y, 4);
+  p += m->gsize[0];
+  for (uint32_t i = 1; i < m->gcount; i++) {
+    /* weft_get() resolves presence and row in one inline lookup; it
+     * misses only for an absent component, a tag or an SoA one, which
+     * take the general path. */
+    const void *v = m->gsize[i] ? weft_get(m->world, e, m->gcomp[i]) : NULL;
+    if (v) {
+      mask |= 1u << i;
+      memcpy(p, v, m->gsize[i]);
+    } else if (weft_has(m->world, e, m->gcomp[i])) {
       mask |= 1u << i;
       rc = m->gsize[i] ? weft_read(m->world, e, m->gcomp[i], p) : 0;
       if (rc)
@@ -108,7 +120,7 @@ static int pack_one(weft_mpi_t *m, weft_entity_t e, uint64_t k, float x,
       rc = note_leaving(m, e);
   }
   for (uint32_t i = 0; i < nh && !rc; i++)
-    rc = put_ghost(m, e, k, &m->out_ghost[halo[i]]);
+    rc = put_ghost(m, e, k, x, y, &m->out_ghost[halo[i]]);
   return rc;
 }
 
@@ -130,32 +142,48 @@ static interior_t interior(const weft_mpi_t *m) {
                       iy + 1 == d->py ? INFINITY : d->cut_y[iy + 1] - d->halo};
 }
 
-/* Whether any of the n points lies outside the interior (NaN does).
- * Branch-free, so that the compiler vectorizes it: most blocks have
- * none, and the pack then skips them whole. */
-static bool any_outside(const float *restrict x, const float *restrict y,
-                        uint32_t n, interior_t in) {
-  int out = 0;
-  for (uint32_t i = 0; i < n; i++)
-    out |=
-        !((x[i] >= in.x0) & (x[i] < in.x1) & (y[i] >= in.y0) & (y[i] < in.y1));
-  return out != 0;
+/* Marks in out[i] whether point i of n lies outside the interior (NaN
+ * does). Branch-free, with the stride a constant in each loop, so that
+ * the compiler vectorizes it: entities lie in no particular order, so
+ * nearly every block of rows holds one in some halo, and the pack cannot
+ * skip blocks; it can make the pass over the rest a test of one byte. */
+static uint32_t mark_outside(const float *restrict x, const float *restrict y,
+                             uint32_t stride, uint32_t n, interior_t in,
+                             uint8_t *restrict out) {
+  uint32_t any = 0;
+  if (stride == 1) {
+    for (uint32_t i = 0; i < n; i++) {
+      out[i] = !((x[i] >= in.x0) & (x[i] < in.x1) & (y[i] >= in.y0) &
+                 (y[i] < in.y1));
+      any |= out[i];
+    }
+  } else {
+    for (uint32_t i = 0; i < n; i++) {
+      float a = x[2 * i], b = y[2 * i];
+      out[i] = !((a >= in.x0) & (a < in.x1) & (b >= in.y0) & (b < in.y1));
+      any |= out[i];
+    }
+  }
+  return any;
 }
 
 /* Packs the entities of one chunk that leave or are seen elsewhere. */
 static int pack_chunk(weft_mpi_t *m, const weft_iter_t *it, interior_t in) {
-  enum { BLOCK = 64 };
+  enum { BLOCK = 256 };
+  uint8_t out[BLOCK];
   const uint64_t *keys = it->columns[0];
   pos_cols_t p = pos_cols(m, it);
   for (uint32_t b = 0; b < it->count; b += BLOCK) {
-    uint32_t end = it->count - b < BLOCK ? it->count : b + BLOCK;
-    if (p.stride == 1 && !any_outside(p.x + b, p.y + b, end - b, in))
+    uint32_t n = it->count - b < BLOCK ? it->count - b : BLOCK;
+    if (!mark_outside(p.x + (size_t)b * p.stride, p.y + (size_t)b * p.stride,
+                      p.stride, n, in, out))
       continue;
-    for (uint32_t i = b; i < end; i++) {
-      float x = p.x[i * p.stride], y = p.y[i * p.stride];
-      if (x >= in.x0 && x < in.x1 && y >= in.y0 && y < in.y1)
+    for (uint32_t i = 0; i < n; i++) {
+      if (!out[i])
         continue;
-      int rc = pack_one(m, it->entities[i], keys[i], x, y);
+      uint32_t r = b + i;
+      int rc = pack_one(m, it->entities[r], keys[r], p.x[r * p.stride],
+                        p.y[r * p.stride]);
       if (rc)
         return rc;
     }
@@ -295,6 +323,15 @@ static int refresh_ghost(weft_mpi_t *m, weft_entity_t g, uint32_t mask,
                          const void *const *values) {
   for (uint32_t i = 0; i < m->gcount; i++) {
     weft_component_t c = m->gcomp[i];
+    /* A ghost that has the component already (every refresh of a steady
+     * run) takes the value by a direct row write; weft_get_mut() marks
+     * the chunk changed as weft_set() would. */
+    void *row =
+        (mask >> i & 1) && m->gsize[i] ? weft_get_mut(m->world, g, c) : NULL;
+    if (row) {
+      memcpy(row, values[i], m->gsize[i]);
+      continue;
+    }
     int rc = !(mask >> i & 1) ? weft_remove(m->world, g, c)
              : m->gsize[i]    ? weft_set(m->world, g, c, values[i])
                               : weft_add(m->world, g, c, NULL);
