@@ -546,3 +546,63 @@ int weft__snap_state_load(weft_world_t *w, uint32_t tag,
     return load_events(w, &c);
   }
 }
+
+/* ---- the state alone (a distributed checkpoint's) ---------------------- */
+
+/* The registered section an SECT entry names (its bytes start with the
+ * name, which *ok says was well formed), or NULL when none is. */
+static const weft_snapshot_section_desc_t *
+globals_section(const weft_world_t *w, cur_t *c, bool *ok) {
+  char nm[WEFT_SNAPSHOT_NAME_MAX];
+  *ok = name(c, nm, sizeof nm);
+  const weft__snap_reg_t *reg = *ok ? weft__snap_registry(w) : NULL;
+  for (uint32_t i = 0; reg && i < reg->n; i++)
+    if (strcmp(reg->s[i].name, nm) == 0)
+      return &reg->s[i].d;
+  return NULL;
+}
+
+/* One pass over the entries: checks them (apply false) or applies them. */
+static int globals_pass(weft_world_t *w, const uint8_t *data, size_t n,
+                        weft__snap_why_t *out, bool apply) {
+  cur_t c = {data, data, data + n, out};
+  while (c.p != c.end) {
+    uint32_t tag = 0, pad = 0;
+    uint64_t len = 0;
+    const uint8_t *p = NULL;
+    if (!u32(&c, &tag) || !u32(&c, &pad) || !u64(&c, &len) ||
+        !take(&c, len, &p))
+      return TRUNC(&c, "state entry");
+    int rc = 0;
+    if (tag == WEFT__SNAP_RESO || tag == WEFT__SNAP_RAND) {
+      rc = apply ? weft__snap_state_load(w, tag, NULL, p, len)
+                 : weft__snap_state_check(w, tag, NULL, NULL, p, len, out);
+    } else if (tag == WEFT__SNAP_SECT) {
+      cur_t s = {p, p, p + len, out};
+      bool ok = false;
+      const weft_snapshot_section_desc_t *d = globals_section(w, &s, &ok);
+      if (!ok)
+        return TRUNC(&c, "section name");
+      size_t rest = (size_t)(s.end - s.p);
+      if (d && apply)
+        rc = d->load(w, d->user, s.p, rest);
+      else if (d && d->check)
+        rc = d->check(w, d->user, s.p, rest);
+    } else {
+      return why(&c, WEFT_EFORMAT, "unknown state entry %08x", tag);
+    }
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+int weft__snap_globals_load(weft_world_t *w, const uint8_t *data, size_t n,
+                            weft__snap_why_t *why) {
+  memset(why, 0, sizeof *why);
+  int rc = globals_pass(w, data, n, why, false);
+  if (rc && !why->msg[0])
+    snprintf(why->msg, sizeof why->msg, "a state section was refused (%s)",
+             weft_strerror(rc));
+  return rc ? rc : globals_pass(w, data, n, why, true);
+}

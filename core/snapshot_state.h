@@ -48,4 +48,14 @@ int weft__snap_state_load(weft_world_t *w, uint32_t tag,
                           const weft__snap_plan_t *pl, const uint8_t *p,
                           size_t n);
 
+/* A distributed checkpoint's world state (weft::mpi): resources, random
+ * streams and the registered sections (the pipeline's clock), without
+ * rows, edges or events. save: a malloc'd buffer in *data (the caller
+ * frees it). load: checks every entry first (a malformed one is
+ * WEFT_EFORMAT with the reason in why, and nothing changes), then applies
+ * them; entries this world does not register are skipped. */
+int weft__snap_globals_save(weft_world_t *w, uint8_t **data, size_t *n);
+int weft__snap_globals_load(weft_world_t *w, const uint8_t *data, size_t n,
+                            weft__snap_why_t *why);
+
 #endif /* WEFT_CORE_SNAPSHOT_STATE_H */

@@ -374,3 +374,42 @@ int weft_snapshot_save(weft_world_t *w, const weft_snapshot_writer_t *writer,
   free(index.p);
   return rc;
 }
+
+/* The world's state beside its rows, for a distributed checkpoint
+ * (weft::mpi, whose files carry the entities themselves): RESO, RAND and
+ * every registered section (the pipeline's clock), each as u32 tag, u32
+ * 0, u64 length and the bytes a snapshot would hold. Relation edges and
+ * events are left out: they name this world's handles and rows. */
+int weft__snap_globals_save(weft_world_t *w, uint8_t **data, size_t *n) {
+  buf_t all = {0};
+  const weft__snap_reg_t *reg = weft__snap_registry(w);
+  uint32_t count = 2 + (reg ? reg->n : 0);
+  const uint32_t state[2] = {WEFT__SNAP_RESO, WEFT__SNAP_RAND};
+  int rc = 0;
+  for (uint32_t i = 0; i < count && !rc; i++) {
+    struct weft_snapshot_out_t out = {0};
+    uint32_t tag = i < 2 ? state[i] : WEFT__SNAP_SECT;
+    if (i < 2) {
+      rc = weft__snap_state_save(w, tag, &out);
+    } else {
+      buf_name(&out.buf, reg->s[i - 2].name);
+      rc = reg->s[i - 2].d.save(w, reg->s[i - 2].d.user, &out);
+    }
+    if (!rc && out.buf.oom)
+      rc = WEFT_ENOMEM;
+    buf_u32(&all, tag);
+    buf_u32(&all, 0);
+    buf_u64(&all, out.buf.n);
+    buf_put(&all, out.buf.p, out.buf.n);
+    free(out.buf.p);
+  }
+  if (!rc && all.oom)
+    rc = WEFT_ENOMEM;
+  if (rc) {
+    free(all.p);
+    return rc;
+  }
+  *data = all.p;
+  *n = all.n;
+  return 0;
+}

@@ -95,6 +95,7 @@ static uint64_t config_hash(const weft_mpi_t *m) {
   /* Ranks that rebalanced or exchanged at different points would
    * mismatch their collectives. */
   h = fnv(h, &m->balance_every, sizeof m->balance_every);
+  h = fnv(h, &m->balance_by, sizeof m->balance_by);
   h = fnv(h, &m->placement, sizeof m->placement);
   size_t len = 0;
   weft_entity_codec_table(m->codec, NULL, 0, &len);
@@ -262,6 +263,11 @@ static int register_exchange(weft_mpi_t *m, const weft_mpi_config_t *c) {
 static int setup(weft_mpi_t *m, const weft_mpi_config_t *c, char *msg) {
   int rc = weft__domain_init(&m->dom, m->size, c->min, c->max, c->halo, msg,
                              MSG_MAX);
+  if (!rc && (unsigned)c->balance_by > WEFT_MPI_BALANCE_TIME) {
+    snprintf(msg, MSG_MAX, "weft_mpi: unknown balance_by %u",
+             (unsigned)c->balance_by);
+    rc = WEFT_EINVAL;
+  }
   if (!rc)
     rc = setup_components(m, c, msg);
   if (!rc) {
@@ -334,6 +340,9 @@ int weft_mpi_new(weft_world_t *world, MPI_Comm comm,
     if (!rc) {
       m->tick = config->tick;
       m->balance_every = config->balance_every;
+      m->balance_by = config->balance_by;
+      m->cost = config->cost;
+      m->cost_user = config->cost_user;
       m->tick_user = config->tick_user;
       rc = setup(m, config, msg);
     }

@@ -85,6 +85,10 @@ struct weft_mpi_t {
 
   uint64_t *hist; /* 2 * WEFT__BALANCE_BINS: x, then y (balance.c) */
   uint32_t balance_every;
+  weft_mpi_balance_t balance_by;
+  weft_mpi_cost_fn cost;
+  void *cost_user;
+  double balance_tick_s; /* stats.tick_s at the last rebalance */
 
   weft__keymap_t ghosts;
   uint64_t round;

@@ -4,7 +4,7 @@
  * One simulation over many MPI ranks (library weft::mpi, libweft_mpi.a,
  * pkg-config weft-mpi). Work in progress (issue 32): decomposition,
  * migration, ghosts, count-based load balance, checkpoints that restart
- * on another rank count (entity state) and the global digest are here.
+ * on another rank count and the global digest are here.
  *
  * The simulated space is a 2D box [min, max) cut into px x py regions,
  * one per rank of the communicator (the most square factorisation of the
@@ -52,6 +52,32 @@ typedef struct weft_mpi_t weft_mpi_t;
 /** Runs one tick of the rank's world; 0 or a negative WEFT_E* code. */
 typedef int (*weft_mpi_tick_fn)(void *user, weft_world_t *world, double dt);
 
+/** What weft_mpi_rebalance() evens out between the columns and the rows
+ * of regions. */
+typedef enum weft_mpi_balance_t {
+  /** The owned entities: every entity weighs the same, so the cuts depend
+   * only on the positions and are the same in every run (the default). */
+  WEFT_MPI_BALANCE_COUNT = 0,
+  /** The measured cost: each entity weighs its rank's cost per owned
+   * entity since the last rebalance (weft_mpi_config_t.cost, by default
+   * the seconds of its ticks without the exchange), so the cuts move
+   * from the ranks that took longer towards the others, half the way to
+   * the even split per rebalance. The cuts then differ from run to run;
+   * the results do not. */
+  WEFT_MPI_BALANCE_TIME = 1,
+} weft_mpi_balance_t;
+
+/**
+ * A rank's cost since the last rebalance, for WEFT_MPI_BALANCE_TIME:
+ * given the wall seconds its ticks took since then (without the exchange)
+ * and its owned entities now, returns the cost to balance, finite and
+ * >= 0 (anything else counts as 0). A program with its own cost model (an
+ * interaction count, a test's injected costs) returns that instead.
+ * Called on the owner thread of every rank inside weft_mpi_rebalance().
+ */
+typedef double (*weft_mpi_cost_fn)(void *user, const weft_mpi_t *mpi,
+                                   double tick_s, uint64_t owned);
+
 /** Configuration of weft_mpi_new(); zero means default. Every rank must
  * pass the same values (checked: a difference is WEFT_EINVAL everywhere). */
 typedef struct weft_mpi_config_t {
@@ -97,6 +123,13 @@ typedef struct weft_mpi_config_t {
   /** weft_mpi_step() rebalances (weft_mpi_rebalance()) before every
    * balance_every-th tick; 0: never. */
   uint32_t balance_every;
+  /** What a rebalance evens out (WEFT_MPI_BALANCE_COUNT, the default, or
+   * WEFT_MPI_BALANCE_TIME). */
+  weft_mpi_balance_t balance_by;
+  /** The cost WEFT_MPI_BALANCE_TIME weighs; NULL: the measured tick
+   * seconds. cost_user is passed to it, not owned. */
+  weft_mpi_cost_fn cost;
+  void *cost_user;
   /** The tick weft_mpi_step() runs; NULL: weft_world_progress(world,
    * dt). */
   weft_mpi_tick_fn tick;
@@ -206,10 +239,11 @@ int weft_mpi_step(weft_mpi_t *mpi, double dt);
 /**
  * Moves the cuts between regions so that every column and every row of
  * regions holds the same share of the owned entities (by their
- * positions, over all ranks), no region narrower than the halo allows.
- * The next exchange moves the entities whose owner changed; results do
- * not change, only the balance. Collective. Allocates nothing. Returns 0
- * or WEFT_EIO.
+ * positions, over all ranks), or with WEFT_MPI_BALANCE_TIME moves them
+ * half the way towards the same share of the measured cost; no region
+ * narrower than the halo allows. The next exchange moves the entities
+ * whose owner changed; results do not change, only the balance.
+ * Collective. Allocates nothing. Returns 0 or WEFT_EIO.
  */
 int weft_mpi_rebalance(weft_mpi_t *mpi);
 
@@ -217,8 +251,10 @@ int weft_mpi_rebalance(weft_mpi_t *mpi);
  * Writes a distributed checkpoint: this rank's owned entities (entity
  * codec records, with their positions) to "PREFIX.R" for rank R, and on
  * rank 0 "PREFIX.index" with the rank count; each file through a
- * temporary and a rename. Collective. Returns 0, or on every rank the
- * lowest failing rank's error (WEFT_EIO with the path in the message).
+ * temporary and a rename; the index also holds rank 0's world state
+ * beside its entities (see weft_mpi_restore()). Collective. Returns 0, or on
+ * every rank the lowest failing rank's error (WEFT_EIO with the path in the
+ * message).
  */
 int weft_mpi_checkpoint(weft_mpi_t *mpi, const char *prefix);
 
@@ -226,12 +262,15 @@ int weft_mpi_checkpoint(weft_mpi_t *mpi, const char *prefix);
  * Restores a checkpoint written by weft_mpi_checkpoint() on any rank
  * count: every rank reads every rank's file and spawns the entities whose
  * position it owns now, decoded through the file's component table (so a
- * changed layout migrates as a snapshot load does). Entity state only:
- * pipeline clocks, random streams and resources are not in it yet. Call
- * it on a world without the checkpoint's entities, before the first
- * step. Collective. Returns 0, or on every rank the lowest failing rank's
- * error (WEFT_EFORMAT for a missing or damaged file, WEFT_EMIGRATE for a
- * layout that cannot be migrated, a spawn's error).
+ * changed layout migrates as a snapshot load does), then gives the world
+ * the saved run's state beside its entities: the pipeline's clock (tick,
+ * fixed-step accumulator), the world seed and random streams, resources
+ * and the other registered snapshot sections, as rank 0 had them (the
+ * caller neither seeds nor sets the clock). Call it on a world without
+ * the checkpoint's entities, with its systems, resources and pipeline
+ * set up, before the first step. Collective. Returns 0, or on every rank the
+ * lowest failing rank's error (WEFT_EFORMAT for a missing or damaged file,
+ * WEFT_EMIGRATE for a layout that cannot be migrated, a spawn's error).
  */
 int weft_mpi_restore(weft_mpi_t *mpi, const char *prefix);
 

@@ -32,6 +32,18 @@
  *              rebalanced every 5 ticks (weft_mpi_rebalance): the same
  *              digest, and the ranks share the entities ("imbalance X",
  *              the largest rank's count over the mean, on rank 0)
+ *   costly     particles rebalanced every 5 ticks by cost
+ *              (WEFT_MPI_BALANCE_TIME) with injected costs: rank 0's
+ *              entities cost 8 times the others'; prints "share S even
+ *              E", rank 0's share of the box against 1 / ranks (the
+ *              cuts must have moved away from the costly rank), and the
+ *              digest must still be the one-rank run's
+ *   drawn      particles kicked every tick by counter-based draws keyed
+ *              by the world seed, the key and the pipeline's tick, and by
+ *              a wind that a named stream moves each tick and a resource
+ *              keeps: with load:, the restart takes the seed, the stream,
+ *              the resource and the clock from the checkpoint (the
+ *              program seeds the world only when it spawns)
  *   steady     particles fast enough to migrate often: the last 40
  *              ticks must allocate nothing (the world's counters
  *              and this thread's jemalloc counter); prints
@@ -180,6 +192,47 @@ static int neighbour_tick(void *user, weft_world_t *w, double dt) {
   return weft_world_progress(w, dt);
 }
 
+/* ---- costs and draws (costly, drawn) --------------------------------- */
+
+/* costly: rank 0's entities cost 8 times the others'. */
+static double injected_cost(void *user, const weft_mpi_t *mpi, double tick_s,
+                            uint64_t owned) {
+  (void)user;
+  (void)tick_s;
+  return (double)owned * (weft_mpi_rank(mpi) == 0 ? 8.0 : 1.0);
+}
+
+typedef struct drawn_t {
+  weft_component_t velocity, key, ghost;
+  weft_query_t *owned;
+  weft_resource_t wind; /* a weft_vec2_t */
+  weft_rng_t *gust;     /* the stream "test.gust" */
+} drawn_t;
+
+/* drawn: the wind moves by the stream's draw (the same on every rank:
+ * one draw a tick), and every owned entity gets it plus a kick drawn from
+ * (world seed, key, tick); then the tick. */
+static int drawn_tick(void *user, weft_world_t *w, double dt) {
+  drawn_t *d = user;
+  weft_vec2_t *wind = weft_resource_get(w, d->wind);
+  wind->x += (float)weft_rng_uniform(d->gust, -1.0, 1.0);
+  wind->y += (float)weft_rng_uniform(d->gust, -1.0, 1.0);
+  weft_pipeline_state_t st;
+  weft_pipeline_state(w, &st);
+  uint64_t seed = weft_random_world_seed(w);
+  weft_iter_t it;
+  for (weft_query_iter(d->owned, &it); weft_iter_next(&it);) {
+    const uint64_t *keys = it.columns[0];
+    float *vx = weft_iter_field(&it, 1, 0), *vy = weft_iter_field(&it, 1, 1);
+    for (uint32_t i = 0; i < it.count; i++) {
+      uint64_t r = weft_random_at(seed, keys[i], st.tick, 11, 0);
+      vx[i] += wind->x + (float)((r & 0xffff) / 65536.0 - 0.5) * 4.0f;
+      vy[i] += wind->y + (float)((r >> 16 & 0xffff) / 65536.0 - 0.5) * 4.0f;
+    }
+  }
+  return weft_world_progress(w, dt);
+}
+
 /* The last rank's tick fails at its fourth tick (failtick). */
 static int failing_tick(void *user, weft_world_t *w, double dt) {
   (void)user;
@@ -220,7 +273,7 @@ static int add_failing(weft_world_t *w, int *runs) {
 
 typedef struct scene_t {
   float side, speed, halo;
-  bool neighbours, dying, crowd, boids, steady, fail_early;
+  bool neighbours, dying, crowd, boids, steady, fail_early, costly, drawn;
   weft_integrate_config_t ic;
 } scene_t;
 
@@ -241,6 +294,10 @@ static int scene_for(const char *name, scene_t *s) {
   } else if (strcmp(name, "failtick") == 0) {
   } else if (strcmp(name, "crowd") == 0) {
     s->crowd = true;
+  } else if (strcmp(name, "costly") == 0) {
+    s->costly = true;
+  } else if (strcmp(name, "drawn") == 0) {
+    s->drawn = true;
   } else if (strcmp(name, "steady") == 0) {
     s->side = 400.0f;
     s->speed = 300.0f;
@@ -343,14 +400,23 @@ static int parse(int argc, char **argv, args_t *a) {
 
 /* Creates the driver; for the refused scenarios prints the verdict. */
 static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
-                       weft_mpi_config_t *mc, neigh_t *n, weft_mpi_t **out) {
+                       weft_mpi_config_t *mc, neigh_t *n, drawn_t *dr,
+                       weft_mpi_t **out) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   mc->min = s->ic.min;
   mc->max = s->ic.max;
   mc->halo = s->halo;
-  mc->balance_every = s->crowd ? 5 : 0;
+  mc->balance_every = s->crowd || s->costly ? 5 : 0;
+  if (s->costly) {
+    mc->balance_by = WEFT_MPI_BALANCE_TIME;
+    mc->cost = injected_cost;
+  }
+  if (s->drawn) {
+    mc->tick = drawn_tick;
+    mc->tick_user = dr;
+  }
   if (strcmp(a->scenario, "differ") == 0 && rank == 1)
     mc->halo = s->halo * 2;
   int layout = strcmp(a->scenario, "layout") == 0;
@@ -443,8 +509,16 @@ static int run(weft_world_t *w, const args_t *a) {
   }
   weft_mpi_config_t mc = {0};
   neigh_t n = {.std = std};
+  drawn_t dr = {.velocity = std.velocity};
+  weft_vec2_t calm = {0, 0};
+  if (s.drawn && (weft_resource_register(w, "test.Wind", sizeof calm, 4, &calm,
+                                         &dr.wind) ||
+                  weft_random_stream(w, "test.gust", &dr.gust))) {
+    fprintf(stderr, "setup: %s\n", weft_world_last_error(w));
+    return 2;
+  }
   weft_mpi_t *mpi = NULL;
-  int v = make_driver(w, a, &s, &mc, &n, &mpi);
+  int v = make_driver(w, a, &s, &mc, &n, &dr, &mpi);
   if (v) {
     weft_grid_destroy(grid);
     return v == 1 ? 0 : 2;
@@ -460,9 +534,22 @@ static int run(weft_world_t *w, const args_t *a) {
   weft_component_lookup(w, "weft.Ghost", &n.ghost);
   weft_query_desc_t q = {.include = {n.key, std.position}};
   rc = weft_query_create(w, &q, &n.all);
-  if (!rc)
-    rc = a->load ? weft_mpi_restore(mpi, a->load)
-                 : spawn_owned(w, mpi, &std, n.key, a, &s);
+  weft_query_desc_t dq = {.include = {n.key, std.velocity},
+                          .exclude = {n.ghost}};
+  if (!rc && s.drawn)
+    rc = weft_query_create(w, &dq, &dr.owned);
+  /* A fresh run seeds the world; a restart must get the seed (and the
+   * clock, the stream, the wind) from the checkpoint. */
+  if (!rc && !a->load)
+    weft_random_seed(w, a->seed * 977 + 1);
+  if (!rc && a->load) {
+    rc = weft_mpi_restore(mpi, a->load);
+    if (rc) /* every rank the same error (run_mpi.cmake, damaged) */
+      printf("rank %u error: %s\n", weft_mpi_rank(mpi),
+             weft_world_last_error(w));
+  } else if (!rc) {
+    rc = spawn_owned(w, mpi, &std, n.key, a, &s);
+  }
   int steady = s.steady;
   uint32_t measured = a->ticks < 40 ? a->ticks : 40;
   uint32_t half = steady ? a->ticks - measured : a->ticks;
@@ -508,7 +595,17 @@ static int run(weft_world_t *w, const args_t *a) {
              (unsigned long long)d.digest, (unsigned long long)d.entities,
              d.entities ? (double)most * weft_mpi_size(mpi) / d.entities : 1.0);
   }
+  if (!rc && !drc && s.costly) {
+    weft_vec2_t lo, hi;
+    weft_mpi_region(mpi, 0, &lo, &hi);
+    if (weft_mpi_rank(mpi) == 0)
+      printf("share %.4f even %.4f\n",
+             (double)(hi.x - lo.x) * (hi.y - lo.y) / ((double)s.side * s.side),
+             1.0 / weft_mpi_size(mpi));
+  }
   free(n.items);
+  if (dr.owned)
+    weft_query_destroy(dr.owned);
   weft_mpi_free(mpi);
   weft_grid_destroy(grid);
   return rc || drc || allocated ? 1 : 0;

@@ -17,7 +17,14 @@
 # empty:  that too, and with more than one rank some rank owns nothing.
 # balanced: that too, and with more than one rank the largest rank holds
 #         at most 1.5 times the mean.
+# costly: that too, and with more than one rank rank 0's share of the box
+#         ("share S even E") is below the even share: the cuts moved away
+#         from the rank whose entities cost more.
 # error:  every rank prints the same error line, matching WEFT_ERROR.
+# restart: see below; with WEFT_DAMAGE=ON it then damages the checkpoint
+#         (the index replaced by text, the index truncated inside its
+#         state, a rank file truncated) and checks that every rank of a
+#         restore prints the same error, and that none hangs.
 foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
             WEFT_THREADS)
   if(NOT DEFINED ${var})
@@ -68,6 +75,60 @@ if(WEFT_EXPECT STREQUAL "restart")
     endif()
   endforeach()
   message(STATUS "restarts agree with the straight run: ${straight}")
+  if(WEFT_DAMAGE)
+    # Each damage on a copy of the checkpoint; the restore runs on 1 and
+    # on the largest rank count.
+    set(damages "index:text" "index:40" "2:200")
+    foreach(damage IN LISTS damages)
+      string(REPLACE ":" ";" d "${damage}")
+      list(GET d 0 which)
+      list(GET d 1 how)
+      file(REMOVE_RECURSE "${WEFT_DIR}/bad")
+      file(MAKE_DIRECTORY "${WEFT_DIR}/bad")
+      file(GLOB saved_files "${WEFT_DIR}/ck.*")
+      file(COPY ${saved_files} DESTINATION "${WEFT_DIR}/bad")
+      set(victim "${WEFT_DIR}/bad/ck.${which}")
+      if(how STREQUAL "text")
+        file(WRITE "${victim}" "not a checkpoint\n")
+      else()
+        execute_process(COMMAND truncate -s ${how} "${victim}"
+                        RESULT_VARIABLE trc)
+        if(NOT trc EQUAL 0)
+          message(FATAL_ERROR "truncate ${victim} failed")
+        endif()
+      endif()
+      foreach(n 1 ${most})
+        set(cmd ${WEFT_MPIEXEC} --oversubscribe -n ${n} ${WEFT_PROG}
+                ${WEFT_SCENARIO} ${entities} ${rest} ${t} ${seed}
+                "load:${WEFT_DIR}/bad/ck")
+        list(JOIN cmd " " cmd_text)
+        execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                        ERROR_VARIABLE err TIMEOUT 120)
+        message(STATUS "${cmd_text} (ck.${which} ${how}): exit ${rc}\n${out}")
+        string(REGEX MATCHALL "rank [0-9]+ error: [^\n]*" lines "${out}")
+        list(LENGTH lines count)
+        if(NOT count EQUAL n OR rc EQUAL 0)
+          message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks reported "
+                              "the damage (exit ${rc}):\n${out}\n${err}")
+        endif()
+        set(seen "")
+        foreach(line IN LISTS lines)
+          string(REGEX REPLACE "^rank [0-9]+ error: " "" text "${line}")
+          if(NOT text MATCHES "WEFT_EFORMAT: weft_mpi checkpoint .*ck\\.${which}")
+            message(FATAL_ERROR "${cmd_text}: '${text}' does not name "
+                                "ck.${which} as damaged")
+          endif()
+          if(seen STREQUAL "")
+            set(seen "${text}")
+          elseif(NOT seen STREQUAL text)
+            message(FATAL_ERROR "${cmd_text}: ranks disagree: '${seen}' "
+                                "and '${text}'")
+          endif()
+        endforeach()
+      endforeach()
+    endforeach()
+    message(STATUS "damaged checkpoints: the same error on every rank")
+  endif()
   return()
 endif()
 
@@ -136,6 +197,13 @@ foreach(n IN LISTS ranks)
       string(REGEX MATCH "imbalance ([0-9.]+)" imb "${out}")
       if(NOT imb OR CMAKE_MATCH_1 GREATER 1.5)
         message(FATAL_ERROR "${cmd_text}: not balanced ('${imb}'):\n${out}")
+      endif()
+    endif()
+    if(WEFT_EXPECT STREQUAL "costly" AND n GREATER 1)
+      string(REGEX MATCH "share ([0-9.]+) even ([0-9.]+)" share "${out}")
+      if(NOT share OR NOT CMAKE_MATCH_1 LESS CMAKE_MATCH_2)
+        message(FATAL_ERROR "${cmd_text}: the cuts did not move away from "
+                            "the costly rank ('${share}'):\n${out}")
       endif()
     endif()
     if(WEFT_EXPECT STREQUAL "empty" AND n GREATER 1 AND
