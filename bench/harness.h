@@ -173,6 +173,7 @@ void bench_snapshot(bench_ctx_t *ctx);
 void bench_codec(bench_ctx_t *ctx);
 /* Built where weft::mpi is (WEFT_BENCH_MPI); run under mpirun. */
 void bench_mpi(bench_ctx_t *ctx);
+void bench_mpi_scale(bench_ctx_t *ctx);
 
 /* Sets defaults (full or quick); 0 rounds or passes keeps the mode's
  * default. */

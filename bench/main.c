@@ -59,7 +59,8 @@ static const bench_scenario_t bench_registry[] = {
     {"snapshot", bench_snapshot},
     {"codec", bench_codec},
 #ifdef WEFT_BENCH_MPI
-    {"mpi", bench_mpi}, /* under mpirun: bench_mpi.c */
+    {"mpi", bench_mpi},             /* under mpirun: bench_mpi.c */
+    {"mpi_scale", bench_mpi_scale}, /* under mpirun: bench_mpi_scale.c */
 #endif
 #ifdef WEFT_BENCH_NET
     {"net", bench_net},
