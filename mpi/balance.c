@@ -16,18 +16,19 @@
  *
  * WEFT_MPI_BALANCE_COUNT weighs every entity 1. WEFT_MPI_BALANCE_TIME
  * weighs each entity its rank's cost per owned entity since the last
- * rebalance (the measured tick seconds, or the configuration's cost
- * function): a rank that took longer per entity than its neighbours
- * gets a narrower region. The weights are fixed point (the largest
- * rank's weight is 2^16), because the bins must sum to the same values
- * on every rank whatever order MPI adds them in: floating-point sums may
- * round differently per rank, and ranks that disagreed on a cut would
+ * rebalance (the process's CPU seconds in its ticks, without the
+ * exchange, or the configuration's cost function): a rank that took longer per
+ * entity than its neighbours gets a narrower region. The weights are fixed
+ * point (the largest rank's weight is 2^16), because the bins must sum to the
+ * same values on every rank whatever order MPI adds them in: floating-point
+ * sums may round differently per rank, and ranks that disagreed on a cut would
  * disagree on owners. The cuts then move half the way to the weighted
  * quantiles: the cost was measured under the old cuts, and a noisy
  * measurement followed the whole way would swing the cuts to and fro.
  */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include <weft.h>
 
@@ -102,6 +103,13 @@ static void place_cuts(float *cuts, uint32_t n, const uint64_t *hist, float lo,
       cuts[i] = cuts[i + 1] - minw;
 }
 
+double weft__cpu_now(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* This rank's weight per owned entity in the bins: 1 when counting, else
  * its cost per entity in fixed point against the largest rank's (every
  * rank's the same 1 when nobody measured a cost yet). Collective. */
@@ -110,8 +118,8 @@ static int entity_weight(weft_mpi_t *m, uint64_t *out) {
   if (m->balance_by != WEFT_MPI_BALANCE_TIME)
     return 0;
   uint64_t owned = weft_query_count(m->owned);
-  double tick_s = m->stats.tick_s - m->balance_tick_s;
-  double cost = m->cost ? m->cost(m->cost_user, m, tick_s, owned) : tick_s;
+  double cpu_s = m->tick_cpu_s - m->balance_cpu_s;
+  double cost = m->cost ? m->cost(m->cost_user, m, cpu_s, owned) : cpu_s;
   double mine = owned && isfinite(cost) && cost > 0 ? cost / (double)owned : 0;
   double most = 0;
   if (MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, m->comm) !=
@@ -151,7 +159,7 @@ int weft_mpi_rebalance(weft_mpi_t *m) {
              d->halo + 0.01f * (wx - d->halo), damp);
   place_cuts(d->cut_y, d->py, hy, d->min.y, d->max.y,
              d->halo + 0.01f * (wy - d->halo), damp);
-  m->balance_tick_s = m->stats.tick_s;
+  m->balance_cpu_s = m->tick_cpu_s;
   m->stats.rebalances++;
   return 0;
 }

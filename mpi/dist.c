@@ -220,9 +220,10 @@ static int alloc_buffers(weft_mpi_t *m) {
 static int exchange_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   (void)chunk;
   weft_mpi_t *m = ctx->user;
-  double t0 = MPI_Wtime();
+  double t0 = MPI_Wtime(), c0 = weft__cpu_now();
   int rc = weft__exchange(m);
   m->stats.exchange_s += MPI_Wtime() - t0;
+  m->exchange_cpu_s += weft__cpu_now() - c0;
   return rc;
 }
 
@@ -428,6 +429,7 @@ int weft_mpi_step(weft_mpi_t *m, double dt) {
   double t1 = MPI_Wtime();
   m->stats.exchange_s += t1 - t0;
   double inside = m->stats.exchange_s; /* the tick's own exchange, if any */
+  double c1 = weft__cpu_now(), inside_cpu = m->exchange_cpu_s;
   const uint64_t round = m->round;
   if (!rc) {
     rc = m->tick ? m->tick(m->tick_user, m->world, dt)
@@ -443,6 +445,7 @@ int weft_mpi_step(weft_mpi_t *m, double dt) {
       (void)weft__exchange_abort(m, rc);
   }
   m->stats.tick_s += MPI_Wtime() - t1 - (m->stats.exchange_s - inside);
+  m->tick_cpu_s += weft__cpu_now() - c1 - (m->exchange_cpu_s - inside_cpu);
   m->stats.ticks++;
   return weft__agree_code(m, rc);
 }

@@ -88,7 +88,12 @@ struct weft_mpi_t {
   weft_mpi_balance_t balance_by;
   weft_mpi_cost_fn cost;
   void *cost_user;
-  double balance_tick_s; /* stats.tick_s at the last rebalance */
+  /* The process's CPU seconds in ticks (without the exchange) and in the
+   * exchange inside the tick: WEFT_MPI_BALANCE_TIME's measured cost, CPU
+   * rather than wall time so that a rank the OS descheduled does not
+   * look costly (balance.c). */
+  double tick_cpu_s, exchange_cpu_s;
+  double balance_cpu_s; /* tick_cpu_s at the last rebalance */
 
   weft__keymap_t ghosts;
   uint64_t round;
@@ -115,6 +120,9 @@ int weft__record_spawn(weft_mpi_t *m, const uint8_t *p, size_t n,
 /* Sets up (and frees) what record.c needs. */
 int weft__record_init(weft_mpi_t *m);
 void weft__record_fini(weft_mpi_t *m);
+
+/* The process's CPU time in seconds, every thread (balance.c). */
+double weft__cpu_now(void);
 
 /* Every rank's verdict on a collective call: the lowest failing rank's
  * code and message (dist.c), or 0. Collective. */

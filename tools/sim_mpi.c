@@ -12,6 +12,11 @@
  * in the exchange, bytes sent and received, migrations), the imbalance and
  * the global digest.
  *
+ * --restore PREFIX starts from a distributed checkpoint instead (the
+ * scene is built for its systems, its entities dropped); --checkpoint
+ * PREFIX writes one after the ticks. --balance N moves the cuts by
+ * measured tick time every N ticks.
+ *
  * particles and boids are rank-count independent (the built-in systems
  * order by weft.Key; boids exchange inside the tick, between the move and
  * the grid). arena is not distributed yet (its relations, spawners and
@@ -31,15 +36,18 @@ bool sim_mpi_launched(void) {
          getenv("PMIX_RANK");
 }
 
-/* One rank's line of the table. */
+/* One rank's line of the table; with --balance also its tick seconds
+ * before the first rebalance and after it. */
 typedef struct rank_row_t {
   double local, ghosts, tick_s, exchange_s, sent, recv, emigrants, immigrants;
+  double tick_before, tick_after;
 } rank_row_t;
 
 /* Numbers the entities in storage order (the same on every rank) and
- * despawns those another rank owns. */
+ * despawns those another rank owns; @p none: despawns them all (a
+ * restart takes its entities from the checkpoint). */
 static int key_and_split(weft_world_t *w, weft_mpi_t *mpi,
-                         const weft_std_t *std) {
+                         const weft_std_t *std, bool none) {
   weft_component_t key;
   int rc = weft_component_lookup(w, "weft.Key", &key);
   weft_query_t *q = NULL;
@@ -60,8 +68,9 @@ static int key_and_split(weft_world_t *w, weft_mpi_t *mpi,
     uint64_t id = i;
     rc = weft_read(w, all[i], std->position, &p);
     if (!rc)
-      rc = weft_mpi_owner(mpi, p.x, p.y) == me ? weft_add(w, all[i], key, &id)
-                                               : weft_despawn(w, all[i]);
+      rc = !none && weft_mpi_owner(mpi, p.x, p.y) == me
+               ? weft_add(w, all[i], key, &id)
+               : weft_despawn(w, all[i]);
   }
   free(all);
   weft_query_destroy(q);
@@ -94,6 +103,21 @@ static void print_table(const sim_mpi_args_t *a, const rank_row_t *rows,
   printf("imbalance: entities max/mean %.2f, time max/mean %.2f\n",
          sum_local > 0 ? max_local * size / sum_local : 0,
          sum_t > 0 ? max_t * size / sum_t : 0);
+  if (a->balance_every) {
+    /* The ticks' own time (the exchange's is mostly waiting for the
+     * slowest rank), before the first rebalance and after it. */
+    double sb = 0, mb = 0, sa = 0, ma = 0;
+    for (int r = 0; r < size; r++) {
+      sb += rows[r].tick_before;
+      mb = rows[r].tick_before > mb ? rows[r].tick_before : mb;
+      sa += rows[r].tick_after;
+      ma = rows[r].tick_after > ma ? rows[r].tick_after : ma;
+    }
+    printf("balance by time every %u ticks: tick time max/mean before %.2f, "
+           "after %.2f\n",
+           a->balance_every, sb > 0 ? mb * size / sb : 0,
+           sa > 0 ? ma * size / sa : 0);
+  }
   printf("digest 0x%016llx entities %llu\n", (unsigned long long)d->digest,
          (unsigned long long)d->entities);
 }
@@ -114,7 +138,9 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
       .max = {scene.side, scene.side},
       .halo = halo_for(a->kind),
       .ghost_components = {scene.std.velocity, scene.std.boid},
-      .ghost_count = 2};
+      .ghost_count = 2,
+      .balance_every = a->balance_every,
+      .balance_by = WEFT_MPI_BALANCE_TIME};
   if (a->kind == SIM_BOIDS) {
     /* The grid is built after the move: the exchange goes between them,
      * so that ghosts enter the grid moved like the owned boids. The
@@ -130,12 +156,24 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
   rc = weft_mpi_new(w, MPI_COMM_WORLD, &mc, &mpi);
   if (!rc) {
     /* Every rank goes on to the collective steps, or none does. */
-    int mine = key_and_split(w, mpi, &scene.std), worst = 0;
+    int mine = key_and_split(w, mpi, &scene.std, a->restore != NULL), worst = 0;
     MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     rc = mine ? mine : worst;
   }
-  for (uint32_t t = 0; t < a->warmup + a->ticks && !rc; t++)
+  /* A restart: the entities, the clock and the random streams are the
+   * checkpoint's, on whatever rank count this is. */
+  if (!rc && a->restore)
+    rc = weft_mpi_restore(mpi, a->restore);
+  double before = 0;
+  for (uint32_t t = 0; t < a->warmup + a->ticks && !rc; t++) {
     rc = weft_mpi_step(mpi, a->dt);
+    weft_mpi_stats_t st;
+    weft_mpi_stats(mpi, &st);
+    if (t + 1 == a->balance_every)
+      before = st.tick_s;
+  }
+  if (!rc && a->checkpoint)
+    rc = weft_mpi_checkpoint(mpi, a->checkpoint);
   weft_mpi_digest_t d = {0};
   if (!rc)
     rc = weft_mpi_digest(mpi, &d);
@@ -148,7 +186,8 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
     rank_row_t mine = {
         (double)d.local,      (double)st.ghosts,     st.tick_s,
         st.exchange_s,        (double)st.bytes_sent, (double)st.bytes_recv,
-        (double)st.emigrants, (double)st.immigrants};
+        (double)st.emigrants, (double)st.immigrants, before,
+        st.tick_s - before};
     int size = (int)weft_mpi_size(mpi);
     rank_row_t *rows = malloc(sizeof *rows * (size_t)size);
     MPI_Gather(&mine, sizeof mine / sizeof(double), MPI_DOUBLE, rows,

@@ -18,6 +18,10 @@ typedef struct sim_mpi_args_t {
   uint32_t ticks, warmup;
   uint64_t seed;
   double dt;
+  /* A distributed checkpoint to write after the ticks, and one to start
+   * from instead of the scene's entities (prefixes; NULL: none). */
+  const char *checkpoint, *restore;
+  uint32_t balance_every; /* rebalance by time every N ticks; 0: never */
 } sim_mpi_args_t;
 
 /* Whether this process was started by mpirun (Open MPI's or a PMI

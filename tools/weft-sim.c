@@ -67,6 +67,7 @@ typedef struct sim_args_t {
   const char *restore;       /* snapshot to continue from, or NULL */
   bool mpi;                  /* distributed over MPI ranks (tools/sim_mpi.c) */
   sim_serve_opts_t serve;    /* --serve and its bounds (sim_serve.c) */
+  uint32_t balance;          /* --mpi: rebalance by time every N ticks */
 } sim_args_t;
 
 /* The default --frame-every: six pictures a simulated second at 60 Hz,
@@ -87,7 +88,7 @@ static void usage(FILE *f) {
       "                [--trace FILE.json] [--json FILE]\n"
       "                [--frames DIR [--frame-every N] [--frame-size PX]]\n"
       "                [--checkpoint FILE [--checkpoint-every N]]\n"
-      "                [--restore FILE] [--mpi]\n"
+      "                [--restore FILE] [--mpi [--balance N]]\n"
       "                [--serve PORT [--serve-ticks N] [--serve-seconds S]\n"
       "                 [--serve-max-sessions N] [--serve-idle S]\n"
       "                 [--serve-web DIR] [--serve-bind ADDR]]\n"
@@ -121,7 +122,13 @@ static void usage(FILE *f) {
       "                    more ticks run after it\n"
       "  --mpi             run distributed over MPI ranks (implied under\n"
       "                    mpirun): particles and boids; prints one line\n"
-      "                    per rank and the global digest\n"
+      "                    per rank and the global digest; there\n"
+      "                    --checkpoint and --restore name a distributed\n"
+      "                    checkpoint (PREFIX.index, PREFIX.R), which a run\n"
+      "                    on any rank count continues\n"
+      "  --balance N       with --mpi: move the region cuts by measured\n"
+      "                    tick time every N ticks (prints the time\n"
+      "                    imbalance before and after the first)\n"
       "  --serve PORT      serve the run to weft::net clients (weft-client)\n"
       "                    over WebSocket on 127.0.0.1:PORT (0: a free\n"
       "                    port, printed) at 60 ticks a second instead of\n"
@@ -180,6 +187,7 @@ enum {
   OPT_CHECKPOINT_EVERY,
   OPT_RESTORE,
   OPT_MPI,
+  OPT_BALANCE,
   OPT_SERVE /* --serve*: sim_serve_option() parses them */
 };
 static const struct option sim_options[] = {
@@ -198,6 +206,7 @@ static const struct option sim_options[] = {
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"restore", required_argument, NULL, OPT_RESTORE},
     {"mpi", no_argument, NULL, OPT_MPI},
+    {"balance", required_argument, NULL, OPT_BALANCE},
     {"serve", required_argument, NULL, OPT_SERVE},
     {"serve-ticks", required_argument, NULL, OPT_SERVE},
     {"serve-seconds", required_argument, NULL, OPT_SERVE},
@@ -271,6 +280,11 @@ static int parse_one(int c, const char *val, sim_args_t *a) {
       return bad(opt, val, "expected a file");
     *(c == OPT_RESTORE ? &a->restore : &a->checkpoint) = val;
     break;
+  case OPT_BALANCE:
+    if (!parse_u64(val, 1, 10000000, &v))
+      return bad(opt, val, "expected 1..10000000");
+    a->balance = (uint32_t)v;
+    break;
   case OPT_CHECKPOINT_EVERY:
     if (!parse_u64(val, 1, 10000000, &v))
       return bad(opt, val, "expected 1..10000000");
@@ -288,7 +302,7 @@ static int parse_one(int c, const char *val, sim_args_t *a) {
 static int parse_args(int argc, char **argv, sim_args_t *a) {
   *a = (sim_args_t){
       SIM_ARENA,       100000,         -1,   200, 0,    1,     NULL, NULL, NULL,
-      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL, false, {0}};
+      SIM_FRAME_EVERY, SIM_FRAME_SIZE, NULL, 0,   NULL, false, {0},  0};
   opterr = 0; /* our messages, not getopt's */
   int c, rc;
   bool frame_opt = false;
@@ -929,13 +943,17 @@ int main(int argc, char **argv) {
   if (a.mpi && a.serve.on)
     return bad("--serve", NULL, "a distributed run (--mpi) cannot serve");
 #ifdef WEFT_SIM_MPI
+  if (a.balance && !a.mpi && !sim_mpi_launched())
+    return bad("--balance", NULL, "only a distributed run (--mpi) balances");
   if (a.mpi || sim_mpi_launched())
     return sim_mpi_run(&(sim_mpi_args_t){a.kind, a.entities, a.threads, a.ticks,
-                                         a.warmup, a.seed, SIM_DT},
+                                         a.warmup, a.seed, SIM_DT, a.checkpoint,
+                                         a.restore, a.balance},
                        &argc, &argv);
 #else
-  if (a.mpi)
-    return bad("--mpi", NULL, "this weft-sim was built without MPI");
+  if (a.mpi || a.balance)
+    return bad(a.mpi ? "--mpi" : "--balance", NULL,
+               "this weft-sim was built without MPI");
 #endif
   /* The frames' folder is made and checked before anything runs. */
   sim_frames_t frames_store, *frames = NULL;

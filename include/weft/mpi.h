@@ -60,7 +60,9 @@ typedef enum weft_mpi_balance_t {
   WEFT_MPI_BALANCE_COUNT = 0,
   /** The measured cost: each entity weighs its rank's cost per owned
    * entity since the last rebalance (weft_mpi_config_t.cost, by default
-   * the seconds of its ticks without the exchange), so the cuts move
+   * the process's CPU seconds in its ticks without the exchange: CPU,
+   * not wall time, so that a rank the OS descheduled does not look
+   * costly), so the cuts move
    * from the ranks that took longer towards the others, half the way to
    * the even split per rebalance. The cuts then differ from run to run;
    * the results do not. */
@@ -69,14 +71,15 @@ typedef enum weft_mpi_balance_t {
 
 /**
  * A rank's cost since the last rebalance, for WEFT_MPI_BALANCE_TIME:
- * given the wall seconds its ticks took since then (without the exchange)
- * and its owned entities now, returns the cost to balance, finite and
+ * given the CPU seconds its ticks took since then (every thread of the
+ * process, without the exchange) and its owned entities now, returns the cost
+ * to balance, finite and
  * >= 0 (anything else counts as 0). A program with its own cost model (an
  * interaction count, a test's injected costs) returns that instead.
  * Called on the owner thread of every rank inside weft_mpi_rebalance().
  */
 typedef double (*weft_mpi_cost_fn)(void *user, const weft_mpi_t *mpi,
-                                   double tick_s, uint64_t owned);
+                                   double cpu_s, uint64_t owned);
 
 /** Configuration of weft_mpi_new(); zero means default. Every rank must
  * pass the same values (checked: a difference is WEFT_EINVAL everywhere). */
@@ -127,7 +130,7 @@ typedef struct weft_mpi_config_t {
    * WEFT_MPI_BALANCE_TIME). */
   weft_mpi_balance_t balance_by;
   /** The cost WEFT_MPI_BALANCE_TIME weighs; NULL: the measured tick
-   * seconds. cost_user is passed to it, not owned. */
+   * CPU seconds. cost_user is passed to it, not owned. */
   weft_mpi_cost_fn cost;
   void *cost_user;
   /** The tick weft_mpi_step() runs; NULL: weft_world_progress(world,

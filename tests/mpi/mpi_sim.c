@@ -195,10 +195,10 @@ static int neighbour_tick(void *user, weft_world_t *w, double dt) {
 /* ---- costs and draws (costly, drawn) --------------------------------- */
 
 /* costly: rank 0's entities cost 8 times the others'. */
-static double injected_cost(void *user, const weft_mpi_t *mpi, double tick_s,
+static double injected_cost(void *user, const weft_mpi_t *mpi, double cpu_s,
                             uint64_t owned) {
   (void)user;
-  (void)tick_s;
+  (void)cpu_s;
   return (double)owned * (weft_mpi_rank(mpi) == 0 ? 8.0 : 1.0);
 }
 

@@ -9,7 +9,8 @@
 #         [-DWEFT_STYLE=sim] [-DWEFT_DIR=scratch dir] -P run_mpi.cmake
 #
 # WEFT_STYLE=sim runs weft-sim (--scenario S --entities E ...) instead of
-# the positional arguments of mpi_sim.
+# the positional arguments of mpi_sim; WEFT_EXTRA (a comma list) is added
+# to its arguments, and a restart passes --checkpoint / --restore.
 #
 # digest: every run prints the same global digest and entity count, the
 #         count given (nothing is lost or doubled).
@@ -41,6 +42,7 @@ list(GET args 0 entities)
 list(GET args 1 ticks)
 list(GET args 2 seed)
 string(REPLACE "," ";" mpi_flags "${WEFT_MPI_FLAGS}")
+string(REPLACE "," ";" extra_args "${WEFT_EXTRA}")
 
 # restart: the digest of a straight run of TICKS on one rank equals that
 # of TICKS/2 on the largest rank count, checkpointed (WEFT_DIR), then
@@ -53,8 +55,16 @@ if(WEFT_EXPECT STREQUAL "restart")
   file(REMOVE_RECURSE "${WEFT_DIR}")
   file(MAKE_DIRECTORY "${WEFT_DIR}")
   function(run_sim n k extra out_var)
-    set(cmd ${WEFT_MPIEXEC} --oversubscribe -n ${n} ${WEFT_PROG}
-            ${WEFT_SCENARIO} ${entities} ${k} ${t} ${seed} ${extra})
+    if(WEFT_STYLE STREQUAL "sim")
+      string(REGEX REPLACE "^save:" "--checkpoint;" extra "${extra}")
+      string(REGEX REPLACE "^load:" "--restore;" extra "${extra}")
+      set(cmd ${WEFT_MPIEXEC} --oversubscribe -n ${n} ${WEFT_PROG}
+              --scenario ${WEFT_SCENARIO} --entities ${entities} --ticks ${k}
+              --threads ${t} --seed ${seed} ${extra})
+    else()
+      set(cmd ${WEFT_MPIEXEC} --oversubscribe -n ${n} ${WEFT_PROG}
+              ${WEFT_SCENARIO} ${entities} ${k} ${t} ${seed} ${extra})
+    endif()
     list(JOIN cmd " " cmd_text)
     execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                     ERROR_VARIABLE err TIMEOUT 240)
@@ -137,7 +147,8 @@ foreach(n IN LISTS ranks)
   foreach(t IN LISTS threads)
     if(WEFT_STYLE STREQUAL "sim")
       set(prog_args --scenario ${WEFT_SCENARIO} --entities ${entities}
-                    --ticks ${ticks} --threads ${t} --seed ${seed})
+                    --ticks ${ticks} --threads ${t} --seed ${seed}
+                    ${extra_args})
     else()
       set(prog_args ${WEFT_SCENARIO} ${entities} ${ticks} ${t} ${seed})
     endif()
