@@ -14,8 +14,8 @@
  *
  * --restore PREFIX starts from a distributed checkpoint instead (the
  * scene is built for its systems, its entities dropped); --checkpoint
- * PREFIX writes one after the ticks. --balance N moves the cuts by
- * measured tick time every N ticks.
+ * PREFIX writes one after the ticks. --balance N moves the cuts by the
+ * ranks' measured CPU time in their ticks every N ticks.
  *
  * particles and boids are rank-count independent (the built-in systems
  * order by weft.Key; boids exchange inside the tick, between the move and

@@ -126,9 +126,10 @@ static void usage(FILE *f) {
       "                    --checkpoint and --restore name a distributed\n"
       "                    checkpoint (PREFIX.index, PREFIX.R), which a run\n"
       "                    on any rank count continues\n"
-      "  --balance N       with --mpi: move the region cuts by measured\n"
-      "                    tick time every N ticks (prints the time\n"
-      "                    imbalance before and after the first)\n"
+      "  --balance N       with --mpi: move the region cuts by the ranks'\n"
+      "                    measured CPU time in their ticks every N ticks\n"
+      "                    (prints the tick-time imbalance before and\n"
+      "                    after the first)\n"
       "  --serve PORT      serve the run to weft::net clients (weft-client)\n"
       "                    over WebSocket on 127.0.0.1:PORT (0: a free\n"
       "                    port, printed) at 60 ticks a second instead of\n"
@@ -945,6 +946,9 @@ int main(int argc, char **argv) {
 #ifdef WEFT_SIM_MPI
   if (a.balance && !a.mpi && !sim_mpi_launched())
     return bad("--balance", NULL, "only a distributed run (--mpi) balances");
+  if (a.checkpoint_every && (a.mpi || sim_mpi_launched()))
+    return bad("--checkpoint-every", NULL,
+               "a distributed run checkpoints once, after its ticks");
   if (a.mpi || sim_mpi_launched())
     return sim_mpi_run(&(sim_mpi_args_t){a.kind, a.entities, a.threads, a.ticks,
                                          a.warmup, a.seed, SIM_DT, a.checkpoint,
