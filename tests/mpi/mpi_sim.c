@@ -56,6 +56,7 @@
  *              system "test.work" counts, in a component of its own that
  *              migrants carry, while the ghosts fly; a migrant encoded
  *              before it ran would arrive a count behind
+ *   boidsoverlapsteady that, and the last 40 ticks allocate nothing
  * Every rank also checks that its pool's workers are placed on CPUs the
  * rank is bound to (mpirun --bind-to, a batch scheduler's binding): the
  * pool plans within the process's CPU set.
@@ -278,11 +279,12 @@ static int scene_for(const char *name, scene_t *s) {
     s->speed = 12000.0f;
     s->ic.gravity = (weft_vec2_t){0, 0};
     s->fail_early = true;
-  } else if (strcmp(name, "boidsoverlap") == 0) {
+  } else if (strncmp(name, "boidsoverlap", 12) == 0) {
     s->side = 120.0f;
     s->speed = 5.0f;
     s->halo = BOIDS_RADIUS;
     s->boids = s->overlap = true;
+    s->steady = strcmp(name, "boidsoverlapsteady") == 0;
   } else if (strcmp(name, "failtick") == 0) {
   } else if (strcmp(name, "crowd") == 0) {
     s->crowd = true;
