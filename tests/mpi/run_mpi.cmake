@@ -17,6 +17,11 @@
 # empty:  that too, and with more than one rank some rank owns nothing.
 # balanced: that too, and with more than one rank the largest rank holds
 #         at most 1.5 times the mean.
+# far:    digest, and with more than 3 ranks some rank took the far
+#         round ("far N", N > 0): entities reached ranks outside the
+#         sender's 3 x 3 block.
+# near:   digest, and no rank took the far round ("far 0" on every rank):
+#         a slow run stays within each sender's 3 x 3 block.
 # error:  every rank prints the same error line, matching WEFT_ERROR.
 foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
             WEFT_THREADS)
@@ -136,6 +141,17 @@ foreach(n IN LISTS ranks)
       string(REGEX MATCH "imbalance ([0-9.]+)" imb "${out}")
       if(NOT imb OR CMAKE_MATCH_1 GREATER 1.5)
         message(FATAL_ERROR "${cmd_text}: not balanced ('${imb}'):\n${out}")
+      endif()
+    endif()
+    if(WEFT_EXPECT STREQUAL "far" AND n GREATER 3 AND
+       NOT out MATCHES "far [1-9]")
+      message(FATAL_ERROR "${cmd_text}: no rank took the far round:\n${out}")
+    endif()
+    if(WEFT_EXPECT STREQUAL "near")
+      string(REGEX MATCHALL "far 0\n" nears "${out}")
+      list(LENGTH nears near_count)
+      if(NOT near_count EQUAL n)
+        message(FATAL_ERROR "${cmd_text}: a rank took the far round:\n${out}")
       endif()
     endif()
     if(WEFT_EXPECT STREQUAL "empty" AND n GREATER 1 AND
