@@ -223,26 +223,15 @@ static void plan_copies(const weft__snap_comp_t *c, const weft__component_t *t,
 
 /* The table's header: magic, checksum, version, counts. */
 static int read_head(weft__snap_rd_t *r, uint32_t *ncomp) {
-  r->p = r->data;
-  r->end = r->data + r->n;
-  if (r->n < ENC_HEADER)
-    return BAD(r, "truncated: %zu bytes, a header is %u", r->n, ENC_HEADER);
-  if (memcmp(r->data, ENC_MAGIC, 8))
-    return BAD(r, "not a weft entity codec table (bad magic)");
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  if (weft__snap_u64(r->data + 24) != weft__xxh3(r->data, 24))
-    return BAD(r, "header checksum mismatch");
-#endif
-  uint32_t version = weft__snap_u32(r->data + 8);
+  uint32_t version;
+  int rc = weft__snap_check_header(r, ENC_MAGIC, ENC_HEADER,
+                                   WEFT_ENTITY_CODEC_VERSION,
+                                   "entity codec table", &version);
+  if (rc)
+    return rc;
   *ncomp = weft__snap_u32(r->data + 12);
-  if (version > WEFT_ENTITY_CODEC_VERSION)
-    return FAIL(r, WEFT_EVERSION, "table version %u, this library reads %u",
-                version, WEFT_ENTITY_CODEC_VERSION);
-  if (version == 0 || weft__snap_u64(r->data + 16))
-    return BAD(r, "bad version (%u) or nonzero reserved header words", version);
   if (*ncomp > WEFT_MAX_COMPONENTS)
     return BAD(r, "%u components, at most %u", *ncomp, WEFT_MAX_COMPONENTS);
-  r->next = ENC_HEADER;
   return 0;
 }
 

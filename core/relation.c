@@ -129,6 +129,23 @@ static uint32_t vec_find(const weft__rel_vec_t *v, uint32_t rel,
   return p < v->n && e[p].rel == rel && e[p].other == other ? p : UINT32_MAX;
 }
 
+/* Covers the slots of src and tgt, then finds where edge (rel, tgt) is or
+ * goes in src's out vector: *at, and *found when it is there already. */
+static int edge_place(weft_world_t *w, weft__relations_t *r, weft_entity_t src,
+                      uint32_t rel, weft_entity_t tgt, uint32_t *at,
+                      bool *found) {
+  uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
+  int rc = slots_cover(w, r, s > t ? s : t);
+  if (rc)
+    return rc;
+  const weft__rel_vec_t *out = &r->out[s];
+  uint32_t p = lower_bound(out, rel, tgt);
+  *at = p;
+  *found = p < out->n && weft__rel_v(out)[p].rel == rel &&
+           weft__rel_v(out)[p].other == tgt;
+  return 0;
+}
+
 void weft__rel_vec_settle(weft__relations_t *r, weft__rel_vec_t *v) {
   (void)r;
   (void)v;
@@ -450,14 +467,13 @@ static int apply_add(weft_world_t *w, weft_entity_t src, weft__where_t *at,
                      uint32_t rel, weft_entity_t tgt, const void *value) {
   weft__relations_t *r = w->rel;
   weft__rel_def_t *d = &r->defs[rel];
-  uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
-  int rc = slots_cover(w, r, s > t ? s : t);
+  uint32_t s = (uint32_t)src, t = (uint32_t)tgt, p;
+  bool found;
+  int rc = edge_place(w, r, src, rel, tgt, &p, &found);
   if (rc)
     return rc;
   weft__rel_vec_t *out = &r->out[s];
-  uint32_t p = lower_bound(out, rel, tgt);
-  if (p < out->n && weft__rel_v(out)[p].rel == rel &&
-      weft__rel_v(out)[p].other == tgt) {
+  if (found) {
     if (d->stride)
       payload_write(d, weft__rel_v(out)[p].slot, value);
     else if (d->size)
@@ -1139,14 +1155,13 @@ int weft__rel_restore_edge(weft_world_t *w, weft_entity_t src,
     return WEFT_ENOCOMP;
   uint32_t rel = (uint32_t)(cd - r->defs);
   weft__rel_def_t *d = &r->defs[rel];
-  uint32_t s = (uint32_t)src, t = (uint32_t)tgt;
-  int rc = slots_cover(w, r, s > t ? s : t);
+  uint32_t s = (uint32_t)src, t = (uint32_t)tgt, p;
+  bool found;
+  int rc = edge_place(w, r, src, rel, tgt, &p, &found);
   if (rc)
     return rc;
   weft__rel_vec_t *out = &r->out[s];
-  uint32_t p = lower_bound(out, rel, tgt);
-  if (p < out->n && weft__rel_v(out)[p].rel == rel &&
-      weft__rel_v(out)[p].other == tgt)
+  if (found)
     return WEFT_EEXIST;
   if ((d->flags & WEFT_RELATION_EXCLUSIVE) && vec_has_rel(out, rel))
     return WEFT_EEXIST; /* a second edge of an exclusive relation */

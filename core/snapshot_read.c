@@ -145,27 +145,37 @@ int weft__snap_close_section(weft__snap_rd_t *r) {
   return 0;
 }
 
-static int read_header(weft__snap_rd_t *r) {
+int weft__snap_check_header(weft__snap_rd_t *r, const char *magic,
+                            uint32_t size, uint32_t max_version,
+                            const char *what, uint32_t *version) {
   r->p = r->data;
   r->end = r->data + r->n;
-  if (!weft__snap_has(r, WEFT__SNAP_HEADER))
-    return BAD(r, "truncated: %zu bytes, a header is %u", r->n,
-               WEFT__SNAP_HEADER);
-  if (memcmp(r->data, WEFT__SNAP_MAGIC, 8))
-    return BAD(r, "not a weft snapshot (bad magic)");
+  if (!weft__snap_has(r, size))
+    return BAD(r, "truncated: %zu bytes, a header is %u", r->n, size);
+  if (memcmp(r->data, magic, 8))
+    return BAD(r, "not a weft %s (bad magic)", what);
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
   if (weft__snap_u64(r->data + 24) != weft__xxh3(r->data, 24))
     return BAD(r, "header checksum mismatch");
 #endif
-  uint32_t version = weft__snap_u32(r->data + 8);
-  if (version > WEFT_SNAPSHOT_VERSION)
-    return FAIL(r, WEFT_EVERSION, "format version %u, this library reads %u",
-                version, WEFT_SNAPSHOT_VERSION);
-  if (version == 0 || weft__snap_u32(r->data + 12) ||
-      weft__snap_u64(r->data + 16))
-    return BAD(r, "bad version (%u) or nonzero reserved header words", version);
-  r->next = WEFT__SNAP_HEADER;
+  *version = weft__snap_u32(r->data + 8);
+  if (*version > max_version)
+    return FAIL(r, WEFT_EVERSION, "%s format version %u, this library reads %u",
+                what, *version, max_version);
+  if (*version == 0 || weft__snap_u64(r->data + 16))
+    return BAD(r, "bad version (%u) or nonzero reserved header words",
+               *version);
+  r->next = size;
   return 0;
+}
+
+static int read_header(weft__snap_rd_t *r) {
+  uint32_t version;
+  int rc = weft__snap_check_header(r, WEFT__SNAP_MAGIC, WEFT__SNAP_HEADER,
+                                   WEFT_SNAPSHOT_VERSION, "snapshot", &version);
+  if (!rc && weft__snap_u32(r->data + 12))
+    rc = BAD(r, "bad version (%u) or nonzero reserved header words", version);
+  return rc;
 }
 
 static int read_meta(weft__snap_rd_t *r, weft__snap_plan_t *pl) {

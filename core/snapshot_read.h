@@ -47,6 +47,15 @@ int weft__snap_get_u32(weft__snap_rd_t *r, uint32_t *v, const char *what);
 int weft__snap_get_bytes(weft__snap_rd_t *r, uint64_t count, uint64_t size,
                          const uint8_t **out, const char *what);
 
+/* Checks the header shared by snapshots and codec tables: `size` bytes,
+ * `magic`, the checksum of its first 24 bytes, a version in
+ * 1..max_version (WEFT_EVERSION above it) and zero reserved bytes 16..23;
+ * the word at 12 is left to the caller. Positions the reader after it.
+ * `what` names the format in messages. */
+int weft__snap_check_header(weft__snap_rd_t *r, const char *magic,
+                            uint32_t size, uint32_t max_version,
+                            const char *what, uint32_t *version);
+
 /* Opens the next section, which must be `tag`: checks its length, checksum
  * and padding; positions the cursor on its payload. */
 int weft__snap_open_section(weft__snap_rd_t *r, uint32_t tag);

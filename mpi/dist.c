@@ -227,10 +227,45 @@ static int exchange_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
   return rc;
 }
 
-/* Registers "weft.mpi.exchange" where the configuration puts it, and
- * notes the placement (phase and names) in m->placement for the
- * configuration's hash: ranks that exchanged at different points of the
- * tick would mismatch their collectives. */
+/* The split exchange: "weft.mpi.exchange" posts the round,
+ * "weft.mpi.ghosts" completes it, and the overlap systems run between. */
+static int exchange_post_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  weft_mpi_t *m = ctx->user;
+  double t0 = MPI_Wtime(), c0 = weft__cpu_now();
+  int rc = weft__exchange_post(m);
+  m->stats.exchange_s += MPI_Wtime() - t0;
+  m->exchange_cpu_s += weft__cpu_now() - c0;
+  return rc;
+}
+
+static int exchange_complete_run(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  (void)chunk;
+  weft_mpi_t *m = ctx->user;
+  double t0 = MPI_Wtime(), c0 = weft__cpu_now();
+  int rc = weft__exchange_complete(m);
+  m->stats.exchange_s += MPI_Wtime() - t0;
+  m->exchange_cpu_s += weft__cpu_now() - c0;
+  return rc;
+}
+
+/* Copies the non-NULL names of @p names into @p out, each into the
+ * placement hash *h behind @p mark; returns the count. */
+static uint32_t take_names(const char *const *names, const char **out,
+                           const char *mark, uint64_t *h) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ORDER; i++)
+    if (names[i]) {
+      out[n++] = names[i];
+      *h = fnv(fnv(*h, mark, 1), names[i], strlen(names[i]) + 1);
+    }
+  return n;
+}
+
+/* Registers "weft.mpi.exchange" where the configuration puts it (and,
+ * split, "weft.mpi.ghosts"), and notes the placement (phase and names) in
+ * m->placement for the configuration's hash: ranks that exchanged at
+ * different points of the tick would mismatch their collectives. */
 static int register_exchange(weft_mpi_t *m, const weft_mpi_config_t *c) {
   weft_system_desc_t d = {.name = "weft.mpi.exchange",
                           .phase = c->exchange_phase,
@@ -238,23 +273,26 @@ static int register_exchange(weft_mpi_t *m, const weft_mpi_config_t *c) {
                               WEFT_SYSTEM_EXCLUSIVE | WEFT_SYSTEM_COMMIT_AFTER,
                           .run = exchange_run,
                           .user = m};
+  weft_system_desc_t g = d;
   uint64_t h = fnv(0xcbf29ce484222325ull, &d.phase, sizeof d.phase);
-  uint32_t na = 0, nb = 0;
-  for (uint32_t i = 0; i < WEFT_SYSTEM_MAX_ORDER; i++) {
-    if (c->exchange_after[i]) {
-      d.after[na++] = c->exchange_after[i];
-      h = fnv(fnv(h, "<", 1), c->exchange_after[i],
-              strlen(c->exchange_after[i]) + 1);
-    }
-    if (c->exchange_before[i]) {
-      d.before[nb++] = c->exchange_before[i];
-      h = fnv(fnv(h, ">", 1), c->exchange_before[i],
-              strlen(c->exchange_before[i]) + 1);
-    }
-  }
-  if (na + nb == 0)
+  uint32_t na = take_names(c->exchange_after, d.after, "<", &h);
+  uint32_t nb = take_names(c->exchange_before, d.before, ">", &h);
+  uint32_t no = take_names(c->exchange_overlap, g.after, "~", &h);
+  if (na + nb + no == 0)
     return 0;
-  int rc = weft_system_register(m->world, &d, &m->exchange_sys);
+  int rc = 0;
+  if (no) {
+    /* post -> overlap systems -> completion -> the readers */
+    memcpy(g.before, d.before, sizeof g.before);
+    memcpy(d.before, g.after, sizeof d.before);
+    d.run = exchange_post_run;
+    g.name = "weft.mpi.ghosts";
+    g.run = exchange_complete_run;
+    rc = weft_system_register(m->world, &g, &m->ghosts_sys);
+    m->split = rc == 0;
+  }
+  if (!rc)
+    rc = weft_system_register(m->world, &d, &m->exchange_sys);
   m->in_tick = rc == 0;
   m->placement = m->in_tick ? h : 0;
   return rc;
@@ -363,6 +401,9 @@ void weft_mpi_free(weft_mpi_t *m) {
     return;
   if (m->in_tick)
     weft_system_remove(m->world, m->exchange_sys);
+  if (m->split)
+    weft_system_remove(m->world, m->ghosts_sys);
+  weft__exchange_fini(m);
   if (m->owned)
     weft_query_destroy(m->owned);
   weft__record_fini(m);
@@ -441,7 +482,7 @@ int weft_mpi_step(weft_mpi_t *m, double dt) {
      * segment of a phase and reports the first failure after. (Checked
      * for the tick's first fixed step, the only one when dt is the fixed
      * step.) */
-    if (rc && m->in_tick && m->round == round)
+    if (rc && m->in_tick && (m->round == round || m->posted))
       (void)weft__exchange_abort(m, rc);
   }
   m->stats.tick_s += MPI_Wtime() - t1 - (m->stats.exchange_s - inside);

@@ -98,6 +98,22 @@ struct weft_mpi_t {
   weft__keymap_t ghosts;
   uint64_t round;
   weft_mpi_stats_t stats;
+
+  /* The neighbour-only round and its split (exchange.c). */
+  uint32_t nbr[8], nbr_n; /* the 3 x 3 block's other ranks, ascending */
+  uint64_t *leaving_key;  /* per emigrant (leaving_cap): key, new owner */
+  uint32_t *leaving_to;
+  uint8_t *far_mark; /* size bytes: far_to's members */
+  uint32_t *far_to;  /* ranks outside the block this round sends to */
+  uint32_t far_n;
+  int round_status; /* this rank's failure in the posted round */
+  bool posted;      /* posted, not yet completed */
+  uint64_t agree_out[2], agree_in[2];
+  MPI_Request agree_req;
+  /* "weft.mpi.ghosts", the completion, where the exchange is split
+   * (config exchange_overlap). */
+  weft_system_t ghosts_sys;
+  bool split;
 };
 
 /* Makes room for @p more bytes at the end of @p b (0 or WEFT_ENOMEM). */
@@ -134,5 +150,14 @@ int weft__exchange(weft_mpi_t *m);
 /* Joins the round the other ranks are in with failure @p status instead
  * of packing (exchange.c); returns @p status. Collective. */
 int weft__exchange_abort(weft_mpi_t *m, int status);
+
+/* The round in two halves (exchange.c): the post packs, starts the
+ * round's agreement and sends the ghosts; the completion sends the
+ * migrants, receives, and applies. weft__exchange() is both. Collective. */
+int weft__exchange_post(weft_mpi_t *m);
+int weft__exchange_complete(weft_mpi_t *m);
+
+/* Frees what the rounds allocated beyond the buffers above. */
+void weft__exchange_fini(weft_mpi_t *m);
 
 #endif /* WEFT_MPI_DIST_H */

@@ -1,29 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One round of migration and ghost exchange (weft_mpi_exchange()).
+ * One round of migration and ghost exchange (weft_mpi_exchange()), among
+ * the 3 x 3 block of regions around each rank's only, in two halves that
+ * the tick may hold apart (weft__exchange_post(), _complete()).
  *
- * 1. Pack. Every owned entity is looked at once: when its position lies
- *    in another rank's region it is encoded for that rank (a migrant) and
- *    listed to leave; when it lies within the halo of other regions, its
- *    ghost record (key and ghost components) goes to each of those ranks,
- *    its own new owner excepted. The sender decides for the entity's new
- *    position, so a migrant's ghosts need no second round, and an entity
- *    that leaves but stays within this region's halo becomes a ghost here
- *    from the same record.
- * 2. Sizes. One MPI_Alltoall tells every rank what each other rank sends
- *    (bytes of migrants, bytes of ghosts) and whether it failed to pack;
- *    then nobody waits for a message that will not come.
- * 3. Payloads, non-blocking: MPI_Irecv and MPI_Isend for every non-empty
- *    section. While they fly the rank does the work that needs nothing
- *    from them: it despawns its emigrants and turns those still in its
- *    halo into local ghosts. It then waits for the migrants only and
- *    spawns them while the ghost messages may still be in flight.
- * 4. Ghosts: each record refreshes the ghost of its key or spawns one;
- *    ghosts that no rank sent this round (their entity moved away or
+ * 1. Post. Every owned entity is looked at once: when its position lies
+ *    in another rank's region it is listed to leave for that rank; when
+ *    it lies within the halo of other regions, its ghost record (key and
+ *    ghost components) goes to each of those ranks, its own new owner
+ *    excepted. The sender decides for the entity's new position, so a
+ *    migrant's ghosts need no second round, and an entity that leaves but
+ *    stays within this region's halo becomes a ghost here from the same
+ *    record. The round's agreement starts (MPI_Iallreduce of two words:
+ *    the lowest rank that failed to pack, and whether any rank sends
+ *    outside its block), and one ghost message goes to every neighbour,
+ *    empty or not: its size travels with it (the receiver probes), so no
+ *    round of sizes goes ahead and nobody waits for a message that will
+ *    not come.
+ * 2. Complete. The emigrants' records are encoded (after any system that
+ *    ran between the halves) and one migrant message goes to every
+ *    neighbour; the neighbours' messages are received as they arrive,
+ *    and the agreement is finished. A round some rank failed to post
+ *    applies nothing on any rank.
+ * 3. Apply: emigrants leave, migrants arrive (a ghost of the same key
+ *    gives way), each ghost record refreshes the ghost of its key or
+ *    spawns one.
+ * 4. Far. Where the agreement says some rank sends outside its block (an
+ *    entity that crossed more than one region, a migrant's ghost two
+ *    regions away, cuts a rebalance moved), every rank makes a global
+ *    step: an all-to-all of sizes, then those messages.
+ * 5. Ghosts that no rank sent this round (their entity moved away or
  *    died) are despawned.
  *
  * Every rank that owns an entity is the only one that sends records of
- * it, so a key arrives at most once per rank and round.
+ * it, so a key arrives at most once per rank and round. Per round a rank
+ * sends two messages to each of at most 8 neighbours and takes part in
+ * one small all-reduce, whatever the rank count.
  */
 #include <limits.h>
 #include <math.h>
@@ -93,19 +105,52 @@ static int put_ghost(weft_mpi_t *m, weft_entity_t e, uint64_t k, float x,
   return 0;
 }
 
-static int note_leaving(weft_mpi_t *m, weft_entity_t e) {
+/* Lists owned entity e (key k) to leave for rank to. Its record is
+ * encoded when the round completes, so that systems between the post and
+ * the completion (docs/mpi.md, "Overlap") may still write it. */
+static int note_leaving(weft_mpi_t *m, weft_entity_t e, uint64_t k,
+                        uint32_t to) {
   if (m->leaving_n == m->leaving_cap) {
     /* Four times over: emigrant counts wander (see weft__mbuf_reserve). */
-    uint32_t cap = m->leaving_cap ? m->leaving_cap * 4 : 256;
-    weft_entity_t *p = weft__realloc(
-        NULL, m->leaving, sizeof *p * m->leaving_cap, sizeof *p * cap);
-    if (!p)
-      return WEFT_ENOMEM;
-    m->leaving = p;
+    uint32_t old = m->leaving_cap, cap = old ? old * 4 : 256;
+    weft_entity_t *p =
+        weft__realloc(NULL, m->leaving, sizeof *p * old, sizeof *p * cap);
+    if (p)
+      m->leaving = p;
+    uint64_t *kp =
+        p ? weft__realloc(NULL, m->leaving_key, 8 * old, 8 * cap) : NULL;
+    if (kp)
+      m->leaving_key = kp;
+    uint32_t *tp =
+        kp ? weft__realloc(NULL, m->leaving_to, 4 * old, 4 * cap) : NULL;
+    if (!tp)
+      return WEFT_ENOMEM; /* the arrays that grew are kept, cap is not */
+    m->leaving_to = tp;
     m->leaving_cap = cap;
   }
-  m->leaving[m->leaving_n++] = e;
+  m->leaving[m->leaving_n] = e;
+  m->leaving_key[m->leaving_n] = k;
+  m->leaving_to[m->leaving_n++] = to;
   return 0;
+}
+
+/* Whether rank r lies in the 3 x 3 block of regions around this rank's
+ * (itself included): the ranks it exchanges with every round. The block
+ * is a matter of grid indices, so moving cuts never changes it. */
+static bool is_near(const weft_mpi_t *m, uint32_t r) {
+  uint32_t px = m->dom.px;
+  int64_t dx = (int64_t)(r % px) - (int64_t)(m->rank % px);
+  int64_t dy = (int64_t)(r / px) - (int64_t)(m->rank / px);
+  return dx >= -1 && dx <= 1 && dy >= -1 && dy <= 1;
+}
+
+/* Notes that this round sends to rank r; a rank outside the block makes
+ * the round "far" (a second, global step, see far_round()). */
+static void note_dest(weft_mpi_t *m, uint32_t r) {
+  if (!m->far_mark[r] && !is_near(m, r)) {
+    m->far_mark[r] = 1;
+    m->far_to[m->far_n++] = r;
+  }
 }
 
 /* One owned entity: where it goes, and who sees it as a ghost. */
@@ -115,12 +160,13 @@ static int pack_one(weft_mpi_t *m, weft_entity_t e, uint64_t k, float x,
   uint32_t nh = weft__domain_halo_ranks(&m->dom, x, y, owner, halo);
   int rc = 0;
   if (owner != m->rank) {
-    rc = weft__record_put(m, e, k, &m->out_mig[owner]);
-    if (!rc)
-      rc = note_leaving(m, e);
+    note_dest(m, owner);
+    rc = note_leaving(m, e, k, owner);
   }
-  for (uint32_t i = 0; i < nh && !rc; i++)
+  for (uint32_t i = 0; i < nh && !rc; i++) {
+    note_dest(m, halo[i]);
     rc = put_ghost(m, e, k, x, y, &m->out_ghost[halo[i]]);
+  }
   return rc;
 }
 
@@ -191,10 +237,22 @@ static int pack_chunk(weft_mpi_t *m, const weft_iter_t *it, interior_t in) {
   return 0;
 }
 
-static int pack(weft_mpi_t *m) {
-  for (uint32_t r = 0; r < m->size; r++)
+/* Empties this round's outgoing buffers (the block's and the far ones
+ * of the last round) and the emigrant list. */
+static void clear_out(weft_mpi_t *m) {
+  m->out_mig[m->rank].len = m->out_ghost[m->rank].len = 0;
+  for (uint32_t i = 0; i < m->nbr_n; i++)
+    m->out_mig[m->nbr[i]].len = m->out_ghost[m->nbr[i]].len = 0;
+  for (uint32_t i = 0; i < m->far_n; i++) {
+    uint32_t r = m->far_to[i];
     m->out_mig[r].len = m->out_ghost[r].len = 0;
+    m->far_mark[r] = 0;
+  }
+  m->far_n = 0;
   m->leaving_n = 0;
+}
+
+static int pack(weft_mpi_t *m) {
   interior_t in = interior(m);
   weft_iter_t it;
   for (weft_query_iter(m->owned, &it); weft_iter_next(&it);) {
@@ -207,81 +265,69 @@ static int pack(weft_mpi_t *m) {
   return 0;
 }
 
-/* The sizes and statuses of every rank; returns the first failure of any
- * rank (lowest rank first), the same everywhere. */
-static int trade_sizes(weft_mpi_t *m, int status) {
-  for (uint32_t r = 0; r < m->size; r++) {
-    uint64_t *h = &m->hdr_out[r * WEFT__HDR_WORDS];
-    h[WEFT__HDR_MIGRANTS] = r == m->rank ? 0 : m->out_mig[r].len;
-    h[WEFT__HDR_GHOSTS] = r == m->rank ? 0 : m->out_ghost[r].len;
-    h[WEFT__HDR_STATUS] = (uint64_t)(int64_t)status;
-  }
-  if (MPI_Alltoall(m->hdr_out, WEFT__HDR_WORDS, MPI_UINT64_T, m->hdr_in,
-                   WEFT__HDR_WORDS, MPI_UINT64_T, m->comm) != MPI_SUCCESS)
-    return weft_world_fail(m->world, WEFT_EIO, "weft_mpi: MPI_Alltoall failed");
-  for (uint32_t r = 0; r < m->size; r++) {
-    int64_t s = (int64_t)m->hdr_in[r * WEFT__HDR_WORDS + WEFT__HDR_STATUS];
-    if (s != 0) {
-      if (r != m->rank)
-        weft_world_fail(m->world, (int)s,
-                        "weft_mpi: rank %u failed in the exchange (%s)", r,
-                        weft_strerror_name((int)s));
-      return (int)s;
-    }
-  }
-  return 0;
-}
-
 static int make_room(weft__mbuf_t *b, uint64_t n) {
   b->len = 0;
   return weft__mbuf_reserve(b, (size_t)n);
 }
 
-/* Posts the receive of one message of n bytes from rank r into b. When b
- * cannot grow to n, a receive of 0 bytes still takes the message (it
- * ends in a truncation error, returned on the driver's communicator):
- * the sender must not wait for a receive that never comes. */
-static int post_recv(weft_mpi_t *m, weft__mbuf_t *b, uint64_t n, uint32_t r,
-                     int tag, MPI_Request *req) {
-  static uint8_t swallow;
-  int rc = make_room(b, n);
+/* Takes the probed message @p msg (of @p st) into b. When b cannot grow
+ * to the message, a receive of 0 bytes still takes it (a truncation
+ * error): a message left unreceived would be matched in a later round. */
+static int take_message(weft_mpi_t *m, MPI_Message *msg, MPI_Status *st,
+                        weft__mbuf_t *b) {
+  int n = 0;
+  MPI_Get_count(st, MPI_BYTE, &n);
+  int rc = make_room(b, (uint64_t)n);
   b->len = rc ? 0 : (size_t)n;
-  if (n && MPI_Irecv(rc ? &swallow : b->data, rc ? 0 : (int)n, MPI_BYTE, (int)r,
-                     tag, m->comm, req) != MPI_SUCCESS)
-    rc = rc ? rc : WEFT_EIO;
+  if (MPI_Mrecv(b->data, rc ? 0 : n, MPI_BYTE, msg, MPI_STATUS_IGNORE) !=
+          MPI_SUCCESS &&
+      !rc)
+    rc = WEFT_EIO;
+  m->stats.bytes_recv += b->len;
   return rc;
 }
 
-/* Posts every receive and send; the first 2 * size requests are the
- * receives (migrants, then ghosts), the rest the sends. Every message is
- * posted even after a failure, so that no rank waits for this one. */
-static int post(weft_mpi_t *m) {
-  uint32_t P = m->size;
-  int rc = 0, bad = 0;
-  for (uint32_t i = 0; i < 4 * P; i++)
-    m->reqs[i] = MPI_REQUEST_NULL;
-  for (uint32_t r = 0; r < P; r++) {
-    const uint64_t *h = &m->hdr_in[r * WEFT__HDR_WORDS];
-    int a = post_recv(m, &m->in_mig[r], h[WEFT__HDR_MIGRANTS], r,
-                      WEFT__TAG_MIGRANTS, &m->reqs[r]);
-    int b = post_recv(m, &m->in_ghost[r], h[WEFT__HDR_GHOSTS], r,
-                      WEFT__TAG_GHOSTS, &m->reqs[P + r]);
-    rc = rc ? rc : a ? a : b;
+/* Receives the block's 2 x nbr_n messages of this round (ghosts, then
+ * migrants, from each neighbour), in the order they arrive: their sizes
+ * come with them (probed), so no round of sizes goes ahead. */
+static int receive_block(weft_mpi_t *m) {
+  uint32_t n = m->nbr_n, left = 2 * n;
+  bool got[16] = {false};
+  int rc = 0;
+  while (left) {
+    for (uint32_t i = 0; i < 2 * n; i++) {
+      if (got[i])
+        continue;
+      uint32_t r = m->nbr[i % n];
+      int flag = 0;
+      MPI_Message msg;
+      MPI_Status st;
+      if (MPI_Improbe((int)r, i < n ? WEFT__TAG_GHOSTS : WEFT__TAG_MIGRANTS,
+                      m->comm, &flag, &msg, &st) != MPI_SUCCESS)
+        return WEFT_EIO; /* MPI is broken: nothing to keep in step */
+      if (!flag)
+        continue;
+      int a =
+          take_message(m, &msg, &st, i < n ? &m->in_ghost[r] : &m->in_mig[r]);
+      rc = rc ? rc : a;
+      got[i] = true;
+      left--;
+    }
   }
-  for (uint32_t r = 0; r < P; r++) {
-    if (r == m->rank)
-      continue;
-    if (m->out_mig[r].len)
-      bad |=
-          MPI_Isend(m->out_mig[r].data, (int)m->out_mig[r].len, MPI_BYTE,
-                    (int)r, WEFT__TAG_MIGRANTS, m->comm, &m->reqs[2 * P + r]);
-    if (m->out_ghost[r].len)
-      bad |= MPI_Isend(m->out_ghost[r].data, (int)m->out_ghost[r].len, MPI_BYTE,
-                       (int)r, WEFT__TAG_GHOSTS, m->comm, &m->reqs[3 * P + r]);
-    m->stats.bytes_sent += m->out_mig[r].len + m->out_ghost[r].len;
-    m->stats.ghost_sent += m->out_ghost[r].len / m->grecord;
-  }
-  return rc ? rc : bad ? WEFT_EIO : 0;
+  return rc;
+}
+
+/* Posts the receive of one message of n bytes from rank r into b (the
+ * far round, whose sizes are known): as take_message(), a buffer that
+ * cannot grow takes it with a receive of 0 bytes. */
+static int post_recv(weft_mpi_t *m, weft__mbuf_t *b, uint64_t n, uint32_t r,
+                     int tag, MPI_Request *req) {
+  int rc = make_room(b, n);
+  b->len = rc ? 0 : (size_t)n;
+  if (MPI_Irecv(b->data, rc ? 0 : (int)n, MPI_BYTE, (int)r, tag, m->comm,
+                req) != MPI_SUCCESS)
+    rc = rc ? rc : WEFT_EIO;
+  return rc;
 }
 
 static int drop_ghost(weft_mpi_t *m, weft__keyslot_t *s) {
@@ -420,8 +466,8 @@ static int sweep(weft_mpi_t *m) {
   return 0;
 }
 
-/* The work that needs no message: emigrants leave, and those still in
- * this region's halo come back as ghosts from their own records. */
+/* Emigrants leave, and those still in this region's halo come back as
+ * ghosts from their own records. */
 static int local_work(weft_mpi_t *m) {
   for (uint32_t i = 0; i < m->leaving_n; i++) {
     int rc = weft_despawn(m->world, m->leaving[i]);
@@ -432,68 +478,239 @@ static int local_work(weft_mpi_t *m) {
   return take_ghosts(m, &m->out_ghost[m->rank]);
 }
 
-/* Waits for requests [from, from + n); 0 or WEFT_EIO. */
-static int wait_range(weft_mpi_t *m, uint32_t from, uint32_t n) {
-  return MPI_Waitall((int)n, m->reqs + from, MPI_STATUSES_IGNORE) == MPI_SUCCESS
-             ? 0
-             : WEFT_EIO;
+/* MPI counts are ints: a message past INT_MAX bytes is refused. */
+static int check_size(weft_mpi_t *m, const weft__mbuf_t *b, uint32_t r) {
+  if (b->len <= INT_MAX)
+    return 0;
+  return weft_world_fail(m->world, WEFT_ELIMIT,
+                         "weft_mpi: more than 2 GiB for rank %u in one tick",
+                         r);
 }
 
-/* Steps 3 and 4 (see the top of the file), once every rank has packed. */
-static int deliver(weft_mpi_t *m) {
-  uint32_t P = m->size;
-  int rc = post(m);
-  if (!rc)
-    rc = local_work(m);
-  int wrc = wait_range(m, 0, P); /* migrants */
-  for (uint32_t r = 0; r < P && !rc && !wrc; r++)
-    rc = spawn_migrants(m, &m->in_mig[r]);
-  int grc = wait_range(m, P, P); /* ghosts */
-  for (uint32_t r = 0; r < P && !rc && !wrc && !grc; r++) {
-    m->stats.bytes_recv += m->in_mig[r].len + m->in_ghost[r].len;
-    rc = take_ghosts(m, &m->in_ghost[r]);
+/* The far round's and the block's destinations: rank out of the list
+ * i < nbr_n (the block), then far_to. */
+static uint32_t dest(const weft_mpi_t *m, uint32_t i) {
+  return i < m->nbr_n ? m->nbr[i] : m->far_to[i - m->nbr_n];
+}
+
+/* Encodes the emigrants' records for their new owners (the block and the
+ * far ranks alike). */
+static int encode_migrants(weft_mpi_t *m) {
+  for (uint32_t i = 0; i < m->leaving_n; i++) {
+    int rc = weft__record_put(m, m->leaving[i], m->leaving_key[i],
+                              &m->out_mig[m->leaving_to[i]]);
+    if (rc)
+      return rc;
   }
-  int src = wait_range(m, 2 * P, 2 * P); /* sends: buffers reusable */
-  if (!rc)
-    rc = sweep(m);
-  if (!rc && (wrc || grc || src))
-    rc = weft_world_fail(m->world, WEFT_EIO, "weft_mpi: a message failed");
-  return rc;
-}
-
-/* MPI counts are ints: a message past INT_MAX bytes is refused (on
- * every rank, through the status in the sizes' exchange). */
-static int check_sizes(weft_mpi_t *m) {
-  for (uint32_t r = 0; r < m->size; r++)
-    if (m->out_mig[r].len > INT_MAX || m->out_ghost[r].len > INT_MAX)
-      return weft_world_fail(m->world, WEFT_ELIMIT,
-                             "weft_mpi: more than 2 GiB for rank %u in one "
-                             "tick",
-                             r);
+  for (uint32_t i = 0; i < m->nbr_n + m->far_n; i++) {
+    int rc = check_size(m, &m->out_mig[dest(m, i)], dest(m, i));
+    if (rc)
+      return rc;
+  }
   return 0;
 }
 
-int weft__exchange(weft_mpi_t *m) {
+/* The rare second step of a round where some rank sends outside its
+ * block: an entity that crossed more than one region, a migrant's ghost
+ * for a region two away, or cuts that a rebalance moved. Every rank
+ * knows it from the round's agreement, so every rank makes it: an
+ * all-to-all of the sizes, then the messages. */
+static int far_round(weft_mpi_t *m) {
+  uint32_t P = m->size, nreq = 0;
+  memset(m->hdr_out, 0, sizeof *m->hdr_out * P * WEFT__HDR_WORDS);
+  for (uint32_t i = 0; i < m->far_n; i++) {
+    uint64_t *h = &m->hdr_out[m->far_to[i] * WEFT__HDR_WORDS];
+    h[WEFT__HDR_MIGRANTS] = m->out_mig[m->far_to[i]].len;
+    h[WEFT__HDR_GHOSTS] = m->out_ghost[m->far_to[i]].len;
+  }
+  if (MPI_Alltoall(m->hdr_out, WEFT__HDR_WORDS, MPI_UINT64_T, m->hdr_in,
+                   WEFT__HDR_WORDS, MPI_UINT64_T, m->comm) != MPI_SUCCESS)
+    return weft_world_fail(m->world, WEFT_EIO, "weft_mpi: MPI_Alltoall failed");
+  int rc = 0, bad = 0;
+  for (uint32_t r = 0; r < P; r++) {
+    const uint64_t *h = &m->hdr_in[r * WEFT__HDR_WORDS];
+    for (int t = 0; t < 2; t++) {
+      uint64_t n = h[t ? WEFT__HDR_GHOSTS : WEFT__HDR_MIGRANTS];
+      if (!n)
+        continue;
+      int a = post_recv(m, t ? &m->in_ghost[r] : &m->in_mig[r], n, r,
+                        t ? WEFT__TAG_GHOSTS : WEFT__TAG_MIGRANTS,
+                        &m->reqs[nreq++]);
+      rc = rc ? rc : a;
+    }
+  }
+  for (uint32_t i = 0; i < m->far_n; i++) {
+    uint32_t r = m->far_to[i];
+    const weft__mbuf_t *b[2] = {&m->out_mig[r], &m->out_ghost[r]};
+    for (int t = 0; t < 2; t++)
+      if (b[t]->len)
+        bad |= MPI_Isend(b[t]->data, (int)b[t]->len, MPI_BYTE, (int)r,
+                         t ? WEFT__TAG_GHOSTS : WEFT__TAG_MIGRANTS, m->comm,
+                         &m->reqs[nreq++]);
+    m->stats.bytes_sent += b[0]->len + b[1]->len;
+    m->stats.ghost_sent += b[1]->len / m->grecord;
+  }
+  if (MPI_Waitall((int)nreq, m->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
+      bad)
+    rc = rc ? rc
+            : weft_world_fail(m->world, WEFT_EIO, "weft_mpi: a message failed");
+  for (uint32_t r = 0; r < P && !rc; r++)
+    if (m->hdr_in[r * WEFT__HDR_WORDS + WEFT__HDR_MIGRANTS]) {
+      m->stats.bytes_recv += m->in_mig[r].len;
+      rc = spawn_migrants(m, &m->in_mig[r]);
+    }
+  for (uint32_t r = 0; r < P && !rc; r++)
+    if (m->hdr_in[r * WEFT__HDR_WORDS + WEFT__HDR_GHOSTS]) {
+      m->stats.bytes_recv += m->in_ghost[r].len;
+      rc = take_ghosts(m, &m->in_ghost[r]);
+    }
+  return rc;
+}
+
+/* Sets up what the rounds need once: the far ranks' marks and list
+ * (a byte and a slot per rank), and a record's scratch. */
+static int ensure_state(weft_mpi_t *m) {
+  if (!m->far_mark) {
+    m->far_mark = weft__calloc(NULL, m->size, 16);
+    m->far_to = weft__alloc(NULL, sizeof *m->far_to * m->size, 16);
+    if (!m->far_mark || !m->far_to)
+      return WEFT_ENOMEM;
+  }
+  return weft__mbuf_reserve(&m->scratch, m->grecord);
+}
+
+/* The round's agreement, started when the round is posted and completed
+ * before anything is applied: the lowest failing rank and its code (one
+ * word, UINT64_MAX for none) and whether any rank sends outside its block
+ * (0: some rank does), both reduced by MPI_MIN. */
+static void agreement_out(weft_mpi_t *m, int status, bool far) {
+  m->agree_out[0] =
+      status ? (uint64_t)m->rank << 32 | (uint32_t)-status : UINT64_MAX;
+  m->agree_out[1] = far ? 0 : 1;
+}
+
+/* Step 1 (see the top of the file): pack unless @p status is a failure
+ * already, start the agreement, send the ghosts to the block. Every rank
+ * posts every round, failed or not, with empty messages where it has
+ * nothing, so that nobody waits for a message that will not come. */
+static int post_round(weft_mpi_t *m, int status, bool do_pack) {
   m->round++;
-  int rc = pack(m);
+  m->nbr_n = weft__domain_neighbours(&m->dom, m->rank, m->nbr);
+  int rc = status ? status : ensure_state(m);
+  if (m->far_to)
+    clear_out(m);
+  if (!rc && do_pack)
+    rc = pack(m);
+  for (uint32_t i = 0; i < m->nbr_n && !rc; i++)
+    rc = check_size(m, &m->out_ghost[m->nbr[i]], m->nbr[i]);
+  if (rc && m->far_to)
+    clear_out(m); /* nothing leaves, nothing is sent */
+  m->round_status = rc;
+  agreement_out(m, rc, !rc && m->far_n > 0);
+  int bad = MPI_Iallreduce(m->agree_out, m->agree_in, 2, MPI_UINT64_T, MPI_MIN,
+                           m->comm, &m->agree_req) != MPI_SUCCESS;
+  for (uint32_t i = 0; i < m->nbr_n; i++) {
+    const weft__mbuf_t *b = &m->out_ghost[m->nbr[i]];
+    bad |= MPI_Isend(b->data, (int)b->len, MPI_BYTE, (int)m->nbr[i],
+                     WEFT__TAG_GHOSTS, m->comm, &m->reqs[i]) != MPI_SUCCESS;
+    m->stats.bytes_sent += b->len;
+    m->stats.ghost_sent += b->len / m->grecord;
+  }
+  m->posted = true;
+  return bad ? weft_world_fail(m->world, WEFT_EIO, "weft_mpi: MPI failed") : 0;
+}
+
+int weft__exchange_post(weft_mpi_t *m) {
+  return post_round(m, 0, true);
+}
+
+/* The other ranks' verdict on the round: 0, or the lowest failing
+ * rank's code (with a message naming it when it is not this one). */
+static int agreed_status(weft_mpi_t *m) {
+  if (m->agree_in[0] == UINT64_MAX)
+    return 0;
+  uint32_t r = (uint32_t)(m->agree_in[0] >> 32);
+  int code = -(int)(uint32_t)m->agree_in[0];
+  if (r != m->rank)
+    weft_world_fail(m->world, code,
+                    "weft_mpi: rank %u failed in the exchange (%s)", r,
+                    weft_strerror_name(code));
+  return code;
+}
+
+/* Steps 2 to 4: encode and send the migrants, receive the block's
+ * messages, finish the agreement, then apply: emigrants leave, migrants
+ * arrive, ghosts are refreshed, the far round runs where any rank needs
+ * it, and ghosts nobody sent go. A round some rank failed to post
+ * applies nothing anywhere. A rank whose migrants cannot be encoded sends
+ * none and keeps them (nothing is lost or doubled) and returns its
+ * failure; the tick's verdict makes it everyone's. */
+int weft__exchange_complete(weft_mpi_t *m) {
+  if (!m->posted)
+    return weft_world_fail(m->world, WEFT_EINVAL,
+                           "weft_mpi: the exchange completes no posted round");
+  m->posted = false;
+  uint32_t n = m->nbr_n;
+  int enc = m->round_status ? m->round_status : encode_migrants(m);
+  int bad = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    weft__mbuf_t *b = &m->out_mig[m->nbr[i]];
+    if (enc)
+      b->len = 0;
+    bad |=
+        MPI_Isend(b->data, (int)b->len, MPI_BYTE, (int)m->nbr[i],
+                  WEFT__TAG_MIGRANTS, m->comm, &m->reqs[n + i]) != MPI_SUCCESS;
+    m->stats.bytes_sent += b->len;
+  }
+  for (uint32_t i = 0; enc && i < m->far_n; i++)
+    m->out_mig[m->far_to[i]].len = 0;
+  int rrc = receive_block(m);
+  bad |= MPI_Waitall((int)(2 * n), m->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS;
+  bad |= MPI_Wait(&m->agree_req, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+  if (bad)
+    return weft_world_fail(m->world, WEFT_EIO, "weft_mpi: a message failed");
+  int global = agreed_status(m);
+  if (global)
+    return global;
+  int rc = enc ? 0 : local_work(m);
+  for (uint32_t i = 0; i < n && !rc && !rrc; i++)
+    rc = spawn_migrants(m, &m->in_mig[m->nbr[i]]);
+  for (uint32_t i = 0; i < n && !rc && !rrc; i++)
+    rc = take_ghosts(m, &m->in_ghost[m->nbr[i]]);
+  int frc = 0;
+  if (m->agree_in[1] == 0) { /* on every rank */
+    m->stats.far_rounds++;
+    frc = far_round(m);
+  }
+  rc = enc ? enc : rrc ? rrc : rc ? rc : frc;
   if (!rc)
-    rc = check_sizes(m);
-  if (!rc)
-    rc = weft__mbuf_reserve(&m->scratch, m->grecord);
-  rc = trade_sizes(m, rc);
-  if (!rc)
-    rc = deliver(m);
+    rc = sweep(m);
   m->stats.ghosts = m->ghosts.count;
   return rc;
 }
 
+int weft__exchange(weft_mpi_t *m) {
+  int rc = weft__exchange_post(m);
+  int c = weft__exchange_complete(m);
+  return rc ? rc : c;
+}
+
 /* The rank's part in a round it cannot pack: its tick failed ahead of the
- * in-tick exchange, while the other ranks wait in that exchange's sizes.
- * It sends them its failure as its status (nothing else), so that they
- * return it from their exchange instead of waiting. */
+ * in-tick exchange, while the other ranks are in that round. It posts
+ * (or, split, completes) the round with its failure and nothing to send,
+ * so that they return it from their exchange instead of waiting. */
 int weft__exchange_abort(weft_mpi_t *m, int status) {
-  m->round++;
-  for (uint32_t r = 0; r < m->size; r++)
-    m->out_mig[r].len = m->out_ghost[r].len = 0;
-  return trade_sizes(m, status);
+  if (!m->posted)
+    (void)post_round(m, status, false);
+  else if (!m->round_status)
+    m->round_status = status; /* posted fine: keep what would leave */
+  (void)weft__exchange_complete(m);
+  return status;
+}
+
+void weft__exchange_fini(weft_mpi_t *m) {
+  weft__free(m->leaving_key, 0, 0);
+  weft__free(m->leaving_to, 0, 0);
+  weft__free(m->far_mark, 0, 0);
+  weft__free(m->far_to, 0, 0);
 }

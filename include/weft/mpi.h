@@ -123,6 +123,19 @@ typedef struct weft_mpi_config_t {
   const char *exchange_after[WEFT_SYSTEM_MAX_ORDER];
   const char *exchange_before[WEFT_SYSTEM_MAX_ORDER];
   weft_phase_t exchange_phase;
+  /**
+   * Systems of exchange_phase that run while the halo's messages fly
+   * (docs/mpi.md, "Overlap"). Non-empty: the exchange is split into
+   * "weft.mpi.exchange", which decides owners, sends the ghosts and runs
+   * after exchange_after and before these, and "weft.mpi.ghosts", which
+   * sends the migrants, receives, applies and runs after these and before
+   * exchange_before. These systems must not read or write the position
+   * or a ghost component, nor spawn or despawn keyed entities: the
+   * ghosts were sent before them and the ghosts here are refreshed after
+   * them. They may write the owned entities' other components; migrants
+   * are encoded after them.
+   */
+  const char *exchange_overlap[WEFT_SYSTEM_MAX_ORDER];
   /** weft_mpi_step() rebalances (weft_mpi_rebalance()) before every
    * balance_every-th tick; 0: never. */
   uint32_t balance_every;
@@ -151,6 +164,9 @@ typedef struct weft_mpi_stats_t {
   uint64_t bytes_recv; /**< payload bytes received */
   double exchange_s;   /**< seconds in migration and ghost exchange */
   double tick_s;       /**< seconds in the tick itself */
+  /** Exchange rounds that took the global step, because some rank sent
+   * outside its 3 x 3 block of regions (docs/mpi.md) */
+  uint64_t far_rounds;
 } weft_mpi_stats_t;
 
 /** The global digest: weft_mpi_digest()'s result. */

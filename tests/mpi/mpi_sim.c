@@ -60,6 +60,15 @@
  *              in-tick exchange: every rank returns an error from the
  *              same step (prints "error: ...") instead of waiting in the
  *              exchange
+ *   crossfail  cross with the exchange inside the tick (after
+ *              "weft.bounds"), and the failing PreUpdate system of
+ *              boidsfail: the other ranks fail in a round where ranks
+ *              send outside their 3 x 3 block (the far round)
+ *   boidsoverlap boids with the exchange split (exchange_overlap): the
+ *              system "test.work" counts, in a component of its own that
+ *              migrants carry, while the ghosts fly; a migrant encoded
+ *              before it ran would arrive a count behind
+ *   boidsoverlapsteady that, and the last 40 ticks allocate nothing
  * Every rank also checks that its pool's workers are placed on CPUs the
  * rank is bound to (mpirun --bind-to, a batch scheduler's binding): the
  * pool plans within the process's CPU set.
@@ -269,11 +278,39 @@ static int add_failing(weft_world_t *w, int *runs) {
   return weft_system_register(w, &d, &id);
 }
 
+/* ---- the overlap's work (boidsoverlap) -------------------------------- */
+
+/* "test.work": every owned entity's count goes up by one a tick. */
+static int work_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
+  (void)ctx;
+  uint32_t *n = it->columns[0];
+  for (uint32_t i = 0; i < it->count; i++)
+    n[i] = n[i] * 3u + 1u;
+  return 0;
+}
+
+/* Registers "test.Work" and "test.work" over the owned entities (the
+ * ghost tag excluded, registered here first if need be). */
+static int add_work(weft_world_t *w, weft_component_t *work) {
+  weft_component_desc_t d = {.name = "test.Work", .size = 4, .alignment = 4};
+  weft_component_desc_t g = {.name = "weft.Ghost"};
+  weft_component_t ghost;
+  int rc = weft_component_register(w, &d, work);
+  if (!rc && weft_component_lookup(w, g.name, &ghost) != 0)
+    rc = weft_component_register(w, &g, &ghost);
+  weft_system_desc_t s = {.name = "test.work",
+                          .query = {.include = {*work}, .exclude = {ghost}},
+                          .run = work_run};
+  weft_system_t id;
+  return rc ? rc : weft_system_register(w, &s, &id);
+}
+
 /* ---- building the world ---------------------------------------------- */
 
 typedef struct scene_t {
   float side, speed, halo;
-  bool neighbours, dying, crowd, boids, steady, fail_early, costly, drawn;
+  bool neighbours, dying, crowd, boids, steady, fail_early, overlap, costly,
+      drawn;
   weft_integrate_config_t ic;
 } scene_t;
 
@@ -291,6 +328,17 @@ static int scene_for(const char *name, scene_t *s) {
     s->side = 400.0f;
     s->speed = 12000.0f; /* up to 200 units a tick, regions of 100+ */
     s->ic.gravity = (weft_vec2_t){0, 0};
+  } else if (strcmp(name, "crossfail") == 0) {
+    s->side = 400.0f;
+    s->speed = 12000.0f;
+    s->ic.gravity = (weft_vec2_t){0, 0};
+    s->fail_early = true;
+  } else if (strncmp(name, "boidsoverlap", 12) == 0) {
+    s->side = 120.0f;
+    s->speed = 5.0f;
+    s->halo = BOIDS_RADIUS;
+    s->boids = s->overlap = true;
+    s->steady = strcmp(name, "boidsoverlapsteady") == 0;
   } else if (strcmp(name, "failtick") == 0) {
   } else if (strcmp(name, "crowd") == 0) {
     s->crowd = true;
@@ -339,8 +387,8 @@ static int scene_for(const char *name, scene_t *s) {
 }
 
 static int spawn_owned(weft_world_t *w, weft_mpi_t *mpi, const weft_std_t *std,
-                       weft_component_t key, const args_t *a,
-                       const scene_t *s) {
+                       weft_component_t key, weft_component_t work,
+                       const args_t *a, const scene_t *s) {
   uint32_t me = weft_mpi_rank(mpi);
   for (uint64_t i = 0; i < a->entities; i++) {
     weft_vec2_t p = {draw(a->seed, i, 0) * s->side * (s->crowd ? 0.25f : 1),
@@ -355,9 +403,12 @@ static int spawn_owned(weft_world_t *w, weft_mpi_t *mpi, const weft_std_t *std,
     weft_component_t extra = s->dying   ? std->lifetime
                              : s->boids ? std->boid
                                         : 0;
+    uint32_t count = (uint32_t)i;
     int rc = weft_spawn_with(
-        w, (weft_component_t[]){std->position, std->velocity, key, extra, 0},
-        (const void *[]){&p, &v, &k, s->dying ? &life : NULL}, &e);
+        w,
+        (weft_component_t[]){std->position, std->velocity, key, extra,
+                             extra ? work : 0, 0},
+        (const void *[]){&p, &v, &k, s->dying ? &life : NULL, &count}, &e);
     if (rc)
       return rc;
   }
@@ -447,6 +498,10 @@ static int make_driver(weft_world_t *w, const args_t *a, const scene_t *s,
     mc->exchange_before[0] = "weft.grid.build";
     mc->exchange_before[1] = "weft.boids.plan";
     mc->exchange_before[2] = "weft.boids";
+    if (s->overlap)
+      mc->exchange_overlap[0] = "test.work";
+  } else if (s->fail_early) {
+    mc->exchange_after[0] = "weft.bounds";
   }
   if (strcmp(a->scenario, "failtick") == 0)
     mc->tick = failing_tick;
@@ -502,6 +557,9 @@ static int run(weft_world_t *w, const args_t *a) {
   weft_grid_t *grid = NULL;
   if (!rc && s.boids)
     rc = add_boids(w, &std, &s, &grid);
+  weft_component_t work = 0;
+  if (!rc && s.overlap)
+    rc = add_work(w, &work);
   if (rc) {
     fprintf(stderr, "setup: %s\n", weft_world_last_error(w));
     weft_grid_destroy(grid);
@@ -548,7 +606,7 @@ static int run(weft_world_t *w, const args_t *a) {
       printf("rank %u error: %s\n", weft_mpi_rank(mpi),
              weft_world_last_error(w));
   } else if (!rc) {
-    rc = spawn_owned(w, mpi, &std, n.key, a, &s);
+    rc = spawn_owned(w, mpi, &std, n.key, work, a, &s);
   }
   int steady = s.steady;
   uint32_t measured = a->ticks < 40 ? a->ticks : 40;
@@ -585,9 +643,10 @@ static int run(weft_world_t *w, const args_t *a) {
     fprintf(stderr, "rank %u: %s\n", weft_mpi_rank(mpi),
             weft_world_last_error(w));
   } else {
-    printf("rank %u local %llu emigrants %llu ghosts %llu\n",
+    printf("rank %u local %llu emigrants %llu ghosts %llu far %llu\n",
            weft_mpi_rank(mpi), (unsigned long long)d.local,
-           (unsigned long long)st.emigrants, (unsigned long long)st.ghosts);
+           (unsigned long long)st.emigrants, (unsigned long long)st.ghosts,
+           (unsigned long long)st.far_rounds);
     uint64_t most = 0;
     MPI_Allreduce(&d.local, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     if (weft_mpi_rank(mpi) == 0)

@@ -21,6 +21,11 @@
 # costly: that too, and with more than one rank rank 0's share of the box
 #         ("share S even E") is below the even share: the cuts moved away
 #         from the rank whose entities cost more.
+# far:    digest, and with more than 3 ranks some rank took the far
+#         round ("far N", N > 0): entities reached ranks outside the
+#         sender's 3 x 3 block.
+# near:   digest, and no rank took the far round ("far 0" on every rank):
+#         a slow run stays within each sender's 3 x 3 block.
 # error:  every rank prints the same error line, matching WEFT_ERROR.
 # restart: see below; with WEFT_DAMAGE=ON it then damages the checkpoint
 #         (the index replaced by text, the index truncated inside its
@@ -215,6 +220,17 @@ foreach(n IN LISTS ranks)
       if(NOT share OR NOT CMAKE_MATCH_1 LESS CMAKE_MATCH_2)
         message(FATAL_ERROR "${cmd_text}: the cuts did not move away from "
                             "the costly rank ('${share}'):\n${out}")
+      endif()
+    endif()
+    if(WEFT_EXPECT STREQUAL "far" AND n GREATER 3 AND
+       NOT out MATCHES "far [1-9]")
+      message(FATAL_ERROR "${cmd_text}: no rank took the far round:\n${out}")
+    endif()
+    if(WEFT_EXPECT STREQUAL "near")
+      string(REGEX MATCHALL "far 0\n" nears "${out}")
+      list(LENGTH nears near_count)
+      if(NOT near_count EQUAL n)
+        message(FATAL_ERROR "${cmd_text}: a rank took the far round:\n${out}")
       endif()
     endif()
     if(WEFT_EXPECT STREQUAL "empty" AND n GREATER 1 AND
