@@ -3,8 +3,8 @@
  * @file weft/mpi.h
  * One simulation over many MPI ranks (library weft::mpi, libweft_mpi.a,
  * pkg-config weft-mpi). Work in progress (issue 32): decomposition,
- * migration, ghosts, count-based load balance, checkpoints that restart
- * on another rank count and the global digest are here.
+ * migration, ghosts, load balance by count or measured time, checkpoints
+ * that restart on another rank count and the global digest are here.
  *
  * The simulated space is a 2D box [min, max) cut into px x py regions,
  * one per rank of the communicator (the most square factorisation of the
@@ -59,24 +59,23 @@ typedef enum weft_mpi_balance_t {
    * only on the positions and are the same in every run (the default). */
   WEFT_MPI_BALANCE_COUNT = 0,
   /** The measured cost: each entity weighs its rank's cost per owned
-   * entity since the last rebalance (weft_mpi_config_t.cost, by default
-   * the process's CPU seconds in its ticks without the exchange: CPU,
-   * not wall time, so that a rank the OS descheduled does not look
-   * costly), so the cuts move
-   * from the ranks that took longer towards the others, half the way to
-   * the even split per rebalance. The cuts then differ from run to run;
-   * the results do not. */
+   * entity since the last rebalance (weft_mpi_config_t.cost; by default
+   * the process's CPU seconds in its ticks without the exchange: CPU, not
+   * wall time, so that a rank the OS descheduled does not look costly).
+   * The cuts move from the ranks that took longer towards the others,
+   * half the way to an even split of the cost per rebalance; they differ
+   * from run to run, the results do not. */
   WEFT_MPI_BALANCE_TIME = 1,
 } weft_mpi_balance_t;
 
 /**
- * A rank's cost since the last rebalance, for WEFT_MPI_BALANCE_TIME:
- * given the CPU seconds its ticks took since then (every thread of the
- * process, without the exchange) and its owned entities now, returns the cost
- * to balance, finite and
- * >= 0 (anything else counts as 0). A program with its own cost model (an
- * interaction count, a test's injected costs) returns that instead.
- * Called on the owner thread of every rank inside weft_mpi_rebalance().
+ * A rank's cost since the last rebalance, for WEFT_MPI_BALANCE_TIME: given
+ * the CPU seconds its ticks took since then (every thread of the process,
+ * without the exchange) and its owned entities now, returns the cost to
+ * balance, finite and >= 0 (anything else counts as 0). A program with its
+ * own cost model (an interaction count, a test's injected costs) returns
+ * that instead. Called on the owner thread of every rank inside
+ * weft_mpi_rebalance().
  */
 typedef double (*weft_mpi_cost_fn)(void *user, const weft_mpi_t *mpi,
                                    double cpu_s, uint64_t owned);
