@@ -657,10 +657,12 @@ static int run(weft_world_t *w, const args_t *a) {
   if (!rc && !drc && s.costly) {
     weft_vec2_t lo, hi;
     weft_mpi_region(mpi, 0, &lo, &hi);
-    if (weft_mpi_rank(mpi) == 0)
-      printf("share %.4f even %.4f\n",
-             (double)(hi.x - lo.x) * (hi.y - lo.y) / ((double)s.side * s.side),
-             1.0 / weft_mpi_size(mpi));
+    if (weft_mpi_rank(mpi) == 0) {
+      double share =
+          (double)(hi.x - lo.x) * (hi.y - lo.y) / ((double)s.side * s.side);
+      printf("share %.4f even %.4f of it %.3f\n", share,
+             1.0 / weft_mpi_size(mpi), share * weft_mpi_size(mpi));
+    }
   }
   free(n.items);
   if (dr.owned)
