@@ -30,7 +30,7 @@
 # error:  every rank prints the same error line, matching WEFT_ERROR.
 # restart: see below; with WEFT_DAMAGE=ON it then damages the checkpoint
 #         (the index replaced by text, the index truncated inside its
-#         state, a rank file truncated) and checks that every rank of a
+#         state, a rank file truncated, a rank file gone) and checks that every rank of a
 #         restore prints the same error, and that none hangs.
 foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
             WEFT_THREADS)
@@ -94,7 +94,7 @@ if(WEFT_EXPECT STREQUAL "restart")
   if(WEFT_DAMAGE)
     # Each damage on a copy of the checkpoint; the restore runs on 1 and
     # on the largest rank count.
-    set(damages "index:text" "index:40" "2:200")
+    set(damages "index:text" "index:40" "2:200" "3:gone")
     foreach(damage IN LISTS damages)
       string(REPLACE ":" ";" d "${damage}")
       list(GET d 0 which)
@@ -106,6 +106,8 @@ if(WEFT_EXPECT STREQUAL "restart")
       set(victim "${WEFT_DIR}/bad/ck.${which}")
       if(how STREQUAL "text")
         file(WRITE "${victim}" "not a checkpoint\n")
+      elseif(how STREQUAL "gone")
+        file(REMOVE "${victim}")
       else()
         execute_process(COMMAND truncate -s ${how} "${victim}"
                         RESULT_VARIABLE trc)
