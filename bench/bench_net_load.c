@@ -195,6 +195,7 @@ static void *clients_main(void *arg) {
   load_t *l = arg;
   weft_net_client_config_t cc = {.port = l->port,
                                  .sessions = l->clients,
+                                 .max_entities = 4096,
                                  .on_packet = on_packet,
                                  .user = l};
   if (weft_net_client_new(&cc, &l->set) != 0) {
@@ -278,7 +279,7 @@ static void load_open(load_t *l, uint32_t n, uint32_t clients) {
                           .cell_size = LOAD_CELL,
                           .max_radius = LOAD_RADIUS,
                           .max_sessions = clients + 16,
-                          .max_known = 1u << 14,
+                          .max_known = 1024,
                           .max_behind = 32,
                           .max_packet = 1u << 20,
                           .pool = l->arena.pool};
