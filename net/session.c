@@ -211,20 +211,13 @@ static inline void copy_value(uint8_t *dst, const void *src, uint32_t size) {
 
 uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
                                uint64_t mask, uint8_t *dst) {
-  weft_entity_t e = net->repl.handle[slot];
+  const weft__net_repl *r = &net->repl;
+  const uint8_t *src = r->values + (size_t)slot * r->vstride;
   uint32_t n = 0;
   while (mask) {
     uint32_t k = (uint32_t)__builtin_ctzll(mask);
     uint32_t size = net->schema.sizes[k];
-    /* The inline lookup first; SoA components are gathered by
-     * weft_read(). Membership was stamped with the values' tick; a
-     * component that left since reads as zeros until the next stamp says
-     * so. */
-    const void *src = size ? weft_get(net->world, e, net->comps[k]) : NULL;
-    if (src)
-      copy_value(dst + n, src, size);
-    else if (size && weft_read(net->world, e, net->comps[k], dst + n) != 0)
-      memset(dst + n, 0, size);
+    copy_value(dst + n, src + r->voff[k], size);
     n += size;
     mask &= mask - 1;
   }

@@ -234,11 +234,12 @@ int weft_net_welcome(const weft_net_t *net, const void **data, size_t *len);
 
 /**
  * Stamps the tick @p tick on every replicated component written since the
- * last dirty clear (and on components added or removed), and rebuilds the
- * grid of replicated entities. Call once per fixed step, after the step's
- * writes and before the dirty clear (a POST_FIXED_UPDATE system). Owner
- * thread, while no system writes. Returns 0 or WEFT_ENOMEM (the world grew
- * and the tables could not).
+ * last dirty clear (and on components added or removed), keeps a copy of
+ * the values it stamped (packets and digests carry the state as of the
+ * last stamp) and rebuilds the grid of replicated entities. Call once per fixed
+ * step, after the step's writes and before the dirty clear (a POST_FIXED_UPDATE
+ * system). Owner thread, while no system writes. Returns 0 or WEFT_ENOMEM (the
+ * world grew and the tables could not).
  */
 int weft_net_stamp(weft_net_t *net, uint64_t tick);
 
@@ -295,9 +296,9 @@ int weft_net_packet(const weft_net_t *net, uint32_t id, const void **data,
                     size_t *len);
 
 /**
- * The digest of session @p id's view as the server has it now: the
- * replicated state of the entities the session knows (learned and not
- * forgotten), order-independent; *@p count receives how many. Owner
+ * The digest of session @p id's view as the server has it: the replicated
+ * state as of the last stamp of the entities the session knows (learned
+ * and not forgotten), order-independent; *@p count receives how many. Owner
  * thread. Returns 0 or WEFT_ESTALE.
  */
 int weft_net_session_digest(const weft_net_t *net, uint32_t id,
