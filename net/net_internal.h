@@ -74,8 +74,10 @@ typedef struct weft__net_session {
   bool has_view; /* the client set a view */
   float x, y, radius;
   weft__net_entry *table; /* open addressing, linear probing */
-  uint32_t table_cap;     /* a power of two */
+  uint32_t table_cap;     /* the part in use: a power of two */
+  uint32_t table_max;     /* its allocated entries, a power of two */
   uint32_t table_count;
+  weft__net_entry *stage;  /* [table_max / 2]: the entries while it grows */
   uint32_t limit;          /* entries at most (max_known + forgetting) */
   uint32_t epoch;          /* reset epoch, sent in every packet header */
   uint64_t last_ack;       /* newest acknowledged tick */
@@ -92,6 +94,9 @@ typedef struct weft__net_event {
   weft_entity_t a, b;
   uint32_t type, len, offset;
 } weft__net_event;
+
+/* Entries of a session table in use when it opens (see table_grow()). */
+#define WEFT__NET_TABLE_START 256u
 
 #define WEFT__NET_MAX_EVENTS 1024u
 #define WEFT__NET_EVENT_BYTES (64u * 1024u)

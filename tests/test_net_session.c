@@ -682,6 +682,46 @@ static void test_net_session_known_set_is_bounded(void **state) {
   nt_close(&x);
 }
 
+/* A view of 1,000 entities: the part of the session's table in use
+ * starts small and doubles over the first builds (entities beyond three
+ * quarters of it wait a build), without allocating; then the session
+ * knows all of them and the mirror equals the server's view. */
+static void test_net_session_table_grows_without_allocating(void **state) {
+  (void)state;
+  nt_world x;
+  nt_open(&x, NULL);
+  for (uint32_t i = 0; i < 1000; i++)
+    nt_spawn(&x, (float)(i % 40) * 2.0f, (float)(i / 40) * 2.0f, (int32_t)i);
+  uint32_t id = nt_session(&x, 40, 25, 60);
+  weft_net_mirror_t *m = nt_mirror(&x);
+  weft_net_stats_t st0, st1;
+  assert_int_equal(weft_net_stats(x.net, &st0), WEFT_OK);
+  uint32_t counts[8];
+  for (uint32_t t = 0; t < 8; t++) {
+    nt_step(&x, true);
+    const void *p;
+    size_t len, alen;
+    uint8_t ack[WEFT_NET_MAX_CLIENT_MESSAGE];
+    assert_int_equal(weft_net_packet(x.net, id, &p, &len), WEFT_OK);
+    assert_int_equal(weft_net_mirror_apply(m, p, len, ack, &alen), WEFT_OK);
+    assert_int_equal(weft_net_receive(x.net, id, ack, alen), WEFT_OK);
+    uint64_t ds;
+    assert_int_equal(weft_net_session_digest(x.net, id, &ds, &counts[t]),
+                     WEFT_OK);
+    uint32_t nm;
+    assert_true(weft_net_mirror_digest(m, &nm) == ds);
+    assert_int_equal(nm, counts[t]);
+  }
+  /* The first build could not take them all; the last ones know all. */
+  assert_true(counts[0] < 1000);
+  assert_int_equal(counts[7], 1000);
+  assert_int_equal(weft_net_stats(x.net, &st1), WEFT_OK);
+  assert_int_equal(st1.allocs, st0.allocs);
+  assert_int_equal(st1.alloc_bytes, st0.alloc_bytes);
+  weft_net_mirror_free(m);
+  nt_close(&x);
+}
+
 /* Opening, using and closing sessions leaves nothing allocated (ASan's
  * leak check, and the server's counters: a reopened slot allocates the
  * same as the first). */
@@ -719,6 +759,7 @@ int main(void) {
       cmocka_unit_test(test_net_session_stale_handles_are_misses),
       cmocka_unit_test(test_net_session_refuses_bad_messages),
       cmocka_unit_test(test_net_session_known_set_is_bounded),
+      cmocka_unit_test(test_net_session_table_grows_without_allocating),
       cmocka_unit_test(test_net_session_teardown_frees_everything),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
