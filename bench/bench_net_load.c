@@ -24,8 +24,10 @@
  * ticks, untimed, the server services the sockets until every client has
  * applied the tick (the idle part of a real server's frame), so the
  * clients' work overlaps the timed sides as little as it can on two
- * CPUs. That wait's CPU time on this thread (applying the clients' acks
- * and views) is printed beside the row, on neither side. At the end every
+ * CPUs. That wait's CPU time on this thread (the clients' acks and
+ * views applied, and the polls of a thousand sockets every half
+ * millisecond while it waits) is printed beside the row, on neither
+ * side. At the end every
  * client asks for its view's digest and compares it with its mirror: the row
  * prints "mirrors matched K/N" and exits 1 when one diverged.
  */
@@ -60,7 +62,7 @@ typedef struct load_row_t {
 
 /* Samples of one tick, in nanoseconds: wall clock, but for the wait,
  * which is this thread's CPU time servicing the sockets between ticks
- * (the clients' acks and views applied; its sleeps do not count). */
+ * (its sleeps do not count). */
 typedef struct load_tick_t {
   double sim, sync, stamp, build, serve, wait_cpu;
 } load_tick_t;
@@ -463,8 +465,8 @@ static void load_report(bench_ctx_t *ctx, const char *name, load_t *l,
   fprintf(stderr,
           "%-28s    %u sessions, %u replicated: %.0f ns/session, %.1f "
           "ns/replicated entity, %.0f bytes/client/tick, %zu ticks; "
-          "between ticks %.2f ms of this thread's CPU applying the "
-          "clients' acks and views (neither side)\n",
+          "between ticks %.2f ms of this thread's CPU servicing the "
+          "sockets (acks, views, polls; neither side)\n",
           name, l->clients, ns.replicated, net_ns / l->clients,
           net_ns / (ns.replicated ? ns.replicated : 1), bytes, n,
           median(wait, n) * 1e-6);
