@@ -509,4 +509,9 @@ void bench_net_load(bench_ctx_t *ctx) {
   load_check(&l, th, name);
   load_report(ctx, name, &l, bytes);
   load_close(&l);
+  if (ctx->pass + 1 == ctx->passes) { /* the last pass: the samples go */
+    free(load_samples);
+    load_samples = NULL;
+    load_nsamples = load_cap = 0;
+  }
 }
