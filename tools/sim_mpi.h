@@ -18,6 +18,7 @@ typedef struct sim_mpi_args_t {
   uint32_t ticks, warmup;
   uint64_t seed;
   double dt;
+  int arena_case; /* a sim_arena_case_t (sim_mpi_arena.h); 0: plain */
 } sim_mpi_args_t;
 
 /* Whether this process was started by mpirun (Open MPI's or a PMI
