@@ -81,15 +81,14 @@ static float halo_for(sim_kind_t kind) {
 static void print_arena(const sim_arena_mpi_t *arena, int rank) {
   sim_arena_stats_t st;
   sim_arena_mpi_stats(arena, &st);
-  uint64_t mine[4] = {st.turrets_died, st.orphans_local, st.orphans_remote,
-                      st.squads_disbanded},
-           all[4] = {0, 0, 0, 0};
-  MPI_Reduce(mine, all, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  uint64_t mine[3] = {st.turrets_died, st.orphans, st.squads_disbanded},
+           all[3] = {0, 0, 0};
+  MPI_Reduce(mine, all, 3, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0)
-    printf("arena: turrets died %llu, their projectiles despawned through "
-           "the edge %llu, by key %llu; squads disbanded %llu\n",
+    printf("arena: turrets died %llu, projectiles despawned by their "
+           "turret's key on another rank %llu, squads disbanded %llu\n",
            (unsigned long long)all[0], (unsigned long long)all[1],
-           (unsigned long long)all[2], (unsigned long long)all[3]);
+           (unsigned long long)all[2]);
 }
 
 static void print_table(const sim_mpi_args_t *a, const rank_row_t *rows,

@@ -23,8 +23,9 @@
  * 1. new projectiles get sim.Owner from their OwnedBy edge;
  * 2. owned dead turrets are despawned (their edged projectiles cascade),
  *    and their keys gathered from every rank (MPI_Allgather of the counts,
- *    MPI_Allgatherv of the keys); every rank then despawns its projectiles
- *    without an edge whose sim.Owner is among them. So a turret's
+ *    MPI_Allgatherv of the keys); every rank then despawns its remaining
+ *    projectiles whose sim.Owner is among them (they lost the edge when
+ *    they migrated). So a turret's
  *    projectiles vanish in the step it died, wherever they are: what one
  *    rank does with the cascade, the others do by key, before anything
  *    reads a projectile again (the next step's exchange);
@@ -96,7 +97,7 @@ static int turrets_die(sim_scene_t *s) {
       p.x = cut_for(s, k / 2) + (k % 2 ? 3.0f : -3.0f);
       if (!rc)
         rc = weft_set(s->world, it.entities[i], s->std.position, &p);
-      h[i].hp = h[i].max_hp = 60.0f;
+      h[i].hp = h[i].max_hp = 100.0f;
     }
   }
   if (rc)
@@ -234,8 +235,8 @@ static int by_u64(const void *x, const void *y) {
 }
 
 /* Step 2, every rank's part: despawns this rank's projectiles whose
- * turret died anywhere this step; those still linked to it go with the
- * cascade. Collective. */
+ * turret died anywhere this step (those still linked to it went with the
+ * cascade). Collective. */
 static int orphans(sim_arena_mpi_t *a, weft_world_t *w, int mine, int rc) {
   const sim_scene_t *s = a->scene;
   if (MPI_Allgather(&mine, 1, MPI_INT, a->counts, 1, MPI_INT, a->comm))
@@ -263,15 +264,11 @@ static int orphans(sim_arena_mpi_t *a, weft_world_t *w, int mine, int rc) {
       if (bsearch(&owner[i], a->all, (size_t)total, sizeof *a->all, by_u64))
         a->todo[n++] = it.entities[i];
   }
-  for (uint32_t i = 0; i < n && !rc; i++) {
-    weft_entity_t turret;
-    if (weft_relation_first(w, a->todo[i], s->std.owned_by, &turret) == 0) {
-      a->stats.orphans_local++; /* the cascade takes it */
-      continue;
-    }
+  /* The turrets' own rank despawned them already, which cascaded: what is
+   * left lost its edge when it migrated. */
+  for (uint32_t i = 0; i < n && !rc; i++)
     rc = weft_despawn(w, a->todo[i]);
-    a->stats.orphans_remote++;
-  }
+  a->stats.orphans += n;
   return rc;
 }
 

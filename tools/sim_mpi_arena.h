@@ -31,9 +31,8 @@ typedef enum sim_arena_case_t {
 
 /* Figures of the arena's structure rule, this rank's since creation. */
 typedef struct sim_arena_stats_t {
-  uint64_t turrets_died;  /* owned turrets despawned as wreckage */
-  uint64_t orphans_local; /* projectiles gone with their turret's edge */
-  uint64_t orphans_remote; /* projectiles despawned by their owner's key */
+  uint64_t turrets_died;     /* owned turrets despawned as wreckage */
+  uint64_t orphans;          /* projectiles despawned by their owner's key */
   uint64_t squads_disbanded; /* rank 0 only */
 } sim_arena_stats_t;
 
