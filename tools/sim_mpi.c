@@ -160,8 +160,11 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
     MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     rc = mine ? mine : worst;
   }
-  for (uint32_t t = 0; t < a->warmup + a->ticks && !rc; t++)
+  for (uint32_t t = 0; t < a->warmup + a->ticks && !rc; t++) {
     rc = weft_mpi_step(mpi, a->dt);
+    if (!rc && a->after_tick)
+      a->after_tick(a->user, w, t + 1);
+  }
   weft_mpi_digest_t d = {0};
   if (!rc)
     rc = weft_mpi_digest(mpi, &d);

@@ -79,11 +79,12 @@ static float cut_for(const sim_scene_t *s, uint32_t i) {
   return i % 2 ? s->side / 3.0f : s->side / 2.0f;
 }
 
-/* Turrets 3 units beside a cut, alternately left and right, with 60 hp:
- * a burst of their own overlaps them and takes about 20, so each dies
+/* Turrets 3 units beside a cut, alternately left and right, with 100 hp:
+ * a burst of their own overlaps them and takes about 30, so each dies
  * within a few bursts, while the projectiles of the earlier ones (25
- * units a second for 1.5 s) have crossed the cut. */
-static int turrets_die(sim_scene_t *s) {
+ * units a second for 1.5 s) have crossed the cut. With @p move false,
+ * turrets stay where they are and get hp enough never to die. */
+static int turrets_die(sim_scene_t *s, bool move) {
   weft_query_t *q = NULL;
   weft_query_desc_t qd = {.include = {s->std.spawner, s->std.position}};
   int rc = weft_query_create(s->world, &qd, &q);
@@ -94,10 +95,10 @@ static int turrets_die(sim_scene_t *s) {
     for (uint32_t i = 0; i < it.count; i++, k++) {
       weft_vec2_t p;
       rc = weft_read(s->world, it.entities[i], s->std.position, &p);
-      p.x = cut_for(s, k / 2) + (k % 2 ? 3.0f : -3.0f);
+      p.x = move ? cut_for(s, k / 2) + (k % 2 ? 3.0f : -3.0f) : p.x;
       if (!rc)
         rc = weft_set(s->world, it.entities[i], s->std.position, &p);
-      h[i].hp = h[i].max_hp = 100.0f;
+      h[i].hp = h[i].max_hp = move ? 100.0f : 1e9f;
     }
   }
   if (rc)
@@ -153,7 +154,9 @@ int sim_arena_case_apply(sim_scene_t *s, sim_arena_case_t kase) {
   case SIM_ARENA_PLAIN:
     return 0;
   case SIM_ARENA_TURRETS_DIE:
-    return turrets_die(s);
+    return turrets_die(s, true);
+  case SIM_ARENA_FIRING:
+    return turrets_die(s, false);
   case SIM_ARENA_SQUADS_DIE:
     return squads_die(s);
   }

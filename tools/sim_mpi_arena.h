@@ -26,7 +26,10 @@ typedef enum sim_arena_case_t {
   /* The units of the first squads stand in overlapping pairs across the
    * same cuts, hurting each other to death: those squads' members are
    * split between ranks and all die, and the squads disband. */
-  SIM_ARENA_SQUADS_DIE
+  SIM_ARENA_SQUADS_DIE,
+  /* Turrets that never die: the arena fires and expires projectiles for
+   * as long as it runs (the steady-state test). */
+  SIM_ARENA_FIRING
 } sim_arena_case_t;
 
 /* Figures of the arena's structure rule, this rank's since creation. */

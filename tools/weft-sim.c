@@ -931,7 +931,8 @@ int main(int argc, char **argv) {
 #ifdef WEFT_SIM_MPI
   if (a.mpi || sim_mpi_launched())
     return sim_mpi_run(&(sim_mpi_args_t){a.kind, a.entities, a.threads, a.ticks,
-                                         a.warmup, a.seed, SIM_DT, 0},
+                                         a.warmup, a.seed, SIM_DT, 0, NULL,
+                                         NULL},
                        &argc, &argv);
 #else
   if (a.mpi)
