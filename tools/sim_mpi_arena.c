@@ -251,8 +251,8 @@ static int orphans(sim_arena_mpi_t *a, weft_world_t *w, int mine, int rc) {
   }
   if (total == 0)
     return rc;
-  if (MPI_Allgatherv(a->mine, mine, MPI_UINT64_T, a->all, a->counts,
-                     a->displs, MPI_UINT64_T, a->comm))
+  if (MPI_Allgatherv(a->mine, mine, MPI_UINT64_T, a->all, a->counts, a->displs,
+                     MPI_UINT64_T, a->comm))
     return WEFT_EIO;
   if (rc)
     return rc;

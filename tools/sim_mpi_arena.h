@@ -56,8 +56,8 @@ int sim_arena_case_apply(sim_scene_t *scene, sim_arena_case_t kase);
  * after the world's last tick. Returns 0, WEFT_ENOMEM or a registration's
  * error.
  */
-int sim_arena_mpi_new(sim_scene_t *scene, MPI_Comm comm,
-                      weft_mpi_config_t *mc, sim_arena_mpi_t **out);
+int sim_arena_mpi_new(sim_scene_t *scene, MPI_Comm comm, weft_mpi_config_t *mc,
+                      sim_arena_mpi_t **out);
 
 /*
  * Keeps the squads (positionless, so neither owned by a region nor in

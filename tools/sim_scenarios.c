@@ -12,7 +12,10 @@
  *   relations give it structure: each projectile is OwnedBy its turret
  *   (cascading: a destroyed turret's projectiles vanish with it), and
  *   units belong to squads of SQUAD_SIZE (MemberOf); a squad whose
- *   members are all dead disbands, which removes their edges.
+ *   members are all dead disbands, which removes their edges. The keyed
+ *   build (sim_scene_build_keyed(), for weft-sim --mpi) gives the two
+ *   relations a key-based form instead and leaves their rules to
+ *   tools/sim_mpi_arena.c.
  *
  * Initial values are counter-based draws keyed by the seed and the spawn
  * index, so a scenario's world does not depend on how it is run.
