@@ -406,9 +406,15 @@ int sim_arena_mpi_new(sim_scene_t *s, MPI_Comm comm, weft_mpi_config_t *mc,
   if (!a)
     return WEFT_ENOMEM;
   a->scene = s;
-  a->comm = comm;
-  MPI_Comm_rank(comm, &a->rank);
-  MPI_Comm_size(comm, &a->size);
+  /* A communicator of its own, so that its collectives never match the
+   * caller's or the driver's. */
+  a->comm = MPI_COMM_NULL;
+  if (MPI_Comm_dup(comm, &a->comm) != MPI_SUCCESS) {
+    free(a);
+    return WEFT_EIO;
+  }
+  MPI_Comm_rank(a->comm, &a->rank);
+  MPI_Comm_size(a->comm, &a->size);
   size_t nt = s->turret_count ? s->turret_count : 1;
   a->mine = malloc(nt * sizeof *a->mine);
   a->all = malloc(nt * sizeof *a->all);
@@ -471,5 +477,7 @@ void sim_arena_mpi_free(sim_arena_mpi_t *a) {
   free(a->displs);
   free(a->squad_n);
   free(a->todo);
+  if (a->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&a->comm);
   free(a);
 }

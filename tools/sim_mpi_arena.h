@@ -16,7 +16,7 @@
 #include "sim_scenarios.h"
 
 /* Set-ups of the distributed arena that the mpi tests need (applied to
- * the built scene before it is split). */
+ * the built scene before it is split). Owner thread throughout. */
 typedef enum sim_arena_case_t {
   SIM_ARENA_PLAIN = 0, /* the arena as built */
   /* Every turret sits near a cut of the 2-, 3- and 4-rank regions with
@@ -53,8 +53,9 @@ int sim_arena_case_apply(sim_scene_t *scene, sim_arena_case_t kase);
  * fills @p mc's ghosts, halo and exchange placement for the arena. Call
  * it after sim_scene_build_keyed() and before weft_mpi_new(); every rank
  * of @p comm must. *out belongs to the caller until sim_arena_mpi_free(),
- * after the world's last tick. Returns 0, WEFT_ENOMEM or a registration's
- * error.
+ * after the world's last tick. Returns 0, WEFT_ENOMEM, WEFT_EIO (the
+ * communicator could not be duplicated) or a registration's
+ * error. Collective (it duplicates @p comm).
  */
 int sim_arena_mpi_new(sim_scene_t *scene, MPI_Comm comm, weft_mpi_config_t *mc,
                       sim_arena_mpi_t **out);
@@ -74,8 +75,8 @@ void sim_arena_mpi_digest(const sim_arena_mpi_t *a, uint64_t *hash,
 /* This rank's figures. Owner thread. */
 void sim_arena_mpi_stats(const sim_arena_mpi_t *a, sim_arena_stats_t *out);
 
-/* Frees the driver's buffers (the system stays registered: call it after
- * the last tick). NULL is a no-op. */
+/* Frees the driver's buffers and communicator (the system stays
+ * registered: call it after the last tick). Collective. NULL is a no-op. */
 void sim_arena_mpi_free(sim_arena_mpi_t *a);
 
 #endif /* WEFT_TOOLS_SIM_MPI_ARENA_H */
