@@ -309,7 +309,8 @@ static int spawn_arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
                                .mask = 1}};
   uint32_t turrets = n / 200, units = n - turrets;
   s->turret_count = turrets;
-  /* Units: moving, colliding, hurting each other a little. */
+  /* Units: moving, colliding, hurting each other a little. The keyed
+   * arena's sim.SquadOf ends the list; elsewhere its 0 ends it before. */
   weft_component_t uc[] = {d->position, d->velocity, d->collider, d->health,
                            d->armor,    d->damage,   s->squad_of, 0};
   fill_t f = {s, seed, 3.0f, 0, 0};
