@@ -120,7 +120,7 @@ static void usage(FILE *f) {
       "                    same --scenario, --entities and --seed; --ticks\n"
       "                    more ticks run after it\n"
       "  --mpi             run distributed over MPI ranks (implied under\n"
-      "                    mpirun): particles and boids; prints one line\n"
+      "                    mpirun): every scenario; prints one line\n"
       "                    per rank and the global digest\n"
       "  --serve PORT      serve the run to weft::net clients (weft-client)\n"
       "                    over WebSocket on 127.0.0.1:PORT (0: a free\n"
@@ -931,7 +931,8 @@ int main(int argc, char **argv) {
 #ifdef WEFT_SIM_MPI
   if (a.mpi || sim_mpi_launched())
     return sim_mpi_run(&(sim_mpi_args_t){a.kind, a.entities, a.threads, a.ticks,
-                                         a.warmup, a.seed, SIM_DT},
+                                         a.warmup, a.seed, SIM_DT, 0, NULL,
+                                         NULL},
                        &argc, &argv);
 #else
   if (a.mpi)

@@ -6,7 +6,8 @@
 #         -DWEFT_ARGS="ENTITIES;TICKS;SEED" -DWEFT_RANKS=1,2,3,4
 #         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|digest_any|empty|balanced|restart|error]
 #         [-DWEFT_ERROR=regex] [-DWEFT_MPI_FLAGS=--bind-to,core]
-#         [-DWEFT_STYLE=sim] [-DWEFT_DIR=scratch dir] -P run_mpi.cmake
+#         [-DWEFT_STYLE=sim] [-DWEFT_DIR=scratch dir] [-DWEFT_MATCH=regex]
+#         -P run_mpi.cmake
 #
 # WEFT_STYLE=sim runs weft-sim (--scenario S --entities E ...) instead of
 # the positional arguments of mpi_sim.
@@ -23,6 +24,10 @@
 # near:   digest, and no rank took the far round ("far 0" on every rank):
 #         a slow run stays within each sender's 3 x 3 block.
 # error:  every rank prints the same error line, matching WEFT_ERROR.
+# WEFT_MATCH (any expectation but error and restart): the output of every
+#         run on more than one rank matches it (what the test set up
+#         happened there).
+
 foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
             WEFT_THREADS)
   if(NOT DEFINED ${var})
@@ -153,6 +158,10 @@ foreach(n IN LISTS ranks)
       if(NOT near_count EQUAL n)
         message(FATAL_ERROR "${cmd_text}: a rank took the far round:\n${out}")
       endif()
+    endif()
+    if(WEFT_MATCH AND n GREATER 1 AND NOT out MATCHES "${WEFT_MATCH}")
+      message(FATAL_ERROR "${cmd_text}: the output does not match "
+                          "'${WEFT_MATCH}':\n${out}")
     endif()
     if(WEFT_EXPECT STREQUAL "empty" AND n GREATER 1 AND
        NOT out MATCHES "local 0 ")
