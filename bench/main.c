@@ -25,9 +25,11 @@ typedef struct bench_scenario_t {
   void (*run)(bench_ctx_t *ctx);
 } bench_scenario_t;
 
-/* bench_net.c: weft::net's rows, where weft::net is built. */
+/* bench_net.c, bench_net_load.c: weft::net's rows, where weft::net is
+ * built. */
 #ifdef WEFT_BENCH_NET
 void bench_net(bench_ctx_t *ctx);
+void bench_net_load(bench_ctx_t *ctx);
 #endif
 
 /* Every scenario, in the order they run. */
@@ -64,6 +66,7 @@ static const bench_scenario_t bench_registry[] = {
 #endif
 #ifdef WEFT_BENCH_NET
     {"net", bench_net},
+    {"net_load", bench_net_load},
 #endif
 };
 

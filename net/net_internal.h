@@ -40,6 +40,14 @@ typedef struct weft__net_repl {
   uint32_t *bucket;           /* [nbuckets + 1] start of each bucket */
   uint32_t nbuckets;          /* a power of two */
   uint32_t stamp_no;
+  /* The replicated values as of the last stamp, every component of a
+   * slot side by side ([cap * vstride], component k at voff[k]): builds
+   * read them here, one line per entity, rather than through the world's
+   * entity index and chunks for every session that knows the entity. */
+  uint8_t *values;
+  uint32_t vstride; /* bytes per slot, at least 1 */
+  uint32_t voff[WEFT_NET_MAX_COMPONENTS];
+  uint64_t soa; /* components stored SoA: copied through weft_read() */
 } weft__net_repl;
 
 /* Entry states of a session's table (the seed's known set and pending
@@ -66,8 +74,10 @@ typedef struct weft__net_session {
   bool has_view; /* the client set a view */
   float x, y, radius;
   weft__net_entry *table; /* open addressing, linear probing */
-  uint32_t table_cap;     /* a power of two */
+  uint32_t table_cap;     /* the part in use: a power of two */
+  uint32_t table_max;     /* its allocated entries, a power of two */
   uint32_t table_count;
+  weft__net_entry *stage;  /* [table_max / 2]: the entries while it grows */
   uint32_t limit;          /* entries at most (max_known + forgetting) */
   uint32_t epoch;          /* reset epoch, sent in every packet header */
   uint64_t last_ack;       /* newest acknowledged tick */
@@ -84,6 +94,9 @@ typedef struct weft__net_event {
   weft_entity_t a, b;
   uint32_t type, len, offset;
 } weft__net_event;
+
+/* Entries of a session table in use when it opens (see table_grow()). */
+#define WEFT__NET_TABLE_START 256u
 
 #define WEFT__NET_MAX_EVENTS 1024u
 #define WEFT__NET_EVENT_BYTES (64u * 1024u)
@@ -145,8 +158,8 @@ void weft__net_session_learn(weft__net_session *s, weft__net_entry *x,
 bool weft__net_session_forget(weft__net_session *s, weft__net_entry *x);
 weft__net_entry *weft__net_session_find(const weft__net_session *s,
                                         weft_entity_t e);
-/* Writes @p slot's entity's present components' values to dst (room for
- * all of them) and returns their bytes. */
+/* Writes @p slot's entity's values of @p mask as of the last stamp to
+ * dst (room for all of them) and returns their bytes. */
 uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
                                uint64_t mask, uint8_t *dst);
 uint64_t weft__net_view_digest(const weft_net_t *net,

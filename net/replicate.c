@@ -41,6 +41,7 @@ static int repl_grow(weft__net_repl *r, uint32_t need) {
   GROW(cell, n * 2);
   GROW(stamped, n);
   GROW(by_bucket, n);
+  GROW(values, n * r->vstride);
 #undef GROW
   /* New slots hold no entity. */
   size_t old = r->cap;
@@ -69,6 +70,16 @@ int weft__net_repl_init(weft_net_t *net) {
   memset(r, 0, sizeof *r);
   r->alloc = &net->alloc;
   r->ncomp = net->cfg.component_count;
+  uint32_t off = 0;
+  for (uint32_t k = 0; k < r->ncomp; k++) {
+    weft_component_info_t info;
+    if (weft_component_info(net->world, net->comps[k], &info) == 0 &&
+        (info.flags & WEFT_COMPONENT_SOA))
+      r->soa |= 1ull << k;
+    r->voff[k] = off;
+    off += net->schema.sizes[k];
+  }
+  r->vstride = off ? off : 1;
   int rc = repl_grow(r, 1024);
   if (rc)
     return rc;
@@ -86,6 +97,7 @@ void weft__net_repl_free(weft__net_repl *r) {
   weft__free(r->stamped, 0, 16);
   weft__free(r->by_bucket, 0, 16);
   weft__free(r->bucket, 0, 16);
+  weft__free(r->values, 0, 16);
   memset(r, 0, sizeof *r);
 }
 
@@ -142,11 +154,25 @@ static int stamp_positions(weft_net_t *net, uint32_t tick) {
   return 0;
 }
 
-/* Second pass, one query per component: membership, and the tick on the
- * rows the dirty bytes mark. */
+/* Copies row @p i of the chunk's component k into @p slot's values. */
+static void keep_value(weft_net_t *net, const weft_iter_t *it, uint32_t k,
+                       uint32_t i, uint32_t slot) {
+  weft__net_repl *r = &net->repl;
+  uint32_t size = net->schema.sizes[k];
+  uint8_t *dst = r->values + (size_t)slot * r->vstride + r->voff[k];
+  if (!(r->soa >> k & 1))
+    memcpy(dst, (const uint8_t *)it->columns[0] + (size_t)i * size, size);
+  else if (weft_read(net->world, it->entities[i], net->comps[k], dst) != 0)
+    memset(dst, 0, size);
+}
+
+/* Second pass, one query per component: membership, the tick on the rows
+ * the dirty bytes mark, and the values of those rows and of the rows
+ * that just gained the component. */
 static void stamp_component(weft_net_t *net, uint32_t k, uint32_t tick) {
   weft__net_repl *r = &net->repl;
   uint64_t bit = 1ull << k;
+  bool sized = net->schema.sizes[k] > 0;
   weft_iter_t it;
   weft_query_iter(net->comp_query[k], &it);
   while (weft_iter_next(&it)) {
@@ -154,8 +180,11 @@ static void stamp_component(weft_net_t *net, uint32_t k, uint32_t tick) {
     for (uint32_t i = 0; i < it.count; i++) {
       uint32_t slot = weft_entity_index(it.entities[i]);
       r->next_mask[slot] |= bit;
+      bool written = !dirty || dirty[i];
       if (dirty && dirty[i])
         r->versions[(size_t)slot * r->ncomp + k] = tick;
+      if (sized && (written || !(r->mask[slot] & bit)))
+        keep_value(net, &it, k, i, slot);
     }
   }
 }

@@ -79,3 +79,66 @@ const char *weft_net_conn_error(const weft_net_conn_t *c) {
 void weft_net_conn_close(weft_net_conn_t *c) {
   (void)c;
 }
+
+int weft_net_client_new(const weft_net_client_config_t *cfg,
+                        weft_net_client_t **out) {
+  (void)cfg;
+  if (out)
+    *out = NULL;
+  return WEFT_EIO;
+}
+
+int weft_net_client_run(weft_net_client_t *c, uint32_t wait_ms) {
+  (void)c;
+  (void)wait_ms;
+  return WEFT_EINVAL;
+}
+
+int weft_net_client_send(weft_net_client_t *c, uint32_t session,
+                         const weft_net_client_msg_t *m) {
+  (void)c;
+  (void)session;
+  (void)m;
+  return WEFT_EINVAL;
+}
+
+int weft_net_client_send_raw(weft_net_client_t *c, uint32_t session,
+                             const void *bytes, size_t len) {
+  (void)c;
+  (void)session;
+  (void)bytes;
+  (void)len;
+  return WEFT_EINVAL;
+}
+
+int weft_net_client_check(weft_net_client_t *c, uint32_t session) {
+  (void)c;
+  (void)session;
+  return WEFT_EINVAL;
+}
+
+int weft_net_client_state(const weft_net_client_t *c, uint32_t session,
+                          weft_net_client_state_t *out) {
+  (void)c;
+  (void)session;
+  (void)out;
+  return WEFT_EINVAL;
+}
+
+const weft_net_mirror_t *weft_net_client_mirror(const weft_net_client_t *c,
+                                                uint32_t session) {
+  (void)c;
+  (void)session;
+  return NULL;
+}
+
+const char *weft_net_client_error(const weft_net_client_t *c,
+                                  uint32_t session) {
+  (void)c;
+  (void)session;
+  return "weft::net was built without libwebsockets";
+}
+
+void weft_net_client_free(weft_net_client_t *c) {
+  (void)c;
+}

@@ -43,12 +43,14 @@ int weft__net_session_init(weft_net_t *net, weft__net_session *s) {
   uint32_t cap = 16;
   while (cap / 4 * 3 < s->limit)
     cap *= 2;
-  s->table_cap = cap;
+  s->table_max = cap;
+  s->table_cap = cap < WEFT__NET_TABLE_START ? cap : WEFT__NET_TABLE_START;
   s->table = weft__calloc(&net->alloc, cap * sizeof *s->table, 16);
+  s->stage = weft__alloc(&net->alloc, cap / 2 * sizeof *s->stage, 16);
   s->packet = weft__alloc(&net->alloc, net->cfg.max_packet, 16);
   s->scratch = weft__alloc(&net->alloc,
                            weft__net_values_size(&net->schema, ~0ull) + 1, 16);
-  if (!s->table || !s->packet || !s->scratch) {
+  if (!s->table || !s->stage || !s->packet || !s->scratch) {
     weft__net_session_free(s);
     return WEFT_ENOMEM;
   }
@@ -58,9 +60,11 @@ int weft__net_session_init(weft_net_t *net, weft__net_session *s) {
 
 void weft__net_session_free(weft__net_session *s) {
   weft__free(s->table, 0, 16);
+  weft__free(s->stage, 0, 16);
   weft__free(s->packet, 0, 16);
   weft__free(s->scratch, 0, 16);
   s->table = NULL;
+  s->stage = NULL;
   s->packet = NULL;
   s->scratch = NULL;
   s->table_count = 0;
@@ -100,9 +104,34 @@ static void erase(weft__net_session *s, weft__net_entry *x) {
   s->table_count--;
 }
 
+/* Doubles the part of the table in use once it is more than 5/8 full:
+ * the table's memory is allocated whole when the session opens (no
+ * allocation on a tick), but scans and acks cover only the part in use,
+ * which follows what the session knows rather than its max_known. The
+ * entries move through the stage, then hash into the larger part. */
+static void table_grow(weft__net_session *s) {
+  if (s->table_cap >= s->table_max || s->table_count <= s->table_cap / 8 * 5)
+    return;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->table_cap; i++)
+    if (s->table[i].e)
+      s->stage[n++] = s->table[i];
+  memset(s->table, 0, (size_t)s->table_cap * sizeof *s->table);
+  s->table_cap *= 2;
+  uint32_t m = s->table_cap - 1;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = entity_hash(s->stage[k].e) & m;
+    while (s->table[i].e)
+      i = (i + 1) & m;
+    s->table[i] = s->stage[k];
+  }
+}
+
 static weft__net_entry *insert(weft__net_session *s, weft_entity_t e) {
-  if (s->table_count >= s->limit)
-    return NULL; /* the session's memory bound: the entity waits */
+  /* The session's memory bound, or the part in use three quarters full
+   * (it grows at the next build): the entity waits. */
+  if (s->table_count >= s->limit || s->table_count >= s->table_cap / 4 * 3)
+    return NULL;
   uint32_t m = s->table_cap - 1;
   uint32_t i = entity_hash(e) & m;
   while (s->table[i].e)
@@ -211,20 +240,13 @@ static inline void copy_value(uint8_t *dst, const void *src, uint32_t size) {
 
 uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
                                uint64_t mask, uint8_t *dst) {
-  weft_entity_t e = net->repl.handle[slot];
+  const weft__net_repl *r = &net->repl;
+  const uint8_t *src = r->values + (size_t)slot * r->vstride;
   uint32_t n = 0;
   while (mask) {
     uint32_t k = (uint32_t)__builtin_ctzll(mask);
     uint32_t size = net->schema.sizes[k];
-    /* The inline lookup first; SoA components are gathered by
-     * weft_read(). Membership was stamped with the values' tick; a
-     * component that left since reads as zeros until the next stamp says
-     * so. */
-    const void *src = size ? weft_get(net->world, e, net->comps[k]) : NULL;
-    if (src)
-      copy_value(dst + n, src, size);
-    else if (size && weft_read(net->world, e, net->comps[k], dst + n) != 0)
-      memset(dst + n, 0, size);
+    copy_value(dst + n, src + r->voff[k], size);
     n += size;
     mask &= mask - 1;
   }
@@ -403,6 +425,7 @@ void weft__net_session_build(weft_net_t *net, weft__net_session *s,
     s->epoch = (s->epoch + 1) & 0xffffu;
     s->last_ack_build = build;
   }
+  table_grow(s);
   view_pass(net, s, build);
   weft__net_w w = {s->packet, s->packet + net->cfg.max_packet};
   weft__net_tick_begin(&w, tick, s->epoch);

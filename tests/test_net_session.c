@@ -10,6 +10,8 @@
  */
 #include "support/net_test.h"
 
+#include <stdatomic.h>
+
 #include "net/net_internal.h"
 
 /* --- the seed's Session, as sets over a small universe ------------------ */
@@ -118,10 +120,8 @@ typedef struct e2e {
   wt_rng_t rng;
 } e2e;
 
-static void e2e_open_with(e2e *t, uint64_t seed, weft_pool_t *pool,
-                          uint32_t max_packet) {
-  memset(t, 0, sizeof *t);
-  nt_open_with(&t->x, pool, max_packet);
+/* Spawns the entities and opens the sessions of a run of @p seed. */
+static void e2e_fill(e2e *t, uint64_t seed) {
   t->rng = wt_rng(seed);
   for (uint32_t i = 0; i < N; i++)
     t->es[i] = nt_spawn(&t->x, (float)wt_below(&t->rng, 200),
@@ -132,6 +132,13 @@ static void e2e_open_with(e2e *t, uint64_t seed, weft_pool_t *pool,
     t->down[s].rng = wt_rng(seed * 31 + s);
     t->up[s].rng = wt_rng(seed * 37 + s);
   }
+}
+
+static void e2e_open_with(e2e *t, uint64_t seed, weft_pool_t *pool,
+                          uint32_t max_packet) {
+  memset(t, 0, sizeof *t);
+  nt_open_with(&t->x, pool, max_packet);
+  e2e_fill(t, seed);
 }
 
 static void e2e_open(e2e *t, uint64_t seed, weft_pool_t *pool) {
@@ -383,6 +390,92 @@ static void test_net_session_pool_builds_same_packets(void **state) {
   weft_pool_destroy(pool);
 }
 
+/* A read-only system over the hit points, spread over the pool: the
+ * pipeline's jobs that run just before a build on the same pool. */
+static int hp_reader(weft_sysctx_t *ctx, const weft_iter_t *chunk) {
+  const int32_t *hp = chunk->columns[0];
+  int32_t sum = 0;
+  for (uint32_t i = 0; i < chunk->count; i++)
+    sum += hp[i];
+  atomic_uint *runs = ctx->user;
+  atomic_fetch_add_explicit(runs, 1u + (sum == INT32_MIN),
+                            memory_order_relaxed);
+  return 0;
+}
+
+/* weft-sim --serve's setup: the world's pool takes the driving thread as
+ * worker 0 (caller_participates, as weft-sim makes it), and the packets
+ * are built on that pool from the same thread right after a pipeline
+ * tick ran its jobs there. The bytes equal a serial build's. */
+static void test_net_session_pool_build_after_pipeline(void **state) {
+  (void)state;
+  weft_pool_config_t pc;
+  memset(&pc, 0, sizeof pc);
+  pc.placement.workers = 2;
+  pc.placement.caller_participates = true;
+  weft_pool_t *pool = NULL;
+  assert_int_equal(weft_pool_create(&pc, &pool), WEFT_OK);
+  weft_world_config_t wc;
+  memset(&wc, 0, sizeof wc);
+  wc.world_tag = 42;
+  wc.pool = pool;
+  e2e *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+  assert_non_null(a);
+  assert_non_null(b);
+  e2e_open(a, 9, NULL);
+  nt_open_world(&b->x, wt_world_new(&wc), pool, 0);
+  e2e_fill(b, 9);
+  weft_pipeline_config_t pl;
+  memset(&pl, 0, sizeof pl);
+  pl.fixed_dt = 0.1;
+  pl.inline_rows = 1; /* every system to the pool */
+  assert_int_equal(weft_pipeline_configure(b->x.w, &pl), WEFT_OK);
+  atomic_uint runs;
+  atomic_init(&runs, 0);
+  weft_system_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "hp_reader";
+  d.phase = WEFT_PHASE_FIXED_UPDATE;
+  d.query.include[0] = b->x.hp;
+  d.read[0] = b->x.hp;
+  d.run = hp_reader;
+  d.user = &runs;
+  weft_system_t sys = 0;
+  assert_int_equal(weft_system_register(b->x.w, &d, &sys), WEFT_OK);
+  for (uint32_t i = 0; i < 30; i++) {
+    e2e_mutate(a);
+    e2e_mutate(b);
+    e2e_tick(a, true);
+    /* b: the stamp, a pipeline tick on the pool (it writes nothing
+     * replicated), then the build on the pool from this thread. */
+    assert_int_equal(weft_net_stamp(b->x.net, b->x.tick), WEFT_OK);
+    assert_int_equal(weft_world_clear_dirty(b->x.w), WEFT_OK);
+    assert_int_equal(weft_world_progress(b->x.w, 0.1), WEFT_OK);
+    assert_int_equal(weft_net_build(b->x.net, b->x.tick), WEFT_OK);
+    b->x.tick++;
+    weft_world_set_tick(b->x.w, b->x.tick);
+    for (uint32_t s = 0; s < SESSIONS; s++) {
+      const void *pa, *pb;
+      size_t la, lb;
+      assert_int_equal(weft_net_packet(a->x.net, a->ids[s], &pa, &la), 0);
+      assert_int_equal(weft_net_packet(b->x.net, b->ids[s], &pb, &lb), 0);
+      assert_int_equal(la, lb);
+      assert_memory_equal(pa, pb, la);
+      nt_link_push(&b->down[s], b->x.tick - 1, pb, lb);
+    }
+    e2e_deliver(b);
+  }
+  /* The pipeline did run its jobs in between. */
+  assert_true(atomic_load(&runs) > 0);
+  e2e_check_digests(a);
+  e2e_check_digests(b);
+  e2e_close(a);
+  e2e_close(b);
+  free(a);
+  free(b);
+  weft_pool_destroy(pool);
+}
+
 /* Late client messages naming things that are gone: a digest request for
  * a despawned entity (its slot reused) is answered with a miss, an ack of
  * a tick never sent changes nothing, a closed session's id is stale. */
@@ -589,6 +682,46 @@ static void test_net_session_known_set_is_bounded(void **state) {
   nt_close(&x);
 }
 
+/* A view of 1,000 entities: the part of the session's table in use
+ * starts small and doubles over the first builds (entities beyond three
+ * quarters of it wait a build), without allocating; then the session
+ * knows all of them and the mirror equals the server's view. */
+static void test_net_session_table_grows_without_allocating(void **state) {
+  (void)state;
+  nt_world x;
+  nt_open(&x, NULL);
+  for (uint32_t i = 0; i < 1000; i++)
+    nt_spawn(&x, (float)(i % 40) * 2.0f, (float)(i / 40) * 2.0f, (int32_t)i);
+  uint32_t id = nt_session(&x, 40, 25, 60);
+  weft_net_mirror_t *m = nt_mirror(&x);
+  weft_net_stats_t st0, st1;
+  assert_int_equal(weft_net_stats(x.net, &st0), WEFT_OK);
+  uint32_t counts[8];
+  for (uint32_t t = 0; t < 8; t++) {
+    nt_step(&x, true);
+    const void *p;
+    size_t len, alen;
+    uint8_t ack[WEFT_NET_MAX_CLIENT_MESSAGE];
+    assert_int_equal(weft_net_packet(x.net, id, &p, &len), WEFT_OK);
+    assert_int_equal(weft_net_mirror_apply(m, p, len, ack, &alen), WEFT_OK);
+    assert_int_equal(weft_net_receive(x.net, id, ack, alen), WEFT_OK);
+    uint64_t ds;
+    assert_int_equal(weft_net_session_digest(x.net, id, &ds, &counts[t]),
+                     WEFT_OK);
+    uint32_t nm;
+    assert_true(weft_net_mirror_digest(m, &nm) == ds);
+    assert_int_equal(nm, counts[t]);
+  }
+  /* The first build could not take them all; the last ones know all. */
+  assert_true(counts[0] < 1000);
+  assert_int_equal(counts[7], 1000);
+  assert_int_equal(weft_net_stats(x.net, &st1), WEFT_OK);
+  assert_int_equal(st1.allocs, st0.allocs);
+  assert_int_equal(st1.alloc_bytes, st0.alloc_bytes);
+  weft_net_mirror_free(m);
+  nt_close(&x);
+}
+
 /* Opening, using and closing sessions leaves nothing allocated (ASan's
  * leak check, and the server's counters: a reopened slot allocates the
  * same as the first). */
@@ -621,10 +754,12 @@ int main(void) {
       cmocka_unit_test(test_net_session_small_packets_catch_up),
       cmocka_unit_test(test_net_session_falls_behind_and_relearns),
       cmocka_unit_test(test_net_session_pool_builds_same_packets),
+      cmocka_unit_test(test_net_session_pool_build_after_pipeline),
       cmocka_unit_test(test_net_session_runs_in_the_pipeline),
       cmocka_unit_test(test_net_session_stale_handles_are_misses),
       cmocka_unit_test(test_net_session_refuses_bad_messages),
       cmocka_unit_test(test_net_session_known_set_is_bounded),
+      cmocka_unit_test(test_net_session_table_grows_without_allocating),
       cmocka_unit_test(test_net_session_teardown_frees_everything),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,17 +12,22 @@
  * in the exchange, bytes sent and received, migrations), the imbalance and
  * the global digest.
  *
+ * All three scenarios are rank-count independent: the built-in systems
+ * order by weft.Key; boids and arena exchange inside the tick, between
+ * the move and the grid; the arena's relations take a key-based form and
+ * their rules run collectively at the end of the fixed step
+ * (tools/sim_mpi_arena.c), whose squads (on rank 0) are added to the
+ * digest.
+ *
  * --restore PREFIX starts from a distributed checkpoint instead (the
  * scene is built for its systems, its entities dropped); --checkpoint
- * PREFIX writes one after the ticks. --balance N moves the cuts by the
- * ranks' measured CPU time in their ticks every N ticks.
- *
- * particles and boids are rank-count independent (the built-in systems
- * order by weft.Key; boids exchange inside the tick, between the move and
- * the grid). arena is not distributed yet (its relations, spawners and
- * every standard component in ghosts): it is refused.
+ * PREFIX writes one after the ticks (particles and boids: the arena's
+ * squads and key-based relations are not in a checkpoint yet, so it
+ * refuses both). --balance N moves the cuts by the ranks' measured CPU
+ * time in their ticks every N ticks.
  */
 #include "sim_mpi.h"
+#include "sim_mpi_arena.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,8 +84,22 @@ static int key_and_split(weft_world_t *w, weft_mpi_t *mpi,
 
 static float halo_for(sim_kind_t kind) {
   /* The longest interaction distance: boids see 4 units around; particles
-   * read nobody. */
+   * read nobody; the arena's is set by sim_arena_mpi_new(). */
   return kind == SIM_BOIDS ? 4.0f : 1.0f;
+}
+
+/* The arena's structure figures, summed over the ranks (rank 0 prints). */
+static void print_arena(const sim_arena_mpi_t *arena, int rank) {
+  sim_arena_stats_t st;
+  sim_arena_mpi_stats(arena, &st);
+  uint64_t mine[3] = {st.turrets_died, st.orphans, st.squads_disbanded},
+           all[3] = {0, 0, 0};
+  MPI_Reduce(mine, all, 3, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("arena: turrets died %llu, projectiles despawned by their "
+           "turret's key on another rank %llu, squads disbanded %llu\n",
+           (unsigned long long)all[0], (unsigned long long)all[1],
+           (unsigned long long)all[2]);
 }
 
 static void print_table(const sim_mpi_args_t *a, const rank_row_t *rows,
@@ -126,13 +145,11 @@ static void print_table(const sim_mpi_args_t *a, const rank_row_t *rows,
 static int run(const sim_mpi_args_t *a, weft_world_t *w) {
   weft_pipeline_config_t pc = {.fixed_dt = a->dt, .time_inline = true};
   sim_scene_t scene;
+  memset(&scene, 0, sizeof scene);
+  sim_arena_mpi_t *arena = NULL;
   int rc = weft_pipeline_configure(w, &pc);
   if (!rc)
-    rc = sim_scene_build(&scene, w, a->kind, a->entities, a->seed);
-  if (rc) {
-    fprintf(stderr, "weft-sim: %s\n", weft_world_last_error(w));
-    return 1;
-  }
+    rc = sim_scene_build_keyed(&scene, w, a->kind, a->entities, a->seed);
   weft_mpi_config_t mc = {
       .min = {0, 0},
       .max = {scene.side, scene.side},
@@ -141,6 +158,21 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
       .ghost_count = 2,
       .balance_every = a->balance_every,
       .balance_by = WEFT_MPI_BALANCE_TIME};
+  if (a->kind == SIM_ARENA && (a->checkpoint || a->restore)) {
+    fprintf(stderr, "weft-sim: the distributed arena does not checkpoint "
+                    "yet (particles and boids do)\n");
+    sim_scene_free(&scene);
+    return 1;
+  }
+  if (!rc && a->kind == SIM_ARENA)
+    rc = sim_arena_case_apply(&scene, (sim_arena_case_t)a->arena_case);
+  if (!rc && a->kind == SIM_ARENA)
+    rc = sim_arena_mpi_new(&scene, MPI_COMM_WORLD, &mc, &arena);
+  if (rc) {
+    fprintf(stderr, "weft-sim: %s\n", weft_world_last_error(w));
+    sim_scene_free(&scene);
+    return 1;
+  }
   if (a->kind == SIM_BOIDS) {
     /* The grid is built after the move: the exchange goes between them,
      * so that ghosts enter the grid moved like the owned boids. The
@@ -157,6 +189,8 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
   if (!rc) {
     /* Every rank goes on to the collective steps, or none does. */
     int mine = key_and_split(w, mpi, &scene.std, a->restore != NULL), worst = 0;
+    if (!mine && arena)
+      mine = sim_arena_mpi_split(arena);
     MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     rc = mine ? mine : worst;
   }
@@ -167,6 +201,8 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
   double before = 0;
   for (uint32_t t = 0; t < a->warmup + a->ticks && !rc; t++) {
     rc = weft_mpi_step(mpi, a->dt);
+    if (!rc && a->after_tick)
+      a->after_tick(a->user, w, t + 1);
     weft_mpi_stats_t st;
     weft_mpi_stats(mpi, &st);
     if (t + 1 == a->balance_every)
@@ -177,6 +213,14 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
   weft_mpi_digest_t d = {0};
   if (!rc)
     rc = weft_mpi_digest(mpi, &d);
+  if (!rc && arena) {
+    /* The squads (rank 0 only): counted once. */
+    uint64_t h = 0, n = 0;
+    sim_arena_mpi_digest(arena, &h, &n);
+    d.digest += h;
+    d.entities += n;
+    d.local += n;
+  }
   if (rc)
     fprintf(stderr, "weft-sim: rank %u: %s\n", weft_mpi_rank(mpi),
             weft_world_last_error(w));
@@ -195,8 +239,11 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
     if (weft_mpi_rank(mpi) == 0 && rows)
       print_table(a, rows, size, &d, a->warmup + a->ticks);
     free(rows);
+    if (arena)
+      print_arena(arena, (int)weft_mpi_rank(mpi));
   }
   weft_mpi_free(mpi);
+  sim_arena_mpi_free(arena);
   sim_scene_free(&scene);
   return rc ? 1 : 0;
 }
@@ -204,11 +251,6 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
 int sim_mpi_run(const sim_mpi_args_t *a, int *argc, char ***argv) {
   MPI_Init(argc, argv);
   int out = 0;
-  if (a->kind == SIM_ARENA) {
-    fprintf(stderr, "weft-sim: the arena scenario does not run distributed "
-                    "yet (particles, boids do)\n");
-    out = 2;
-  }
   weft_pool_t *pool = NULL;
   weft_world_t *w = NULL;
   if (!out && a->threads != 0) {

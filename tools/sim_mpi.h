@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <weft.h>
+
 #include "sim_scenarios.h"
 
 typedef struct sim_mpi_args_t {
@@ -18,6 +20,11 @@ typedef struct sim_mpi_args_t {
   uint32_t ticks, warmup;
   uint64_t seed;
   double dt;
+  int arena_case; /* a sim_arena_case_t (sim_mpi_arena.h); 0: plain */
+  /* Called on the owner thread after every tick (tick counted from 1,
+   * warm-up included) when set: the tests' probe. */
+  void (*after_tick)(void *user, weft_world_t *world, uint32_t tick);
+  void *user;
   /* A distributed checkpoint to write after the ticks, and one to start
    * from instead of the scene's entities (prefixes; NULL: none). */
   const char *checkpoint, *restore;

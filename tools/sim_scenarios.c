@@ -12,7 +12,10 @@
  *   relations give it structure: each projectile is OwnedBy its turret
  *   (cascading: a destroyed turret's projectiles vanish with it), and
  *   units belong to squads of SQUAD_SIZE (MemberOf); a squad whose
- *   members are all dead disbands, which removes their edges.
+ *   members are all dead disbands, which removes their edges. The keyed
+ *   build (sim_scene_build_keyed(), for weft-sim --mpi) gives the two
+ *   relations a key-based form instead and leaves their rules to
+ *   tools/sim_mpi_arena.c.
  *
  * Initial values are counter-based draws keyed by the seed and the spawn
  * index, so a scenario's world does not depend on how it is run.
@@ -181,7 +184,19 @@ static int squads_run(weft_sysctx_t *ctx, const weft_iter_t *it) {
   return 0;
 }
 
-static int arena_structure(sim_scene_t *s) {
+/* The keyed arena's key-based forms of the relations (sim_scenarios.h). */
+static int arena_keyed_components(sim_scene_t *s) {
+  weft_component_desc_t od = {.name = "sim.Owner",
+                              .size = sizeof(uint64_t),
+                              .alignment = _Alignof(uint64_t)};
+  weft_component_desc_t qd = {.name = "sim.SquadOf",
+                              .size = sizeof(uint32_t),
+                              .alignment = _Alignof(uint32_t)};
+  int rc = weft_component_register(s->world, &od, &s->owner);
+  return rc ? rc : weft_component_register(s->world, &qd, &s->squad_of);
+}
+
+static int arena_structure(sim_scene_t *s, bool keyed) {
   weft_world_t *w = s->world;
   weft_component_desc_t sd = {.name = "sim.Squad", .size = sizeof(sim_squad_t)};
   int rc = weft_component_register(w, &sd, &s->squad);
@@ -190,6 +205,9 @@ static int arena_structure(sim_scene_t *s) {
                                       WEFT_RELATION_SPARSE};
   if (!rc)
     rc = weft_relation_register(w, &md, &s->member_of);
+  /* Keyed: the distributed driver applies wreckage and squads by key. */
+  if (keyed)
+    return rc ? rc : arena_keyed_components(s);
   weft_system_desc_t d;
   memset(&d, 0, sizeof d);
   d.name = "sim.wreckage";
@@ -227,20 +245,38 @@ static int arena_structure(sim_scene_t *s) {
 }
 
 /* Spawns one squad per SQUAD_SIZE units, in spawn order, and joins each
- * unit to its squad. */
+ * unit to its squad: by a MemberOf edge, or in the keyed arena by its
+ * squad's index in sim.SquadOf (the scene keeps the squads by index). */
 static int arena_squads(sim_scene_t *s, const weft_entity_t *units,
                         uint32_t n) {
   int rc = 0;
   weft_entity_t squad = 0;
+  const uint32_t count = (n + SQUAD_SIZE - 1) / SQUAD_SIZE;
+  if (s->squad_of && count) {
+    s->squads = calloc(count, sizeof *s->squads);
+    if (!s->squads)
+      return WEFT_ENOMEM;
+    s->squad_count = count;
+  }
   for (uint32_t k = 0; !rc && k < n; k++) {
     if (k % SQUAD_SIZE == 0) {
       sim_squad_t v = {n - k < SQUAD_SIZE ? n - k : SQUAD_SIZE, 0};
       weft_component_t c[] = {s->squad, 0};
       const void *vals[] = {&v};
       rc = weft_spawn_with(s->world, c, vals, &squad);
+      if (!rc && s->squads)
+        s->squads[k / SQUAD_SIZE] = squad;
     }
-    if (!rc)
+    if (rc)
+      break;
+    if (s->squad_of) {
+      uint32_t *of = weft_get_mut(s->world, units[k], s->squad_of);
+      if (!of)
+        return WEFT_EINVAL;
+      *of = k / SQUAD_SIZE;
+    } else {
       rc = weft_relation_add(s->world, units[k], s->member_of, squad, NULL);
+    }
   }
   return rc;
 }
@@ -272,9 +308,11 @@ static int spawn_arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
                                .layer = 2,
                                .mask = 1}};
   uint32_t turrets = n / 200, units = n - turrets;
-  /* Units: moving, colliding, hurting each other a little. */
-  weft_component_t uc[] = {
-      d->position, d->velocity, d->collider, d->health, d->armor, d->damage, 0};
+  s->turret_count = turrets;
+  /* Units: moving, colliding, hurting each other a little. The keyed
+   * arena's sim.SquadOf ends the list; elsewhere its 0 ends it before. */
+  weft_component_t uc[] = {d->position, d->velocity, d->collider, d->health,
+                           d->armor,    d->damage,   s->squad_of, 0};
   fill_t f = {s, seed, 3.0f, 0, 0};
   weft_entity_t e;
   weft_entity_t *spawned = malloc((units ? units : 1) * sizeof *spawned);
@@ -320,7 +358,7 @@ static int spawn_arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
   return rc;
 }
 
-static int arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
+static int arena(sim_scene_t *s, uint32_t n, uint64_t seed, bool keyed) {
   s->side = ceilf(sqrtf((float)n * 25.0f)); /* ~1 entity per 25 units^2 */
   weft_integrate_config_t ic = {
       .mode = WEFT_BOUNDS_BOUNCE, .min = {0, 0}, .max = {s->side, s->side}};
@@ -344,12 +382,12 @@ static int arena(sim_scene_t *s, uint32_t n, uint64_t seed) {
   if (!rc)
     rc = weft_sys_spawners(s->world, &s->std, 0, &id);
   if (!rc)
-    rc = arena_structure(s);
+    rc = arena_structure(s, keyed);
   return rc ? rc : spawn_arena(s, n, seed);
 }
 
-int sim_scene_build(sim_scene_t *s, weft_world_t *w, sim_kind_t kind,
-                    uint32_t entities, uint64_t seed) {
+static int build(sim_scene_t *s, weft_world_t *w, sim_kind_t kind,
+                 uint32_t entities, uint64_t seed, bool keyed) {
   memset(s, 0, sizeof *s);
   s->kind = kind;
   s->world = w;
@@ -362,12 +400,25 @@ int sim_scene_build(sim_scene_t *s, weft_world_t *w, sim_kind_t kind,
   case SIM_BOIDS:
     return boids(s, entities, seed);
   case SIM_ARENA:
-    return arena(s, entities, seed);
+    return arena(s, entities, seed, keyed);
   }
   return WEFT_EINVAL;
+}
+
+int sim_scene_build(sim_scene_t *s, weft_world_t *w, sim_kind_t kind,
+                    uint32_t entities, uint64_t seed) {
+  return build(s, w, kind, entities, seed, false);
+}
+
+int sim_scene_build_keyed(sim_scene_t *s, weft_world_t *w, sim_kind_t kind,
+                          uint32_t entities, uint64_t seed) {
+  return build(s, w, kind, entities, seed, true);
 }
 
 void sim_scene_free(sim_scene_t *s) {
   weft_grid_destroy(s->grid);
   s->grid = NULL;
+  free(s->squads);
+  s->squads = NULL;
+  s->squad_count = 0;
 }

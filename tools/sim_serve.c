@@ -7,9 +7,10 @@
  * fixed step, this file copies every position into a replicated
  * "weft-sim.Net" component (x, y and what the entity is, for the
  * colours), writing only the rows that moved so that their dirty bits
- * are the changes. Then it stamps and builds the tick's packets and
- * services the sockets until the next tick is due (ticks at the
- * simulation's rate, 60 a second).
+ * are the changes. Then it stamps and builds the tick's packets
+ * (sessions in parallel on the world's pool) and services the sockets
+ * until the next tick is due (ticks at the simulation's rate, 60 a
+ * second).
  */
 #include <errno.h>
 #include <math.h>
@@ -250,7 +251,14 @@ int sim_serve_run(const sim_serve_opts_t *o, sim_scene_t *scene, double dt) {
                               o->max_sessions ? o->max_sessions : 64,
                           .max_known = 1u << 16,
                           .max_behind = 32,
-                          .max_packet = 4u << 20};
+                          .max_packet = 4u << 20,
+                          /* Sessions build on the world's pool, from this
+                           * thread between frames: as an external caller
+                           * (weft_net_build()), which is safe whether or
+                           * not this thread is the pool's worker 0 in the
+                           * frames, since no frame runs meanwhile
+                           * (test_net_session's pool_build_after_pipeline). */
+                          .pool = weft_world_pool(scene->world)};
   weft_net_t *net = NULL;
   weft_net_serve_t *srv = NULL;
   if (!rc)

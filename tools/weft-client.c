@@ -2,9 +2,11 @@
 /*
  * weft-client: a native weft::net client. Connects to a server
  * (weft-sim --serve), sends HELLO and a VIEW, applies every packet to a
- * mirror (weft_net_mirror_t) and acknowledges it, then asks for a digest
- * of its view and exits 0 when the mirror's digest equals the server's,
- * 1 when it differs or the connection fails, 2 for bad arguments:
+ * mirror and acknowledges it (a weft_net_client_t of one session, the
+ * client code weft-bench's net/load rows run a thousand of), then asks
+ * for a digest of its view and exits 0 when the mirror's digest equals
+ * the server's, 1 when it differs or the connection fails, 2 for bad
+ * arguments:
  *
  *   weft-client --port P [--host H] [--view X,Y,R] [--move DX]
  *               [--packets N] [--ack-loss P] [--ack-delay N]
@@ -46,18 +48,11 @@ typedef struct client_args_t {
 
 typedef struct client_t {
   const client_args_t *a;
-  weft_net_conn_t *conn;
-  weft_net_mirror_t *mirror;
+  weft_net_client_t *set; /* one session: index 0 */
   uint64_t rng;
   uint64_t held[ACK_RING]; /* acks waiting (--ack-delay) */
   uint32_t held_head, held_count;
-  uint32_t applied;      /* packets applied */
-  uint64_t bytes;        /* bytes of packets received */
-  uint64_t digest_after; /* a digest reply newer than this tick ends it */
-  int asked;             /* digest requests sent */
-  uint32_t asked_at;     /* packets applied at the last request */
-  int result;            /* -1 running, 0 match, 1 mismatch or error */
-  bool welcomed;
+  uint32_t applied; /* packets applied */
 } client_t;
 
 static double now_s(void) {
@@ -245,9 +240,7 @@ static double draw(client_t *cl) {
 }
 
 static int send_msg(client_t *cl, const weft_net_client_msg_t *m) {
-  uint8_t buf[WEFT_NET_MAX_CLIENT_MESSAGE];
-  int n = weft_net_encode_client(m, buf, sizeof buf);
-  return n < 0 ? n : weft_net_conn_send(cl->conn, buf, (size_t)n);
+  return weft_net_client_send(cl->set, 0, m);
 }
 
 /* An applied packet's ack through the simulated network: lost with
@@ -275,36 +268,6 @@ static int ack(client_t *cl, uint64_t tick) {
   return 0;
 }
 
-/* After the digest reply to our request: compare, or ask again when the
- * packet could not carry the whole view (items wait for later packets). */
-static int check_digest(client_t *cl) {
-  weft_net_digest_reply_t d;
-  weft_net_mirror_last_digest(cl->mirror, &d);
-  if (cl->result >= 0 || !cl->asked || d.tick <= cl->digest_after)
-    return 0;
-  uint32_t count;
-  uint64_t mine = weft_net_mirror_digest(cl->mirror, &count);
-  if (mine == d.digest && count == d.count) {
-    printf("weft-client: mirror matches the server: digest %016" PRIx64
-           " over %u entities (%u packets, %" PRIu64 " bytes)\n",
-           mine, count, cl->applied, cl->bytes);
-    cl->result = 0;
-    return 0;
-  }
-  if (cl->asked >= 5) {
-    printf("weft-client: mirror differs: digest %016" PRIx64
-           " over %u entities, server %016" PRIx64 " over %u\n",
-           mine, count, d.digest, d.count);
-    cl->result = 1;
-    return 0;
-  }
-  cl->digest_after = weft_net_mirror_tick(cl->mirror);
-  cl->asked++;
-  cl->asked_at = cl->applied;
-  weft_net_client_msg_t m = {.type = WEFT_NET_DIGEST_REQ};
-  return send_msg(cl, &m);
-}
-
 /* The view after @p n packets (--move slides it along x). */
 static int send_view(client_t *cl, uint32_t n) {
   weft_net_client_msg_t m = {.type = WEFT_NET_VIEW,
@@ -314,59 +277,21 @@ static int send_view(client_t *cl, uint32_t n) {
   return send_msg(cl, &m);
 }
 
-static int on_packet(client_t *cl, const void *msg, size_t len) {
-  uint8_t ackbuf[WEFT_NET_MAX_CLIENT_MESSAGE];
-  size_t ack_len = 0;
-  int rc = weft_net_mirror_apply(cl->mirror, msg, len, ackbuf, &ack_len);
-  if (rc && rc != WEFT_ELIMIT) {
-    fprintf(stderr, "weft-client: bad packet: %s\n",
-            weft_net_mirror_last_error(cl->mirror));
-    return rc;
-  }
-  if (!ack_len)
-    return 0; /* an old packet, dropped */
-  cl->applied++;
-  cl->bytes += len;
-  /* A digest reply rides in one packet, which a busy server may replace
-   * unsent by a newer one: ask again after a while. */
-  if (cl->asked && cl->result < 0 && cl->applied - cl->asked_at > 30) {
-    if (++cl->asked > 8) {
-      fprintf(stderr, "weft-client: no digest reply\n");
-      cl->result = 1;
-      return 0;
-    }
-    cl->asked_at = cl->applied;
-    weft_net_client_msg_t m = {.type = WEFT_NET_DIGEST_REQ};
-    if ((rc = send_msg(cl, &m)) != 0)
-      return rc;
-  }
-  if ((rc = ack(cl, weft_net_mirror_tick(cl->mirror))) != 0)
-    return rc;
-  if (cl->a->move != 0 && (rc = send_view(cl, cl->applied)) != 0)
-    return rc;
-  if (cl->applied == cl->a->packets) {
-    cl->asked = 1;
-    cl->asked_at = cl->applied;
-    cl->digest_after = weft_net_mirror_tick(cl->mirror);
-    weft_net_client_msg_t m = {.type = WEFT_NET_DIGEST_REQ};
-    return send_msg(cl, &m);
-  }
-  return check_digest(cl);
-}
-
-static int on_message(void *user, const void *msg, size_t len) {
+/* After each packet the set applied: the ack (damaged as asked), the
+ * view's move, and after --packets the view check (the set asks for the
+ * digest and compares, asking again while items still wait). */
+static int on_packet(void *user, uint32_t session, uint64_t tick) {
   client_t *cl = user;
+  (void)session;
   if (cl->a->abuse)
-    return 0; /* a hostile client neither applies nor acknowledges */
-  if (cl->welcomed)
-    return on_packet(cl, msg, len);
-  int rc = weft_net_mirror_new(msg, len, 1u << 20, &cl->mirror);
-  if (rc) {
-    fprintf(stderr, "weft-client: bad welcome: %s\n", weft_strerror(rc));
-    return rc;
-  }
-  cl->welcomed = true;
-  return 0;
+    return 0; /* a hostile client acknowledges nothing */
+  cl->applied++;
+  int rc = ack(cl, tick);
+  if (!rc && cl->a->move != 0)
+    rc = send_view(cl, cl->applied);
+  if (!rc && cl->applied == cl->a->packets)
+    rc = weft_net_client_check(cl->set, 0);
+  return rc;
 }
 
 /* The first messages: HELLO, then the view (or the abuse). */
@@ -383,8 +308,27 @@ static int greet(client_t *cl) {
   for (size_t i = 0; i < sizeof junk; i++)
     junk[i] = (uint8_t)(draw(cl) * 256);
   junk[0] = 0x7f; /* no such message type */
-  return weft_net_conn_send(cl->conn, junk,
-                            a->abuse == ABUSE_BIG ? sizeof junk : 9);
+  return weft_net_client_send_raw(cl->set, 0, junk,
+                                  a->abuse == ABUSE_BIG ? sizeof junk : 9);
+}
+
+/* The check's verdict: 0 the mirror matches, 1 it differs, -1 not yet. */
+static int verdict(const weft_net_client_state_t *st) {
+  if (st->check == WEFT_NET_CHECK_MATCH) {
+    printf("weft-client: mirror matches the server: digest %016" PRIx64
+           " over %u entities (%u packets, %" PRIu64 " bytes)\n",
+           st->digest, st->count, st->packets, st->bytes);
+    return 0;
+  }
+  if (st->check == WEFT_NET_CHECK_DIFFER) {
+    printf("weft-client: mirror differs: digest %016" PRIx64
+           " over %u entities, server %016" PRIx64 " over %u (%u digest "
+           "requests)\n",
+           st->digest, st->count, st->server_digest, st->server_count,
+           st->asked);
+    return 1;
+  }
+  return -1;
 }
 
 /* One connection until the check ends, it fails or the deadline passes.
@@ -392,7 +336,14 @@ static int greet(client_t *cl) {
  * welcome). */
 static int session(client_t *cl, double deadline) {
   const client_args_t *a = cl->a;
-  int rc = weft_net_conn_open(a->host, a->port, 0, on_message, cl, &cl->conn);
+  weft_net_client_config_t cc = {.host = a->host,
+                                 .port = a->port,
+                                 .sessions = 1,
+                                 .max_entities = 1u << 20,
+                                 .manual_ack = true,
+                                 .on_packet = on_packet,
+                                 .user = cl};
+  int rc = weft_net_client_new(&cc, &cl->set);
   if (rc) {
     fprintf(stderr, "weft-client: cannot connect to %s:%u: %s\n", a->host,
             a->port, weft_strerror(rc));
@@ -402,27 +353,28 @@ static int session(client_t *cl, double deadline) {
     fprintf(stderr, "weft-client: %s\n", weft_strerror(rc));
     return 1;
   }
-  while (cl->result < 0 && now_s() < deadline) {
-    rc = weft_net_conn_run(cl->conn, 50);
-    if (rc < 0) {
-      const char *why = weft_net_conn_error(cl->conn);
+  weft_net_client_state_t st;
+  while (now_s() < deadline) {
+    weft_net_client_run(cl->set, 50);
+    weft_net_client_state(cl->set, 0, &st);
+    int v = a->abuse ? -1 : verdict(&st);
+    if (v >= 0)
+      return v;
+    if (st.status < 0) {
+      const char *why = weft_net_client_error(cl->set, 0);
       if (a->abuse) {
         printf("weft-client: closed as expected (%s)\n", why);
         return 0;
       }
       fprintf(stderr,
-              "weft-client: connection lost: %s (%u packets applied, %d "
+              "weft-client: connection lost: %s (%u packets applied, %u "
               "digest requests)\n",
-              why, cl->applied, cl->asked);
-      return cl->welcomed ? 1 : -1;
+              why, st.packets, st.asked);
+      return st.welcomed ? 1 : -1;
     }
   }
-  if (cl->result < 0) {
-    fprintf(stderr, "weft-client: timed out (%u packets applied)\n",
-            cl->applied);
-    return 1;
-  }
-  return cl->result;
+  fprintf(stderr, "weft-client: timed out (%u packets applied)\n", cl->applied);
+  return 1;
 }
 
 int main(int argc, char **argv) {
@@ -433,11 +385,9 @@ int main(int argc, char **argv) {
   double t0 = now_s();
   double deadline = t0 + a.timeout;
   for (;;) {
-    client_t cl = {
-        .a = &a, .rng = a.seed * 0x9e3779b97f4a7c15ull | 1, .result = -1};
+    client_t cl = {.a = &a, .rng = a.seed * 0x9e3779b97f4a7c15ull | 1};
     rc = session(&cl, deadline);
-    weft_net_conn_close(cl.conn);
-    weft_net_mirror_free(cl.mirror);
+    weft_net_client_free(cl.set);
     if (rc >= 0)
       return rc;
     if (now_s() - t0 >= a.retry || now_s() >= deadline)

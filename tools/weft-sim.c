@@ -121,11 +121,11 @@ static void usage(FILE *f) {
       "                    same --scenario, --entities and --seed; --ticks\n"
       "                    more ticks run after it\n"
       "  --mpi             run distributed over MPI ranks (implied under\n"
-      "                    mpirun): particles and boids; prints one line\n"
+      "                    mpirun): every scenario; prints one line\n"
       "                    per rank and the global digest; there\n"
       "                    --checkpoint and --restore name a distributed\n"
       "                    checkpoint (PREFIX.index, PREFIX.R), which a run\n"
-      "                    on any rank count continues\n"
+      "                    on any rank count continues (particles, boids)\n"
       "  --balance N       with --mpi: move the region cuts by the ranks'\n"
       "                    measured CPU time in their ticks every N ticks\n"
       "                    (prints the tick-time imbalance before and\n"
@@ -951,8 +951,9 @@ int main(int argc, char **argv) {
                "a distributed run checkpoints once, after its ticks");
   if (a.mpi || sim_mpi_launched())
     return sim_mpi_run(&(sim_mpi_args_t){a.kind, a.entities, a.threads, a.ticks,
-                                         a.warmup, a.seed, SIM_DT, a.checkpoint,
-                                         a.restore, a.balance},
+                                         a.warmup, a.seed, SIM_DT, 0, NULL,
+                                         NULL, a.checkpoint, a.restore,
+                                         a.balance},
                        &argc, &argv);
 #else
   if (a.mpi || a.balance)

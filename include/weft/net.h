@@ -34,6 +34,7 @@
 #ifndef WEFT_NET_H
 #define WEFT_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -233,11 +234,12 @@ int weft_net_welcome(const weft_net_t *net, const void **data, size_t *len);
 
 /**
  * Stamps the tick @p tick on every replicated component written since the
- * last dirty clear (and on components added or removed), and rebuilds the
- * grid of replicated entities. Call once per fixed step, after the step's
- * writes and before the dirty clear (a POST_FIXED_UPDATE system). Owner
- * thread, while no system writes. Returns 0 or WEFT_ENOMEM (the world grew
- * and the tables could not).
+ * last dirty clear (and on components added or removed), keeps a copy of
+ * the values it stamped (packets and digests carry the state as of the
+ * last stamp) and rebuilds the grid of replicated entities. Call once per fixed
+ * step, after the step's writes and before the dirty clear (a POST_FIXED_UPDATE
+ * system). Owner thread, while no system writes. Returns 0 or WEFT_ENOMEM (the
+ * world grew and the tables could not).
  */
 int weft_net_stamp(weft_net_t *net, uint64_t tick);
 
@@ -294,9 +296,9 @@ int weft_net_packet(const weft_net_t *net, uint32_t id, const void **data,
                     size_t *len);
 
 /**
- * The digest of session @p id's view as the server has it now: the
- * replicated state of the entities the session knows (learned and not
- * forgotten), order-independent; *@p count receives how many. Owner
+ * The digest of session @p id's view as the server has it: the replicated
+ * state as of the last stamp of the entities the session knows (learned
+ * and not forgotten), order-independent; *@p count receives how many. Owner
  * thread. Returns 0 or WEFT_ESTALE.
  */
 int weft_net_session_digest(const weft_net_t *net, uint32_t id,
@@ -517,6 +519,125 @@ const char *weft_net_conn_error(const weft_net_conn_t *c);
 
 /** Closes the connection and frees it (NULL is a no-op). Owner thread. */
 void weft_net_conn_close(weft_net_conn_t *c);
+
+/* ---- many client sessions in one thread ---------------------------------- */
+
+/** A set of client sessions to one server, sharing one libwebsockets
+ * context and serviced by one thread: each session is a WebSocket
+ * connection with its own mirror (weft_net_mirror_t), acknowledged
+ * packets and an optional check of its mirror against the server's view
+ * digest. weft-client runs one; weft-bench's net/load row a thousand.
+ * Opaque. */
+typedef struct weft_net_client_t weft_net_client_t;
+
+/** Called after each packet a session applied (@p tick: the packet's),
+ * from inside weft_net_client_run(). A nonzero return closes that
+ * session. */
+typedef int (*weft_net_client_packet_fn)(void *user, uint32_t session,
+                                         uint64_t tick);
+
+/** Client set settings; zero means the default for every field. */
+typedef struct weft_net_client_config_t {
+  const char *host;      /**< the server's address; NULL: "127.0.0.1" */
+  uint16_t port;         /**< the server's port, required */
+  uint32_t sessions;     /**< connections, 1..65535 */
+  uint32_t max_entities; /**< per mirror; 0: 65536 */
+  uint32_t max_message;  /**< longest server message; 0: WEFT_NET_MAX_PACKET */
+  /** When true the set does not acknowledge packets: the callback does,
+   * through weft_net_client_send() (weft-client's damaged acks). */
+  bool manual_ack;
+  weft_net_client_packet_fn on_packet; /**< NULL: none */
+  void *user;                          /**< passed to on_packet */
+} weft_net_client_config_t;
+
+/** Where a session's view check stands (weft_net_client_check()). */
+typedef enum weft_net_check_t {
+  WEFT_NET_CHECK_NONE = 0,    /**< not asked */
+  WEFT_NET_CHECK_PENDING = 1, /**< asked, no conclusive reply yet */
+  WEFT_NET_CHECK_MATCH = 2,   /**< the mirror equals the server's view */
+  WEFT_NET_CHECK_DIFFER = 3,  /**< it did not, after retries */
+} weft_net_check_t;
+
+/** A session's state, copied by weft_net_client_state(). */
+typedef struct weft_net_client_state_t {
+  int32_t status;   /**< 0 connecting, 1 open, WEFT_EIO closed or failed */
+  bool welcomed;    /**< the welcome arrived (the mirror exists) */
+  uint32_t packets; /**< packets applied */
+  uint64_t bytes;   /**< bytes of the packets applied */
+  uint64_t tick;    /**< the newest packet's tick (0: none) */
+  uint32_t check;   /**< a weft_net_check_t */
+  uint32_t asked;   /**< digest requests sent by the check */
+  uint64_t digest;  /**< MATCH, DIFFER: the mirror's digest */
+  uint32_t count;   /**< ... over this many entities */
+  uint64_t server_digest; /**< MATCH, DIFFER: the server's */
+  uint32_t server_count;  /**< ... over this many */
+} weft_net_client_state_t;
+
+/**
+ * Opens cfg->sessions connections to ws://host:port/ (they complete
+ * inside weft_net_client_run()). Sends nothing: say HELLO and set a view
+ * with weft_net_client_send(). The welcome creates each session's
+ * mirror; every packet after it is applied and (unless manual_ack)
+ * acknowledged. *out is the caller's, freed with weft_net_client_free();
+ * the thread that calls this owns the set. Returns 0, WEFT_EINVAL,
+ * WEFT_EIO (also: built without libwebsockets) or WEFT_ENOMEM.
+ */
+int weft_net_client_new(const weft_net_client_config_t *cfg,
+                        weft_net_client_t **out);
+
+/**
+ * Does the set's I/O for @p wait_ms milliseconds (0: what is ready):
+ * connects, writes queued messages, applies received packets and
+ * advances the view checks. Returns the sessions open (connected and not
+ * closed), or WEFT_EINVAL. Owner thread.
+ */
+int weft_net_client_run(weft_net_client_t *c, uint32_t wait_ms);
+
+/**
+ * Queues message @p m for session @p session (written by the next run).
+ * Owner thread. Returns 0, WEFT_EINVAL (a bad message or index),
+ * WEFT_EIO (the session is closed) or WEFT_ELIMIT (64 messages wait).
+ */
+int weft_net_client_send(weft_net_client_t *c, uint32_t session,
+                         const weft_net_client_msg_t *m);
+
+/**
+ * Queues raw bytes (1..256) for session @p session: a hostile client's
+ * malformed or oversized messages, for the server's tests. Owner thread.
+ * Returns as weft_net_client_send().
+ */
+int weft_net_client_send_raw(weft_net_client_t *c, uint32_t session,
+                             const void *bytes, size_t len);
+
+/**
+ * Starts session @p session's view check: it asks the server for the
+ * digest of its view, and once a reply newer than the request arrives,
+ * compares it with its mirror's (MATCH). A reply that differs (items
+ * still waiting for room in later packets) or none within 30 packets
+ * asks again, up to 5 times, then the check says DIFFER. Owner thread.
+ * Returns 0, WEFT_EINVAL or WEFT_EIO (closed, or no welcome yet).
+ */
+int weft_net_client_check(weft_net_client_t *c, uint32_t session);
+
+/** Copies session @p session's state. Owner thread. Returns 0 or
+ * WEFT_EINVAL. */
+int weft_net_client_state(const weft_net_client_t *c, uint32_t session,
+                          weft_net_client_state_t *out);
+
+/** Session @p session's mirror, NULL before the welcome (or for a bad
+ * index). Owned by the set, valid until weft_net_client_free(). Owner
+ * thread. */
+const weft_net_mirror_t *weft_net_client_mirror(const weft_net_client_t *c,
+                                                uint32_t session);
+
+/** Why session @p session closed ("" while open; the server's reason when
+ * it gave one). Points into the set, valid until weft_net_client_free().
+ * Owner thread. */
+const char *weft_net_client_error(const weft_net_client_t *c, uint32_t session);
+
+/** Closes every connection and frees the set (NULL is a no-op). Owner
+ * thread. */
+void weft_net_client_free(weft_net_client_t *c);
 
 #ifdef __cplusplus
 }

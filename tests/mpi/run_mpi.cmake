@@ -6,7 +6,8 @@
 #         -DWEFT_ARGS="ENTITIES;TICKS;SEED" -DWEFT_RANKS=1,2,3,4
 #         -DWEFT_THREADS=1,2 [-DWEFT_EXPECT=digest|digest_any|empty|balanced|restart|error]
 #         [-DWEFT_ERROR=regex] [-DWEFT_MPI_FLAGS=--bind-to,core]
-#         [-DWEFT_STYLE=sim] [-DWEFT_DIR=scratch dir] -P run_mpi.cmake
+#         [-DWEFT_STYLE=sim] [-DWEFT_DIR=scratch dir] [-DWEFT_MATCH=regex]
+#         -P run_mpi.cmake
 #
 # WEFT_STYLE=sim runs weft-sim (--scenario S --entities E ...) instead of
 # the positional arguments of mpi_sim; WEFT_EXTRA (a comma list) is added
@@ -30,8 +31,13 @@
 # error:  every rank prints the same error line, matching WEFT_ERROR.
 # restart: see below; with WEFT_DAMAGE=ON it then damages the checkpoint
 #         (the index replaced by text, the index truncated inside its
-#         state, a rank file truncated, a rank file gone) and checks that every rank of a
-#         restore prints the same error, and that none hangs.
+#         state, a rank file truncated, a rank file gone) and checks that
+#         every rank of a restore prints the same error, and that none
+#         hangs.
+# WEFT_MATCH (any expectation but error and restart): the output of every
+#         run on more than one rank matches it (what the test set up
+#         happened there).
+
 foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
             WEFT_THREADS)
   if(NOT DEFINED ${var})
@@ -236,6 +242,10 @@ foreach(n IN LISTS ranks)
       if(NOT near_count EQUAL n)
         message(FATAL_ERROR "${cmd_text}: a rank took the far round:\n${out}")
       endif()
+    endif()
+    if(WEFT_MATCH AND n GREATER 1 AND NOT out MATCHES "${WEFT_MATCH}")
+      message(FATAL_ERROR "${cmd_text}: the output does not match "
+                          "'${WEFT_MATCH}':\n${out}")
     endif()
     if(WEFT_EXPECT STREQUAL "empty" AND n GREATER 1 AND
        NOT out MATCHES "local 0 ")
