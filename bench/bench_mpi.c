@@ -49,6 +49,7 @@
 #include <weft/mpi.h>
 
 #include "harness.h"
+#include "mpi_ranks.h"
 #include "mpi/dist.h" /* the exchange's message sizes, for the baseline */
 
 enum { OWNED = 20000 };
@@ -71,41 +72,6 @@ typedef struct halo_state_t {
   MPI_Request reqs[16];
 } halo_state_t;
 
-static void finish_mpi(void) {
-  int done = 0;
-  MPI_Finalized(&done);
-  if (!done)
-    MPI_Finalize();
-}
-
-/* MPI_Init once, if this process has not already; quiet ranks above 0. */
-static void start_mpi(void) {
-  int up = 0;
-  MPI_Initialized(&up);
-  if (up)
-    return;
-  MPI_Init(NULL, NULL);
-  atexit(finish_mpi);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0 && (!freopen("/dev/null", "w", stdout) ||
-                    !freopen("/dev/null", "w", stderr)))
-    bench_die("silencing a rank", WEFT_EIO);
-}
-
-/* The slowest rank's nanoseconds, the same on every rank. */
-static uint64_t slowest(double ns) {
-  double all = 0;
-  MPI_Allreduce(&ns, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return (uint64_t)all;
-}
-
-static uint64_t agreed_reps(uint64_t reps) {
-  uint64_t all = 0;
-  MPI_Allreduce(&reps, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return all;
-}
-
 /* Moves every owned entity one region width right, wrapping. */
 static void shift_all(halo_state_t *s) {
   weft_iter_t it;
@@ -121,14 +87,14 @@ static void shift_all(halo_state_t *s) {
 
 static uint64_t halo_weft(void *p, uint64_t reps) {
   halo_state_t *s = p;
-  reps = agreed_reps(reps);
+  reps = bench_mpi_agreed_reps(reps);
   double t0 = bench_now_ns();
   for (uint64_t r = 0; r < reps; r++) {
     if (s->movers)
       shift_all(s);
     bench_check(weft_mpi_exchange(s->mpi), "weft_mpi_exchange");
   }
-  return slowest(bench_now_ns() - t0);
+  return bench_mpi_slowest(bench_now_ns() - t0);
 }
 
 /* Receives the 2 x nbr_n messages of one round as they arrive. */
@@ -158,7 +124,7 @@ static void raw_receive(halo_state_t *s) {
 static uint64_t halo_raw(void *p, uint64_t reps) {
   halo_state_t *s = p;
   uint32_t n = s->nbr_n;
-  reps = agreed_reps(reps);
+  reps = bench_mpi_agreed_reps(reps);
   double t0 = bench_now_ns();
   for (uint64_t k = 0; k < reps; k++) {
     uint64_t flags[2] = {UINT64_MAX, 1}, all[2];
@@ -174,7 +140,7 @@ static uint64_t halo_raw(void *p, uint64_t reps) {
     int v = 0, verdict = 0;
     MPI_Allreduce(&v, &verdict, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   }
-  return slowest(bench_now_ns() - t0);
+  return bench_mpi_slowest(bench_now_ns() - t0);
 }
 
 /* Spawns this rank's entities, evenly over its region. */
@@ -330,11 +296,11 @@ static void overlap_side(halo_state_t *s, bool split) {
 
 static uint64_t overlap_tick(void *p, uint64_t reps) {
   halo_state_t *s = p;
-  reps = agreed_reps(reps);
+  reps = bench_mpi_agreed_reps(reps);
   double t0 = bench_now_ns();
   for (uint64_t r = 0; r < reps; r++)
     bench_check(weft_mpi_step(s->mpi, 1.0 / 60.0), "weft_mpi_step");
-  return slowest(bench_now_ns() - t0);
+  return bench_mpi_slowest(bench_now_ns() - t0);
 }
 
 static void run_overlap(bench_ctx_t *ctx) {
@@ -368,7 +334,7 @@ void bench_mpi(bench_ctx_t *ctx) {
   int size = 1;
   if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
       getenv("PMIX_RANK")) {
-    start_mpi();
+    bench_mpi_start();
     MPI_Comm_size(MPI_COMM_WORLD, &size);
   }
   if (size < 2) {

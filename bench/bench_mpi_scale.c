@@ -40,6 +40,7 @@
 #include <weft/mpi.h>
 
 #include "harness.h"
+#include "mpi_ranks.h"
 
 #define DT (1.0 / 60.0)
 /* The boids' radius, the grid's cell and the halo that covers it. */
@@ -76,41 +77,6 @@ typedef struct scale_state_t {
   int rank;
 } scale_state_t;
 
-static void finish_mpi(void) {
-  int done = 0;
-  MPI_Finalized(&done);
-  if (!done)
-    MPI_Finalize();
-}
-
-/* MPI_Init once, if this process has not already (bench_mpi.c may have);
- * quiet ranks above 0. */
-static void start_mpi(void) {
-  int up = 0;
-  MPI_Initialized(&up);
-  if (up)
-    return;
-  MPI_Init(NULL, NULL);
-  atexit(finish_mpi);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0 && (!freopen("/dev/null", "w", stdout) ||
-                    !freopen("/dev/null", "w", stderr)))
-    bench_die("silencing a rank", WEFT_EIO);
-}
-
-static uint64_t slowest(double ns) {
-  double all = 0;
-  MPI_Allreduce(&ns, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return (uint64_t)all;
-}
-
-static uint64_t agreed_reps(uint64_t reps) {
-  uint64_t all = 0;
-  MPI_Allreduce(&reps, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return all;
-}
-
 /* Waits for every rank without spinning: a rank that waits here leaves
  * its core to the one that works. */
 static void idle_barrier(void) {
@@ -126,16 +92,16 @@ static void idle_barrier(void) {
 
 static uint64_t scale_dist(void *p, uint64_t reps) {
   scale_state_t *s = p;
-  reps = agreed_reps(reps);
+  reps = bench_mpi_agreed_reps(reps);
   double t0 = bench_now_ns();
   for (uint64_t r = 0; r < reps; r++)
     bench_check(weft_mpi_step(s->dist.mpi, DT), "weft_mpi_step");
-  return slowest(bench_now_ns() - t0);
+  return bench_mpi_slowest(bench_now_ns() - t0);
 }
 
 static uint64_t scale_one(void *p, uint64_t reps) {
   scale_state_t *s = p;
-  reps = agreed_reps(reps);
+  reps = bench_mpi_agreed_reps(reps);
   idle_barrier();
   double t0 = bench_now_ns(), ns = 0;
   if (s->rank == 0) {
@@ -144,7 +110,7 @@ static uint64_t scale_one(void *p, uint64_t reps) {
     ns = bench_now_ns() - t0;
   }
   idle_barrier();
-  return slowest(ns);
+  return bench_mpi_slowest(ns);
 }
 
 /* A uniform float in [0, 1) for entity k, draw n. */
@@ -292,7 +258,7 @@ void bench_mpi_scale(bench_ctx_t *ctx) {
                     "1 to 4)\n");
     return;
   }
-  start_mpi();
+  bench_mpi_start();
   int size = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
