@@ -75,6 +75,25 @@ void sim_arena_mpi_digest(const sim_arena_mpi_t *a, uint64_t *hash,
 /* This rank's figures. Owner thread. */
 void sim_arena_mpi_stats(const sim_arena_mpi_t *a, sim_arena_stats_t *out);
 
+/*
+ * Sums every rank's figures on rank 0 for the checkpoint's arena section
+ * (the squads and the figures, registered by sim_arena_mpi_new() and
+ * written by rank 0 into the index). Call just before
+ * weft_mpi_checkpoint(). Collective. Returns 0 or WEFT_EIO.
+ */
+int sim_arena_mpi_checkpoint_prepare(sim_arena_mpi_t *a);
+
+/*
+ * After weft_mpi_restore() succeeded: 0 when every rank loaded the
+ * arena's section, else WEFT_EFORMAT with a message naming
+ * PREFIX.index (on every rank). Collective.
+ */
+int sim_arena_mpi_restored(sim_arena_mpi_t *a, const char *prefix);
+
+/* Why the arena's section of a checkpoint was refused ("" when it was
+ * not); the driver's, valid until sim_arena_mpi_free(). Owner thread. */
+const char *sim_arena_mpi_refused(const sim_arena_mpi_t *a);
+
 /* Frees the driver's buffers and communicator (the system stays
  * registered: call it after the last tick). Collective. NULL is a no-op. */
 void sim_arena_mpi_free(sim_arena_mpi_t *a);
