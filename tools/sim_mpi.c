@@ -195,6 +195,11 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
     rc = weft_mpi_restore(mpi, a->restore);
   if (!rc && a->restore && arena)
     rc = sim_arena_mpi_restored(arena, a->restore);
+  if (!rc && a->restore && arena) {
+    int mine = sim_arena_mpi_relink(arena), worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    rc = mine ? mine : worst;
+  }
   double before = 0;
   for (uint32_t t = 0; t < a->warmup + a->ticks && !rc; t++) {
     rc = weft_mpi_step(mpi, a->dt);

@@ -459,6 +459,72 @@ static int ck_load(weft_world_t *w, void *user, const void *data, size_t n) {
   return rc;
 }
 
+/* A turret's key and handle, sorted by key for relink(). */
+typedef struct keyed_t {
+  uint64_t key;
+  weft_entity_t e;
+} keyed_t;
+
+static int by_key(const void *x, const void *y) {
+  return by_u64(&((const keyed_t *)x)->key, &((const keyed_t *)y)->key);
+}
+
+/* Lists the owned turrets by key into *out (malloc'd; *n of them). */
+static int list_turrets(sim_arena_mpi_t *a, keyed_t **out, uint32_t *n) {
+  const weft_std_t *d = &a->scene->std;
+  weft_query_desc_t qd = {.include = {d->spawner, d->key},
+                          .exclude = {d->ghost}};
+  weft_query_t *q = NULL;
+  int rc = weft_query_create(a->scene->world, &qd, &q);
+  uint32_t cap = rc ? 0 : weft_query_count(q), k = 0;
+  keyed_t *t = malloc((cap ? cap : 1) * sizeof *t);
+  rc = rc ? rc : t ? 0 : WEFT_ENOMEM;
+  weft_iter_t it;
+  for (weft_query_iter(q, &it); !rc && weft_iter_next(&it);) {
+    const weft_key_t *key = weft_iter_column_of(&it, d->key);
+    for (uint32_t i = 0; i < it.count && k < cap; i++, k++)
+      t[k] = (keyed_t){key[i].id, it.entities[i]};
+  }
+  weft_query_destroy(q);
+  if (rc) {
+    free(t);
+    return rc;
+  }
+  qsort(t, k, sizeof *t, by_key);
+  *out = t;
+  *n = k;
+  return 0;
+}
+
+int sim_arena_mpi_relink(sim_arena_mpi_t *a) {
+  const sim_scene_t *s = a->scene;
+  keyed_t *t = NULL;
+  uint32_t nt = 0;
+  int rc = list_turrets(a, &t, &nt);
+  uint32_t most = rc ? 0 : weft_query_count(a->shots), n = 0;
+  weft_entity_t *to = malloc((most ? most : 1) * sizeof *to);
+  if (!rc && (!to || todo_reserve(a, most)))
+    rc = WEFT_ENOMEM;
+  weft_iter_t it;
+  for (weft_query_iter(a->shots, &it); !rc && weft_iter_next(&it);) {
+    const uint64_t *owner = weft_iter_column_of(&it, s->owner);
+    for (uint32_t i = 0; i < it.count && n < most; i++) {
+      keyed_t want = {owner[i], 0};
+      const keyed_t *hit = bsearch(&want, t, nt, sizeof *t, by_key);
+      if (hit) {
+        a->todo[n] = it.entities[i];
+        to[n++] = hit->e;
+      }
+    }
+  }
+  /* Edges change the projectiles' archetypes: added after the walk. */
+  for (uint32_t i = 0; i < n && !rc; i++)
+    rc = weft_relation_add(s->world, a->todo[i], s->std.owned_by, to[i], NULL);
+  free(t);
+  free(to);
+  return rc;
+}
+
 static int register_section(sim_arena_mpi_t *a) {
   weft_snapshot_section_desc_t d = {.name = "sim.mpi.arena",
                                     .save = ck_save,

@@ -90,6 +90,15 @@ int sim_arena_mpi_checkpoint_prepare(sim_arena_mpi_t *a);
  */
 int sim_arena_mpi_restored(sim_arena_mpi_t *a, const char *prefix);
 
+/*
+ * After a restore: links each owned projectile to its turret by an
+ * OwnedBy edge where this rank owns the turret too, as the spawner had
+ * (edges are not in a checkpoint), so that a turret's death cascades to
+ * them as in an uninterrupted run; the others go by key. Owner thread,
+ * between ticks. Returns 0, WEFT_ENOMEM or a relation's error.
+ */
+int sim_arena_mpi_relink(sim_arena_mpi_t *a);
+
 /* Why the arena's section of a checkpoint was refused ("" when it was
  * not); the driver's, valid until sim_arena_mpi_free(). Owner thread. */
 const char *sim_arena_mpi_refused(const sim_arena_mpi_t *a);
