@@ -476,20 +476,21 @@ static int list_turrets(sim_arena_mpi_t *a, keyed_t **out, uint32_t *n) {
                           .exclude = {d->ghost}};
   weft_query_t *q = NULL;
   int rc = weft_query_create(a->scene->world, &qd, &q);
-  uint32_t cap = rc ? 0 : weft_query_count(q), k = 0;
+  if (rc)
+    return rc;
+  uint32_t cap = weft_query_count(q), k = 0;
   keyed_t *t = malloc((cap ? cap : 1) * sizeof *t);
-  rc = rc ? rc : t ? 0 : WEFT_ENOMEM;
+  if (!t) {
+    weft_query_destroy(q);
+    return WEFT_ENOMEM;
+  }
   weft_iter_t it;
-  for (weft_query_iter(q, &it); !rc && weft_iter_next(&it);) {
+  for (weft_query_iter(q, &it); weft_iter_next(&it);) {
     const weft_key_t *key = weft_iter_column_of(&it, d->key);
     for (uint32_t i = 0; i < it.count && k < cap; i++, k++)
       t[k] = (keyed_t){key[i].id, it.entities[i]};
   }
   weft_query_destroy(q);
-  if (rc) {
-    free(t);
-    return rc;
-  }
   qsort(t, k, sizeof *t, by_key);
   *out = t;
   *n = k;
@@ -499,14 +500,19 @@ static int list_turrets(sim_arena_mpi_t *a, keyed_t **out, uint32_t *n) {
 int sim_arena_mpi_relink(sim_arena_mpi_t *a) {
   const sim_scene_t *s = a->scene;
   keyed_t *t = NULL;
-  uint32_t nt = 0;
+  uint32_t nt = 0, n = 0;
   int rc = list_turrets(a, &t, &nt);
-  uint32_t most = rc ? 0 : weft_query_count(a->shots), n = 0;
+  if (rc)
+    return rc;
+  uint32_t most = weft_query_count(a->shots);
   weft_entity_t *to = malloc((most ? most : 1) * sizeof *to);
-  if (!rc && (!to || todo_reserve(a, most)))
-    rc = WEFT_ENOMEM;
+  if (!to || todo_reserve(a, most)) {
+    free(t);
+    free(to);
+    return WEFT_ENOMEM;
+  }
   weft_iter_t it;
-  for (weft_query_iter(a->shots, &it); !rc && weft_iter_next(&it);) {
+  for (weft_query_iter(a->shots, &it); weft_iter_next(&it);) {
     const uint64_t *owner = weft_iter_column_of(&it, s->owner);
     for (uint32_t i = 0; i < it.count && n < most; i++) {
       keyed_t want = {owner[i], 0};
