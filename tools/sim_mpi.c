@@ -21,9 +21,10 @@
  *
  * --restore PREFIX starts from a distributed checkpoint instead (the
  * scene is built for its systems, its entities dropped); --checkpoint
- * PREFIX writes one after the ticks (particles and boids: the arena's
- * squads and key-based relations are not in a checkpoint yet, so it
- * refuses both). --balance N moves the cuts by the ranks' measured CPU
+ * PREFIX writes one after the ticks. The arena's squads (positionless, on
+ * rank 0) and figures travel in the index as its registered section
+ * "sim.mpi.arena" (tools/sim_mpi_arena.c); a restore whose index lacks
+ * it fails on every rank. --balance N moves the cuts by the ranks' measured CPU
  * time in their ticks every N ticks.
  */
 #include "sim_mpi.h"
@@ -158,12 +159,6 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
       .ghost_count = 2,
       .balance_every = a->balance_every,
       .balance_by = WEFT_MPI_BALANCE_TIME};
-  if (a->kind == SIM_ARENA && (a->checkpoint || a->restore)) {
-    fprintf(stderr, "weft-sim: the distributed arena does not checkpoint "
-                    "yet (particles and boids do)\n");
-    sim_scene_free(&scene);
-    return 1;
-  }
   if (!rc && a->kind == SIM_ARENA)
     rc = sim_arena_case_apply(&scene, (sim_arena_case_t)a->arena_case);
   if (!rc && a->kind == SIM_ARENA)
@@ -198,6 +193,13 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
    * checkpoint's, on whatever rank count this is. */
   if (!rc && a->restore)
     rc = weft_mpi_restore(mpi, a->restore);
+  if (!rc && a->restore && arena)
+    rc = sim_arena_mpi_restored(arena, a->restore);
+  if (!rc && a->restore && arena) {
+    int mine = sim_arena_mpi_relink(arena), worst = 0;
+    MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    rc = mine ? mine : worst;
+  }
   double before = 0;
   for (uint32_t t = 0; t < a->warmup + a->ticks && !rc; t++) {
     rc = weft_mpi_step(mpi, a->dt);
@@ -208,6 +210,8 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
     if (t + 1 == a->balance_every)
       before = st.tick_s;
   }
+  if (!rc && a->checkpoint && arena)
+    rc = sim_arena_mpi_checkpoint_prepare(arena);
   if (!rc && a->checkpoint)
     rc = weft_mpi_checkpoint(mpi, a->checkpoint);
   weft_mpi_digest_t d = {0};
@@ -222,8 +226,10 @@ static int run(const sim_mpi_args_t *a, weft_world_t *w) {
     d.local += n;
   }
   if (rc)
-    fprintf(stderr, "weft-sim: rank %u: %s\n", weft_mpi_rank(mpi),
-            weft_world_last_error(w));
+    fprintf(stderr, "weft-sim: rank %u: %s%s%s\n", weft_mpi_rank(mpi),
+            weft_world_last_error(w),
+            arena && *sim_arena_mpi_refused(arena) ? ": " : "",
+            arena ? sim_arena_mpi_refused(arena) : "");
   if (!rc) {
     weft_mpi_stats_t st;
     weft_mpi_stats(mpi, &st);

@@ -46,9 +46,21 @@
  * sized at creation (the turret and squad counts are fixed: every rank
  * built the whole scene) or grow geometrically, so steady steps allocate
  * nothing.
+ *
+ * A distributed checkpoint carries entities with a position and the
+ * world's registered snapshot sections as rank 0 has them. The squads
+ * have no position and the figures are this driver's, so the driver
+ * registers the section "sim.mpi.arena": the squads (alive, members, age)
+ * and the figures summed over the ranks, written by rank 0 into the
+ * checkpoint's index. A restore gives the section to every rank; rank 0
+ * writes it back into its squads (built afresh with the scene) and
+ * disbands those that had disbanded. The OwnedBy edges are not saved
+ * (edges name handles): after a restart every projectile of a dead turret
+ * goes by its key, and the digest is the same.
  */
 #include "sim_mpi_arena.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +81,9 @@ struct sim_arena_mpi_t {
   weft_entity_t *todo;   /* entities to stamp or despawn after a walk */
   uint32_t todo_cap;
   sim_arena_stats_t stats;
+  sim_arena_stats_t totals; /* every rank's, on rank 0 (checkpoint) */
+  bool restored;            /* a checkpoint's arena section was loaded */
+  char why[160];            /* why a checkpoint's section was refused */
 };
 
 /* ---- test set-ups -------------------------------------------------------- */
@@ -337,6 +352,194 @@ static int arena_run(weft_sysctx_t *ctx, const weft_iter_t *none) {
   return squads(a, w, rc);
 }
 
+/* ---- the checkpoint section -----------------------------------------------
+ */
+
+/* The section's layout: this header, then per squad (by index) three
+ * uint32_t: alive (0 or 1), members, age in fixed steps. */
+#define ARENA_CK_MAGIC 0x31414b43u /* "CKA1" */
+typedef struct arena_ck_head_t {
+  uint32_t magic, squads;
+  uint64_t turrets_died, orphans, squads_disbanded;
+} arena_ck_head_t;
+
+static int ck_put_u32(weft_snapshot_out_t *out, uint32_t v) {
+  return weft_snapshot_put(out, &v, sizeof v);
+}
+
+/* Rank 0's squads and the figures (sim_arena_mpi_checkpoint_prepare()
+ * summed them here). Only rank 0 writes the index, so only its save runs
+ * in a distributed checkpoint. */
+static int ck_save(weft_world_t *w, void *user, weft_snapshot_out_t *out) {
+  sim_arena_mpi_t *a = user;
+  const sim_scene_t *s = a->scene;
+  arena_ck_head_t h = {ARENA_CK_MAGIC, s->squad_count, a->totals.turrets_died,
+                       a->totals.orphans, a->totals.squads_disbanded};
+  int rc = weft_snapshot_put(out, &h, sizeof h);
+  for (uint32_t i = 0; i < s->squad_count && !rc; i++) {
+    const squad_t *sq = weft_is_alive(w, s->squads[i])
+                            ? weft_get(w, s->squads[i], s->squad)
+                            : NULL;
+    rc = ck_put_u32(out, sq != NULL);
+    if (!rc)
+      rc = ck_put_u32(out, sq ? sq->members : 0);
+    if (!rc)
+      rc = ck_put_u32(out, sq ? sq->ticks : 0);
+  }
+  return rc;
+}
+
+/* Checks the bytes against this scene before anything changes; the
+ * reason goes to a->why (the load's own message is generic). Every rank
+ * checks the same bytes, so every rank refuses them alike. */
+static int ck_check(const weft_world_t *w, void *user, const void *data,
+                    size_t n) {
+  (void)w;
+  sim_arena_mpi_t *a = user;
+  const uint32_t ns = a->scene->squad_count;
+  arena_ck_head_t h;
+  a->why[0] = '\0';
+  if (n < sizeof h) {
+    snprintf(a->why, sizeof a->why, "the arena section is truncated");
+    return WEFT_EFORMAT;
+  }
+  memcpy(&h, data, sizeof h);
+  if (h.magic != ARENA_CK_MAGIC || n != sizeof h + (size_t)h.squads * 12) {
+    snprintf(a->why, sizeof a->why, "the arena section is damaged");
+    return WEFT_EFORMAT;
+  }
+  if (h.squads != ns) {
+    snprintf(a->why, sizeof a->why,
+             "the arena section holds %u squads, this scene %u (another "
+             "--entities or --seed?)",
+             h.squads, ns);
+    return WEFT_EFORMAT;
+  }
+  const uint8_t *p = (const uint8_t *)data + sizeof h;
+  for (uint32_t i = 0; i < ns; i++, p += 12) {
+    uint32_t v[3];
+    memcpy(v, p, sizeof v);
+    if (v[0] > 1 || (!v[0] && (v[1] || v[2]))) {
+      snprintf(a->why, sizeof a->why,
+               "the arena section's squad %u is "
+               "damaged",
+               i);
+      return WEFT_EFORMAT;
+    }
+  }
+  return 0;
+}
+
+/* Rank 0 writes the squads back and takes the figures; every rank notes
+ * that the section was there. Checked already: nothing here fails but a
+ * despawn, which a live squad's handle does not. */
+static int ck_load(weft_world_t *w, void *user, const void *data, size_t n) {
+  (void)n;
+  sim_arena_mpi_t *a = user;
+  const sim_scene_t *s = a->scene;
+  arena_ck_head_t h;
+  memcpy(&h, data, sizeof h);
+  a->restored = true;
+  if (a->rank != 0)
+    return 0;
+  a->stats = (sim_arena_stats_t){h.turrets_died, h.orphans, h.squads_disbanded};
+  const uint8_t *p = (const uint8_t *)data + sizeof h;
+  int rc = 0;
+  for (uint32_t i = 0; i < s->squad_count && !rc; i++, p += 12) {
+    uint32_t v[3];
+    memcpy(v, p, sizeof v);
+    squad_t *sq = weft_is_alive(w, s->squads[i])
+                      ? weft_get_mut(w, s->squads[i], s->squad)
+                      : NULL;
+    if (sq && v[0])
+      *sq = (squad_t){v[1], v[2]};
+    else if (sq)
+      rc = weft_despawn(w, s->squads[i]);
+  }
+  return rc;
+}
+
+/* A turret's key and handle, sorted by key for relink(). */
+typedef struct keyed_t {
+  uint64_t key;
+  weft_entity_t e;
+} keyed_t;
+
+static int by_key(const void *x, const void *y) {
+  return by_u64(&((const keyed_t *)x)->key, &((const keyed_t *)y)->key);
+}
+
+/* Lists the owned turrets by key into *out (malloc'd; *n of them). */
+static int list_turrets(sim_arena_mpi_t *a, keyed_t **out, uint32_t *n) {
+  const weft_std_t *d = &a->scene->std;
+  weft_query_desc_t qd = {.include = {d->spawner, d->key},
+                          .exclude = {d->ghost}};
+  weft_query_t *q = NULL;
+  int rc = weft_query_create(a->scene->world, &qd, &q);
+  if (rc)
+    return rc;
+  uint32_t cap = weft_query_count(q), k = 0;
+  keyed_t *t = malloc((cap ? cap : 1) * sizeof *t);
+  if (!t) {
+    weft_query_destroy(q);
+    return WEFT_ENOMEM;
+  }
+  weft_iter_t it;
+  for (weft_query_iter(q, &it); weft_iter_next(&it);) {
+    const weft_key_t *key = weft_iter_column_of(&it, d->key);
+    for (uint32_t i = 0; i < it.count && k < cap; i++, k++)
+      t[k] = (keyed_t){key[i].id, it.entities[i]};
+  }
+  weft_query_destroy(q);
+  qsort(t, k, sizeof *t, by_key);
+  *out = t;
+  *n = k;
+  return 0;
+}
+
+int sim_arena_mpi_relink(sim_arena_mpi_t *a) {
+  const sim_scene_t *s = a->scene;
+  keyed_t *t = NULL;
+  uint32_t nt = 0, n = 0;
+  int rc = list_turrets(a, &t, &nt);
+  if (rc)
+    return rc;
+  uint32_t most = weft_query_count(a->shots);
+  weft_entity_t *to = malloc((most ? most : 1) * sizeof *to);
+  if (!to || todo_reserve(a, most)) {
+    free(t);
+    free(to);
+    return WEFT_ENOMEM;
+  }
+  weft_iter_t it;
+  for (weft_query_iter(a->shots, &it); weft_iter_next(&it);) {
+    const uint64_t *owner = weft_iter_column_of(&it, s->owner);
+    for (uint32_t i = 0; i < it.count && n < most; i++) {
+      keyed_t want = {owner[i], 0};
+      const keyed_t *hit = bsearch(&want, t, nt, sizeof *t, by_key);
+      if (hit) {
+        a->todo[n] = it.entities[i];
+        to[n++] = hit->e;
+      }
+    }
+  }
+  /* Edges change the projectiles' archetypes: added after the walk. */
+  for (uint32_t i = 0; i < n && !rc; i++)
+    rc = weft_relation_add(s->world, a->todo[i], s->std.owned_by, to[i], NULL);
+  free(t);
+  free(to);
+  return rc;
+}
+
+static int register_section(sim_arena_mpi_t *a) {
+  weft_snapshot_section_desc_t d = {.name = "sim.mpi.arena",
+                                    .save = ck_save,
+                                    .check = ck_check,
+                                    .load = ck_load,
+                                    .user = a};
+  return weft_snapshot_section_register(a->scene->world, &d);
+}
+
 /* ---- life cycle ---------------------------------------------------------- */
 
 static int make_queries(sim_arena_mpi_t *a) {
@@ -428,6 +631,8 @@ int sim_arena_mpi_new(sim_scene_t *s, MPI_Comm comm, weft_mpi_config_t *mc,
     rc = make_queries(a);
   if (!rc)
     rc = register_system(a);
+  if (!rc)
+    rc = register_section(a);
   if (rc) {
     sim_arena_mpi_free(a);
     return rc;
@@ -462,6 +667,33 @@ void sim_arena_mpi_digest(const sim_arena_mpi_t *a, uint64_t *hash,
 
 void sim_arena_mpi_stats(const sim_arena_mpi_t *a, sim_arena_stats_t *out) {
   *out = a->stats;
+}
+
+int sim_arena_mpi_checkpoint_prepare(sim_arena_mpi_t *a) {
+  uint64_t mine[3] = {a->stats.turrets_died, a->stats.orphans,
+                      a->stats.squads_disbanded},
+           all[3] = {0, 0, 0};
+  if (MPI_Reduce(mine, all, 3, MPI_UINT64_T, MPI_SUM, 0, a->comm))
+    return WEFT_EIO;
+  a->totals = (sim_arena_stats_t){all[0], all[1], all[2]};
+  return 0;
+}
+
+int sim_arena_mpi_restored(sim_arena_mpi_t *a, const char *prefix) {
+  int mine = a->restored, all = 0;
+  if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, a->comm))
+    return WEFT_EIO;
+  if (all)
+    return 0;
+  return weft_world_fail(a->scene->world, WEFT_EFORMAT,
+                         "%s.index holds no arena section "
+                         "(sim.mpi.arena): not a checkpoint of the "
+                         "distributed arena",
+                         prefix);
+}
+
+const char *sim_arena_mpi_refused(const sim_arena_mpi_t *a) {
+  return a->why;
 }
 
 void sim_arena_mpi_free(sim_arena_mpi_t *a) {

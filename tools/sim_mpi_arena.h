@@ -75,6 +75,34 @@ void sim_arena_mpi_digest(const sim_arena_mpi_t *a, uint64_t *hash,
 /* This rank's figures. Owner thread. */
 void sim_arena_mpi_stats(const sim_arena_mpi_t *a, sim_arena_stats_t *out);
 
+/*
+ * Sums every rank's figures on rank 0 for the checkpoint's arena section
+ * (the squads and the figures, registered by sim_arena_mpi_new() and
+ * written by rank 0 into the index). Call just before
+ * weft_mpi_checkpoint(). Collective. Returns 0 or WEFT_EIO.
+ */
+int sim_arena_mpi_checkpoint_prepare(sim_arena_mpi_t *a);
+
+/*
+ * After weft_mpi_restore() succeeded: 0 when every rank loaded the
+ * arena's section, else WEFT_EFORMAT with a message naming
+ * PREFIX.index (on every rank). Collective.
+ */
+int sim_arena_mpi_restored(sim_arena_mpi_t *a, const char *prefix);
+
+/*
+ * After a restore: links each owned projectile to its turret by an
+ * OwnedBy edge where this rank owns the turret too, as the spawner had
+ * (edges are not in a checkpoint), so that a turret's death cascades to
+ * them as in an uninterrupted run; the others go by key. Owner thread,
+ * between ticks. Returns 0, WEFT_ENOMEM or a relation's error.
+ */
+int sim_arena_mpi_relink(sim_arena_mpi_t *a);
+
+/* Why the arena's section of a checkpoint was refused ("" when it was
+ * not); the driver's, valid until sim_arena_mpi_free(). Owner thread. */
+const char *sim_arena_mpi_refused(const sim_arena_mpi_t *a);
+
 /* Frees the driver's buffers and communicator (the system stays
  * registered: call it after the last tick). Collective. NULL is a no-op. */
 void sim_arena_mpi_free(sim_arena_mpi_t *a);

@@ -125,7 +125,7 @@ static void usage(FILE *f) {
       "                    per rank and the global digest; there\n"
       "                    --checkpoint and --restore name a distributed\n"
       "                    checkpoint (PREFIX.index, PREFIX.R), which a run\n"
-      "                    on any rank count continues (particles, boids)\n"
+      "                    on any rank count continues\n"
       "  --balance N       with --mpi: move the region cuts by the ranks'\n"
       "                    measured CPU time in their ticks every N ticks\n"
       "                    (prints the tick-time imbalance before and\n"

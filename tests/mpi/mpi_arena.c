@@ -12,7 +12,9 @@
  * across those cuts: squads split between ranks whose members all die),
  * steady (turrets that never die, and the last 40 ticks must allocate
  * nothing: the world's counters and weft's jemalloc thread counter; exit
- * status 1 otherwise).
+ * status 1 otherwise). A seventh argument save:PREFIX writes a distributed
+ * checkpoint after the ticks, load:PREFIX starts from one (the restart
+ * tests, tests/mpi/run_mpi.cmake's "restart").
  * tests/mpi/run_mpi.cmake checks that 1-4 ranks x 1-2 threads print one
  * digest and, with WEFT_MATCH, that the case happened.
  */
@@ -52,12 +54,14 @@ static void probe(void *user, weft_world_t *w, uint32_t tick) {
 int main(int argc, char **argv) {
   static const char *const cases[] = {"plain", "turrets", "squads", "steady"};
   int kase = -1;
-  for (int k = 0; argc == 6 && k < 4; k++)
+  bool ck = argc == 7 && (strncmp(argv[6], "save:", 5) == 0 ||
+                          strncmp(argv[6], "load:", 5) == 0);
+  for (int k = 0; (argc == 6 || ck) && k < 4; k++)
     if (strcmp(argv[1], cases[k]) == 0)
       kase = k;
   if (kase < 0) {
     fprintf(stderr, "usage: mpi_arena plain|turrets|squads|steady ENTITIES "
-                    "TICKS THREADS SEED\n");
+                    "TICKS THREADS SEED [save:PREFIX|load:PREFIX]\n");
     return 2;
   }
   sim_mpi_args_t a = {.kind = SIM_ARENA,
@@ -67,6 +71,8 @@ int main(int argc, char **argv) {
                       .seed = strtoull(argv[5], NULL, 10),
                       .dt = 1.0 / 60.0,
                       .arena_case = kase == 3 ? SIM_ARENA_FIRING : kase};
+  if (ck)
+    *(argv[6][0] == 's' ? &a.checkpoint : &a.restore) = argv[6] + 5;
   steady_t steady = {0};
   if (kase == 3) {
     steady.last = a.ticks;

@@ -34,6 +34,13 @@
 #         state, a rank file truncated, a rank file gone) and checks that
 #         every rank of a restore prints the same error, and that none
 #         hangs.
+#         With WEFT_AT_ONCE=ON, restores on 1 and on the largest rank
+#         count that run no tick print the saved run's digest.
+#         With WEFT_DAMAGE=arena (WEFT_STYLE=sim, the arena) it restores
+#         instead with half the entities (another scene: the arena
+#         section's squads do not fit) and from a particles checkpoint (no
+#         arena section), and checks that every rank prints the same
+#         error naming the arena section, and that none hangs.
 # WEFT_MATCH (any expectation but error and restart): the output of every
 #         run on more than one rank matches it (what the test set up
 #         happened there).
@@ -97,7 +104,68 @@ if(WEFT_EXPECT STREQUAL "restart")
     endif()
   endforeach()
   message(STATUS "restarts agree with the straight run: ${straight}")
-  if(WEFT_DAMAGE)
+  if(WEFT_AT_ONCE)
+    # A restore that runs no tick holds what the saved run ended with.
+    foreach(n 1 ${most})
+      run_sim(${n} 0 "load:${WEFT_DIR}/ck" resumed)
+      if(NOT resumed STREQUAL saved OR saved STREQUAL "")
+        message(FATAL_ERROR "restored on ${n} ranks for 0 ticks: "
+                            "'${resumed}', saved run: '${saved}'")
+      endif()
+    endforeach()
+    message(STATUS "restores of 0 ticks hold the saved state: ${saved}")
+  endif()
+  if(WEFT_DAMAGE STREQUAL "arena")
+    # Each bad restore on 1 and on the largest rank count: every rank's
+    # "weft-sim: rank R: ..." line (stderr) the same, naming the section.
+    math(EXPR fewer "${entities} / 2")
+    set(cmd ${WEFT_MPIEXEC} --oversubscribe -n ${most} ${WEFT_PROG}
+            --scenario particles --entities ${entities} --ticks 1 --threads 1
+            --seed ${seed} --checkpoint ${WEFT_DIR}/pk)
+    execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_QUIET
+                    ERROR_VARIABLE err TIMEOUT 120)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "the particles checkpoint failed (${rc}): ${err}")
+    endif()
+    set(bads "${fewer}|ck|arena section holds [0-9]+ squads, this scene"
+             "${entities}|pk|pk\\.index holds no arena section")
+    foreach(bad IN LISTS bads)
+      string(REPLACE "|" ";" b "${bad}")
+      list(GET b 0 e)
+      list(GET b 1 which)
+      list(GET b 2 want)
+      foreach(n 1 ${most})
+        set(cmd ${WEFT_MPIEXEC} --oversubscribe -n ${n} ${WEFT_PROG}
+                --scenario ${WEFT_SCENARIO} --entities ${e} --ticks ${rest}
+                --threads 1 --seed ${seed} --restore ${WEFT_DIR}/${which})
+        list(JOIN cmd " " cmd_text)
+        execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                        ERROR_VARIABLE err TIMEOUT 120)
+        message(STATUS "${cmd_text}: exit ${rc}\n${err}")
+        string(REGEX MATCHALL "weft-sim: rank [0-9]+: [^\n]*" lines "${err}")
+        list(LENGTH lines count)
+        if(NOT count EQUAL n OR rc EQUAL 0)
+          message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks reported "
+                              "the bad checkpoint (exit ${rc}):\n${out}\n${err}")
+        endif()
+        set(seen "")
+        foreach(line IN LISTS lines)
+          string(REGEX REPLACE "^weft-sim: rank [0-9]+: " "" text "${line}")
+          if(NOT text MATCHES "WEFT_EFORMAT: .*${want}")
+            message(FATAL_ERROR "${cmd_text}: '${text}' does not match "
+                                "'${want}'")
+          endif()
+          if(seen STREQUAL "")
+            set(seen "${text}")
+          elseif(NOT seen STREQUAL text)
+            message(FATAL_ERROR "${cmd_text}: ranks disagree: '${seen}' "
+                                "and '${text}'")
+          endif()
+        endforeach()
+      endforeach()
+    endforeach()
+    message(STATUS "bad arena checkpoints: the same error on every rank")
+  elseif(WEFT_DAMAGE)
     # Each damage on a copy of the checkpoint; the restore runs on 1 and
     # on the largest rank count.
     set(damages "index:text" "index:40" "2:200" "3:gone")
