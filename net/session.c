@@ -181,18 +181,6 @@ bool weft__net_session_forget(weft__net_session *s, weft__net_entry *x) {
   return false;
 }
 
-typedef struct view_ctx {
-  weft_net_t *net;
-  weft__net_session *s;
-  uint32_t build;
-} view_ctx;
-
-static void view_visit(void *ctx, uint32_t slot) {
-  view_ctx *v = ctx;
-  weft_entity_t e = v->net->repl.handle[slot];
-  weft__net_session_learn(v->s, weft__net_session_find(v->s, e), e, v->build);
-}
-
 static int32_t cell_clamp(float v, float size) {
   float c = floorf(v / size);
   if (!(c >= -1e9f)) /* NaN too, though views are checked finite */
@@ -211,10 +199,18 @@ static void view_pass(weft_net_t *net, weft__net_session *s, uint32_t build) {
   int32_t x1 = cell_clamp(s->x + s->radius, cs);
   int32_t y0 = cell_clamp(s->y - s->radius, cs);
   int32_t y1 = cell_clamp(s->y + s->radius, cs);
-  view_ctx v = {net, s, build};
+  const weft__net_repl *r = &net->repl;
   for (int64_t cy = y0; cy <= y1; cy++)
-    for (int64_t cx = x0; cx <= x1; cx++)
-      weft__net_repl_cell(&net->repl, (int32_t)cx, (int32_t)cy, view_visit, &v);
+    for (int64_t cx = x0; cx <= x1; cx++) {
+      uint32_t b = weft__net_cell_bucket(r, (int32_t)cx, (int32_t)cy);
+      for (uint32_t j = r->bucket[b]; j < r->bucket[b + 1]; j++) {
+        const int32_t *c = r->grid_cell + 2 * (size_t)j;
+        if (c[0] != cx || c[1] != cy)
+          continue; /* another cell in the same bucket */
+        weft_entity_t e = r->grid_handle[j];
+        weft__net_session_learn(s, weft__net_session_find(s, e), e, build);
+      }
+    }
 }
 
 /* A value's bytes, with the common sizes as fixed-size copies (inline
@@ -238,10 +234,12 @@ static inline void copy_value(uint8_t *dst, const void *src, uint32_t size) {
   }
 }
 
-uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
-                               uint64_t mask, uint8_t *dst) {
+/* The values of @p mask as of the last stamp, packed in component
+ * order; inline, since every item of every packet copies them. */
+static inline uint32_t read_values(const weft_net_t *net, uint32_t slot,
+                                   uint64_t mask, uint8_t *dst) {
   const weft__net_repl *r = &net->repl;
-  const uint8_t *src = r->values + (size_t)slot * r->vstride;
+  const uint8_t *src = weft__net_rec_values(r, slot);
   uint32_t n = 0;
   while (mask) {
     uint32_t k = (uint32_t)__builtin_ctzll(mask);
@@ -253,10 +251,15 @@ uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
   return n;
 }
 
+uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
+                               uint64_t mask, uint8_t *dst) {
+  return read_values(net, slot, mask, dst);
+}
+
 /* The changed components of a known entity: stamped after `acked`. */
 static uint64_t changed_since(const weft__net_repl *r, uint32_t slot,
                               uint32_t acked) {
-  const uint32_t *v = r->versions + (size_t)slot * r->ncomp;
+  const uint32_t *v = weft__net_rec_versions(r, slot);
   uint64_t changed = 0;
   for (uint32_t k = 0; k < r->ncomp; k++)
     if (v[k] > acked)
@@ -276,10 +279,13 @@ static bool write_entry(weft_net_t *net, weft__net_w *w, weft__net_entry *x,
     ++*count;
     return true;
   }
-  uint32_t slot = weft__net_repl_slot(r, x->e);
-  if (slot == UINT32_MAX)
-    return false; /* cannot happen: seen this build means stamped */
-  uint64_t mask = r->mask[slot];
+  /* Not forgetting means seen by this build's view pass, which found the
+   * handle in the last stamp's grid: its slot holds it, and the check of
+   * the handle (a read from one more array per item) is not repeated. */
+  uint32_t slot = weft_entity_index(x->e);
+  if (slot >= r->cap)
+    return false; /* cannot happen: see above */
+  uint64_t mask = *weft__net_rec_mask(r, slot);
   if (x->state == WEFT__NET_LEARNING) {
     if (!weft__net_fits(w, WEFT__NET_LEARN_HEADER +
                                weft__net_values_size(&net->schema, mask)))
@@ -287,7 +293,7 @@ static bool write_entry(weft_net_t *net, weft__net_w *w, weft__net_entry *x,
     weft__net_u8(w, WEFT_NET_ITEM_LEARN);
     weft__net_u64(w, x->e);
     weft__net_u64(w, mask);
-    w->p += weft__net_read_values(net, slot, mask, w->p);
+    w->p += read_values(net, slot, mask, w->p);
     ++*count;
     return true;
   }
@@ -302,7 +308,7 @@ static bool write_entry(weft_net_t *net, weft__net_w *w, weft__net_entry *x,
   weft__net_u64(w, x->e);
   weft__net_u64(w, changed);
   weft__net_u64(w, present);
-  w->p += weft__net_read_values(net, slot, present, w->p);
+  w->p += read_values(net, slot, present, w->p);
   ++*count;
   return true;
 }
@@ -370,7 +376,7 @@ static bool entity_term(const weft_net_t *net, const weft__net_session *s,
   uint32_t slot = weft__net_repl_slot(&net->repl, e);
   if (slot == UINT32_MAX || !knows(s, e))
     return false;
-  uint64_t mask = net->repl.mask[slot];
+  uint64_t mask = *weft__net_rec_mask(&net->repl, slot);
   uint32_t n = weft__net_read_values(net, slot, mask, scratch);
   *term = weft__net_entity_hash(e, mask, scratch, n);
   return true;
