@@ -102,6 +102,11 @@ typedef struct weft__net_session {
   uint32_t epoch;          /* reset epoch, sent in every packet header */
   uint64_t last_ack;       /* newest acknowledged tick */
   uint32_t last_ack_build; /* the build number it named */
+  /* Acks received since the last build, not yet applied to the table:
+   * bit a for the packet built a builds before the next one (the bits of
+   * the entries' `sent`). The next build's scan applies them, so that an
+   * ack costs no walk over the table of its own. */
+  uint64_t ack_pending;
   bool digest_pending;
   weft_entity_t digest_entity;
   uint8_t *packet;  /* max_packet bytes */

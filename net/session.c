@@ -17,7 +17,9 @@
  * so a lost packet needs no resend: the next one covers it. Each entry
  * keeps one bit per recent packet saying whether its item went out whole
  * in it (an entry that did not fit a full packet waits), and an ack of a
- * packet moves exactly the entries whose bit is set. A client that falls
+ * packet moves exactly the entries whose bit is set (at the next build's
+ * scan, before anything else it does with the entry: the acks in between
+ * only record which packets they name). A client that falls
  * more than max_behind packets behind starts a new epoch: the table is
  * dropped and the view learned afresh.
  */
@@ -336,6 +338,21 @@ static void prefetch_table(const weft__net_session *s) {
     __builtin_prefetch(p + off, 1);
 }
 
+/* The acks since the last build that name a packet @p x went out whole
+ * in: a forget acknowledged is done (the entry is erased: returns true),
+ * anything else is held by the client as of the newest such packet. */
+static bool apply_ack(const weft_net_t *net, weft__net_session *s,
+                      weft__net_entry *x) {
+  if (x->state == WEFT__NET_FORGETTING) {
+    erase(s, x);
+    return true;
+  }
+  uint32_t age = (uint32_t)__builtin_ctzll(x->sent & s->ack_pending);
+  x->state = WEFT__NET_KNOWN;
+  x->acked = (uint32_t)net->build_ticks[(net->builds - 1 - age) & 63];
+  return false;
+}
+
 /* One scan over the table: entries the view pass did not see are
  * forgotten, every entry's history moves one packet on, and its item is
  * written. An erase shifts later entries back into the current position,
@@ -352,6 +369,10 @@ static void scan_entries(weft_net_t *net, weft__net_session *s, weft__net_w *w,
     weft__net_entry *x = &s->table[i];
     if (x->e == 0 || x->scanned == mark)
       continue; /* empty, or moved here by an erase and already done */
+    if ((x->sent & s->ack_pending) && apply_ack(net, s, x)) {
+      i--; /* erased: an entry from further on may sit here now */
+      continue;
+    }
     if (x->state != WEFT__NET_FORGETTING && x->seen != build &&
         weft__net_session_forget(s, x)) {
       i--; /* an entry from further on may sit here now */
@@ -458,6 +479,7 @@ void weft__net_session_build(weft_net_t *net, weft__net_session *s,
     s->table_count = 0;
     s->epoch = (s->epoch + 1) & 0xffffu;
     s->last_ack_build = build;
+    s->ack_pending = 0;
   }
   table_grow(s);
   prefetch_table(s);
@@ -466,6 +488,7 @@ void weft__net_session_build(weft_net_t *net, weft__net_session *s,
   weft__net_tick_begin(&w, tick, s->epoch);
   uint32_t count = 0;
   scan_entries(net, s, &w, build, &count);
+  s->ack_pending = 0;
   write_events(net, s, &w, &count);
   write_digest(net, s, &w, &count);
   weft__net_tick_finish(s->packet, count);
@@ -486,16 +509,5 @@ void weft__net_session_ack(weft_net_t *net, weft__net_session *s,
     return; /* sent before the session's current epoch */
   s->last_ack = tick;
   s->last_ack_build = build;
-  for (uint32_t i = 0; i < s->table_cap; i++) {
-    weft__net_entry *x = &s->table[i];
-    if (x->e == 0 || !((x->sent >> age) & 1))
-      continue;
-    if (x->state == WEFT__NET_FORGETTING) {
-      erase(s, x);
-      i--; /* look again: an entry may have moved here */
-      continue;
-    }
-    x->state = WEFT__NET_KNOWN;
-    x->acked = (uint32_t)tick;
-  }
+  s->ack_pending |= 1ull << age;
 }
