@@ -33,13 +33,12 @@ typedef struct weft__net_repl {
   uint32_t *seen;             /* [cap] stamp number that last saw the slot */
   int32_t *cell;              /* [cap * 2] cell x, y */
   uint32_t *stamped;          /* [cap] the slots the last stamp saw */
-  uint32_t *by_bucket;        /* [cap] the same, sorted by cell bucket */
-  /* by_bucket's handles and cells side by side, so that a view's walk
-   * over its cells reads them in order rather than one slot at a time
-   * from the per-slot arrays. */
+  /* The same entities sorted by cell bucket, their handles and cells
+   * side by side, so that a view's walk over its cells reads them in
+   * order rather than one slot at a time from the per-slot arrays. */
   weft_entity_t *grid_handle; /* [cap] */
   int32_t *grid_cell;         /* [cap * 2] */
-  uint32_t count;             /* entries of stamped / by_bucket */
+  uint32_t count;             /* entries of stamped and the grid */
   uint32_t *bucket;           /* [nbuckets + 1] start of each bucket */
   uint32_t nbuckets;          /* a power of two */
   uint32_t stamp_no;
@@ -109,7 +108,7 @@ typedef struct weft__net_session {
   uint64_t ack_pending;
   bool digest_pending;
   weft_entity_t digest_entity;
-  uint8_t *packet;  /* max_packet bytes */
+  uint8_t *packet;  /* max_packet bytes, after the headroom */
   uint8_t *scratch; /* one entity's values, for digests */
   size_t packet_len;
 } weft__net_session;
@@ -119,6 +118,11 @@ typedef struct weft__net_event {
   weft_entity_t a, b;
   uint32_t type, len, offset;
 } weft__net_event;
+
+/* Writable bytes before each session's packet (weft_net_packet()'s data),
+ * where a transport puts its frame header so that it writes the packet
+ * where the build left it rather than a copy (serve.c: LWS_PRE). */
+#define WEFT__NET_PACKET_HEADROOM 32u
 
 /* Entries of a session table in use when it opens (see table_grow()). */
 #define WEFT__NET_TABLE_START 256u
@@ -162,7 +166,7 @@ int weft__net_repl_init(weft_net_t *net);
 void weft__net_repl_free(weft__net_repl *r);
 int weft__net_repl_stamp(weft_net_t *net, uint32_t tick);
 /* The grid bucket of cell (cx, cy): its stamped entities are among
- * by_bucket[bucket[b] .. bucket[b + 1]) (other cells share buckets). */
+ * grid_handle[bucket[b] .. bucket[b + 1]) (other cells share buckets). */
 static inline uint32_t weft__net_cell_bucket(const weft__net_repl *r,
                                              int32_t cx, int32_t cy) {
   uint64_t h = (uint64_t)(uint32_t)cx * 0x9e3779b97f4a7c15ull ^

@@ -38,7 +38,6 @@ static int repl_grow(weft__net_repl *r, uint32_t need) {
   GROW(seen, n);
   GROW(cell, n * 2);
   GROW(stamped, n);
-  GROW(by_bucket, n);
   GROW(grid_handle, n);
   GROW(grid_cell, n * 2);
   GROW(rec, n * r->rstride);
@@ -95,7 +94,6 @@ void weft__net_repl_free(weft__net_repl *r) {
   weft__free(r->seen, 0, 16);
   weft__free(r->cell, 0, 16);
   weft__free(r->stamped, 0, 16);
-  weft__free(r->by_bucket, 0, 16);
   weft__free(r->grid_handle, 0, 16);
   weft__free(r->grid_cell, 0, 16);
   weft__free(r->bucket, 0, 16);
@@ -229,7 +227,6 @@ static void build_grid(weft__net_repl *r) {
         cell_bucket(r, r->cell[2 * (size_t)s], r->cell[2 * (size_t)s + 1]);
     uint32_t at = r->bucket[b] + (uint32_t)r->next_mask[b];
     r->next_mask[b]++;
-    r->by_bucket[at] = s;
     r->grid_handle[at] = r->handle[s];
     r->grid_cell[2 * (size_t)at] = r->cell[2 * (size_t)s];
     r->grid_cell[2 * (size_t)at + 1] = r->cell[2 * (size_t)s + 1];

@@ -49,7 +49,10 @@ int weft__net_session_init(weft_net_t *net, weft__net_session *s) {
   s->table_cap = cap < WEFT__NET_TABLE_START ? cap : WEFT__NET_TABLE_START;
   s->table = weft__calloc(&net->alloc, cap * sizeof *s->table, 16);
   s->stage = weft__alloc(&net->alloc, cap / 2 * sizeof *s->stage, 16);
-  s->packet = weft__alloc(&net->alloc, net->cfg.max_packet, 16);
+  s->packet = weft__alloc(&net->alloc,
+                          WEFT__NET_PACKET_HEADROOM + net->cfg.max_packet, 16);
+  if (s->packet)
+    s->packet += WEFT__NET_PACKET_HEADROOM;
   s->scratch = weft__alloc(&net->alloc,
                            weft__net_values_size(&net->schema, ~0ull) + 1, 16);
   if (!s->table || !s->stage || !s->packet || !s->scratch) {
@@ -63,7 +66,8 @@ int weft__net_session_init(weft_net_t *net, weft__net_session *s) {
 void weft__net_session_free(weft__net_session *s) {
   weft__free(s->table, 0, 16);
   weft__free(s->stage, 0, 16);
-  weft__free(s->packet, 0, 16);
+  if (s->packet)
+    weft__free(s->packet - WEFT__NET_PACKET_HEADROOM, 0, 16);
   weft__free(s->scratch, 0, 16);
   s->table = NULL;
   s->stage = NULL;
