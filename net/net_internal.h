@@ -17,6 +17,12 @@
 #include "weft/query.h"
 #include "weft/system.h"
 
+/* One entity of the grid: its handle and cell. */
+typedef struct weft__net_grid_item {
+  weft_entity_t e;
+  int32_t cx, cy;
+} weft__net_grid_item;
+
 /*
  * Per entity slot (flat arrays indexed by weft_entity_index(), grown as
  * the world grows): the handle living there when last stamped (the
@@ -33,14 +39,14 @@ typedef struct weft__net_repl {
   uint32_t *seen;             /* [cap] stamp number that last saw the slot */
   int32_t *cell;              /* [cap * 2] cell x, y */
   uint32_t *stamped;          /* [cap] the slots the last stamp saw */
-  /* The same entities sorted by cell bucket, their handles and cells
-   * side by side, so that a view's walk over its cells reads them in
-   * order rather than one slot at a time from the per-slot arrays. */
-  weft_entity_t *grid_handle; /* [cap] */
-  int32_t *grid_cell;         /* [cap * 2] */
-  uint32_t count;             /* entries of stamped and the grid */
-  uint32_t *bucket;           /* [nbuckets + 1] start of each bucket */
-  uint32_t nbuckets;          /* a power of two */
+  /* The same entities sorted by cell bucket, each with its cell, so
+   * that a view's walk over its cells reads them in order rather than one
+   * slot at a time from the per-slot arrays (and the stamp's sort writes
+   * one line per entity). */
+  weft__net_grid_item *grid; /* [cap] */
+  uint32_t count;            /* entries of stamped and the grid */
+  uint32_t *bucket;          /* [nbuckets + 1] start of each bucket */
+  uint32_t nbuckets;         /* a power of two */
   uint32_t stamp_no;
   /* One record per slot ([cap * rstride] bytes): the components present
    * (a u64), the tick each last changed (ncomp u32s from byte 8) and the
@@ -166,7 +172,7 @@ int weft__net_repl_init(weft_net_t *net);
 void weft__net_repl_free(weft__net_repl *r);
 int weft__net_repl_stamp(weft_net_t *net, uint32_t tick);
 /* The grid bucket of cell (cx, cy): its stamped entities are among
- * grid_handle[bucket[b] .. bucket[b + 1]) (other cells share buckets). */
+ * grid[bucket[b] .. bucket[b + 1]) (other cells share buckets). */
 static inline uint32_t weft__net_cell_bucket(const weft__net_repl *r,
                                              int32_t cx, int32_t cy) {
   uint64_t h = (uint64_t)(uint32_t)cx * 0x9e3779b97f4a7c15ull ^

@@ -38,8 +38,7 @@ static int repl_grow(weft__net_repl *r, uint32_t need) {
   GROW(seen, n);
   GROW(cell, n * 2);
   GROW(stamped, n);
-  GROW(grid_handle, n);
-  GROW(grid_cell, n * 2);
+  GROW(grid, n);
   GROW(rec, n * r->rstride);
 #undef GROW
   /* New slots hold no entity. */
@@ -94,8 +93,7 @@ void weft__net_repl_free(weft__net_repl *r) {
   weft__free(r->seen, 0, 16);
   weft__free(r->cell, 0, 16);
   weft__free(r->stamped, 0, 16);
-  weft__free(r->grid_handle, 0, 16);
-  weft__free(r->grid_cell, 0, 16);
+  weft__free(r->grid, 0, 16);
   weft__free(r->bucket, 0, 16);
   weft__free(r->rec, 0, 16);
   memset(r, 0, sizeof *r);
@@ -227,9 +225,8 @@ static void build_grid(weft__net_repl *r) {
         cell_bucket(r, r->cell[2 * (size_t)s], r->cell[2 * (size_t)s + 1]);
     uint32_t at = r->bucket[b] + (uint32_t)r->next_mask[b];
     r->next_mask[b]++;
-    r->grid_handle[at] = r->handle[s];
-    r->grid_cell[2 * (size_t)at] = r->cell[2 * (size_t)s];
-    r->grid_cell[2 * (size_t)at + 1] = r->cell[2 * (size_t)s + 1];
+    r->grid[at] = (weft__net_grid_item){r->handle[s], r->cell[2 * (size_t)s],
+                                        r->cell[2 * (size_t)s + 1]};
   }
 }
 

@@ -210,10 +210,10 @@ static void view_pass(weft_net_t *net, weft__net_session *s, uint32_t build) {
     for (int64_t cx = x0; cx <= x1; cx++) {
       uint32_t b = weft__net_cell_bucket(r, (int32_t)cx, (int32_t)cy);
       for (uint32_t j = r->bucket[b]; j < r->bucket[b + 1]; j++) {
-        const int32_t *c = r->grid_cell + 2 * (size_t)j;
-        if (c[0] != cx || c[1] != cy)
+        const weft__net_grid_item *g = &r->grid[j];
+        if (g->cx != cx || g->cy != cy)
           continue; /* another cell in the same bucket */
-        weft_entity_t e = r->grid_handle[j];
+        weft_entity_t e = g->e;
         weft__net_session_learn(s, weft__net_session_find(s, e), e, build);
       }
     }
