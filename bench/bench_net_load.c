@@ -10,7 +10,8 @@
  * the arena's positions are SoA and not tracked; timed apart, on neither
  * side), then the NetworkTick (the work side): weft_net_stamp(),
  * weft_net_build() with the sessions on the pool and the
- * weft_net_serve_run() that writes the packets. The two sides alternate
+ * weft_net_serve_run() that writes the packets (its wall time, with this
+ * thread's CPU time in it printed beside). The two sides alternate
  * tick by tick; the row's ratio is the median of the per-tick
  * NetworkTick / sim-tick ratios, target <= 1 (the issue's "NetworkTick
  * with 1,000 sessions costs less than the simulation tick itself on two
