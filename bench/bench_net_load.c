@@ -10,7 +10,8 @@
  * the arena's positions are SoA and not tracked; timed apart, on neither
  * side), then the NetworkTick (the work side): weft_net_stamp(),
  * weft_net_build() with the sessions on the pool and the
- * weft_net_serve_run() that writes the packets. The two sides alternate
+ * weft_net_serve_run() that writes the packets (its wall time, with this
+ * thread's CPU time in it printed beside). The two sides alternate
  * tick by tick; the row's ratio is the median of the per-tick
  * NetworkTick / sim-tick ratios, target <= 1 (the issue's "NetworkTick
  * with 1,000 sessions costs less than the simulation tick itself on two
@@ -64,7 +65,7 @@ typedef struct load_row_t {
  * which is this thread's CPU time servicing the sockets between ticks
  * (its sleeps do not count). */
 typedef struct load_tick_t {
-  double sim, sync, stamp, build, serve, wait_cpu;
+  double sim, sync, stamp, build, serve, wait_cpu, serve_cpu;
 } load_tick_t;
 
 typedef struct load_t {
@@ -336,16 +337,16 @@ static void load_tick(load_t *l, load_tick_t *t) {
   bench_check(weft_net_stamp(l->net, l->tick), "weft_net_stamp");
   double t3 = bench_now_ns();
   bench_check(weft_net_build(l->net, l->tick), "weft_net_build");
-  double t4 = bench_now_ns();
+  double t4 = bench_now_ns(), s0 = cpu_now_ns();
   bench_check(weft_net_serve_run(l->srv, 0), "weft_net_serve_run");
-  double t5 = bench_now_ns();
+  double t5 = bench_now_ns(), s1 = cpu_now_ns();
   double c0 = cpu_now_ns();
   double until = bench_now_ns() + 5e8;
   while (atomic_load(&l->min_tick) < l->tick && bench_now_ns() < until)
     weft_net_serve_run(l->srv, 1);
   if (t)
-    *t = (load_tick_t){t1 - t0, t2 - t1, t3 - t2,
-                       t4 - t3, t5 - t4, cpu_now_ns() - c0};
+    *t = (load_tick_t){t1 - t0, t2 - t1,           t3 - t2, t4 - t3,
+                       t5 - t4, cpu_now_ns() - c0, s1 - s0};
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -421,12 +422,12 @@ static void load_check(load_t *l, pthread_t th, const char *name) {
 static void load_report(bench_ctx_t *ctx, const char *name, load_t *l,
                         double bytes) {
   size_t n = load_nsamples;
-  double *v = malloc(8 * n * sizeof *v);
+  double *v = malloc(9 * n * sizeof *v);
   if (!v)
     bench_die("samples", WEFT_ENOMEM);
   double *sim = v, *net = v + n, *ratio = v + 2 * n, *sync = v + 3 * n,
          *stamp = v + 4 * n, *build = v + 5 * n, *serve = v + 6 * n,
-         *wait = v + 7 * n;
+         *wait = v + 7 * n, *serve_cpu = v + 8 * n;
   for (size_t i = 0; i < n; i++) {
     const load_tick_t *t = &load_samples[i];
     sim[i] = t->sim;
@@ -437,6 +438,7 @@ static void load_report(bench_ctx_t *ctx, const char *name, load_t *l,
     build[i] = t->build;
     serve[i] = t->serve;
     wait[i] = t->wait_cpu;
+    serve_cpu[i] = t->serve_cpu;
   }
   weft_net_stats_t ns;
   weft_net_stats(l->net, &ns);
@@ -458,10 +460,11 @@ static void load_report(bench_ctx_t *ctx, const char *name, load_t *l,
   bench_record(ctx, &r);
   fprintf(stderr,
           "%-28s    NetworkTick %.2f ms (stamp %.2f, build %.2f, serve_run "
-          "%.2f) vs sim tick %.2f ms; copy to the replicated component "
-          "%.2f ms (neither side)\n",
+          "%.2f, of it %.2f ms this thread's CPU) vs sim tick %.2f ms; copy "
+          "to the replicated component %.2f ms (neither side)\n",
           name, net_ns * 1e-6, median(stamp, n) * 1e-6, median(build, n) * 1e-6,
-          median(serve, n) * 1e-6, sim_ns * 1e-6, median(sync, n) * 1e-6);
+          median(serve, n) * 1e-6, median(serve_cpu, n) * 1e-6, sim_ns * 1e-6,
+          median(sync, n) * 1e-6);
   fprintf(stderr,
           "%-28s    %u sessions, %u replicated: %.0f ns/session, %.1f "
           "ns/replicated entity, %.0f bytes/client/tick, %zu ticks; "

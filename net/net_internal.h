@@ -17,6 +17,12 @@
 #include "weft/query.h"
 #include "weft/system.h"
 
+/* One entity of the grid: its handle and cell. */
+typedef struct weft__net_grid_item {
+  weft_entity_t e;
+  int32_t cx, cy;
+} weft__net_grid_item;
+
 /*
  * Per entity slot (flat arrays indexed by weft_entity_index(), grown as
  * the world grows): the handle living there when last stamped (the
@@ -29,26 +35,45 @@ typedef struct weft__net_repl {
   uint32_t cap;               /* slots the arrays hold */
   uint32_t ncomp;             /* replicated components */
   weft_entity_t *handle;      /* [cap] 0: no replicated entity */
-  uint64_t *mask;             /* [cap] components present */
   uint64_t *next_mask;        /* [cap] scratch of the stamp in progress */
-  uint32_t *versions;         /* [cap * ncomp] tick of the last change */
   uint32_t *seen;             /* [cap] stamp number that last saw the slot */
   int32_t *cell;              /* [cap * 2] cell x, y */
   uint32_t *stamped;          /* [cap] the slots the last stamp saw */
-  uint32_t *by_bucket;        /* [cap] the same, sorted by cell bucket */
-  uint32_t count;             /* entries of stamped / by_bucket */
-  uint32_t *bucket;           /* [nbuckets + 1] start of each bucket */
-  uint32_t nbuckets;          /* a power of two */
+  /* The same entities sorted by cell bucket, each with its cell, so
+   * that a view's walk over its cells reads them in order rather than one
+   * slot at a time from the per-slot arrays (and the stamp's sort writes
+   * one line per entity). */
+  weft__net_grid_item *grid; /* [cap] */
+  uint32_t count;            /* entries of stamped and the grid */
+  uint32_t *bucket;          /* [nbuckets + 1] start of each bucket */
+  uint32_t nbuckets;         /* a power of two */
   uint32_t stamp_no;
-  /* The replicated values as of the last stamp, every component of a
-   * slot side by side ([cap * vstride], component k at voff[k]): builds
-   * read them here, one line per entity, rather than through the world's
-   * entity index and chunks for every session that knows the entity. */
-  uint8_t *values;
-  uint32_t vstride; /* bytes per slot, at least 1 */
+  /* One record per slot ([cap * rstride] bytes): the components present
+   * (a u64), the tick each last changed (ncomp u32s from byte 8) and the
+   * values as of the last stamp (component k at vbase + voff[k]). A
+   * packet's item for an entity reads one record rather than a line of
+   * each of three arrays, and rather than the world's entity index and
+   * chunks for every session that knows the entity. */
+  uint8_t *rec;
+  uint32_t rstride; /* a multiple of 8 */
+  uint32_t vbase;
   uint32_t voff[WEFT_NET_MAX_COMPONENTS];
   uint64_t soa; /* components stored SoA: copied through weft_read() */
 } weft__net_repl;
+
+/* A slot's record: its component mask, its versions, its values. */
+static inline uint64_t *weft__net_rec_mask(const weft__net_repl *r,
+                                           uint32_t slot) {
+  return (uint64_t *)(void *)(r->rec + (size_t)slot * r->rstride);
+}
+static inline uint32_t *weft__net_rec_versions(const weft__net_repl *r,
+                                               uint32_t slot) {
+  return (uint32_t *)(void *)(r->rec + (size_t)slot * r->rstride + 8);
+}
+static inline uint8_t *weft__net_rec_values(const weft__net_repl *r,
+                                            uint32_t slot) {
+  return r->rec + (size_t)slot * r->rstride + r->vbase;
+}
 
 /* Entry states of a session's table (the seed's known set and pending
  * learns and forgets, with "pending" meaning "not yet acknowledged"). */
@@ -82,9 +107,14 @@ typedef struct weft__net_session {
   uint32_t epoch;          /* reset epoch, sent in every packet header */
   uint64_t last_ack;       /* newest acknowledged tick */
   uint32_t last_ack_build; /* the build number it named */
+  /* Acks received since the last build, not yet applied to the table:
+   * bit a for the packet built a builds before the next one (the bits of
+   * the entries' `sent`). The next build's scan applies them, so that an
+   * ack costs no walk over the table of its own. */
+  uint64_t ack_pending;
   bool digest_pending;
   weft_entity_t digest_entity;
-  uint8_t *packet;  /* max_packet bytes */
+  uint8_t *packet;  /* max_packet bytes, after the headroom */
   uint8_t *scratch; /* one entity's values, for digests */
   size_t packet_len;
 } weft__net_session;
@@ -94,6 +124,11 @@ typedef struct weft__net_event {
   weft_entity_t a, b;
   uint32_t type, len, offset;
 } weft__net_event;
+
+/* Writable bytes before each session's packet (weft_net_packet()'s data),
+ * where a transport puts its frame header so that it writes the packet
+ * where the build left it rather than a copy (serve.c: LWS_PRE). */
+#define WEFT__NET_PACKET_HEADROOM 32u
 
 /* Entries of a session table in use when it opens (see table_grow()). */
 #define WEFT__NET_TABLE_START 256u
@@ -136,10 +171,14 @@ void weft__net_uninstall(weft_net_t *net);
 int weft__net_repl_init(weft_net_t *net);
 void weft__net_repl_free(weft__net_repl *r);
 int weft__net_repl_stamp(weft_net_t *net, uint32_t tick);
-/* Calls fn for every stamped slot in cell (cx, cy). */
-typedef void (*weft__net_cell_fn)(void *ctx, uint32_t slot);
-void weft__net_repl_cell(const weft__net_repl *r, int32_t cx, int32_t cy,
-                         weft__net_cell_fn fn, void *ctx);
+/* The grid bucket of cell (cx, cy): its stamped entities are among
+ * grid[bucket[b] .. bucket[b + 1]) (other cells share buckets). */
+static inline uint32_t weft__net_cell_bucket(const weft__net_repl *r,
+                                             int32_t cx, int32_t cy) {
+  uint64_t h = (uint64_t)(uint32_t)cx * 0x9e3779b97f4a7c15ull ^
+               (uint64_t)(uint32_t)cy * 0xc2b2ae3d27d4eb4full;
+  return (uint32_t)(h >> 32) & (r->nbuckets - 1);
+}
 /* The slot of @p e when it is a stamped, live replicated entity, else
  * UINT32_MAX (a stale handle is a miss). */
 uint32_t weft__net_repl_slot(const weft__net_repl *r, weft_entity_t e);

@@ -23,7 +23,7 @@ static int repl_grow(weft__net_repl *r, uint32_t need) {
   uint32_t cap = r->cap ? r->cap : 1024;
   while (cap < need)
     cap *= 2;
-  size_t n = cap, c = r->ncomp;
+  size_t n = cap;
 #define GROW(field, count)                                                     \
   do {                                                                         \
     void *p = weft__realloc(st, r->field,                                      \
@@ -34,20 +34,18 @@ static int repl_grow(weft__net_repl *r, uint32_t need) {
     r->field = p;                                                              \
   } while (0)
   GROW(handle, n);
-  GROW(mask, n);
   GROW(next_mask, n);
-  GROW(versions, n * c);
   GROW(seen, n);
   GROW(cell, n * 2);
   GROW(stamped, n);
-  GROW(by_bucket, n);
-  GROW(values, n * r->vstride);
+  GROW(grid, n);
+  GROW(rec, n * r->rstride);
 #undef GROW
   /* New slots hold no entity. */
   size_t old = r->cap;
   memset(r->handle + old, 0, (n - old) * sizeof *r->handle);
   memset(r->seen + old, 0, (n - old) * sizeof *r->seen);
-  memset(r->mask + old, 0, (n - old) * sizeof *r->mask);
+  memset(r->rec + old * r->rstride, 0, (n - old) * r->rstride);
   r->cap = cap;
   /* About four entities per bucket when every slot is used. */
   uint32_t nb = 64;
@@ -79,7 +77,9 @@ int weft__net_repl_init(weft_net_t *net) {
     r->voff[k] = off;
     off += net->schema.sizes[k];
   }
-  r->vstride = off ? off : 1;
+  /* The record: mask, versions, then the values, 8-byte aligned. */
+  r->vbase = 8 + 4 * r->ncomp;
+  r->rstride = (r->vbase + off + 7) & ~7u;
   int rc = repl_grow(r, 1024);
   if (rc)
     return rc;
@@ -89,22 +89,18 @@ int weft__net_repl_init(weft_net_t *net) {
 
 void weft__net_repl_free(weft__net_repl *r) {
   weft__free(r->handle, 0, 16);
-  weft__free(r->mask, 0, 16);
   weft__free(r->next_mask, 0, 16);
-  weft__free(r->versions, 0, 16);
   weft__free(r->seen, 0, 16);
   weft__free(r->cell, 0, 16);
   weft__free(r->stamped, 0, 16);
-  weft__free(r->by_bucket, 0, 16);
+  weft__free(r->grid, 0, 16);
   weft__free(r->bucket, 0, 16);
-  weft__free(r->values, 0, 16);
+  weft__free(r->rec, 0, 16);
   memset(r, 0, sizeof *r);
 }
 
 static uint32_t cell_bucket(const weft__net_repl *r, int32_t cx, int32_t cy) {
-  uint64_t h = (uint64_t)(uint32_t)cx * 0x9e3779b97f4a7c15ull ^
-               (uint64_t)(uint32_t)cy * 0xc2b2ae3d27d4eb4full;
-  return (uint32_t)(h >> 32) & (r->nbuckets - 1);
+  return weft__net_cell_bucket(r, cx, cy);
 }
 
 /* A coordinate's cell, clamped so that far-off or non-finite positions
@@ -138,9 +134,10 @@ static int stamp_positions(weft_net_t *net, uint32_t tick) {
       }
       if (r->handle[slot] != e) {
         r->handle[slot] = e;
-        r->mask[slot] = 0;
+        *weft__net_rec_mask(r, slot) = 0;
+        uint32_t *v = weft__net_rec_versions(r, slot);
         for (uint32_t k = 0; k < stride; k++)
-          r->versions[(size_t)slot * stride + k] = tick;
+          v[k] = tick;
       }
       float xy[2];
       memcpy(xy, pos + (size_t)i * psize, sizeof xy);
@@ -159,7 +156,7 @@ static void keep_value(weft_net_t *net, const weft_iter_t *it, uint32_t k,
                        uint32_t i, uint32_t slot) {
   weft__net_repl *r = &net->repl;
   uint32_t size = net->schema.sizes[k];
-  uint8_t *dst = r->values + (size_t)slot * r->vstride + r->voff[k];
+  uint8_t *dst = weft__net_rec_values(r, slot) + r->voff[k];
   if (!(r->soa >> k & 1))
     memcpy(dst, (const uint8_t *)it->columns[0] + (size_t)i * size, size);
   else if (weft_read(net->world, it->entities[i], net->comps[k], dst) != 0)
@@ -182,8 +179,8 @@ static void stamp_component(weft_net_t *net, uint32_t k, uint32_t tick) {
       r->next_mask[slot] |= bit;
       bool written = !dirty || dirty[i];
       if (dirty && dirty[i])
-        r->versions[(size_t)slot * r->ncomp + k] = tick;
-      if (sized && (written || !(r->mask[slot] & bit)))
+        weft__net_rec_versions(r, slot)[k] = tick;
+      if (sized && (written || !(*weft__net_rec_mask(r, slot) & bit)))
         keep_value(net, &it, k, i, slot);
     }
   }
@@ -194,18 +191,19 @@ static void stamp_component(weft_net_t *net, uint32_t k, uint32_t tick) {
 static void stamp_masks(weft__net_repl *r, uint32_t tick) {
   for (uint32_t j = 0; j < r->count; j++) {
     uint32_t slot = r->stamped[j];
-    uint64_t changed = r->mask[slot] ^ r->next_mask[slot];
+    uint64_t *mask = weft__net_rec_mask(r, slot);
+    uint64_t changed = *mask ^ r->next_mask[slot];
     while (changed) {
       uint32_t k = (uint32_t)__builtin_ctzll(changed);
-      r->versions[(size_t)slot * r->ncomp + k] = tick;
+      weft__net_rec_versions(r, slot)[k] = tick;
       changed &= changed - 1;
     }
-    r->mask[slot] = r->next_mask[slot];
+    *mask = r->next_mask[slot];
   }
   for (uint32_t slot = 0; slot < r->cap; slot++)
     if (r->handle[slot] && r->seen[slot] != r->stamp_no) {
       r->handle[slot] = 0;
-      r->mask[slot] = 0;
+      *weft__net_rec_mask(r, slot) = 0;
     }
 }
 
@@ -227,7 +225,8 @@ static void build_grid(weft__net_repl *r) {
         cell_bucket(r, r->cell[2 * (size_t)s], r->cell[2 * (size_t)s + 1]);
     uint32_t at = r->bucket[b] + (uint32_t)r->next_mask[b];
     r->next_mask[b]++;
-    r->by_bucket[at] = s;
+    r->grid[at] = (weft__net_grid_item){r->handle[s], r->cell[2 * (size_t)s],
+                                        r->cell[2 * (size_t)s + 1]};
   }
 }
 
@@ -245,16 +244,6 @@ int weft__net_repl_stamp(weft_net_t *net, uint32_t tick) {
   memset(r->next_mask, 0, r->nbuckets * sizeof *r->next_mask);
   build_grid(r);
   return 0;
-}
-
-void weft__net_repl_cell(const weft__net_repl *r, int32_t cx, int32_t cy,
-                         weft__net_cell_fn fn, void *ctx) {
-  uint32_t b = cell_bucket(r, cx, cy);
-  for (uint32_t j = r->bucket[b]; j < r->bucket[b + 1]; j++) {
-    uint32_t s = r->by_bucket[j];
-    if (r->cell[2 * (size_t)s] == cx && r->cell[2 * (size_t)s + 1] == cy)
-      fn(ctx, s);
-  }
 }
 
 uint32_t weft__net_repl_slot(const weft__net_repl *r, weft_entity_t e) {

@@ -4,10 +4,13 @@
  * from the owner thread between ticks (no I/O thread, so nothing here is
  * shared across threads). Each WebSocket connection is one session of
  * the weft_net_t: it gets the welcome, then the packet of every build,
- * and its messages go to weft_net_receive(). What a connection can make
- * the server hold is bounded: its message buffer (max_message), one
- * unsent packet (max_outgoing; a newer packet replaces it, since packets
- * are cumulative) and what libwebsockets keeps of the one being written.
+ * and its messages go to weft_net_receive(). A packet is written from
+ * the session's own buffer, where the build left it (libwebsockets puts
+ * the frame header in the headroom before it): a packet not yet written
+ * when the next build replaces it is not sent, the newer one is, since
+ * packets are cumulative. What a connection can make the server hold is
+ * bounded: its message buffer (max_message) and what libwebsockets keeps
+ * of the packet being written (at most max_outgoing).
  * Connections beyond max_sessions, malformed messages and idle
  * connections close that connection only, with a logged reason.
  */
@@ -21,6 +24,10 @@
 
 #include "net/net_internal.h"
 
+/* The frame header goes in the packet's headroom (conn_writable). */
+_Static_assert(LWS_PRE <= WEFT__NET_PACKET_HEADROOM,
+               "libwebsockets needs more room before a packet");
+
 /* One WebSocket connection: libwebsockets' per-session data. */
 typedef struct serve_conn {
   struct weft_net_serve_t *srv;
@@ -28,11 +35,9 @@ typedef struct serve_conn {
   uint32_t slot;      /* index in srv->conns; UINT32_MAX: none */
   uint32_t session;   /* the weft_net session id */
   uint32_t in_len;    /* bytes of the message being received */
-  uint32_t out_len;   /* bytes of the packet waiting in out */
   uint8_t *in;        /* [max_message] */
-  uint8_t *out;       /* [LWS_PRE + max_outgoing] */
   bool welcome_due;   /* the welcome is not written yet */
-  bool out_due;       /* out holds an unsent packet */
+  bool out_due;       /* the session's packet is not written yet */
   const char *close;  /* why to close at the next writable, or NULL */
   double last_rx;     /* when the client last sent a message */
   uint32_t last_sent; /* the build whose packet was last queued */
@@ -100,11 +105,7 @@ static int conn_open(weft_net_serve_t *s, serve_conn *c, struct lws *wsi) {
     return -1;
   }
   c->in = malloc(s->cfg.max_message);
-  c->out = malloc(LWS_PRE + (size_t)s->cfg.max_outgoing);
-  if (!c->in || !c->out) {
-    free(c->in);
-    free(c->out);
-    c->in = c->out = NULL;
+  if (!c->in) {
     weft_net_session_close(s->net, c->session);
     serve_log(s, "connection refused: out of memory");
     return -1;
@@ -132,8 +133,7 @@ static void conn_closed(weft_net_serve_t *s, serve_conn *c) {
   s->conns[c->slot] = NULL;
   c->slot = UINT32_MAX;
   free(c->in);
-  free(c->out);
-  c->in = c->out = NULL;
+  c->in = NULL;
   s->stats.open--;
   s->stats.closed++;
 }
@@ -187,9 +187,19 @@ static int conn_writable(weft_net_serve_t *s, serve_conn *c) {
     n = s->welcome_len;
     c->welcome_due = false;
   } else if (c->out_due) {
-    p = c->out + LWS_PRE;
-    n = c->out_len;
+    /* The session's newest packet, written in place: its data has
+     * WEFT__NET_PACKET_HEADROOM writable bytes before it. A build since
+     * the flush made it newer, and it counts as sent for that build. */
+    const void *data;
     c->out_due = false;
+    if (weft_net_packet(s->net, c->session, &data, &n) != 0 || !n)
+      return 0;
+    if (n > s->cfg.max_outgoing) {
+      conn_doom(c, "a packet over max_outgoing");
+      return 0;
+    }
+    p = (uint8_t *)(uintptr_t)data;
+    c->last_sent = s->net->builds;
     s->stats.packets++;
   } else {
     return 0;
@@ -246,8 +256,6 @@ static void serve_flush(weft_net_serve_t *s) {
       continue;
     }
     s->stats.replaced += c->out_due;
-    memcpy(c->out + LWS_PRE, data, len);
-    c->out_len = (uint32_t)len;
     c->out_due = true;
     lws_callback_on_writable(c->wsi);
   }

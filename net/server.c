@@ -336,13 +336,16 @@ int weft__net_build_on(weft_net_t *net, uint64_t tick, uint32_t self) {
     return net_fail(net, WEFT_EINVAL,
                     "weft_net_build: tick not after the last build, or "
                     "before the last stamp");
-  net->build_ticks[net->builds & 63] = tick;
   build_ctx b = {net, tick};
   if (net->cfg.pool)
     weft_pool_parallel_for(net->cfg.pool, self, 0, net->cfg.max_sessions, 1,
                            build_range, &b);
   else
     build_range(&b, 0, net->cfg.max_sessions, 0);
+  /* Recorded after the sessions' builds: their scans apply the acks of
+   * the last 64 packets, whose ticks the slot of this one would replace
+   * (the oldest's). */
+  net->build_ticks[net->builds & 63] = tick;
   net->builds++;
   net->last_build = tick;
   net->built = true;

@@ -17,7 +17,9 @@
  * so a lost packet needs no resend: the next one covers it. Each entry
  * keeps one bit per recent packet saying whether its item went out whole
  * in it (an entry that did not fit a full packet waits), and an ack of a
- * packet moves exactly the entries whose bit is set. A client that falls
+ * packet moves exactly the entries whose bit is set (at the next build's
+ * scan, before anything else it does with the entry: the acks in between
+ * only record which packets they name). A client that falls
  * more than max_behind packets behind starts a new epoch: the table is
  * dropped and the view learned afresh.
  */
@@ -47,7 +49,10 @@ int weft__net_session_init(weft_net_t *net, weft__net_session *s) {
   s->table_cap = cap < WEFT__NET_TABLE_START ? cap : WEFT__NET_TABLE_START;
   s->table = weft__calloc(&net->alloc, cap * sizeof *s->table, 16);
   s->stage = weft__alloc(&net->alloc, cap / 2 * sizeof *s->stage, 16);
-  s->packet = weft__alloc(&net->alloc, net->cfg.max_packet, 16);
+  s->packet = weft__alloc(&net->alloc,
+                          WEFT__NET_PACKET_HEADROOM + net->cfg.max_packet, 16);
+  if (s->packet)
+    s->packet += WEFT__NET_PACKET_HEADROOM;
   s->scratch = weft__alloc(&net->alloc,
                            weft__net_values_size(&net->schema, ~0ull) + 1, 16);
   if (!s->table || !s->stage || !s->packet || !s->scratch) {
@@ -61,7 +66,8 @@ int weft__net_session_init(weft_net_t *net, weft__net_session *s) {
 void weft__net_session_free(weft__net_session *s) {
   weft__free(s->table, 0, 16);
   weft__free(s->stage, 0, 16);
-  weft__free(s->packet, 0, 16);
+  if (s->packet)
+    weft__free(s->packet - WEFT__NET_PACKET_HEADROOM, 0, 16);
   weft__free(s->scratch, 0, 16);
   s->table = NULL;
   s->stage = NULL;
@@ -181,18 +187,6 @@ bool weft__net_session_forget(weft__net_session *s, weft__net_entry *x) {
   return false;
 }
 
-typedef struct view_ctx {
-  weft_net_t *net;
-  weft__net_session *s;
-  uint32_t build;
-} view_ctx;
-
-static void view_visit(void *ctx, uint32_t slot) {
-  view_ctx *v = ctx;
-  weft_entity_t e = v->net->repl.handle[slot];
-  weft__net_session_learn(v->s, weft__net_session_find(v->s, e), e, v->build);
-}
-
 static int32_t cell_clamp(float v, float size) {
   float c = floorf(v / size);
   if (!(c >= -1e9f)) /* NaN too, though views are checked finite */
@@ -211,10 +205,18 @@ static void view_pass(weft_net_t *net, weft__net_session *s, uint32_t build) {
   int32_t x1 = cell_clamp(s->x + s->radius, cs);
   int32_t y0 = cell_clamp(s->y - s->radius, cs);
   int32_t y1 = cell_clamp(s->y + s->radius, cs);
-  view_ctx v = {net, s, build};
+  const weft__net_repl *r = &net->repl;
   for (int64_t cy = y0; cy <= y1; cy++)
-    for (int64_t cx = x0; cx <= x1; cx++)
-      weft__net_repl_cell(&net->repl, (int32_t)cx, (int32_t)cy, view_visit, &v);
+    for (int64_t cx = x0; cx <= x1; cx++) {
+      uint32_t b = weft__net_cell_bucket(r, (int32_t)cx, (int32_t)cy);
+      for (uint32_t j = r->bucket[b]; j < r->bucket[b + 1]; j++) {
+        const weft__net_grid_item *g = &r->grid[j];
+        if (g->cx != cx || g->cy != cy)
+          continue; /* another cell in the same bucket */
+        weft_entity_t e = g->e;
+        weft__net_session_learn(s, weft__net_session_find(s, e), e, build);
+      }
+    }
 }
 
 /* A value's bytes, with the common sizes as fixed-size copies (inline
@@ -238,10 +240,12 @@ static inline void copy_value(uint8_t *dst, const void *src, uint32_t size) {
   }
 }
 
-uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
-                               uint64_t mask, uint8_t *dst) {
+/* The values of @p mask as of the last stamp, packed in component
+ * order; inline, since every item of every packet copies them. */
+static inline uint32_t read_values(const weft_net_t *net, uint32_t slot,
+                                   uint64_t mask, uint8_t *dst) {
   const weft__net_repl *r = &net->repl;
-  const uint8_t *src = r->values + (size_t)slot * r->vstride;
+  const uint8_t *src = weft__net_rec_values(r, slot);
   uint32_t n = 0;
   while (mask) {
     uint32_t k = (uint32_t)__builtin_ctzll(mask);
@@ -253,10 +257,15 @@ uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
   return n;
 }
 
+uint32_t weft__net_read_values(const weft_net_t *net, uint32_t slot,
+                               uint64_t mask, uint8_t *dst) {
+  return read_values(net, slot, mask, dst);
+}
+
 /* The changed components of a known entity: stamped after `acked`. */
 static uint64_t changed_since(const weft__net_repl *r, uint32_t slot,
                               uint32_t acked) {
-  const uint32_t *v = r->versions + (size_t)slot * r->ncomp;
+  const uint32_t *v = weft__net_rec_versions(r, slot);
   uint64_t changed = 0;
   for (uint32_t k = 0; k < r->ncomp; k++)
     if (v[k] > acked)
@@ -276,10 +285,13 @@ static bool write_entry(weft_net_t *net, weft__net_w *w, weft__net_entry *x,
     ++*count;
     return true;
   }
-  uint32_t slot = weft__net_repl_slot(r, x->e);
-  if (slot == UINT32_MAX)
-    return false; /* cannot happen: seen this build means stamped */
-  uint64_t mask = r->mask[slot];
+  /* Not forgetting means seen by this build's view pass, which found the
+   * handle in the last stamp's grid: its slot holds it, and the check of
+   * the handle (a read from one more array per item) is not repeated. */
+  uint32_t slot = weft_entity_index(x->e);
+  if (slot >= r->cap)
+    return false; /* cannot happen: see above */
+  uint64_t mask = *weft__net_rec_mask(r, slot);
   if (x->state == WEFT__NET_LEARNING) {
     if (!weft__net_fits(w, WEFT__NET_LEARN_HEADER +
                                weft__net_values_size(&net->schema, mask)))
@@ -287,7 +299,7 @@ static bool write_entry(weft_net_t *net, weft__net_w *w, weft__net_entry *x,
     weft__net_u8(w, WEFT_NET_ITEM_LEARN);
     weft__net_u64(w, x->e);
     weft__net_u64(w, mask);
-    w->p += weft__net_read_values(net, slot, mask, w->p);
+    w->p += read_values(net, slot, mask, w->p);
     ++*count;
     return true;
   }
@@ -302,9 +314,47 @@ static bool write_entry(weft_net_t *net, weft__net_w *w, weft__net_entry *x,
   weft__net_u64(w, x->e);
   weft__net_u64(w, changed);
   weft__net_u64(w, present);
-  w->p += weft__net_read_values(net, slot, present, w->p);
+  w->p += read_values(net, slot, present, w->p);
   ++*count;
   return true;
+}
+
+/* Entries ahead of the scan whose records it prefetches. */
+#define SCAN_AHEAD 8u
+
+static inline void prefetch_record(const weft__net_repl *r, weft_entity_t e) {
+  uint32_t slot = weft_entity_index(e);
+  if (e && slot < r->cap) {
+    const uint8_t *p = r->rec + (size_t)slot * r->rstride;
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + r->rstride - 1); /* a record across two lines */
+  }
+}
+
+/* Brings the part of the table in use into the cache in one sequential
+ * sweep before the view pass probes it at random places (the scan reads
+ * all of it next anyway): the prefetches overlap, the probes' misses
+ * would not. */
+static void prefetch_table(const weft__net_session *s) {
+  const uint8_t *p = (const uint8_t *)s->table;
+  size_t bytes = (size_t)s->table_cap * sizeof *s->table;
+  for (size_t off = 0; off < bytes; off += 64)
+    __builtin_prefetch(p + off, 1);
+}
+
+/* The acks since the last build that name a packet @p x went out whole
+ * in: a forget acknowledged is done (the entry is erased: returns true),
+ * anything else is held by the client as of the newest such packet. */
+static bool apply_ack(const weft_net_t *net, weft__net_session *s,
+                      weft__net_entry *x) {
+  if (x->state == WEFT__NET_FORGETTING) {
+    erase(s, x);
+    return true;
+  }
+  uint32_t age = (uint32_t)__builtin_ctzll(x->sent & s->ack_pending);
+  x->state = WEFT__NET_KNOWN;
+  x->acked = (uint32_t)net->build_ticks[(net->builds - 1 - age) & 63];
+  return false;
 }
 
 /* One scan over the table: entries the view pass did not see are
@@ -314,10 +364,19 @@ static bool write_entry(weft_net_t *net, weft__net_w *w, weft__net_entry *x,
 static void scan_entries(weft_net_t *net, weft__net_session *s, weft__net_w *w,
                          uint32_t build, uint32_t *count) {
   uint8_t mark = (uint8_t)(2 | (build & 1));
+  uint32_t m = s->table_cap - 1;
   for (uint32_t i = 0; i < s->table_cap; i++) {
+    /* The records of the entities a few entries on: the scan's order is
+     * known, their slots are not in any order, so each would otherwise
+     * be a wait on memory. */
+    prefetch_record(&net->repl, s->table[(i + SCAN_AHEAD) & m].e);
     weft__net_entry *x = &s->table[i];
     if (x->e == 0 || x->scanned == mark)
       continue; /* empty, or moved here by an erase and already done */
+    if ((x->sent & s->ack_pending) && apply_ack(net, s, x)) {
+      i--; /* erased: an entry from further on may sit here now */
+      continue;
+    }
     if (x->state != WEFT__NET_FORGETTING && x->seen != build &&
         weft__net_session_forget(s, x)) {
       i--; /* an entry from further on may sit here now */
@@ -370,7 +429,7 @@ static bool entity_term(const weft_net_t *net, const weft__net_session *s,
   uint32_t slot = weft__net_repl_slot(&net->repl, e);
   if (slot == UINT32_MAX || !knows(s, e))
     return false;
-  uint64_t mask = net->repl.mask[slot];
+  uint64_t mask = *weft__net_rec_mask(&net->repl, slot);
   uint32_t n = weft__net_read_values(net, slot, mask, scratch);
   *term = weft__net_entity_hash(e, mask, scratch, n);
   return true;
@@ -424,13 +483,16 @@ void weft__net_session_build(weft_net_t *net, weft__net_session *s,
     s->table_count = 0;
     s->epoch = (s->epoch + 1) & 0xffffu;
     s->last_ack_build = build;
+    s->ack_pending = 0;
   }
   table_grow(s);
+  prefetch_table(s);
   view_pass(net, s, build);
   weft__net_w w = {s->packet, s->packet + net->cfg.max_packet};
   weft__net_tick_begin(&w, tick, s->epoch);
   uint32_t count = 0;
   scan_entries(net, s, &w, build, &count);
+  s->ack_pending = 0;
   write_events(net, s, &w, &count);
   write_digest(net, s, &w, &count);
   weft__net_tick_finish(s->packet, count);
@@ -451,16 +513,5 @@ void weft__net_session_ack(weft_net_t *net, weft__net_session *s,
     return; /* sent before the session's current epoch */
   s->last_ack = tick;
   s->last_ack_build = build;
-  for (uint32_t i = 0; i < s->table_cap; i++) {
-    weft__net_entry *x = &s->table[i];
-    if (x->e == 0 || !((x->sent >> age) & 1))
-      continue;
-    if (x->state == WEFT__NET_FORGETTING) {
-      erase(s, x);
-      i--; /* look again: an entry may have moved here */
-      continue;
-    }
-    x->state = WEFT__NET_KNOWN;
-    x->acked = (uint32_t)tick;
-  }
+  s->ack_pending |= 1ull << age;
 }

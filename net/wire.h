@@ -36,23 +36,43 @@ typedef struct weft__net_w {
 static inline bool weft__net_fits(const weft__net_w *w, size_t n) {
   return (size_t)(w->end - w->p) >= n;
 }
+/* The writers work on a local copy of the cursor: a store through a
+ * uint8_t pointer may alias the cursor itself, so writing through w->p
+ * byte by byte makes the compiler reload it after every byte. On a
+ * little-endian host the value's own bytes are the wire's. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WEFT__NET_LE 1
+#else
+#define WEFT__NET_LE 0
+#endif
 static inline void weft__net_u8(weft__net_w *w, uint32_t v) {
   *w->p++ = (uint8_t)v;
 }
 static inline void weft__net_u16(weft__net_w *w, uint32_t v) {
-  w->p[0] = (uint8_t)v;
-  w->p[1] = (uint8_t)(v >> 8);
-  w->p += 2;
+  uint8_t *p = w->p;
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  w->p = p + 2;
 }
 static inline void weft__net_u32(weft__net_w *w, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    w->p[i] = (uint8_t)(v >> (8 * i));
-  w->p += 4;
+  uint8_t *p = w->p;
+  if (WEFT__NET_LE) {
+    memcpy(p, &v, 4);
+  } else {
+    for (int i = 0; i < 4; i++)
+      p[i] = (uint8_t)(v >> (8 * i));
+  }
+  w->p = p + 4;
 }
 static inline void weft__net_u64(weft__net_w *w, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    w->p[i] = (uint8_t)(v >> (8 * i));
-  w->p += 8;
+  uint8_t *p = w->p;
+  if (WEFT__NET_LE) {
+    memcpy(p, &v, 8);
+  } else {
+    for (int i = 0; i < 8; i++)
+      p[i] = (uint8_t)(v >> (8 * i));
+  }
+  w->p = p + 8;
 }
 static inline void weft__net_f32(weft__net_w *w, float f) {
   uint32_t v;

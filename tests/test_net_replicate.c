@@ -124,6 +124,50 @@ static void test_net_replicate_delta_carries_exactly_the_changes(void **state) {
   nt_close(&x);
 }
 
+/* Acks wait for the next build to move the entries (session.c): two
+ * acks between builds leave each entry held as of the newer packet that
+ * carried it, so the next packet carries only what changed after that
+ * one; with the newer ack lost, it carries the change made before it. */
+static void
+test_net_replicate_acks_between_builds_hold_the_newest(void **state) {
+  (void)state;
+  for (int lose = 0; lose < 2; lose++) {
+    nt_world x;
+    nt_open(&x, NULL);
+    weft_entity_t a = nt_spawn(&x, 1, 1, 10), b = nt_spawn(&x, 3, 3, 20);
+    uint32_t id = nt_session(&x, 0, 0, 10);
+    items in;
+    nt_step(&x, true);
+    read_packet(&x, id, &in);
+    assert_int_equal(in.n, 2);
+    uint64_t t1 = in.tick;
+    int32_t hp = 11;
+    assert_int_equal(weft_set(x.w, a, x.hp, &hp), WEFT_OK);
+    nt_step(&x, true);
+    read_packet(&x, id, &in);
+    /* Not acknowledged yet: both learned in full again. */
+    assert_int_equal(in.n, 2);
+    assert_int_equal(item_of(&in, a)->kind, WEFT_NET_ITEM_LEARN);
+    uint64_t t2 = in.tick;
+    ack(&x, id, t1);
+    if (!lose)
+      ack(&x, id, t2);
+    nt_step(&x, true);
+    read_packet(&x, id, &in);
+    if (!lose) {
+      assert_int_equal(in.n, 0);
+    } else {
+      /* Held as of t1: a's Hp (written at t2) goes out, b has nothing. */
+      assert_int_equal(in.n, 1);
+      assert_int_equal(in.it[0].entity, a);
+      assert_int_equal(in.it[0].kind, WEFT_NET_ITEM_DELTA);
+      assert_int_equal(in.it[0].mask, 1u << NT_HP);
+    }
+    assert_null(item_of(&in, b));
+    nt_close(&x);
+  }
+}
+
 /* Events go once, to the sessions that know one of their entities. */
 static uint32_t events_in(const items *in, uint32_t type) {
   uint32_t n = 0;
@@ -305,6 +349,7 @@ static void test_net_replicate_steady_ticks_allocate_nothing(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_net_replicate_delta_carries_exactly_the_changes),
+      cmocka_unit_test(test_net_replicate_acks_between_builds_hold_the_newest),
       cmocka_unit_test(test_net_replicate_events_reach_who_knows),
       cmocka_unit_test(test_net_replicate_ticks_move_forward),
       cmocka_unit_test(test_net_replicate_config_checked),
