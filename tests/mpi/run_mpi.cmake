@@ -45,6 +45,31 @@
 #         run on more than one rank matches it (what the test set up
 #         happened there).
 
+# Fails unless a run of n ranks exited non-zero and each of its n ranks
+# printed one line "<prefix><text>" in `log`, all with the same text, which
+# matches `want`; `shown` is what a failure prints.
+function(same_error_everywhere cmd_text n rc log prefix want shown)
+  string(REGEX MATCHALL "${prefix}[^\n]*" lines "${log}")
+  list(LENGTH lines count)
+  if(NOT count EQUAL n OR rc EQUAL 0)
+    message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks reported "
+                        "the error (exit ${rc}):\n${shown}")
+  endif()
+  set(seen "")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^${prefix}" "" text "${line}")
+    if(NOT text MATCHES "${want}")
+      message(FATAL_ERROR "${cmd_text}: '${text}' does not match '${want}'")
+    endif()
+    if(seen STREQUAL "")
+      set(seen "${text}")
+    elseif(NOT seen STREQUAL text)
+      message(FATAL_ERROR "${cmd_text}: ranks disagree: '${seen}' and "
+                          "'${text}'")
+    endif()
+  endforeach()
+endfunction()
+
 foreach(var WEFT_MPIEXEC WEFT_PROG WEFT_SCENARIO WEFT_ARGS WEFT_RANKS
             WEFT_THREADS)
   if(NOT DEFINED ${var})
@@ -142,26 +167,9 @@ if(WEFT_EXPECT STREQUAL "restart")
         execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                         ERROR_VARIABLE err TIMEOUT 120)
         message(STATUS "${cmd_text}: exit ${rc}\n${err}")
-        string(REGEX MATCHALL "weft-sim: rank [0-9]+: [^\n]*" lines "${err}")
-        list(LENGTH lines count)
-        if(NOT count EQUAL n OR rc EQUAL 0)
-          message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks reported "
-                              "the bad checkpoint (exit ${rc}):\n${out}\n${err}")
-        endif()
-        set(seen "")
-        foreach(line IN LISTS lines)
-          string(REGEX REPLACE "^weft-sim: rank [0-9]+: " "" text "${line}")
-          if(NOT text MATCHES "WEFT_EFORMAT: .*${want}")
-            message(FATAL_ERROR "${cmd_text}: '${text}' does not match "
-                                "'${want}'")
-          endif()
-          if(seen STREQUAL "")
-            set(seen "${text}")
-          elseif(NOT seen STREQUAL text)
-            message(FATAL_ERROR "${cmd_text}: ranks disagree: '${seen}' "
-                                "and '${text}'")
-          endif()
-        endforeach()
+        same_error_everywhere("${cmd_text}" ${n} ${rc} "${err}"
+                              "weft-sim: rank [0-9]+: "
+                              "WEFT_EFORMAT: .*${want}" "${out}\n${err}")
       endforeach()
     endforeach()
     message(STATUS "bad arena checkpoints: the same error on every rank")
@@ -197,26 +205,9 @@ if(WEFT_EXPECT STREQUAL "restart")
         execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                         ERROR_VARIABLE err TIMEOUT 120)
         message(STATUS "${cmd_text} (ck.${which} ${how}): exit ${rc}\n${out}")
-        string(REGEX MATCHALL "rank [0-9]+ error: [^\n]*" lines "${out}")
-        list(LENGTH lines count)
-        if(NOT count EQUAL n OR rc EQUAL 0)
-          message(FATAL_ERROR "${cmd_text}: ${count} of ${n} ranks reported "
-                              "the damage (exit ${rc}):\n${out}\n${err}")
-        endif()
-        set(seen "")
-        foreach(line IN LISTS lines)
-          string(REGEX REPLACE "^rank [0-9]+ error: " "" text "${line}")
-          if(NOT text MATCHES "WEFT_EFORMAT: weft_mpi checkpoint .*ck\\.${which}")
-            message(FATAL_ERROR "${cmd_text}: '${text}' does not name "
-                                "ck.${which} as damaged")
-          endif()
-          if(seen STREQUAL "")
-            set(seen "${text}")
-          elseif(NOT seen STREQUAL text)
-            message(FATAL_ERROR "${cmd_text}: ranks disagree: '${seen}' "
-                                "and '${text}'")
-          endif()
-        endforeach()
+        same_error_everywhere(
+          "${cmd_text}" ${n} ${rc} "${out}" "rank [0-9]+ error: "
+          "WEFT_EFORMAT: weft_mpi checkpoint .*ck\\.${which}" "${out}\n${err}")
       endforeach()
     endforeach()
     message(STATUS "damaged checkpoints: the same error on every rank")
