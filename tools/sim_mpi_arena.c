@@ -78,8 +78,8 @@ struct sim_arena_mpi_t {
   uint64_t *mine, *all;  /* dead turrets' keys: this rank's, every rank's */
   int *counts, *displs;  /* per rank, for MPI_Allgatherv */
   uint32_t *squad_n;     /* living members per squad index */
-  weft_entity_t *todo;   /* entities to stamp or despawn after a walk */
-  uint32_t todo_cap;
+  weft_entity_t *listed; /* entities to stamp or despawn after a walk */
+  uint32_t listed_cap;
   sim_arena_stats_t stats;
   sim_arena_stats_t totals; /* every rank's, on rank 0 (checkpoint) */
   bool restored;            /* a checkpoint's arena section was loaded */
@@ -180,29 +180,29 @@ int sim_arena_case_apply(sim_scene_t *s, sim_arena_case_t kase) {
 
 /* ---- the structure rule -------------------------------------------------- */
 
-/* Makes room for n entities in a->todo (geometric: steady steps reuse). */
-static int todo_reserve(sim_arena_mpi_t *a, uint32_t n) {
-  if (n <= a->todo_cap)
+/* Makes room for n entities in a->listed (geometric: steady steps reuse). */
+static int listed_reserve(sim_arena_mpi_t *a, uint32_t n) {
+  if (n <= a->listed_cap)
     return 0;
-  uint32_t cap = a->todo_cap ? a->todo_cap : 256;
+  uint32_t cap = a->listed_cap ? a->listed_cap : 256;
   while (cap < n)
     cap *= 2;
-  weft_entity_t *p = realloc(a->todo, cap * sizeof *p);
+  weft_entity_t *p = realloc(a->listed, cap * sizeof *p);
   if (!p)
     return WEFT_ENOMEM;
-  a->todo = p;
-  a->todo_cap = cap;
+  a->listed = p;
+  a->listed_cap = cap;
   return 0;
 }
 
-/* Lists the entities of @p q into a->todo; returns their count or -1. */
+/* Lists the entities of @p q into a->listed; returns their count or -1. */
 static int64_t list_all(sim_arena_mpi_t *a, weft_query_t *q) {
-  if (todo_reserve(a, weft_query_count(q)))
+  if (listed_reserve(a, weft_query_count(q)))
     return -1;
   uint32_t n = 0;
   weft_iter_t it;
   for (weft_query_iter(q, &it); weft_iter_next(&it);) {
-    memcpy(a->todo + n, it.entities, it.count * sizeof *it.entities);
+    memcpy(a->listed + n, it.entities, it.count * sizeof *it.entities);
     n += it.count;
   }
   return n;
@@ -219,10 +219,10 @@ static int stamp_owners(sim_arena_mpi_t *a, weft_world_t *w) {
   for (int64_t i = 0; i < n && !rc; i++) {
     weft_entity_t turret;
     weft_key_t key = {UINT64_MAX}; /* no owner: never despawned by key */
-    if (weft_relation_first(w, a->todo[i], s->std.owned_by, &turret) == 0 &&
+    if (weft_relation_first(w, a->listed[i], s->std.owned_by, &turret) == 0 &&
         weft_read(w, turret, s->std.key, &key) != 0)
       key.id = UINT64_MAX;
-    rc = weft_add(w, a->todo[i], s->owner, &key.id);
+    rc = weft_add(w, a->listed[i], s->owner, &key.id);
   }
   return rc;
 }
@@ -242,7 +242,7 @@ static int wreck(sim_arena_mpi_t *a, weft_world_t *w, int *rc) {
   int64_t m = list_all(a, a->wrecks);
   *rc = m < 0 ? WEFT_ENOMEM : 0;
   for (int64_t i = 0; i < m && !*rc; i++)
-    *rc = weft_despawn(w, a->todo[i]);
+    *rc = weft_despawn(w, a->listed[i]);
   a->stats.turrets_died += (uint64_t)(m > 0 ? m : 0);
   return n;
 }
@@ -272,7 +272,7 @@ static int orphans(sim_arena_mpi_t *a, weft_world_t *w, int mine, int rc) {
   if (rc)
     return rc;
   qsort(a->all, (size_t)total, sizeof *a->all, by_u64);
-  if (todo_reserve(a, weft_query_count(a->shots)))
+  if (listed_reserve(a, weft_query_count(a->shots)))
     return WEFT_ENOMEM;
   uint32_t n = 0;
   weft_iter_t it;
@@ -280,12 +280,12 @@ static int orphans(sim_arena_mpi_t *a, weft_world_t *w, int mine, int rc) {
     const uint64_t *owner = weft_iter_column_of(&it, s->owner);
     for (uint32_t i = 0; i < it.count; i++)
       if (bsearch(&owner[i], a->all, (size_t)total, sizeof *a->all, by_u64))
-        a->todo[n++] = it.entities[i];
+        a->listed[n++] = it.entities[i];
   }
   /* The turrets' own rank despawned them already, which cascaded: what is
    * left lost its edge when it migrated. */
   for (uint32_t i = 0; i < n && !rc; i++)
-    rc = weft_despawn(w, a->todo[i]);
+    rc = weft_despawn(w, a->listed[i]);
   a->stats.orphans += n;
   return rc;
 }
@@ -506,7 +506,7 @@ int sim_arena_mpi_relink(sim_arena_mpi_t *a) {
     return rc;
   uint32_t most = weft_query_count(a->shots);
   weft_entity_t *to = malloc((most ? most : 1) * sizeof *to);
-  if (!to || todo_reserve(a, most)) {
+  if (!to || listed_reserve(a, most)) {
     free(t);
     free(to);
     return WEFT_ENOMEM;
@@ -518,14 +518,15 @@ int sim_arena_mpi_relink(sim_arena_mpi_t *a) {
       keyed_t want = {owner[i], 0};
       const keyed_t *hit = bsearch(&want, t, nt, sizeof *t, by_key);
       if (hit) {
-        a->todo[n] = it.entities[i];
+        a->listed[n] = it.entities[i];
         to[n++] = hit->e;
       }
     }
   }
   /* Edges change the projectiles' archetypes: added after the walk. */
   for (uint32_t i = 0; i < n && !rc; i++)
-    rc = weft_relation_add(s->world, a->todo[i], s->std.owned_by, to[i], NULL);
+    rc =
+        weft_relation_add(s->world, a->listed[i], s->std.owned_by, to[i], NULL);
   free(t);
   free(to);
   return rc;
@@ -708,7 +709,7 @@ void sim_arena_mpi_free(sim_arena_mpi_t *a) {
   free(a->counts);
   free(a->displs);
   free(a->squad_n);
-  free(a->todo);
+  free(a->listed);
   if (a->comm != MPI_COMM_NULL)
     MPI_Comm_free(&a->comm);
   free(a);
